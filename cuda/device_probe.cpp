@@ -1,0 +1,63 @@
+// Device detection through the CUDA runtime API (or a CPU-only answer when built without CUDA).
+#include "cuda/device_probe.h"
+
+#include <fmt/format.h>
+
+#ifdef LEAP_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace leap::cuda {
+
+Expected<DeviceInfo> probe_devices() {
+  DeviceInfo info;
+#ifndef LEAP_HAVE_CUDA
+  info.reason = "this build has no CUDA backend (LEAP_CUDA=OFF or nvcc not found)";
+  return info;
+#else
+  info.runtime_cuda_version = CUDART_VERSION;
+  if (cudaDriverGetVersion(&info.driver_cuda_version) != cudaSuccess || info.driver_cuda_version == 0) {
+    info.driver_cuda_version = 0;
+    info.reason = "no CUDA driver installed";
+    return info;
+  }
+  auto too_old = [&] {
+    return unsupported(fmt::format(
+        "the NVIDIA driver supports CUDA {}.{} but this build needs CUDA {}.{} (driver 580 or newer "
+        "for CUDA 13): update the driver, or run on the CPU with CUDA_VISIBLE_DEVICES=\"\"",
+        info.driver_cuda_version / 1000, info.driver_cuda_version % 1000 / 10, CUDART_VERSION / 1000,
+        CUDART_VERSION % 1000 / 10));
+  };
+  if (info.driver_cuda_version < CUDART_VERSION) return too_old();
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err == cudaErrorNoDevice) {
+    info.reason = "no CUDA device visible (CUDA_VISIBLE_DEVICES may be empty)";
+    return info;
+  }
+  if (err == cudaErrorInsufficientDriver) return too_old();
+  if (err != cudaSuccess) {
+    info.reason = fmt::format("CUDA reports {}", cudaGetErrorString(err));
+    return info;
+  }
+  info.count = n;
+  for (int d = 0; d < n; ++d) {
+    cudaDeviceProp p{};
+    if (cudaGetDeviceProperties(&p, d) == cudaSuccess) {
+      info.names.push_back(fmt::format("{} (sm_{}{}, {} GiB)", p.name, p.major, p.minor,
+                                       p.totalGlobalMem >> 30));
+    }
+  }
+  return info;
+#endif
+}
+
+std::string describe(const DeviceInfo& info) {
+  if (info.count == 0) return "device: none (" + info.reason + "); using the CPU";
+  std::string out = fmt::format("device: {} GPU(s), driver CUDA {}.{}", info.count,
+                                info.driver_cuda_version / 1000, info.driver_cuda_version % 1000 / 10);
+  for (const auto& n : info.names) out += "; " + n;
+  return out;
+}
+
+}  // namespace leap::cuda

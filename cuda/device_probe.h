@@ -1,0 +1,30 @@
+// Device detection, as DESIGN.md (Isolation) specifies:
+//  - cudaDriverGetVersion() == 0: no driver is installed: run on the CPU;
+//  - cudaErrorNoDevice (e.g. CUDA_VISIBLE_DEVICES=""): no device: run on the CPU;
+//  - a driver older than this toolkit needs (CUDA 13 needs 580+): an error that says so, never
+//    a silent CPU fallback.
+// Only the runtime API is used; nothing links libcuda, so this works on driverless machines.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace leap::cuda {
+
+struct DeviceInfo {
+  int count = 0;                  // usable GPUs; 0 means the CPU path
+  int driver_cuda_version = 0;    // e.g. 13000, as cudaDriverGetVersion reports; 0 = no driver
+  int runtime_cuda_version = 0;   // the toolkit this binary was built with; 0 = built without CUDA
+  std::string reason;             // why there is no device, when count == 0
+  std::vector<std::string> names; // one per device: "NVIDIA H200 (sm_90, 139 GiB)"
+};
+
+// Fails only for a driver that is too old for this build.
+Expected<DeviceInfo> probe_devices();
+
+// One line for logs and `leap --version`: "device: 1 x NVIDIA H200 ..." or "device: none (...)".
+std::string describe(const DeviceInfo& info);
+
+}  // namespace leap::cuda

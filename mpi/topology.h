@@ -1,0 +1,63 @@
+// The MPI layout: which ranks are policy (rollout/trainer, world rank 0 among them, also the
+// coordinator) and which are sandbox (verifiers), which node each sits on, and which GPU each
+// one drives. Every rank computes the same layout from the same allgathered facts, so a layout
+// that cannot work fails on every rank with the same message, and nobody waits in a collective.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/status.h"
+
+namespace leap::mpi {
+
+struct TopologyConfig {
+  int sandbox_ranks = 0;     // total sandbox ranks: the last ones of MPI_COMM_WORLD
+  int sandbox_per_node = 0;  // if > 0: the last this-many ranks of every node, instead
+  std::string sandbox_device = "auto";  // auto|cpu|gpu: do sandbox ranks get their own GPUs?
+  void declare(OptionSet& opts);
+};
+
+enum class Role { kPolicy = 0, kSandbox = 1 };
+const char* role_name(Role r);
+
+struct RankInfo {
+  int world_rank = 0;
+  std::string host;
+  int local_rank = 0;  // within the node
+  Role role = Role::kPolicy;
+  int role_rank = 0;   // within the role's communicator
+  int device = -1;     // GPU ordinal on its node, -1 for the CPU
+};
+
+struct Topology {
+  MPI_Comm world = MPI_COMM_NULL;
+  MPI_Comm role_comm = MPI_COMM_NULL;  // policy or sandbox, by this rank's role
+  MPI_Comm node_comm = MPI_COMM_NULL;  // ranks sharing this node's memory
+  std::vector<RankInfo> ranks;         // every rank, in world order
+  int world_rank = 0;
+
+  const RankInfo& self() const { return ranks[static_cast<size_t>(world_rank)]; }
+  bool is_coordinator() const { return world_rank == 0; }
+  std::vector<int> world_ranks_of(Role role) const;
+  int count(Role role) const { return static_cast<int>(world_ranks_of(role).size()); }
+};
+
+// Splits `world` into policy and sandbox groups. `gpus_per_node` is what this node sees (0 on
+// CPU-only machines); `policy_on_gpu` binds one GPU per policy rank when the backend is cuda.
+// Collective over `world`.
+Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int gpus_per_node,
+                                 bool policy_on_gpu);
+void free_topology(Topology* t);
+
+// The role assignment alone, given each rank's node-local rank and node size; pure, for tests.
+Expected<std::vector<Role>> assign_roles(const TopologyConfig& cfg, const std::vector<int>& local_rank,
+                                         const std::vector<int>& local_size);
+
+// The table rank 0 prints at start: rank, host, local rank, role, role rank, device.
+std::string format_layout(const Topology& t);
+
+}  // namespace leap::mpi

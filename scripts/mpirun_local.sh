@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# mpirun for a single machine (a workstation, a container, CI): adds only what this machine needs.
+#  - as root (containers), Open MPI refuses to start without OMPI_ALLOW_RUN_AS_ROOT*;
+#  - with more ranks than cores it needs --oversubscribe, and idle ranks should yield the core
+#    (mpi_yield_when_idle) and OpenBLAS should run one thread per rank.
+# Cluster jobscripts call plain `mpirun`; they do not need any of this.
+# usage: scripts/mpirun_local.sh NP COMMAND [ARGS...]
+set -euo pipefail
+np="$1"; shift
+extra=()
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+cores=$(nproc)
+if [ "$np" -gt "$cores" ]; then
+  extra+=(--oversubscribe --mca mpi_yield_when_idle 1)
+  export OPENBLAS_NUM_THREADS=1
+fi
+# Containers often lack a usable high-speed fabric; keep shared memory and loopback TCP.
+extra+=(--mca btl self,vader,tcp --mca btl_tcp_if_include lo)
+exec mpirun -np "$np" "${extra[@]}" "$@"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what LEAP needs from Debian's packages; quick when everything is already there.
+# Used by both README commands and by CI. Run as root (or with sudo available).
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config git
+      libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libopenblas-dev
+      nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
+      python3-torch python3-h5py python3-numpy python3-matplotlib)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[setup] installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

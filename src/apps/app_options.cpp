@@ -1,0 +1,27 @@
+// Composition of the module option sections into the one OptionSet of the `leap` command.
+#include "apps/app_options.h"
+
+namespace leap::app {
+
+void RunOptions::declare(OptionSet& opts) {
+  opts.add("run.seed", &seed, int64_t{1234}, "Seed of every random stream of the run (tasks, sampling, inputs).");
+  opts.add("run.out_dir", &out_dir, std::string("runs/leap"),
+           "Run folder: trajectories (HDF5), checkpoints and logs go here.");
+  opts.add("log.level", &log_level, std::string("info"), "Log level.",
+           {.choices = {"debug", "info", "warn", "error", "quiet"}});
+  opts.add("log.all_ranks", &log_all_ranks, false, "Log from every rank, not only rank 0.");
+  opts.add("backend.name", &backend, std::string("cpu"),
+           "Policy backend: cpu (fp32, OpenBLAS; the reference) or cuda (bf16, cuBLASLt). The "
+           "gradient reduction follows it: MPI on cpu, NCCL on cuda.",
+           {.choices = {"cpu", "cuda"}});
+  opts.add("backend.threads", &threads, 0,
+           "CPU threads per rank for the CPU backend; 0 = cores of the node divided by its ranks.",
+           {.min = 0, .max = 1024});
+}
+
+void AppOptions::declare(OptionSet& opts) {
+  run.declare(opts);
+  mpi.declare(opts);
+}
+
+}  // namespace leap::app

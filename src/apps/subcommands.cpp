@@ -1,0 +1,56 @@
+// The subcommand table and the option handling every subcommand shares.
+#include "apps/subcommands.h"
+
+#include <cstdio>
+
+namespace leap::app {
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> kTable = {
+      {"train", "the MPI training program: --mode rl (default) or --mode sft", run_train},
+      {"eval", "a policy on a suite: pass@k, per-turn accuracy, fast_p on GPU",
+       [](const std::vector<std::string>&) { return run_not_built("eval"); }},
+      {"check", "one answer against one task through the sandbox; prints the verdict as JSON",
+       [](const std::vector<std::string>&) { return run_not_built("check"); }},
+      {"score", "per-token log-probabilities of a token sequence under a checkpoint, as JSON",
+       [](const std::vector<std::string>&) { return run_not_built("score"); }},
+      {"analyze", "summary of a run's HDF5 file",
+       [](const std::vector<std::string>&) { return run_not_built("analyze"); }},
+      {"tasks", "list and validate task suites",
+       [](const std::vector<std::string>&) { return run_not_built("tasks"); }},
+  };
+  return kTable;
+}
+
+int run_not_built(const char* sub) {
+  std::fprintf(stderr, "leap %s: not built yet in this version of leap\n", sub);
+  return 2;
+}
+
+int parse_or_exit(const char* sub, const char* usage, const std::vector<std::string>& args, OptionSet& opts) {
+  for (const auto& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: leap %s %s\n\noptions (INI section.key; the command line wins over --config):\n%s", sub,
+                  usage, opts.help_text().c_str());
+      return 0;
+    }
+  }
+  std::vector<std::string> rest;
+  bool print_config = false;
+  for (const auto& a : args) {
+    if (a == "--print-config") print_config = true;
+    else rest.push_back(a);
+  }
+  Status st = opts.parse(rest);
+  if (!st) {
+    std::fprintf(stderr, "leap %s: error: %s\n", sub, st.message().c_str());
+    return st.exit_code();
+  }
+  if (print_config) {
+    std::printf("%s", opts.to_ini().c_str());
+    return 0;
+  }
+  return -1;
+}
+
+}  // namespace leap::app

@@ -1,0 +1,29 @@
+// The subcommands of `leap`: name, one-line summary, and the function that runs it.
+// A subcommand returns a process exit code: 0 success, 2 bad input, 1 internal failure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+
+namespace leap::app {
+
+struct Subcommand {
+  const char* name;
+  const char* summary;
+  int (*run)(const std::vector<std::string>& args);  // args after the subcommand name
+  bool hidden = false;                                // internal (e.g. the sandbox worker)
+};
+
+const std::vector<Subcommand>& subcommands();
+
+// Shared by subcommands: parses options into `opts` and handles --help / --print-config.
+// Returns -1 to continue, or the exit code to return now.
+int parse_or_exit(const char* sub, const char* usage, const std::vector<std::string>& args,
+                  ::leap::OptionSet& opts);
+
+int run_train(const std::vector<std::string>& args);
+int run_not_built(const char* sub);
+
+}  // namespace leap::app

@@ -1,0 +1,37 @@
+// The fatal reporter: prints who failed and where, then aborts every rank.
+#include "common/check.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace leap {
+
+std::string describe_self() {
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return "rank " + std::to_string(rank) + " on " + host;
+  }
+  return std::string("process ") + std::to_string(getpid()) + " on " + host;
+}
+
+void report_fatal(const char* file, int line, const std::string& message) {
+  std::fprintf(stderr, "[leap] FATAL %s at %s:%d: %s\n", describe_self().c_str(), file, line,
+               message.c_str());
+  std::fflush(stderr);
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+}  // namespace leap

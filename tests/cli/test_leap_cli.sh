@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The `leap` command as a user meets it: help, version and device detection, and bad input
+# exiting 2 with a message that names the problem. Run by ctest with LEAP set to the binary.
+set -u
+fail=0
+check() {  # check NAME EXPECTED_RC REGEX -- command...
+  local name="$1" want_rc="$2" regex="$3"; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$want_rc" ]; then
+    echo "FAIL $name: exit $rc, wanted $want_rc"; echo "$out" | head -20; fail=1; return
+  fi
+  if ! grep -Eq -- "$regex" <<<"$out"; then
+    echo "FAIL $name: output does not match /$regex/"; echo "$out" | head -20; fail=1; return
+  fi
+  echo "ok   $name"
+}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+check help 0 "subcommands:" -- "$LEAP" --help
+check no-args 2 "usage: leap" -- "$LEAP"
+check unknown-sub 2 "unknown subcommand 'trian'" -- "$LEAP" trian
+# With no visible device (and on machines without a driver) the binary starts and says so.
+check version-no-device 0 "device: none" -- env CUDA_VISIBLE_DEVICES= "$LEAP" --version
+check version-commit 0 "commit [0-9a-f]+|commit unknown" -- "$LEAP" --version
+check train-help 0 "--mpi.sandbox_ranks" -- "$LEAP" train --help
+check print-config 0 "^\[mpi\]" -- "$LEAP" train --print-config --mpi.sandbox_ranks=1
+check print-config-value 0 "sandbox_ranks = 3" -- "$LEAP" train --print-config --mpi.sandbox_ranks=3
+
+printf '[mpi]\nsandbox_rank = 2\n' > "$tmp/typo.ini"
+check typo-key 2 "typo.ini:2: unknown key 'sandbox_rank'.*mpi.sandbox_ranks" -- "$LEAP" train --config "$tmp/typo.ini"
+check bad-flag 2 "did you mean '--mpi.sandbox_ranks'" -- "$LEAP" train --mpi.sandbox_rank=1
+check bad-type 2 "sandbox_ranks" -- "$LEAP" train --mpi.sandbox_ranks=two
+check bad-range 2 "must be >= 0" -- "$LEAP" train --mpi.sandbox_ranks=-1
+check bad-choice 2 "one of cpu\|cuda" -- "$LEAP" train --backend.name=tpu
+check missing-config 2 "cannot open config file" -- "$LEAP" train --config "$tmp/nope.ini"
+# Nothing is written when the config is bad.
+[ -z "$(ls -A "$tmp" | grep -v typo.ini)" ] || { echo "FAIL: files written on bad config"; fail=1; }
+
+if [ "$fail" = 0 ]; then echo "all CLI checks passed"; fi
+exit $fail
