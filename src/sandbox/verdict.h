@@ -1,0 +1,41 @@
+// Verdicts: what the sandbox says of one candidate. Names are a contract (DESIGN.md,
+// Verification): they are written to HDF5 by these exact strings and read by the RL core.
+// SANDBOX_ERROR is the infrastructure's fault: never a penalty, always retried.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace leap::sandbox {
+
+enum class Verdict : int {
+  kOk = 0,
+  kFormatError,
+  kCompileError,
+  kLaunchError,
+  kRuntimeError,
+  kTimeout,
+  kWrongAnswer,
+  kMemoryViolation,
+  kUnsupported,
+  kSandboxError,
+};
+inline constexpr int kVerdictCount = 10;
+
+// "OK", "FORMAT_ERROR", ...; the index is the enum value.
+std::string_view verdict_name(Verdict v);
+std::optional<Verdict> parse_verdict(std::string_view name);
+
+// The result of verifying one candidate. Times are wall-clock milliseconds; speedup is the
+// reference's time over the candidate's, present only where the kernel was timed on a GPU.
+struct VerifyResult {
+  Verdict verdict = Verdict::kSandboxError;
+  double max_abs_err = 0.0;
+  std::optional<double> speedup;
+  double compile_ms = 0.0;
+  double exec_ms = 0.0;
+  std::string feedback;  // bounded text for the next turn (DESIGN.md: at most 2 KB by default)
+};
+
+}  // namespace leap::sandbox
