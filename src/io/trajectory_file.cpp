@@ -1,0 +1,403 @@
+// HDF5 trajectory file: compound /steps and /samples, bytes+offsets texts, enum-typed verdict
+// and DCP class, chunked + deflate + extendible datasets, SWMR after everything is created.
+#include "io/trajectory_file.h"
+
+#include <sys/vfs.h>
+
+#include <array>
+#include <cmath>
+#include <filesystem>
+
+#include "io/h5_check.h"
+#include "sandbox/verdict.h"
+
+namespace leap::io {
+
+namespace {
+
+constexpr long kNfsSuperMagic = 0x6969;
+
+// Owns one HDF5 identifier and closes it with the right function.
+class H5Id {
+ public:
+  H5Id() = default;
+  H5Id(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
+  H5Id(H5Id&& o) noexcept : id_(o.id_), closer_(o.closer_) { o.id_ = H5I_INVALID_HID; }
+  H5Id& operator=(H5Id&& o) noexcept {
+    reset();
+    id_ = o.id_;
+    closer_ = o.closer_;
+    o.id_ = H5I_INVALID_HID;
+    return *this;
+  }
+  ~H5Id() { reset(); }
+  void reset() {
+    if (id_ >= 0 && closer_) closer_(id_);
+    id_ = H5I_INVALID_HID;
+  }
+  hid_t get() const { return id_; }
+  bool valid() const { return id_ >= 0; }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  herr_t (*closer_)(hid_t) = nullptr;
+};
+
+// Silences HDF5's own error-stack printing while a call is expected to fail on user input (a
+// file that is not HDF5): we report those ourselves, with the file name and the fix.
+class QuietH5Errors {
+ public:
+  QuietH5Errors() {
+    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  }
+  ~QuietH5Errors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+
+ private:
+  H5E_auto2_t func_ = nullptr;
+  void* data_ = nullptr;
+};
+
+H5Id make_type(hid_t id) { return H5Id(id, H5Tclose); }
+
+H5Id verdict_enum_type() {
+  H5Id t = make_type(H5_CHECK(H5Tenum_create(H5T_NATIVE_INT8)));
+  for (int8_t v = 0; v < sandbox::kVerdictCount; ++v) {
+    std::string name(sandbox::verdict_name(static_cast<sandbox::Verdict>(v)));
+    H5_CHECK(H5Tenum_insert(t.get(), name.c_str(), &v));
+  }
+  return t;
+}
+
+H5Id dcp_enum_type() {
+  H5Id t = make_type(H5_CHECK(H5Tenum_create(H5T_NATIVE_INT8)));
+  const std::array<const char*, 4> names = {"none", "easy", "hopeless", "expanded"};
+  for (int8_t v = 0; v < 4; ++v) H5_CHECK(H5Tenum_insert(t.get(), names[static_cast<size_t>(v)], &v));
+  return t;
+}
+
+#define LEAP_FIELD(type, Row, field, h5type) H5_CHECK(H5Tinsert(type, #field, HOFFSET(Row, field), h5type))
+
+H5Id step_type() {
+  H5Id t = make_type(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(StepRow))));
+  hid_t id = t.get();
+  LEAP_FIELD(id, StepRow, step, H5T_NATIVE_INT64);
+  for (auto [name, off] : std::initializer_list<std::pair<const char*, size_t>>{
+           {"time_s", HOFFSET(StepRow, time_s)},       {"gen_s", HOFFSET(StepRow, gen_s)},
+           {"sandbox_s", HOFFSET(StepRow, sandbox_s)}, {"train_s", HOFFSET(StepRow, train_s)},
+           {"loss", HOFFSET(StepRow, loss)},           {"kl", HOFFSET(StepRow, kl)},
+           {"entropy", HOFFSET(StepRow, entropy)},     {"clip_frac", HOFFSET(StepRow, clip_frac)},
+           {"ratio_mean", HOFFSET(StepRow, ratio_mean)}, {"ratio_max", HOFFSET(StepRow, ratio_max)},
+           {"grad_norm", HOFFSET(StepRow, grad_norm)}, {"lr", HOFFSET(StepRow, lr)}}) {
+    H5_CHECK(H5Tinsert(id, name, off, H5T_NATIVE_DOUBLE));
+  }
+  for (auto [name, off] : std::initializer_list<std::pair<const char*, size_t>>{
+           {"n_groups", HOFFSET(StepRow, n_groups)},     {"n_easy", HOFFSET(StepRow, n_easy)},
+           {"n_hopeless", HOFFSET(StepRow, n_hopeless)}, {"n_expanded", HOFFSET(StepRow, n_expanded)},
+           {"n_dropped_groups", HOFFSET(StepRow, n_dropped_groups)},
+           {"n_samples", HOFFSET(StepRow, n_samples)},   {"n_sandbox_jobs", HOFFSET(StepRow, n_sandbox_jobs)}}) {
+    H5_CHECK(H5Tinsert(id, name, off, H5T_NATIVE_INT32));
+  }
+  LEAP_FIELD(id, StepRow, tokens_generated, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, StepRow, mean_completion_tokens, H5T_NATIVE_DOUBLE);
+  LEAP_FIELD(id, StepRow, pass_turn1, H5T_NATIVE_DOUBLE);
+  LEAP_FIELD(id, StepRow, pass_final, H5T_NATIVE_DOUBLE);
+  return t;
+}
+
+H5Id sample_type(hid_t verdict_t, hid_t dcp_t) {
+  H5Id t = make_type(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(SampleRow))));
+  hid_t id = t.get();
+  LEAP_FIELD(id, SampleRow, step, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, SampleRow, task, H5T_NATIVE_INT32);
+  LEAP_FIELD(id, SampleRow, group, H5T_NATIVE_INT32);
+  LEAP_FIELD(id, SampleRow, sample, H5T_NATIVE_INT32);
+  LEAP_FIELD(id, SampleRow, turn, H5T_NATIVE_INT32);
+  LEAP_FIELD(id, SampleRow, verdict, verdict_t);
+  LEAP_FIELD(id, SampleRow, dcp, dcp_t);
+  LEAP_FIELD(id, SampleRow, reward, H5T_NATIVE_FLOAT);
+  LEAP_FIELD(id, SampleRow, advantage, H5T_NATIVE_FLOAT);
+  LEAP_FIELD(id, SampleRow, prompt_tokens, H5T_NATIVE_INT32);
+  LEAP_FIELD(id, SampleRow, completion_tokens, H5T_NATIVE_INT32);
+  LEAP_FIELD(id, SampleRow, speedup, H5T_NATIVE_FLOAT);
+  LEAP_FIELD(id, SampleRow, compile_ms, H5T_NATIVE_FLOAT);
+  LEAP_FIELD(id, SampleRow, exec_ms, H5T_NATIVE_FLOAT);
+  LEAP_FIELD(id, SampleRow, max_abs_err, H5T_NATIVE_FLOAT);
+  LEAP_FIELD(id, SampleRow, mpi_rank, H5T_NATIVE_INT32);
+  return t;
+}
+
+#undef LEAP_FIELD
+
+H5Id create_extendible(hid_t parent, const char* name, hid_t type, hsize_t chunk) {
+  hsize_t dims = 0, maxdims = H5S_UNLIMITED;
+  H5Id space(H5_CHECK(H5Screate_simple(1, &dims, &maxdims)), H5Sclose);
+  H5Id dcpl(H5_CHECK(H5Pcreate(H5P_DATASET_CREATE)), H5Pclose);
+  H5_CHECK(H5Pset_chunk(dcpl.get(), 1, &chunk));
+  H5_CHECK(H5Pset_deflate(dcpl.get(), 4));
+  return H5Id(H5_CHECK(H5Dcreate2(parent, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)),
+              H5Dclose);
+}
+
+hsize_t extent_of(hid_t dset) {
+  H5Id space(H5_CHECK(H5Dget_space(dset)), H5Sclose);
+  hsize_t n = 0;
+  H5_CHECK(H5Sget_simple_extent_dims(space.get(), &n, nullptr));
+  return n;
+}
+
+void append_rows(hid_t dset, hid_t memtype, const void* data, hsize_t n) {
+  if (n == 0) return;
+  hsize_t old = extent_of(dset), grown = old + n;
+  H5_CHECK(H5Dset_extent(dset, &grown));
+  H5Id fspace(H5_CHECK(H5Dget_space(dset)), H5Sclose);
+  H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &old, nullptr, &n, nullptr));
+  H5Id mspace(H5_CHECK(H5Screate_simple(1, &n, nullptr)), H5Sclose);
+  H5_CHECK(H5Dwrite(dset, memtype, mspace.get(), fspace.get(), H5P_DEFAULT, data));
+}
+
+template <class T>
+std::vector<T> read_all(hid_t dset, hid_t memtype) {
+  std::vector<T> out(extent_of(dset));
+  if (!out.empty()) H5_CHECK(H5Dread(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
+  return out;
+}
+
+void write_string_attr(hid_t obj, const char* name, const std::string& value) {
+  H5Id type = make_type(H5_CHECK(H5Tcopy(H5T_C_S1)));
+  H5_CHECK(H5Tset_size(type.get(), std::max<size_t>(1, value.size())));
+  H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
+  H5Id space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
+  H5Id attr(H5_CHECK(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)), H5Aclose);
+  std::string padded = value.empty() ? std::string(1, '\0') : value;
+  H5_CHECK(H5Awrite(attr.get(), type.get(), padded.data()));
+}
+
+std::optional<std::string> read_string_attr(hid_t obj, const char* name) {
+  if (H5Aexists(obj, name) <= 0) return std::nullopt;
+  H5Id attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
+  if (!attr.valid()) return std::nullopt;
+  H5Id type(H5Aget_type(attr.get()), H5Tclose);
+  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0) return std::nullopt;
+  std::string out(H5Tget_size(type.get()), '\0');
+  if (H5Aread(attr.get(), type.get(), out.data()) < 0) return std::nullopt;
+  while (!out.empty() && out.back() == '\0') out.pop_back();
+  return out;
+}
+
+// A text column: UTF-8 bytes plus int64 end offsets, one per row.
+struct TextColumn {
+  H5Id data, offsets;
+  int64_t end = 0;  // total bytes so far == last offset
+
+  void append(const std::vector<std::string>& texts) {
+    std::string bytes;
+    std::vector<int64_t> ends;
+    for (const auto& t : texts) {
+      bytes += t;
+      ends.push_back(end + static_cast<int64_t>(bytes.size()));
+    }
+    append_rows(data.get(), H5T_NATIVE_UINT8, bytes.data(), bytes.size());
+    append_rows(offsets.get(), H5T_NATIVE_INT64, ends.data(), ends.size());
+    end += static_cast<int64_t>(bytes.size());
+  }
+};
+
+TextColumn create_text(hid_t parent, const char* group) {
+  H5Id g(H5_CHECK(H5Gcreate2(parent, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
+  return {create_extendible(g.get(), "data", H5T_NATIVE_UINT8, 1 << 16),
+          create_extendible(g.get(), "offsets", H5T_NATIVE_INT64, 1024), 0};
+}
+
+TextColumn open_text(hid_t file, const std::string& group) {
+  return {H5Id(H5Dopen2(file, (group + "/data").c_str(), H5P_DEFAULT), H5Dclose),
+          H5Id(H5Dopen2(file, (group + "/offsets").c_str(), H5P_DEFAULT), H5Dclose), 0};
+}
+
+H5Id file_access_latest() {
+  H5Id fapl(H5_CHECK(H5Pcreate(H5P_FILE_ACCESS)), H5Pclose);
+  H5_CHECK(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST));
+  return fapl;
+}
+
+constexpr const char* kTextGroups[3] = {"/text/prompt", "/text/completion", "/text/feedback"};
+
+}  // namespace
+
+bool parse_swmr_mode(const std::string& text, SwmrMode* out) {
+  if (text == "auto") *out = SwmrMode::kAuto;
+  else if (text == "on") *out = SwmrMode::kOn;
+  else if (text == "off") *out = SwmrMode::kOff;
+  else return false;
+  return true;
+}
+
+bool swmr_supported_at(const std::string& path) {
+  auto dir = std::filesystem::absolute(path).parent_path();
+  struct statfs fs {};
+  if (statfs(dir.c_str(), &fs) != 0) return true;
+  return static_cast<long>(fs.f_type) != kNfsSuperMagic;
+}
+
+struct TrajectoryFile::Impl {
+  H5Id file;
+  H5Id verdict_t, dcp_t, step_t, sample_t;
+  H5Id steps, samples;
+  std::array<TextColumn, 3> text;
+  bool swmr = false;
+  std::string path;
+
+  void make_types() {
+    verdict_t = verdict_enum_type();
+    dcp_t = dcp_enum_type();
+    step_t = step_type();
+    sample_t = sample_type(verdict_t.get(), dcp_t.get());
+  }
+
+  Status start_swmr(SwmrMode mode) {
+    swmr = mode == SwmrMode::kOn || (mode == SwmrMode::kAuto && swmr_supported_at(path));
+    if (swmr && H5Fstart_swmr_write(file.get()) < 0)
+      return io_error("cannot start SWMR writing on '" + path + "': set output.swmr = off on this file system");
+    return Status::ok();
+  }
+
+  Status flush() {
+    // Samples and texts first, /steps last: readers treat a /steps row as the step's commit.
+    for (auto& t : text) {
+      if (H5Dflush(t.data.get()) < 0 || H5Dflush(t.offsets.get()) < 0) return io_error("flush failed: " + path);
+    }
+    if (H5Dflush(samples.get()) < 0 || H5Dflush(steps.get()) < 0) return io_error("flush failed: " + path);
+    // A global flush also writes the superblock's end-of-allocation, without which a file whose
+    // writer was killed cannot be reopened for resuming.
+    if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return io_error("flush failed: " + path);
+    return Status::ok();
+  }
+};
+
+TrajectoryFile::TrajectoryFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TrajectoryFile::~TrajectoryFile() { (void)close(); }
+
+Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::create(const std::string& path, const TrajectoryMeta& meta,
+                                                                 SwmrMode swmr) {
+  if (std::filesystem::exists(path))
+    return invalid_input("trajectory file '" + path + "' already exists: resume the run with --resume, or choose "
+                         "another run.out_dir");
+  auto im = std::make_unique<Impl>();
+  im->path = path;
+  H5Id fapl = file_access_latest();
+  hid_t f = H5I_INVALID_HID;
+  {
+    QuietH5Errors quiet;
+    f = H5Fcreate(path.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get());
+  }
+  if (f < 0) return io_error("cannot create trajectory file '" + path + "': check the folder exists and is writable");
+  im->file = H5Id(f, H5Fclose);
+  im->make_types();
+  hid_t root = im->file.get();
+  write_string_attr(root, "config", meta.config_ini);
+  write_string_attr(root, "version", meta.version);
+  write_string_attr(root, "git_commit", meta.git_commit);
+  write_string_attr(root, "run_fingerprint", meta.run_fingerprint);
+  write_string_attr(root, "schema_version", std::to_string(kTrajectorySchemaVersion));
+  im->steps = create_extendible(root, "steps", im->step_t.get(), 64);
+  im->samples = create_extendible(root, "samples", im->sample_t.get(), 1024);
+  H5Id text(H5_CHECK(H5Gcreate2(root, "text", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
+  im->text = {create_text(text.get(), "prompt"), create_text(text.get(), "completion"),
+              create_text(text.get(), "feedback")};
+  H5Id tasks(H5_CHECK(H5Gcreate2(root, "tasks", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
+  TextColumn ids = create_text(tasks.get(), "id");
+  ids.append(meta.task_ids);
+  LEAP_RETURN_IF_ERROR(im->start_swmr(swmr));
+  LEAP_RETURN_IF_ERROR(im->flush());
+  return std::unique_ptr<TrajectoryFile>(new TrajectoryFile(std::move(im)));
+}
+
+Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::string& path,
+                                                                 const std::string& run_fingerprint,
+                                                                 int64_t last_step, SwmrMode swmr) {
+  if (!std::filesystem::exists(path)) return not_found("trajectory file '" + path + "' does not exist");
+  auto im = std::make_unique<Impl>();
+  im->path = path;
+  H5Id fapl = file_access_latest();
+  // A writer killed while in SWMR mode leaves the superblock marked "open for writing"; clear
+  // it as h5clear would, since we are the run's only writer by construction.
+  hbool_t clear = 1;
+  H5Pset(fapl.get(), "clear_status_flags", &clear);
+  hid_t f = H5I_INVALID_HID;
+  {
+    QuietH5Errors quiet;
+    f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get());
+  }
+  if (f < 0) return invalid_input("cannot open trajectory file '" + path + "' for resuming: not an HDF5 file, or damaged");
+  im->file = H5Id(f, H5Fclose);
+  hid_t root = im->file.get();
+  auto fp = read_string_attr(root, "run_fingerprint");
+  if (!fp) return invalid_input("'" + path + "' is not a LEAP trajectory file (no run_fingerprint attribute)");
+  if (*fp != run_fingerprint)
+    return invalid_input("'" + path + "' belongs to another run (its model/seed/suite differ from this config): "
+                         "use a fresh run.out_dir, or resume with the config that made it");
+  im->make_types();
+  im->steps = H5Id(H5Dopen2(root, "steps", H5P_DEFAULT), H5Dclose);
+  im->samples = H5Id(H5Dopen2(root, "samples", H5P_DEFAULT), H5Dclose);
+  for (int i = 0; i < 3; ++i) im->text[static_cast<size_t>(i)] = open_text(root, kTextGroups[i]);
+  if (!im->steps.valid() || !im->samples.valid())
+    return invalid_input("'" + path + "' lacks /steps or /samples: not a complete LEAP trajectory file");
+
+  // Cut /steps and /samples to rows with step <= last_step (rows are in step order).
+  auto steps = read_all<StepRow>(im->steps.get(), im->step_t.get());
+  auto samples = read_all<SampleRow>(im->samples.get(), im->sample_t.get());
+  hsize_t keep_steps = 0, keep_samples = 0;
+  while (keep_steps < steps.size() && steps[keep_steps].step <= last_step) ++keep_steps;
+  while (keep_samples < samples.size() && samples[keep_samples].step <= last_step) ++keep_samples;
+  H5_CHECK(H5Dset_extent(im->steps.get(), &keep_steps));
+  H5_CHECK(H5Dset_extent(im->samples.get(), &keep_samples));
+  for (auto& t : im->text) {
+    auto offs = read_all<int64_t>(t.offsets.get(), H5T_NATIVE_INT64);
+    if (offs.size() < keep_samples)
+      return invalid_input("'" + path + "': text offsets are shorter than /samples; the file is damaged");
+    hsize_t rows = keep_samples;
+    hsize_t bytes = keep_samples == 0 ? 0 : static_cast<hsize_t>(offs[keep_samples - 1]);
+    H5_CHECK(H5Dset_extent(t.offsets.get(), &rows));
+    H5_CHECK(H5Dset_extent(t.data.get(), &bytes));
+    t.end = static_cast<int64_t>(bytes);
+  }
+  LEAP_RETURN_IF_ERROR(im->start_swmr(swmr));
+  LEAP_RETURN_IF_ERROR(im->flush());
+  return std::unique_ptr<TrajectoryFile>(new TrajectoryFile(std::move(im)));
+}
+
+Status TrajectoryFile::append_step(const StepRow& step, const std::vector<SampleRow>& samples,
+                                   const std::vector<SampleText>& texts) {
+  if (samples.size() != texts.size()) return internal_error("append_step: samples and texts differ in length");
+  Impl& im = *impl_;
+  if (!im.file.valid()) return internal_error("append_step on a closed trajectory file");
+  std::array<std::vector<std::string>, 3> cols;
+  for (const auto& t : texts) {
+    cols[0].push_back(t.prompt);
+    cols[1].push_back(t.completion);
+    cols[2].push_back(t.feedback);
+  }
+  for (size_t i = 0; i < 3; ++i) im.text[i].append(cols[i]);
+  append_rows(im.samples.get(), im.sample_t.get(), samples.data(), samples.size());
+  append_rows(im.steps.get(), im.step_t.get(), &step, 1);
+  return im.flush();
+}
+
+int64_t TrajectoryFile::steps_written() const { return static_cast<int64_t>(extent_of(impl_->steps.get())); }
+int64_t TrajectoryFile::samples_written() const { return static_cast<int64_t>(extent_of(impl_->samples.get())); }
+bool TrajectoryFile::swmr() const { return impl_->swmr; }
+
+Status TrajectoryFile::close() {
+  if (!impl_ || !impl_->file.valid()) return Status::ok();
+  Status st = impl_->flush();
+  impl_->steps.reset();
+  impl_->samples.reset();
+  for (auto& t : impl_->text) {
+    t.data.reset();
+    t.offsets.reset();
+  }
+  impl_->file.reset();
+  return st;
+}
+
+}  // namespace leap::io

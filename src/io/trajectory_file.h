@@ -1,0 +1,65 @@
+// The trajectory file, written by rank 0 only (DESIGN.md, Trajectories).
+//
+// Invariants:
+//  - every dataset and attribute exists before H5Fstart_swmr_write, so h5py can open a running
+//    job with `h5py.File(path, 'r', libver='latest', swmr=True)`;
+//  - text is UTF-8 bytes in `…/data` plus int64 end offsets in `…/offsets` (variable-length
+//    strings are not SWMR-safe), row-aligned with /samples;
+//  - a step is appended whole (its /steps row, its /samples rows, their texts) and flushed, so a
+//    reader never sees a step's samples without its row... up to the order of flushes: /samples
+//    and /text are flushed before /steps, and readers treat /steps as the commit marker;
+//  - on resume, rows past the checkpoint's step are cut off before SWMR starts, so each step is
+//    in the file exactly once after any crash.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "io/trajectory_rows.h"
+
+namespace leap::io {
+
+struct TrajectoryMeta {
+  std::string config_ini;   // the fully resolved config (OptionSet::to_ini)
+  std::string version;      // leap version
+  std::string git_commit;
+  std::string run_fingerprint;  // identifies the run: resuming into another run's file is refused
+  std::vector<std::string> task_ids;  // /tasks/id; SampleRow::task indexes it
+};
+
+enum class SwmrMode { kAuto, kOn, kOff };
+// Parses "auto|on|off".
+bool parse_swmr_mode(const std::string& text, SwmrMode* out);
+// SWMR needs POSIX semantics: auto turns it off on NFS.
+bool swmr_supported_at(const std::string& path);
+
+class TrajectoryFile {
+ public:
+  // Creates a new file (an existing file is an error: never overwrite a run's trajectories).
+  static Expected<std::unique_ptr<TrajectoryFile>> create(const std::string& path, const TrajectoryMeta& meta,
+                                                          SwmrMode swmr);
+  // Reopens a file for a resumed run: checks the fingerprint, cuts rows with step > last_step,
+  // then starts SWMR.
+  static Expected<std::unique_ptr<TrajectoryFile>> resume(const std::string& path,
+                                                          const std::string& run_fingerprint,
+                                                          int64_t last_step, SwmrMode swmr);
+  ~TrajectoryFile();
+
+  // Appends one step and its samples (rows and texts must be the same length) and flushes.
+  Status append_step(const StepRow& step, const std::vector<SampleRow>& samples,
+                     const std::vector<SampleText>& texts);
+  int64_t steps_written() const;
+  int64_t samples_written() const;
+  bool swmr() const;
+  Status close();
+
+  struct Impl;
+
+ private:
+  explicit TrajectoryFile(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leap::io

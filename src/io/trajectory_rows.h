@@ -1,0 +1,45 @@
+// Rows of the trajectory file (DESIGN.md, Trajectories): one StepRow per RL step in /steps, one
+// SampleRow per turn-sample in /samples, with its texts in /text/{prompt,completion,feedback}.
+// Field names are the HDF5 field names users read with h5py/pandas: renaming one is a schema
+// change (bump kTrajectorySchemaVersion).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace leap::io {
+
+inline constexpr int kTrajectorySchemaVersion = 1;
+
+struct StepRow {
+  int64_t step = 0;
+  double time_s = 0, gen_s = 0, sandbox_s = 0, train_s = 0;
+  double loss = 0, kl = 0, entropy = 0, clip_frac = 0, ratio_mean = 0, ratio_max = 0;
+  double grad_norm = 0, lr = 0;
+  int32_t n_groups = 0, n_easy = 0, n_hopeless = 0, n_expanded = 0, n_dropped_groups = 0;
+  int32_t n_samples = 0, n_sandbox_jobs = 0;
+  int64_t tokens_generated = 0;
+  double mean_completion_tokens = 0, pass_turn1 = 0, pass_final = 0;
+};
+
+// DCP class of the sample's group, as stored (an HDF5 enum).
+enum class DcpClass : int8_t { kNone = 0, kEasy = 1, kHopeless = 2, kExpanded = 3 };
+
+struct SampleRow {
+  int64_t step = 0;
+  int32_t task = 0;  // index into /tasks/id
+  int32_t group = 0, sample = 0, turn = 0;
+  int8_t verdict = 0;  // sandbox::Verdict value; names in the enum type
+  DcpClass dcp = DcpClass::kNone;
+  float reward = 0, advantage = 0;
+  int32_t prompt_tokens = 0, completion_tokens = 0;
+  float speedup = 0;  // NaN where nothing was timed
+  float compile_ms = 0, exec_ms = 0, max_abs_err = 0;
+  int32_t mpi_rank = 0;
+};
+
+struct SampleText {
+  std::string prompt, completion, feedback;
+};
+
+}  // namespace leap::io

@@ -1,0 +1,38 @@
+"""Reads a trajectory file written by test_trajectory with h5py (as users do) and checks it.
+
+usage: check_trajectory.py FILE N_STEPS SAMPLES_PER_STEP [--swmr-open]
+Each step s has SAMPLES_PER_STEP samples whose texts are f"prompt {s}.{i}" etc. (test contract).
+Exits non-zero with a message on any mismatch.
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
+from leap_trajectories import load_run  # noqa: E402
+
+path, n_steps, per_step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+run = load_run(path)
+errors = []
+if len(run.steps) != n_steps:
+    errors.append(f"steps: {len(run.steps)} rows, wanted {n_steps}")
+if list(run.steps["step"]) != list(range(n_steps)):
+    errors.append(f"step column {list(run.steps['step'])}")
+if len(run.samples) != n_steps * per_step:
+    errors.append(f"samples: {len(run.samples)} rows, wanted {n_steps * per_step}")
+for k, row in run.samples.reset_index(drop=True).iterrows():
+    s, i = divmod(k, per_step)
+    want = {"step": s, "sample": i, "prompt": f"prompt {s}.{i}", "completion": f"completion {s}.{i} \u00e9",
+            "feedback": "" if i % 2 else f"feedback {s}.{i}",
+            "verdict": "OK" if i == 0 else "WRONG_ANSWER", "dcp": "expanded" if s % 2 else "easy",
+            "task_id": f"L1/task{i % 3}"}
+    for key, value in want.items():
+        if row[key] != value:
+            errors.append(f"row {k} {key}: {row[key]!r} != {value!r}")
+if "[rl]" not in run.config:
+    errors.append("config attribute missing [rl]")
+if run.steps["pass_final"].tolist() != [0.5 + s for s in range(n_steps)]:
+    errors.append(f"pass_final {run.steps['pass_final'].tolist()}")
+if errors:
+    print("\n".join(errors[:20]))
+    sys.exit(1)
+print(f"ok: {n_steps} steps, {len(run.samples)} samples")

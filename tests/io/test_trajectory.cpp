@@ -1,0 +1,145 @@
+// Trajectory file: written here, read back by h5py through tools/leap_trajectories.py (the way
+// users read it), including while the writer still holds it open (SWMR), after a resume that
+// cuts rows, after a writer killed mid-run, and refusals of bad input.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "io/trajectory_file.h"
+#include "sandbox/verdict.h"
+
+namespace leap::io {
+namespace {
+
+constexpr int kPerStep = 4;
+
+TrajectoryMeta meta(const std::string& fp = "run-A") {
+  return {"[rl]\ngroup_size = 4\n", "0.1.0", "abc123", fp, {"L1/task0", "L1/task1", "L1/task2"}};
+}
+
+void append(TrajectoryFile& f, int64_t s) {
+  StepRow row;
+  row.step = s;
+  row.pass_final = 0.5 + static_cast<double>(s);
+  row.n_samples = kPerStep;
+  std::vector<SampleRow> samples;
+  std::vector<SampleText> texts;
+  for (int i = 0; i < kPerStep; ++i) {
+    SampleRow r;
+    r.step = s;
+    r.task = i % 3;
+    r.sample = i;
+    r.verdict = static_cast<int8_t>(i == 0 ? sandbox::Verdict::kOk : sandbox::Verdict::kWrongAnswer);
+    r.dcp = s % 2 ? DcpClass::kExpanded : DcpClass::kEasy;
+    r.speedup = NAN;
+    samples.push_back(r);
+    texts.push_back({"prompt " + std::to_string(s) + "." + std::to_string(i),
+                     "completion " + std::to_string(s) + "." + std::to_string(i) + " \xc3\xa9",
+                     i % 2 ? "" : "feedback " + std::to_string(s) + "." + std::to_string(i)});
+  }
+  ASSERT_TRUE(f.append_step(row, samples, texts).is_ok());
+}
+
+int check_with_h5py(const std::string& path, int steps) {
+  std::string cmd = "/usr/bin/python3 " LEAP_SOURCE_DIR "/tests/io/check_trajectory.py '" + path + "' " +
+                    std::to_string(steps) + " " + std::to_string(kPerStep);
+  return std::system(cmd.c_str());
+}
+
+std::string fresh(const std::string& name) {
+  std::string p = ::testing::TempDir() + name;
+  std::filesystem::remove(p);
+  return p;
+}
+
+TEST(Trajectory, WriteReadBackAndReadWhileOpen) {
+  auto path = fresh("t1.h5");
+  auto f = TrajectoryFile::create(path, meta(), SwmrMode::kOn);
+  ASSERT_TRUE(f.has_value()) << f.status().message();
+  EXPECT_TRUE((*f)->swmr());
+  append(**f, 0);
+  append(**f, 1);
+  // The writer is still open: a SWMR reader sees both steps.
+  EXPECT_EQ(check_with_h5py(path, 2), 0);
+  append(**f, 2);
+  EXPECT_EQ(check_with_h5py(path, 3), 0);
+  ASSERT_TRUE((*f)->close().is_ok());
+  EXPECT_EQ(check_with_h5py(path, 3), 0);
+}
+
+TEST(Trajectory, ResumeCutsRowsPastTheCheckpoint) {
+  auto path = fresh("t2.h5");
+  {
+    auto f = TrajectoryFile::create(path, meta(), SwmrMode::kOff);
+    ASSERT_TRUE(f.has_value());
+    for (int s = 0; s < 5; ++s) append(**f, s);
+  }
+  auto f = TrajectoryFile::resume(path, "run-A", /*last_step=*/2, SwmrMode::kOn);
+  ASSERT_TRUE(f.has_value()) << f.status().message();
+  EXPECT_EQ((*f)->steps_written(), 3);
+  EXPECT_EQ((*f)->samples_written(), 3 * kPerStep);
+  append(**f, 3);  // the resumed run writes step 3 again: exactly once in the file
+  ASSERT_TRUE((*f)->close().is_ok());
+  EXPECT_EQ(check_with_h5py(path, 4), 0);
+}
+
+TEST(Trajectory, ResumeAfterWriterWasKilled) {
+  auto path = fresh("t3.h5");
+  pid_t child = fork();  // this test process holds no MPI or CUDA state
+  if (child == 0) {
+    auto f = TrajectoryFile::create(path, meta(), SwmrMode::kOn);
+    if (!f) _exit(3);
+    for (int s = 0; s < 3; ++s) append(**f, s);
+    raise(SIGKILL);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  auto f = TrajectoryFile::resume(path, "run-A", /*last_step=*/1, SwmrMode::kOn);
+  ASSERT_TRUE(f.has_value()) << f.status().message();
+  append(**f, 2);
+  ASSERT_TRUE((*f)->close().is_ok());
+  EXPECT_EQ(check_with_h5py(path, 3), 0);
+}
+
+TEST(Trajectory, RefusesBadInput) {
+  auto path = fresh("t4.h5");
+  {
+    auto f = TrajectoryFile::create(path, meta(), SwmrMode::kOff);
+    ASSERT_TRUE(f.has_value());
+    append(**f, 0);
+  }
+  auto again = TrajectoryFile::create(path, meta(), SwmrMode::kOff);
+  ASSERT_FALSE(again.has_value());
+  EXPECT_EQ(again.status().exit_code(), 2);
+
+  auto other = TrajectoryFile::resume(path, "run-B", 0, SwmrMode::kOff);
+  ASSERT_FALSE(other.has_value());
+  EXPECT_NE(other.status().message().find("another run"), std::string::npos);
+  EXPECT_EQ(other.status().exit_code(), 2);
+  EXPECT_EQ(check_with_h5py(path, 1), 0);  // refused resumes leave the file as it was
+
+  auto junk = fresh("junk.h5");
+  std::ofstream(junk) << "not hdf5";
+  auto bad = TrajectoryFile::resume(junk, "run-A", 0, SwmrMode::kOff);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.status().exit_code(), 2);
+  auto missing = TrajectoryFile::resume(fresh("none.h5"), "run-A", 0, SwmrMode::kOff);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(Trajectory, SwmrModes) {
+  SwmrMode m;
+  EXPECT_TRUE(parse_swmr_mode("auto", &m));
+  EXPECT_EQ(m, SwmrMode::kAuto);
+  EXPECT_FALSE(parse_swmr_mode("yes", &m));
+  EXPECT_TRUE(swmr_supported_at(::testing::TempDir() + "x.h5"));  // local disk, not NFS
+}
+
+}  // namespace
+}  // namespace leap::io
