@@ -1,0 +1,160 @@
+// Launch-plan evaluation and its bounds. Expressions go through tasks::eval_int_expr, which
+// reports overflow rather than wrapping, so every bound below compares true int64 values.
+#include "sandbox/launch_plan.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <set>
+
+#include "tasks/expr.h"
+
+namespace leap::sandbox {
+
+namespace {
+
+using tasks::Params;
+
+Expected<int64_t> eval_at(const std::string& expr, const Params& params, const char* what) {
+  auto v = tasks::eval_int_expr(expr, params);
+  if (!v) return invalid_input(fmt::format("{} '{}': {}", what, expr, v.status().message()));
+  return *v;
+}
+
+// A float literal argument: "0.5", "1e-3f", "2.f". Integers stay integer expressions.
+bool parse_float_literal(const std::string& text, double* out) {
+  if (text.find_first_of(".eE") == std::string::npos) return false;
+  std::string t = text;
+  if (!t.empty() && (t.back() == 'f' || t.back() == 'F')) t.pop_back();
+  if (t.empty() || (!std::isdigit(static_cast<unsigned char>(t[0])) && t[0] != '.' && t[0] != '-'))
+    return false;
+  char* end = nullptr;
+  *out = std::strtod(t.c_str(), &end);
+  return end == t.c_str() + t.size();
+}
+
+Status eval_dims(const std::vector<std::string>& exprs, const Params& params, const char* what,
+                 const int64_t* max_dim, uint32_t out[3]) {
+  static constexpr char kAxis[3] = {'x', 'y', 'z'};
+  for (size_t i = 0; i < exprs.size(); ++i) {
+    LEAP_ASSIGN_OR_RETURN(int64_t v, eval_at(exprs[i], params, what));
+    if (v < 1 || v > max_dim[i])
+      return invalid_input(fmt::format("{}.{} = {} (from '{}') is outside [1, {}]", what, kAxis[i],
+                                       v, exprs[i], max_dim[i]));
+    out[i] = static_cast<uint32_t>(v);
+  }
+  return Status::ok();
+}
+
+Expected<PlanArg> resolve_arg(const std::string& text, const tasks::Task& task, const LaunchPlan& plan,
+                              const Params& params) {
+  PlanArg arg;
+  arg.text = text;
+  for (size_t b = 0; b < task.buffers.size(); ++b) {
+    if (task.buffers[b].name == text) {
+      arg.kind = PlanArg::Kind::kBuffer;
+      arg.index = static_cast<int>(b);
+      return arg;
+    }
+  }
+  for (size_t s = 0; s < plan.scratch.size(); ++s) {
+    if (plan.scratch[s].name == text) {
+      arg.kind = PlanArg::Kind::kScratch;
+      arg.index = static_cast<int>(s);
+      return arg;
+    }
+  }
+  if (auto it = params.find(text); it != params.end() && std::holds_alternative<double>(it->second)) {
+    arg.kind = PlanArg::Kind::kFloat;
+    arg.float_value = std::get<double>(it->second);
+    return arg;
+  }
+  if (parse_float_literal(text, &arg.float_value)) {
+    arg.kind = PlanArg::Kind::kFloat;
+    return arg;
+  }
+  auto v = tasks::eval_int_expr(text, params);
+  if (!v)
+    return invalid_input(fmt::format(
+        "argument '{}' is not a buffer of the task, a scratch buffer, a float parameter or an "
+        "integer expression ({})",
+        text, v.status().message()));
+  arg.kind = PlanArg::Kind::kInt;
+  arg.int_value = *v;
+  return arg;
+}
+
+Status plan_scratch(const Answer& answer, const tasks::Task& task, const Params& params,
+                    const PlanLimits& limits, LaunchPlan* plan) {
+  std::set<std::string> names;
+  for (const auto& b : task.buffers) names.insert(b.name);
+  for (const auto& [name, value] : params) names.insert(name);
+  int64_t total = 0;
+  for (const auto& s : answer.scratch) {
+    auto ctx = fmt::format("line {}: scratch '{}'", s.line, s.name);
+    if (!names.insert(s.name).second)
+      return invalid_input(ctx + ": the name is already a buffer, a parameter or another scratch buffer");
+    auto count = eval_at(s.count, params, "count");
+    if (!count) return count.status().with_context(ctx);
+    const int64_t elem = static_cast<int64_t>(tasks::dtype_size(s.dtype));
+    if (*count < 1 || *count > limits.max_scratch_bytes / elem ||
+        total + *count * elem > limits.max_scratch_bytes)
+      return invalid_input(fmt::format("{}: {} elements of {} exceed the scratch limit of {} bytes "
+                                       "in all (or are < 1)",
+                                       ctx, *count, tasks::dtype_name(s.dtype), limits.max_scratch_bytes));
+    total += *count * elem;
+    plan->scratch.push_back({s.name, s.dtype, *count, static_cast<size_t>(*count * elem)});
+  }
+  return Status::ok();
+}
+
+Expected<PlannedLaunch> plan_launch(const LaunchSpec& spec, const tasks::Task& task,
+                                    const LaunchPlan& plan, const Params& params,
+                                    const PlanLimits& limits) {
+  PlannedLaunch out;
+  out.line = spec.line;
+  out.kernel = spec.kernel;
+  LEAP_RETURN_IF_ERROR(eval_dims(spec.grid, params, "grid", limits.max_grid_dim, out.grid));
+  LEAP_RETURN_IF_ERROR(eval_dims(spec.block, params, "block", limits.max_block_dim, out.block));
+  const int64_t threads = int64_t{out.block[0]} * out.block[1] * out.block[2];
+  if (threads > limits.max_threads_per_block)
+    return invalid_input(fmt::format("a block of {}x{}x{} = {} threads exceeds {} threads per block",
+                                     out.block[0], out.block[1], out.block[2], threads,
+                                     limits.max_threads_per_block));
+  const __int128 blocks = static_cast<__int128>(out.grid[0]) * out.grid[1] * out.grid[2];
+  if (blocks > limits.max_blocks_per_launch)
+    return invalid_input(fmt::format("a grid of {}x{}x{} blocks exceeds {} blocks per launch",
+                                     out.grid[0], out.grid[1], out.grid[2], limits.max_blocks_per_launch));
+  if (!spec.shared_bytes.empty()) {
+    LEAP_ASSIGN_OR_RETURN(int64_t smem, eval_at(spec.shared_bytes, params, "shared memory"));
+    if (smem < 0 || smem > limits.max_dynamic_shared_bytes)
+      return invalid_input(fmt::format("dynamic shared memory of {} bytes is outside [0, {}]", smem,
+                                       limits.max_dynamic_shared_bytes));
+    out.shared_bytes = static_cast<uint32_t>(smem);
+  }
+  for (const auto& a : spec.args) {
+    LEAP_ASSIGN_OR_RETURN(PlanArg arg, resolve_arg(a, task, plan, params));
+    out.args.push_back(std::move(arg));
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<LaunchPlan> make_launch_plan(const Answer& answer, const tasks::Task& task,
+                                      const Params& params, const PlanLimits& limits) {
+  LaunchPlan plan;
+  if (static_cast<int>(answer.launches.size()) > limits.max_launches)
+    return invalid_input(fmt::format("{} launch lines exceed the limit of {}", answer.launches.size(),
+                                     limits.max_launches));
+  LEAP_RETURN_IF_ERROR(plan_scratch(answer, task, params, limits, &plan));
+  for (const auto& spec : answer.launches) {
+    auto launch = plan_launch(spec, task, plan, params, limits);
+    if (!launch) return launch.status().with_context(fmt::format("line {}: launch of {}", spec.line, spec.kernel));
+    plan.launches.push_back(std::move(*launch));
+  }
+  return plan;
+}
+
+}  // namespace leap::sandbox
