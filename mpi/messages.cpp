@@ -1,0 +1,138 @@
+// Encoding of every message type, and the blocking send/recv built on MPI_Probe.
+#include "mpi/messages.h"
+
+#include "common/check.h"
+#include "mpi/wire.h"
+
+namespace leap::mpi {
+
+namespace {
+
+// Each message type lists its fields once, in order; the same function writes and reads.
+template <class IO> void fields(IO& io, Control& m) { io(m.kind, m.step, m.turn); }
+template <class IO> void fields(IO& io, RolloutItem& m) { io(m.uid, m.task, m.prompt, m.seed); }
+template <class IO> void fields(IO& io, RolloutWork& m) { io(m.items); }
+template <class IO> void fields(IO& io, Completion& m) {
+  io(m.uid, m.text, m.prompt_tokens, m.completion_tokens, m.logprobs);
+}
+template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions); }
+template <class IO> void fields(IO& io, SandboxRequest& m) { io(m.free_slots); }
+template <class IO> void fields(IO& io, SandboxJob& m) { io(m.uid, m.task, m.answer); }
+template <class IO> void fields(IO& io, SandboxJobs& m) { io(m.jobs); }
+template <class IO> void fields(IO& io, SandboxOutcome& m) {
+  io(m.uid, m.verdict, m.max_abs_err, m.compile_ms, m.exec_ms, m.speedup, m.feedback);
+}
+template <class IO> void fields(IO& io, SandboxResults& m) { io(m.results, m.free_slots); }
+template <class IO> void fields(IO& io, TrainSample& m) { io(m.tokens, m.prompt_len, m.old_logprobs, m.advantage); }
+template <class IO> void fields(IO& io, TrainWork& m) { io(m.samples, m.global_normaliser); }
+template <class IO> void fields(IO& io, ErrorReport& m) { io(m.rank, m.message); }
+
+template <class T> constexpr Tag tag_of();
+template <> constexpr Tag tag_of<Control>() { return Tag::kControl; }
+template <> constexpr Tag tag_of<RolloutWork>() { return Tag::kRolloutWork; }
+template <> constexpr Tag tag_of<RolloutResult>() { return Tag::kRolloutResult; }
+template <> constexpr Tag tag_of<SandboxRequest>() { return Tag::kSandboxRequest; }
+template <> constexpr Tag tag_of<SandboxJobs>() { return Tag::kSandboxJobs; }
+template <> constexpr Tag tag_of<SandboxResults>() { return Tag::kSandboxResults; }
+template <> constexpr Tag tag_of<TrainWork>() { return Tag::kTrainWork; }
+template <> constexpr Tag tag_of<ErrorReport>() { return Tag::kError; }
+
+
+struct Writer {
+  WireWriter w;
+  template <class... A> void operator()(A&... a) { (put(a), ...); }
+  template <class T> void put(T& v) {
+    if constexpr (std::is_enum_v<T>) w.put(static_cast<int32_t>(v));
+    else if constexpr (std::is_trivially_copyable_v<T> || std::is_same_v<T, std::string>) w.put(v);
+    else if constexpr (requires { v.size(); v.data(); }) {  // vectors
+      using E = typename T::value_type;
+      if constexpr (std::is_trivially_copyable_v<E> || std::is_same_v<E, std::string>) {
+        w.put(v);
+      } else {
+        w.put<uint64_t>(v.size());
+        for (auto& x : v) fields(*this, x);
+      }
+    }
+  }
+};
+
+struct Reader {
+  WireReader r;
+  template <class... A> void operator()(A&... a) { (get(a), ...); }
+  template <class T> void get(T& v) {
+    if constexpr (std::is_enum_v<T>) {
+      int32_t x = 0;
+      r.get(x);
+      v = static_cast<T>(x);
+    } else if constexpr (std::is_trivially_copyable_v<T> || std::is_same_v<T, std::string>) {
+      r.get(v);
+    } else if constexpr (requires { v.size(); v.data(); }) {
+      using E = typename T::value_type;
+      if constexpr (std::is_trivially_copyable_v<E> || std::is_same_v<E, std::string>) {
+        r.get(v);
+      } else {
+        uint64_t n = 0;
+        r.get(n);
+        // Every element takes at least one byte: a larger count is a corrupt length prefix.
+        if (!r.ok() || n > r.remaining()) return r.fail();
+        v.resize(n);
+        for (auto& x : v) fields(*this, x);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+template <class T>
+std::vector<uint8_t> encode(const T& msg) {
+  Writer w;
+  T copy = msg;  // fields() takes non-const references so one list serves both directions
+  fields(w, copy);
+  return std::move(w.w.bytes());
+}
+
+template <class T>
+Expected<T> decode(const std::vector<uint8_t>& bytes) {
+  Reader rd{WireReader(bytes.data(), bytes.size())};
+  T msg{};
+  fields(rd, msg);
+  if (!rd.r.done()) return internal_error("corrupt or truncated MPI message (" + std::to_string(bytes.size()) + " bytes)");
+  return msg;
+}
+
+template <class T>
+void send(const T& msg, int dest, MPI_Comm comm) {
+  auto bytes = encode(msg);
+  LEAP_CHECK(bytes.size() < (1ull << 31), "message too large for one MPI_Send: " << bytes.size() << " bytes");
+  MPI_CHECK(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, dest, static_cast<int>(tag_of<T>()), comm));
+}
+
+template <class T>
+Expected<T> recv(int source, MPI_Comm comm, int* from) {
+  MPI_Status st;
+  MPI_CHECK(MPI_Probe(source, static_cast<int>(tag_of<T>()), comm, &st));
+  int count = 0;
+  MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &count));
+  std::vector<uint8_t> bytes(static_cast<size_t>(count));
+  MPI_CHECK(MPI_Recv(bytes.data(), count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, comm, MPI_STATUS_IGNORE));
+  if (from) *from = st.MPI_SOURCE;
+  return decode<T>(bytes);
+}
+
+#define LEAP_MESSAGE(T)                                                    \
+  template std::vector<uint8_t> encode<T>(const T&);                       \
+  template Expected<T> decode<T>(const std::vector<uint8_t>&);             \
+  template void send<T>(const T&, int, MPI_Comm);                          \
+  template Expected<T> recv<T>(int, MPI_Comm, int*);
+LEAP_MESSAGE(Control)
+LEAP_MESSAGE(RolloutWork)
+LEAP_MESSAGE(RolloutResult)
+LEAP_MESSAGE(SandboxRequest)
+LEAP_MESSAGE(SandboxJobs)
+LEAP_MESSAGE(SandboxResults)
+LEAP_MESSAGE(TrainWork)
+LEAP_MESSAGE(ErrorReport)
+#undef LEAP_MESSAGE
+
+}  // namespace leap::mpi

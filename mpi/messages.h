@@ -1,0 +1,114 @@
+// Typed messages between the coordinator (world rank 0), the rollout/trainer ranks and the
+// sandbox ranks. This file and messages.cpp are the only place that knows the wire format and
+// the tags: callers send and receive structs.
+//
+// Flow of one turn (DESIGN.md, One RL step):
+//   coordinator --RolloutWork--> policy ranks --RolloutResult--> coordinator
+//   sandbox ranks --SandboxRequest--> coordinator --SandboxJobs--> sandbox ranks
+//   sandbox ranks --SandboxResults (+ next request)--> coordinator
+// The job queue lives on the coordinator and sandbox ranks pull from it, so no sandbox rank
+// idles while jobs wait, and a rank that pulls more finishes more.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace leap::mpi {
+
+enum class Tag : int {
+  kControl = 100,
+  kRolloutWork,
+  kRolloutResult,
+  kSandboxRequest,
+  kSandboxJobs,
+  kSandboxResults,
+  kTrainWork,
+  kError,
+};
+
+// Step-level instructions from the coordinator to every rank.
+struct Control {
+  enum class Kind : int32_t { kRollout = 0, kSandbox = 1, kTrain = 2, kStop = 3 } kind = Kind::kStop;
+  int64_t step = 0;
+  int32_t turn = 0;
+};
+
+struct RolloutItem {
+  int64_t uid = 0;      // unique per (step, group, sample, turn)
+  int32_t task = 0;     // index into the suite
+  std::string prompt;   // the full prompt text of this turn
+  uint64_t seed = 0;    // sampling seed for this item: results do not depend on the rank
+};
+struct RolloutWork {
+  std::vector<RolloutItem> items;
+};
+
+struct Completion {
+  int64_t uid = 0;
+  std::string text;
+  std::vector<int32_t> prompt_tokens;
+  std::vector<int32_t> completion_tokens;
+  std::vector<float> logprobs;  // behaviour-policy log-probability of each completion token
+};
+struct RolloutResult {
+  std::vector<Completion> completions;
+};
+
+struct SandboxRequest {
+  int32_t free_slots = 0;  // how many jobs this rank can start now
+};
+struct SandboxJob {
+  int64_t uid = 0;
+  int32_t task = 0;
+  std::string answer;  // the whole completion; the sandbox extracts the answer itself
+};
+struct SandboxJobs {
+  std::vector<SandboxJob> jobs;  // empty: this turn's queue is drained, stop asking
+};
+struct SandboxOutcome {
+  int64_t uid = 0;
+  int32_t verdict = 0;
+  double max_abs_err = 0, compile_ms = 0, exec_ms = 0;
+  double speedup = -1;  // < 0: not timed
+  std::string feedback;
+};
+struct SandboxResults {
+  std::vector<SandboxOutcome> results;
+  int32_t free_slots = 0;  // the next pull rides along with the results
+};
+
+struct TrainSample {
+  std::vector<int32_t> tokens;      // prompt + completion
+  int32_t prompt_len = 0;           // loss only on tokens[prompt_len:]
+  std::vector<float> old_logprobs;  // per completion token
+  float advantage = 0;
+};
+struct TrainWork {
+  std::vector<TrainSample> samples;
+  double global_normaliser = 1;  // summed over every rank's samples by the coordinator
+};
+
+struct ErrorReport {
+  int32_t rank = 0;
+  std::string message;
+};
+
+// Blocking send / receive of one typed message. recv() fails (internal_error) on a corrupt
+// message; `source` may be MPI_ANY_SOURCE, and *from receives the actual sender.
+template <class T>
+void send(const T& msg, int dest, MPI_Comm comm);
+template <class T>
+Expected<T> recv(int source, MPI_Comm comm, int* from = nullptr);
+
+// Encoding alone, for tests of the wire format.
+template <class T>
+std::vector<uint8_t> encode(const T& msg);
+template <class T>
+Expected<T> decode(const std::vector<uint8_t>& bytes);
+
+}  // namespace leap::mpi
