@@ -1,0 +1,109 @@
+// Conversions of dtype_convert.h. The narrowing routine is generic over the IEEE-style layout
+// (exponent bits, mantissa bits), so f16 and bf16 share one audited path: scale |x| so that one
+// unit of the target's last place is 1, round with nearbyint (the default mode is to nearest,
+// ties to even), then encode, letting a carry out of the mantissa bump the exponent.
+#include "tasks/dtype_convert.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace leap::tasks {
+namespace {
+
+uint32_t narrow_float_bits(double x, int ebits, int mbits) {
+  const uint32_t sign = std::signbit(x) ? 1u << (ebits + mbits) : 0u;
+  const uint32_t exp_all_ones = ((1u << ebits) - 1) << mbits;
+  if (std::isnan(x)) return exp_all_ones | (1u << (mbits - 1));  // quiet NaN
+  const double a = std::fabs(x);
+  if (std::isinf(a)) return sign | exp_all_ones;
+  if (a == 0) return sign;
+  const int bias = (1 << (ebits - 1)) - 1;
+  const int emin = 1 - bias;
+  // Exponent of one unit in the last place of the result: fixed in the subnormal range.
+  int e = std::ilogb(a);
+  int quantum_exp = (e < emin ? emin : e) - mbits;
+  double m = std::nearbyint(std::ldexp(a, -quantum_exp));  // exact scaling by a power of two
+  if (m >= std::ldexp(1.0, mbits + 1)) {  // rounding carried into a new binade
+    m = std::ldexp(1.0, mbits);
+    ++quantum_exp;
+  }
+  const uint32_t mi = static_cast<uint32_t>(m);
+  if (mi < (1u << mbits)) return sign | mi;  // subnormal (or rounded to zero)
+  const int exponent = quantum_exp + mbits;
+  if (exponent > bias) return sign | exp_all_ones;  // overflow: infinity
+  return sign | (static_cast<uint32_t>(exponent + bias) << mbits) | (mi - (1u << mbits));
+}
+
+double widen_float_bits(uint32_t bits, int ebits, int mbits) {
+  const bool neg = (bits >> (ebits + mbits)) & 1u;
+  const uint32_t ef = (bits >> mbits) & ((1u << ebits) - 1);
+  const uint32_t mf = bits & ((1u << mbits) - 1);
+  const int bias = (1 << (ebits - 1)) - 1;
+  double v;
+  if (ef == (1u << ebits) - 1) {
+    v = mf ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  } else if (ef == 0) {
+    v = std::ldexp(static_cast<double>(mf), 1 - bias - mbits);
+  } else {
+    v = std::ldexp(static_cast<double>(mf + (1u << mbits)), static_cast<int>(ef) - bias - mbits);
+  }
+  return neg ? -v : v;
+}
+
+template <class T>
+T load(const uint8_t* data, size_t index) {
+  T v;
+  std::memcpy(&v, data + index * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T>
+void store(uint8_t* data, size_t index, T v) {
+  std::memcpy(data + index * sizeof(T), &v, sizeof(T));
+}
+
+// Round to nearest and clamp into T's range; NaN becomes 0 (integers have no NaN).
+template <class T>
+T saturate(double v) {
+  if (std::isnan(v)) return 0;
+  v = std::nearbyint(v);
+  constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+  // For int64 the max is not representable in double: compare against 2^63 instead.
+  constexpr double hi_excl = static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+  if (v <= lo) return std::numeric_limits<T>::min();
+  if (v >= hi_excl) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
+
+}  // namespace
+
+uint16_t f16_bits_from_double(double x) { return static_cast<uint16_t>(narrow_float_bits(x, 5, 10)); }
+uint16_t bf16_bits_from_double(double x) { return static_cast<uint16_t>(narrow_float_bits(x, 8, 7)); }
+double f16_bits_to_double(uint16_t bits) { return widen_float_bits(bits, 5, 10); }
+double bf16_bits_to_double(uint16_t bits) { return widen_float_bits(bits, 8, 7); }
+
+double read_element(const uint8_t* data, DType dtype, size_t index) {
+  switch (dtype) {
+    case DType::kF32: return load<float>(data, index);
+    case DType::kF16: return f16_bits_to_double(load<uint16_t>(data, index));
+    case DType::kBF16: return bf16_bits_to_double(load<uint16_t>(data, index));
+    case DType::kI32: return load<int32_t>(data, index);
+    case DType::kI64: return static_cast<double>(load<int64_t>(data, index));
+    case DType::kU8: return load<uint8_t>(data, index);
+  }
+  return 0;
+}
+
+void write_element(uint8_t* data, DType dtype, size_t index, double value) {
+  switch (dtype) {
+    case DType::kF32: store<float>(data, index, static_cast<float>(value)); return;
+    case DType::kF16: store<uint16_t>(data, index, f16_bits_from_double(value)); return;
+    case DType::kBF16: store<uint16_t>(data, index, bf16_bits_from_double(value)); return;
+    case DType::kI32: store<int32_t>(data, index, saturate<int32_t>(value)); return;
+    case DType::kI64: store<int64_t>(data, index, saturate<int64_t>(value)); return;
+    case DType::kU8: store<uint8_t>(data, index, saturate<uint8_t>(value)); return;
+  }
+}
+
+}  // namespace leap::tasks
