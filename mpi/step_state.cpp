@@ -1,0 +1,229 @@
+// Bookkeeping of one RL step on the coordinator.
+#include "mpi/step_state.h"
+
+#include <cmath>
+
+#include "common/rng.h"
+
+namespace leap::mpi {
+
+rl::Trajectory SampleState::trajectory() const {
+  rl::Trajectory t;
+  for (const auto& r : turns) {
+    if (!r.verified) break;
+    rl::TurnOutcome o;
+    o.verdict = static_cast<sandbox::Verdict>(r.outcome.verdict);
+    if (r.outcome.speedup >= 0) o.speedup = r.outcome.speedup;
+    o.completion_tokens = static_cast<int64_t>(r.completion.completion_tokens.size());
+    t.turns.push_back(o);
+  }
+  return t;
+}
+
+namespace {
+std::vector<rl::Trajectory> trajectories_of(const GroupState& g) {
+  std::vector<rl::Trajectory> out;
+  for (const auto& s : g.samples) out.push_back(s.trajectory());
+  return out;
+}
+}  // namespace
+
+StepState::StepState(int64_t step, const std::vector<int>& tasks, const StepOptions& opts)
+    : step_(step), opts_(opts) {
+  for (int t : tasks) {
+    GroupState g;
+    g.task = t;
+    g.samples.resize(static_cast<size_t>(opts.group_size));
+    groups_.push_back(std::move(g));
+  }
+}
+
+std::vector<RolloutItem> StepState::make_turn(int turn, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
+                                              int* n_dropped) {
+  turn_ = turn;
+  int dropped = 0;
+  std::vector<RolloutItem> items;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const tasks::Task& task = suite.tasks[static_cast<size_t>(groups_[g].task)];
+    for (size_t s = 0; s < groups_[g].samples.size(); ++s) {
+      SampleState& sample = groups_[g].samples[s];
+      if (!sample.active) continue;
+      std::vector<rl::PreviousTurn> history;
+      for (const auto& r : sample.turns) history.push_back({r.completion.text, r.outcome.feedback});
+      rl::BuiltPrompt p = prompts.build(task, history);
+      if (!p.fits) {
+        sample.active = false;
+        ++dropped;
+        continue;
+      }
+      TurnRecord rec;
+      rec.turn = turn;
+      rec.prompt = p.text;
+      int64_t uid = make_uid(static_cast<int>(g), static_cast<int>(s), turn);
+      rec.completion.uid = uid;
+      sample.turns.push_back(std::move(rec));
+      // The sampling seed depends only on (run seed, step, uid): a sample's completion does not
+      // depend on which rank generates it.
+      uint64_t mix = opts_.seed ^ (static_cast<uint64_t>(step_) * 0x9E3779B97F4A7C15ull);
+      uint64_t x = mix ^ static_cast<uint64_t>(uid);
+      items.push_back({uid, groups_[g].task, p.text, Rng::splitmix64(&x)});
+    }
+  }
+  if (n_dropped) *n_dropped = dropped;
+  return items;
+}
+
+TurnRecord* StepState::find(int64_t uid) {
+  size_t g = static_cast<size_t>(uid >> 24), s = static_cast<size_t>((uid >> 8) & 0xffff);
+  int turn = static_cast<int>(uid & 0xff);
+  if (g >= groups_.size() || s >= groups_[g].samples.size()) return nullptr;
+  auto& turns = groups_[g].samples[s].turns;
+  if (turn < 1 || turn > static_cast<int>(turns.size())) return nullptr;
+  return &turns[static_cast<size_t>(turn - 1)];
+}
+
+Status StepState::add_completions(const std::vector<Completion>& completions, int policy_rank) {
+  for (const auto& c : completions) {
+    TurnRecord* r = find(c.uid);
+    if (!r) return internal_error("completion for unknown sample uid " + std::to_string(c.uid));
+    r->completion = c;
+    r->policy_rank = policy_rank;
+  }
+  return Status::ok();
+}
+
+std::vector<SandboxJob> StepState::sandbox_jobs() const {
+  std::vector<SandboxJob> jobs;
+  for (const auto& g : groups_) {
+    for (const auto& s : g.samples) {
+      if (s.turns.empty()) continue;
+      const TurnRecord& r = s.turns.back();
+      if (r.turn == turn_ && !r.verified) jobs.push_back({r.completion.uid, g.task, r.completion.text});
+    }
+  }
+  return jobs;
+}
+
+Status StepState::add_outcomes(const std::vector<SandboxOutcome>& outcomes) {
+  for (const auto& o : outcomes) {
+    TurnRecord* r = find(o.uid);
+    if (!r) return internal_error("verdict for unknown sample uid " + std::to_string(o.uid));
+    r->outcome = o;
+    r->verified = true;
+  }
+  return Status::ok();
+}
+
+void StepState::apply_dcp(const rl::DcpController& dcp) {
+  for (auto& g : groups_) {
+    auto trajs = trajectories_of(g);
+    g.dcp = dcp.decide(trajs);
+    for (size_t s = 0; s < g.samples.size(); ++s) {
+      g.samples[s].active = g.samples[s].active && opts_.max_turns > 1 && dcp.continues(g.dcp, trajs[s]);
+    }
+  }
+}
+
+void StepState::close_turn(int turn) {
+  for (auto& g : groups_) {
+    for (auto& s : g.samples) {
+      if (!s.active) continue;
+      s.active = turn < opts_.max_turns && !s.trajectory().succeeded() && !s.turns.empty() &&
+                 s.turns.back().turn == turn;
+    }
+  }
+}
+
+bool StepState::any_active() const {
+  for (const auto& g : groups_)
+    for (const auto& s : g.samples)
+      if (s.active) return true;
+  return false;
+}
+
+void StepState::score(const rl::RewardOptions& rewards, const rl::AdvantageOptions& advantages) {
+  for (auto& g : groups_) {
+    auto trajs = trajectories_of(g);
+    g.advantages = rl::score_group(trajs, rewards, advantages);
+    for (size_t s = 0; s < g.samples.size(); ++s) {
+      auto& turns = g.samples[s].turns;
+      const auto& adv = g.advantages.turn_advantage[s];
+      for (size_t t = 0; t < turns.size(); ++t) turns[t].advantage = t < adv.size() ? adv[t] : 0.0;
+    }
+  }
+}
+
+std::vector<StepState::TrainItem> StepState::train_items() const {
+  std::vector<TrainItem> items;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    if (groups_[g].advantages.skip) continue;
+    for (size_t s = 0; s < groups_[g].samples.size(); ++s) {
+      for (const auto& r : groups_[g].samples[s].turns) {
+        if (!r.verified || r.completion.completion_tokens.empty()) continue;
+        items.push_back({static_cast<int>(g), static_cast<int>(s), r.turn, &r});
+      }
+    }
+  }
+  return items;
+}
+
+rl::DcpStepStats StepState::dcp_stats() const {
+  rl::DcpStepStats stats;
+  for (const auto& g : groups_) stats.add_group(g.dcp, trajectories_of(g));
+  return stats;
+}
+
+void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* rows,
+                          std::vector<io::SampleText>* texts) const {
+  rl::DcpStepStats stats = dcp_stats();
+  io::StepRow& st = *step_row;
+  st.step = step_;
+  st.n_groups = static_cast<int32_t>(stats.n_groups);
+  st.n_easy = static_cast<int32_t>(stats.n_easy);
+  st.n_hopeless = static_cast<int32_t>(stats.n_hopeless);
+  st.n_expanded = static_cast<int32_t>(stats.n_expanded);
+  st.n_sandbox_jobs = static_cast<int32_t>(stats.sandbox_jobs);
+  int64_t samples = 0, pass1 = 0, pass_final = 0, tokens = 0, turn_samples = 0, dropped = 0;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const GroupState& grp = groups_[g];
+    dropped += grp.advantages.skip;
+    for (size_t s = 0; s < grp.samples.size(); ++s) {
+      const SampleState& smp = grp.samples[s];
+      auto traj = smp.trajectory();
+      ++samples;
+      pass1 += traj.success_turn() == 1;
+      pass_final += traj.succeeded();
+      for (const auto& r : smp.turns) {
+        io::SampleRow row;
+        row.step = step_;
+        row.task = grp.task;
+        row.group = static_cast<int32_t>(g);
+        row.sample = static_cast<int32_t>(s);
+        row.turn = r.turn;
+        row.verdict = static_cast<int8_t>(r.verified ? r.outcome.verdict : static_cast<int>(sandbox::Verdict::kSandboxError));
+        row.dcp = static_cast<io::DcpClass>(static_cast<int8_t>(grp.dcp.label));
+        row.reward = s < grp.advantages.rewards.size() ? static_cast<float>(grp.advantages.rewards[s]) : 0.f;
+        row.advantage = static_cast<float>(r.advantage);
+        row.prompt_tokens = static_cast<int32_t>(r.completion.prompt_tokens.size());
+        row.completion_tokens = static_cast<int32_t>(r.completion.completion_tokens.size());
+        row.speedup = r.outcome.speedup >= 0 ? static_cast<float>(r.outcome.speedup) : NAN;
+        row.compile_ms = static_cast<float>(r.outcome.compile_ms);
+        row.exec_ms = static_cast<float>(r.outcome.exec_ms);
+        row.max_abs_err = static_cast<float>(r.outcome.max_abs_err);
+        row.mpi_rank = r.policy_rank;
+        rows->push_back(row);
+        texts->push_back({r.prompt, r.completion.text, r.outcome.feedback});
+        tokens += row.completion_tokens;
+        ++turn_samples;
+      }
+    }
+  }
+  st.n_samples = static_cast<int32_t>(turn_samples);
+  st.n_dropped_groups = static_cast<int32_t>(dropped);
+  st.tokens_generated = tokens;
+  st.mean_completion_tokens = turn_samples ? static_cast<double>(tokens) / static_cast<double>(turn_samples) : 0;
+  st.pass_turn1 = samples ? static_cast<double>(pass1) / static_cast<double>(samples) : 0;
+  st.pass_final = samples ? static_cast<double>(pass_final) / static_cast<double>(samples) : 0;
+}
+
+}  // namespace leap::mpi

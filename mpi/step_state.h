@@ -1,0 +1,103 @@
+// The coordinator's record of one RL step: groups of samples, their turns, the DCP decision of
+// each group, and the rewards and advantages after the last turn. Pure bookkeeping with no MPI,
+// so the rules of a step (who gets another turn, what is trained on, what goes to HDF5) are
+// tested without starting ranks. The coordinator (coordinator.cpp) moves the data.
+//
+// Invariants: a sample has turns 1..k with no gaps; it stops at its first OK; only samples of
+// expanded groups get turns after 1; uids are unique within the step and name (group, sample,
+// turn), so results coming back in any order land in the right place.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "io/trajectory_rows.h"
+#include "mpi/messages.h"
+#include "rl/advantages.h"
+#include "rl/dcp.h"
+#include "rl/prompt_builder.h"
+#include "rl/rewards.h"
+#include "tasks/suite.h"
+
+namespace leap::mpi {
+
+struct TurnRecord {
+  int turn = 1;
+  std::string prompt;
+  Completion completion;  // text, tokens and behaviour log-probabilities
+  SandboxOutcome outcome;
+  bool verified = false;
+  int policy_rank = 0;  // which rollout rank generated it
+  double advantage = 0;
+};
+
+struct SampleState {
+  std::vector<TurnRecord> turns;
+  bool active = true;  // will get another turn if its group continues
+  rl::Trajectory trajectory() const;
+};
+
+struct GroupState {
+  int task = 0;  // index into the suite
+  std::vector<SampleState> samples;
+  rl::DcpDecision dcp;
+  rl::GroupAdvantages advantages;
+};
+
+struct StepOptions {
+  int group_size = 8;
+  int max_turns = 3;
+  uint64_t seed = 0;
+};
+
+class StepState {
+ public:
+  StepState(int64_t step, const std::vector<int>& tasks, const StepOptions& opts);
+
+  // The work items of turn `turn`: one per active sample, with its prompt built from the
+  // conversation so far. A sample whose prompt cannot fit the context stops where it is (its
+  // earlier turns still count); *n_dropped says how many did.
+  std::vector<RolloutItem> make_turn(int turn, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
+                                     int* n_dropped = nullptr);
+  // Stores generated completions (matching uids of the current turn).
+  Status add_completions(const std::vector<Completion>& completions, int policy_rank);
+  // The sandbox jobs of the current turn.
+  std::vector<SandboxJob> sandbox_jobs() const;
+  // Stores verdicts; a sample with OK stops.
+  Status add_outcomes(const std::vector<SandboxOutcome>& outcomes);
+  // After turn 1: DCP decides each group; only continuing samples stay active.
+  void apply_dcp(const rl::DcpController& dcp);
+  // After turn t > 1: samples that succeeded stop; others continue until max_turns.
+  void close_turn(int turn);
+  bool any_active() const;
+  // After the last turn: rewards, advantages and their credit to every turn.
+  void score(const rl::RewardOptions& rewards, const rl::AdvantageOptions& advantages);
+
+  // Training samples: every turn of every group that is not skipped.
+  struct TrainItem {
+    int group = 0, sample = 0, turn = 0;
+    const TurnRecord* record = nullptr;
+  };
+  std::vector<TrainItem> train_items() const;
+
+  // Rows for HDF5 and the step's counters.
+  void fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* rows, std::vector<io::SampleText>* texts) const;
+  rl::DcpStepStats dcp_stats() const;
+
+  const std::vector<GroupState>& groups() const { return groups_; }
+  int64_t step() const { return step_; }
+  int current_turn() const { return turn_; }
+
+  static int64_t make_uid(int group, int sample, int turn) { return (int64_t{group} << 24) | (int64_t{sample} << 8) | turn; }
+
+ private:
+  TurnRecord* find(int64_t uid);
+  int64_t step_;
+  StepOptions opts_;
+  int turn_ = 0;
+  std::vector<GroupState> groups_;
+};
+
+}  // namespace leap::mpi

@@ -1,0 +1,132 @@
+// One RL step's bookkeeping on the coordinator, driven by hand-made completions and verdicts:
+// DCP decides groups as its rule says, only failed samples of expanded groups get more turns,
+// samples stop at their first OK, advantages reach every turn, and HDF5 rows match.
+#include <gtest/gtest.h>
+
+#include "mpi/step_state.h"
+
+namespace leap::mpi {
+namespace {
+
+using sandbox::Verdict;
+
+tasks::Suite tiny_suite() {
+  std::string line =
+      R"({"id": "L1/copy", "level": 1, "family": "elementwise", "prompt": "Copy a to out.",)"
+      R"( "params": {"n": 1000}, "cpu_params": {"n": 37},)"
+      R"( "buffers": [{"name": "a", "dtype": "f32", "shape": ["n"], "role": "in", "init": "normal"},)"
+      R"( {"name": "out", "dtype": "f32", "shape": ["n"], "role": "out"}],)"
+      R"( "reference": "```cuda\n__global__ void k(const float* a, float* out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a[i]; }\n// launch: k<<<cdiv(n, 128), 128>>>(a, out, n)\n```",)"
+      R"( "atol": 0, "rtol": 0, "split": "train"})";
+  std::string text = line + "\n" + std::string(line).replace(line.find("L1/copy"), 7, "L1/cop2") + "\n";
+  auto suite = tasks::parse_suite(text, "tiny.jsonl");
+  EXPECT_TRUE(suite.has_value()) << suite.status().message();
+  return *suite;
+}
+
+// Answers every item of the turn; `ok(group, sample, turn)` decides the verdict.
+template <class F>
+void run_turn(StepState& st, int turn, const tasks::Suite& suite, const rl::PromptBuilder& pb, F ok) {
+  auto items = st.make_turn(turn, suite, pb);
+  std::vector<Completion> comps;
+  for (const auto& it : items) comps.push_back({it.uid, "answer", {1, 2}, std::vector<int32_t>(static_cast<size_t>(3 + turn), 7), {-1, -1, -1}});
+  ASSERT_TRUE(st.add_completions(comps, 0).is_ok());
+  auto jobs = st.sandbox_jobs();
+  ASSERT_EQ(jobs.size(), items.size());
+  std::vector<SandboxOutcome> outs;
+  for (const auto& j : jobs) {
+    int g = static_cast<int>(j.uid >> 24), s = static_cast<int>((j.uid >> 8) & 0xffff);
+    Verdict v = ok(g, s, turn) ? Verdict::kOk : Verdict::kWrongAnswer;
+    outs.push_back({j.uid, static_cast<int32_t>(v), 0, 1, 1, -1, ok(g, s, turn) ? "" : "max error 1 at index 0"});
+  }
+  ASSERT_TRUE(st.add_outcomes(outs).is_ok());
+}
+
+TEST(StepState, StaticDcpExpandsOnlyHardGroupsAndStopsAtSuccess) {
+  auto suite = tiny_suite();
+  rl::PromptBuilder pb(rl::PromptOptions{}, [](std::string_view t) { return t.size(); });
+  StepOptions so{.group_size = 4, .max_turns = 3, .seed = 1};
+  StepState st(0, {0, 1, 0}, so);
+  // Group 0: 1 of 4 fails -> easy. Group 1: 2 of 4 fail -> expanded. Group 2: all fail -> hopeless.
+  auto ok = [](int g, int s, int turn) {
+    if (g == 0) return s != 3;
+    if (g == 1) return s < 2 || (s == 2 && turn == 2);  // sample 2 fixes it in turn 2, sample 3 never
+    return false;
+  };
+  run_turn(st, 1, suite, pb, ok);
+  rl::DcpController dcp(rl::DcpOptions{});
+  st.apply_dcp(dcp);
+  EXPECT_EQ(st.groups()[0].dcp.label, rl::DcpLabel::kEasy);
+  EXPECT_EQ(st.groups()[1].dcp.label, rl::DcpLabel::kExpanded);
+  EXPECT_EQ(st.groups()[2].dcp.label, rl::DcpLabel::kHopeless);
+
+  auto items2 = st.make_turn(2, suite, pb);
+  ASSERT_EQ(items2.size(), 2u);  // the two failed samples of group 1
+  EXPECT_EQ(items2[0].uid, StepState::make_uid(1, 2, 2));
+  EXPECT_NE(items2[0].prompt.find("max error 1 at index 0"), std::string::npos);  // feedback shown
+  EXPECT_NE(items2[0].seed, items2[1].seed);
+  // Complete turn 2 through the same path.
+  std::vector<Completion> comps;
+  for (const auto& it : items2) comps.push_back({it.uid, "answer 2", {1}, {5, 5}, {-1, -1}});
+  ASSERT_TRUE(st.add_completions(comps, 1).is_ok());
+  std::vector<SandboxOutcome> outs;
+  for (const auto& j : st.sandbox_jobs()) {
+    int s = static_cast<int>((j.uid >> 8) & 0xffff);
+    outs.push_back({j.uid, static_cast<int32_t>(s == 2 ? Verdict::kOk : Verdict::kCompileError), 0, 1, 1, -1, "e"});
+  }
+  ASSERT_TRUE(st.add_outcomes(outs).is_ok());
+  st.close_turn(2);
+  auto items3 = st.make_turn(3, suite, pb);
+  ASSERT_EQ(items3.size(), 1u);  // only sample 3 of group 1 is left
+  EXPECT_EQ(items3[0].uid, StepState::make_uid(1, 3, 3));
+  ASSERT_TRUE(st.add_completions({{items3[0].uid, "answer 3", {1}, {5}, {-1}}}, 0).is_ok());
+  ASSERT_TRUE(st.add_outcomes({{items3[0].uid, static_cast<int32_t>(Verdict::kWrongAnswer), 0, 1, 1, -1, "x"}}).is_ok());
+  st.close_turn(3);
+  EXPECT_FALSE(st.any_active());
+
+  st.score(rl::RewardOptions{}, rl::AdvantageOptions{});
+  // Hopeless group: all fail alike -> all-zero advantages, skipped.
+  EXPECT_TRUE(st.groups()[2].advantages.skip);
+  // Expanded group: turn-1 successes beat the turn-2 success, which beats the failure.
+  const auto& r1 = st.groups()[1].advantages.rewards;
+  EXPECT_GT(r1[0], r1[2]);
+  EXPECT_GT(r1[2], r1[3]);
+  for (const auto& item : st.train_items()) EXPECT_NE(item.group, 2);
+
+  io::StepRow row;
+  std::vector<io::SampleRow> rows;
+  std::vector<io::SampleText> texts;
+  st.fill_rows(&row, &rows, &texts);
+  EXPECT_EQ(row.n_groups, 3);
+  EXPECT_EQ(row.n_easy, 1);
+  EXPECT_EQ(row.n_hopeless, 1);
+  EXPECT_EQ(row.n_expanded, 1);
+  EXPECT_EQ(row.n_samples, 12 + 2 + 1);
+  EXPECT_EQ(rows.size(), 15u);
+  EXPECT_EQ(texts.size(), 15u);
+  EXPECT_EQ(row.n_sandbox_jobs, 15);
+  EXPECT_DOUBLE_EQ(row.pass_turn1, 5.0 / 12.0);  // 3 in group 0, 2 in group 1
+  EXPECT_DOUBLE_EQ(row.pass_final, 6.0 / 12.0);
+  EXPECT_EQ(row.n_dropped_groups, 1);
+}
+
+TEST(StepState, SingleTurnNeverExpands) {
+  auto suite = tiny_suite();
+  rl::PromptBuilder pb(rl::PromptOptions{}, [](std::string_view t) { return t.size(); });
+  StepState st(3, {0}, StepOptions{.group_size = 2, .max_turns = 1, .seed = 1});
+  run_turn(st, 1, suite, pb, [](int, int s, int) { return s == 0; });
+  rl::DcpOptions o;
+  o.max_turns = 1;
+  st.apply_dcp(rl::DcpController(o));
+  EXPECT_FALSE(st.any_active());
+  EXPECT_TRUE(st.make_turn(2, suite, pb).empty());
+}
+
+TEST(StepState, UnknownUidIsAnError) {
+  StepState st(0, {0}, StepOptions{.group_size = 2, .max_turns = 1, .seed = 1});
+  EXPECT_FALSE(st.add_completions({{StepState::make_uid(5, 0, 1), "", {}, {}, {}}}, 0).is_ok());
+  EXPECT_FALSE(st.add_outcomes({{StepState::make_uid(0, 0, 1), 0, 0, 0, 0, -1, ""}}).is_ok());  // no turn yet
+}
+
+}  // namespace
+}  // namespace leap::mpi
