@@ -237,14 +237,18 @@ Expected<ScratchSpec> parse_scratch_line(std::string_view text) {
 
 Expected<Answer> parse_answer(std::string_view completion) {
   LEAP_ASSIGN_OR_RETURN(std::string code, extract_code_block(completion));
+  return parse_answer_code(code);
+}
+
+Expected<Answer> parse_answer_code(std::string_view code) {
   LEAP_RETURN_IF_ERROR(check_device_only(code));
   Answer answer;
   int line_no = 0;
   size_t pos = 0;
   while (pos < code.size()) {
     size_t eol = code.find('\n', pos);
-    if (eol == std::string::npos) eol = code.size();
-    std::string_view line = std::string_view(code).substr(pos, eol - pos);
+    if (eol == std::string_view::npos) eol = code.size();
+    std::string_view line = code.substr(pos, eol - pos);
     pos = eol + 1;
     ++line_no;
     std::string_view rest;
@@ -267,7 +271,7 @@ Expected<Answer> parse_answer(std::string_view completion) {
   if (answer.launches.empty())
     return invalid_input(fmt::format(
         "the code block has no launch line: add one per kernel launch, in order, e.g. {}", kLaunchForm));
-  answer.source = std::move(code);
+  answer.source = std::string(code);
   return answer;
 }
 

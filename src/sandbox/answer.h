@@ -48,8 +48,10 @@ Expected<std::string> extract_code_block(std::string_view completion);
 // headers NVRTC resolves. Comments and string literals are ignored.
 Status check_device_only(std::string_view code);
 
-// extract_code_block + check_device_only + the launch and scratch lines (at least one launch).
+// extract_code_block + parse_answer_code.
 Expected<Answer> parse_answer(std::string_view completion);
+// check_device_only + the launch and scratch lines (at least one launch) of a code block.
+Expected<Answer> parse_answer_code(std::string_view code);
 
 // Parses one launch line's text after "launch:", e.g. "k<<<cdiv(n,256), 256>>>(a, n)".
 Expected<LaunchSpec> parse_launch_line(std::string_view text);

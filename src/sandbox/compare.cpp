@@ -1,0 +1,109 @@
+// compare_outputs: element-wise tolerance check over every output buffer, with a message that
+// names what the policy needs to fix: which buffer, how many elements, where the first one is
+// (flat and per-dimension), what was expected, and whether it was never written (NaN).
+#include "sandbox/compare.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "tasks/dtype_convert.h"
+#include "tasks/expr.h"
+
+namespace leap::sandbox {
+
+namespace {
+
+// "[3, 17]" for a 2-D buffer, "" when the shape has one dimension (the flat index says it).
+std::string multi_index(const tasks::BufferSpec* spec, const tasks::Params& params, size_t flat) {
+  if (!spec || spec->shape.size() < 2) return "";
+  std::vector<int64_t> dims;
+  for (const auto& d : spec->shape) {
+    auto v = tasks::eval_int_expr(d, params);
+    if (!v || *v <= 0) return "";
+    dims.push_back(*v);
+  }
+  std::vector<int64_t> idx(dims.size());
+  for (size_t k = dims.size(); k-- > 0;) {
+    idx[k] = static_cast<int64_t>(flat % dims[k]);
+    flat /= dims[k];
+  }
+  std::string out = " = [";
+  for (size_t k = 0; k < idx.size(); ++k) out += fmt::format("{}{}", k ? ", " : "", idx[k]);
+  return out + "]";
+}
+
+const tasks::BufferSpec* find_spec(const tasks::Task& task, const std::string& name) {
+  for (const auto& b : task.buffers)
+    if (b.name == name) return &b;
+  return nullptr;
+}
+
+std::string sizes_text(const tasks::Params& params) {
+  std::string out;
+  for (const auto& [k, v] : params)
+    if (std::holds_alternative<int64_t>(v)) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k, std::get<int64_t>(v));
+  return out;
+}
+
+}  // namespace
+
+Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
+                           const std::vector<tasks::BufferData>& candidate,
+                           const std::vector<tasks::BufferData>& reference) {
+  Comparison result;
+  if (candidate.size() != reference.size()) {
+    result.ok = false;
+    result.message = "internal: output lists differ";
+    return result;
+  }
+  bool all_zero_cand = true, all_zero_ref = true;
+  for (size_t b = 0; b < candidate.size(); ++b) {
+    const auto& c = candidate[b];
+    const auto& r = reference[b];
+    const size_t n = static_cast<size_t>(std::min(c.elements, r.elements));
+    size_t mismatches = 0, first = 0, unwritten = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double cv = tasks::read_element(c.bytes.data(), c.dtype, i);
+      const double rv = tasks::read_element(r.bytes.data(), r.dtype, i);
+      all_zero_cand = all_zero_cand && std::fabs(cv) <= task.atol;
+      all_zero_ref = all_zero_ref && std::fabs(rv) <= task.atol;
+      double err;
+      bool bad;
+      if (std::isnan(rv)) {
+        err = std::isnan(cv) ? 0.0 : std::numeric_limits<double>::infinity();
+        bad = !std::isnan(cv);
+      } else if (std::isnan(cv) || std::isinf(cv) || std::isinf(rv)) {
+        bad = !(cv == rv);
+        err = bad ? std::numeric_limits<double>::infinity() : 0.0;
+        unwritten += std::isnan(cv);
+      } else {
+        err = std::fabs(cv - rv);
+        bad = err > task.atol + task.rtol * std::fabs(rv);
+      }
+      result.max_abs_err = std::max(result.max_abs_err, err);
+      if (bad && mismatches++ == 0) first = i;
+    }
+    if (mismatches && result.ok) {
+      result.ok = false;
+      const double cv = tasks::read_element(c.bytes.data(), c.dtype, first);
+      const double rv = tasks::read_element(r.bytes.data(), r.dtype, first);
+      result.message = fmt::format(
+          "wrong output in '{}' ({}): {} of {} elements differ; first at index {}{}: got {}, "
+          "expected {} (atol {}, rtol {})",
+          c.name, sizes_text(params), mismatches, n, first,
+          multi_index(find_spec(task, c.name), params, first), cv, rv, task.atol, task.rtol);
+      if (unwritten)
+        result.message += fmt::format("; {} elements were never written (still NaN)", unwritten);
+    }
+  }
+  if (result.ok && all_zero_cand && !all_zero_ref) {
+    result.ok = false;
+    result.message = "every output is (near) zero but the expected outputs are not";
+  }
+  if (!result.ok) result.message += fmt::format("; max abs error {:.3g}", result.max_abs_err);
+  return result;
+}
+
+}  // namespace leap::sandbox

@@ -1,0 +1,256 @@
+// JobRunner: one job's trials on one executor. Buffers live in a TrialBuffers object that
+// releases them on every path, so a failing candidate never leaks device memory in a
+// long-lived worker. Guard zones hold a fixed byte pattern on both sides of every buffer.
+#include "sandbox/job_runner.h"
+
+#include "sandbox/answer.h"
+#include "sandbox/marshal.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+namespace leap::sandbox {
+
+namespace {
+
+constexpr uint8_t kGuardByte = 0xA5;
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+ExecOutcome infra(const std::string& what, const Status& st) {
+  return {Verdict::kSandboxError, what + ": " + st.message()};
+}
+
+// The device side of one trial: every task buffer and scratch buffer, each inside a guard zone.
+class TrialBuffers {
+ public:
+  explicit TrialBuffers(Executor& ex) : ex_(ex), guard_(ex.guard_bytes()) {}
+  ~TrialBuffers() {
+    for (uint64_t base : bases_) ex_.release(base);
+  }
+  TrialBuffers(const TrialBuffers&) = delete;
+  TrialBuffers& operator=(const TrialBuffers&) = delete;
+
+  // Allocates and uploads `bytes` (or zeros when null) inside guard zones; returns the address
+  // the kernel sees.
+  Expected<uint64_t> add(const uint8_t* bytes, size_t size) {
+    std::vector<uint8_t> host(size + 2 * guard_, kGuardByte);
+    if (bytes) std::memcpy(host.data() + guard_, bytes, size);
+    else std::memset(host.data() + guard_, 0, size);
+    LEAP_ASSIGN_OR_RETURN(uint64_t base, ex_.allocate(host.size()));
+    bases_.push_back(base);
+    sizes_.push_back(size);
+    LEAP_RETURN_IF_ERROR(ex_.write(base, host.data(), host.size()));
+    return base + guard_;
+  }
+
+  // Reads allocation `i` back: its body into `out`, and whether its guards are intact.
+  Status read_back(size_t i, std::vector<uint8_t>* out, std::string* guard_damage) {
+    std::vector<uint8_t> host(sizes_[i] + 2 * guard_);
+    LEAP_RETURN_IF_ERROR(ex_.read(bases_[i], host.data(), host.size()));
+    out->assign(host.begin() + guard_, host.begin() + guard_ + sizes_[i]);
+    for (size_t g = 0; g < guard_; ++g) {
+      if (host[g] != kGuardByte) {
+        *guard_damage = fmt::format("wrote {} bytes before its start", guard_ - g);
+        break;
+      }
+    }
+    for (size_t g = host.size(); g-- > guard_ + sizes_[i];) {
+      if (host[g] != kGuardByte) {
+        *guard_damage = fmt::format("wrote up to {} bytes past its end", g + 1 - guard_ - sizes_[i]);
+        break;
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  Executor& ex_;
+  size_t guard_;
+  std::vector<uint64_t> bases_;
+  std::vector<size_t> sizes_;
+};
+
+std::vector<std::string> kernel_names(const Answer& answer) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  for (const auto& l : answer.launches)
+    if (seen.insert(l.kernel).second) names.push_back(l.kernel);
+  return names;
+}
+
+// Launches every line of `plan` in order; the first failure stops it.
+ExecOutcome run_plan(Executor& ex, const Program& program, const LaunchPlan& plan,
+                     const std::vector<uint64_t>& buffers, const std::vector<uint64_t>& scratch) {
+  for (const auto& l : plan.launches) {
+    const auto* params = program.params_of(l.kernel);
+    if (!params)
+      return {Verdict::kLaunchError,
+              fmt::format("line {}: the code defines no __global__ kernel '{}' (declare it "
+                          "__global__, and spell it as in the code)",
+                          l.line, l.kernel)};
+    auto args = marshal_args(l, *params, buffers, scratch);
+    if (!args) return {Verdict::kLaunchError, fmt::format("line {}: {}", l.line, args.status().message())};
+    ExecOutcome o = ex.launch(program, l, *args);
+    if (!o.ok()) {
+      o.message = fmt::format("launch of {} (line {}): {}", l.kernel, l.line, o.message);
+      return o;
+    }
+  }
+  return ex.synchronize();
+}
+
+struct Staged {
+  LaunchPlan plan;
+  std::vector<uint64_t> buffers;
+  std::vector<uint64_t> scratch;
+};
+
+// Plans `answer` over `params` and places the task's buffers (`data`) and the plan's scratch.
+Expected<Staged> stage(const Answer& answer, const tasks::Task& task, const tasks::Params& params,
+                       const PlanLimits& limits, const std::vector<tasks::BufferData>& data,
+                       TrialBuffers& device, ExecOutcome* failure) {
+  Staged s;
+  auto plan = make_launch_plan(answer, task, params, limits);
+  if (!plan) {
+    *failure = {Verdict::kLaunchError, plan.status().message()};
+    return plan.status();
+  }
+  s.plan = std::move(*plan);
+  for (const auto& b : data) {
+    auto addr = device.add(b.bytes.data(), b.bytes.size());
+    if (!addr) {
+      *failure = infra("allocating buffer " + b.name, addr.status());
+      return addr.status();
+    }
+    s.buffers.push_back(*addr);
+  }
+  for (const auto& sc : s.plan.scratch) {
+    auto addr = device.add(nullptr, sc.bytes);
+    if (!addr) {
+      *failure = infra("allocating scratch " + sc.name, addr.status());
+      return addr.status();
+    }
+    s.scratch.push_back(*addr);
+  }
+  return s;
+}
+
+}  // namespace
+
+JobReport JobRunner::run(const JobRequest& req) {
+  JobReport report;
+  auto fail = [&](ExecOutcome o, int trial) {
+    report.outcome = std::move(o);
+    report.failed_trial = trial;
+    report.outputs.clear();
+    return report;
+  };
+  auto answer = parse_answer_code(req.code);
+  if (!answer) return fail({Verdict::kFormatError, answer.status().message()}, -1);
+
+  CompileOutcome compiled = executor_.compile(answer->source, kernel_names(*answer));
+  report.compile_ms = compiled.compile_ms;
+  report.compile_cache_hit = compiled.cache_hit;
+  if (!compiled.outcome.ok()) return fail(compiled.outcome, -1);
+
+  for (size_t t = 0; t < req.trials.size(); ++t) {
+    const TrialSpec& spec = req.trials[t];
+    const tasks::Params& params = tasks::params_for(req.task, spec.sizes);
+    auto inputs = tasks::generate_inputs(req.task, params, spec.seed, spec.trial);
+    if (!inputs) return fail(infra("generating inputs", inputs.status()), static_cast<int>(t));
+    std::vector<tasks::BufferData> data = *inputs;
+    for (auto& b : data)
+      if (b.role == tasks::Role::kOut) tasks::fill_poison(b);
+
+    TrialBuffers device(executor_);
+    ExecOutcome failure;
+    auto staged = stage(*answer, req.task, params, req.limits, data, device, &failure);
+    if (!staged) return fail(failure, static_cast<int>(t));
+
+    auto t0 = std::chrono::steady_clock::now();
+    ExecOutcome ran = run_plan(executor_, *compiled.program, staged->plan, staged->buffers, staged->scratch);
+    report.exec_ms += ms_since(t0);
+    if (!ran.ok()) return fail(ran, static_cast<int>(t));
+
+    std::vector<tasks::BufferData> outs;
+    const size_t n_alloc = data.size() + staged->scratch.size();
+    for (size_t i = 0; i < n_alloc; ++i) {
+      std::vector<uint8_t> bytes;
+      std::string damage;
+      Status st = device.read_back(i, &bytes, &damage);
+      if (!st) return fail(infra("reading results", st), static_cast<int>(t));
+      const bool is_task_buffer = i < data.size();
+      const std::string& name = is_task_buffer ? data[i].name : staged->plan.scratch[i - data.size()].name;
+      if (!damage.empty())
+        return fail({Verdict::kMemoryViolation,
+                     fmt::format("the kernel {} of buffer '{}' (guard zone overwritten)", damage, name)},
+                    static_cast<int>(t));
+      if (!is_task_buffer) continue;
+      if (data[i].role == tasks::Role::kIn) {
+        if (bytes != data[i].bytes) {
+          size_t first = 0;
+          while (first < bytes.size() && bytes[first] == data[i].bytes[first]) ++first;
+          const size_t elem = first / tasks::dtype_size(data[i].dtype);
+          return fail({Verdict::kWrongAnswer,
+                       fmt::format("the kernel modified input buffer '{}' (first change at element "
+                                   "{}); inputs are read-only: write results only to the output "
+                                   "buffers or scratch",
+                                   name, elem)},
+                      static_cast<int>(t));
+        }
+        continue;
+      }
+      tasks::BufferData out = data[i];
+      out.bytes = std::move(bytes);
+      outs.push_back(std::move(out));
+    }
+    report.outputs.push_back(std::move(outs));
+
+    if (req.time && t == 0 && executor_.can_time()) {
+      Timing cand;
+      ExecOutcome timed = executor_.time(
+          [&] { return run_plan(executor_, *compiled.program, staged->plan, staged->buffers, staged->scratch); },
+          timing_, &cand);
+      if (!timed.ok()) return fail(timed, 0);
+      report.candidate_ms = cand.median_ms;
+      const std::string key = req.task.id + (spec.sizes == tasks::SizeSet::kGpu ? "|gpu" : "|cpu");
+      if (!reference_ms_.count(key)) {
+        ExecOutcome ref = time_reference(req, params, *inputs, key);
+        if (!ref.ok()) return fail(ref, 0);
+      }
+      report.reference_ms = reference_ms_[key];
+    }
+  }
+  return report;
+}
+
+ExecOutcome JobRunner::time_reference(const JobRequest& req, const tasks::Params& params,
+                                      const std::vector<tasks::BufferData>& data, const std::string& key) {
+  auto code = extract_code_block(req.task.reference);
+  if (!code) return infra("the task's reference", code.status());
+  auto answer = parse_answer_code(*code);
+  if (!answer) return infra("the task's reference", answer.status());
+  CompileOutcome compiled = executor_.compile(answer->source, kernel_names(*answer));
+  if (!compiled.outcome.ok())
+    return {Verdict::kSandboxError, "the task's reference does not compile: " + compiled.outcome.message};
+  TrialBuffers device(executor_);
+  ExecOutcome failure;
+  auto staged = stage(*answer, req.task, params, req.limits, data, device, &failure);
+  if (!staged) return {Verdict::kSandboxError, "the task's reference: " + failure.message};
+  Timing timing;
+  ExecOutcome timed = executor_.time(
+      [&] { return run_plan(executor_, *compiled.program, staged->plan, staged->buffers, staged->scratch); },
+      timing_, &timing);
+  if (!timed.ok()) return {Verdict::kSandboxError, "timing the task's reference: " + timed.message};
+  reference_ms_[key] = timing.median_ms;
+  return {};
+}
+
+}  // namespace leap::sandbox

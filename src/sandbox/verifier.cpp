@@ -1,0 +1,167 @@
+// Verifier: the protocol of DESIGN.md, Verification, in the supervisor. Trial seeds are fixed by
+// (sandbox.seed, round, trial) so reference outputs are shared by every candidate of a task;
+// a re-verification round (after an implausible speedup) uses new seeds, hence fresh inputs.
+#include "sandbox/verifier.h"
+
+#include <fmt/format.h>
+
+#include "sandbox/compare.h"
+#include "sandbox/nvrtc_compiler.h"
+
+namespace leap::sandbox {
+
+namespace {
+
+std::string trial_text(const tasks::Task& task, const TrialSpec& t) {
+  std::string sizes;
+  for (const auto& [k, v] : tasks::params_for(task, t.sizes))
+    if (std::holds_alternative<int64_t>(v))
+      sizes += fmt::format("{}{}={}", sizes.empty() ? "" : ", ", k, std::get<int64_t>(v));
+  return fmt::format("trial {} ({})", t.trial + 1, sizes);
+}
+
+}  // namespace
+
+std::string bound_feedback(std::string text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  static constexpr std::string_view kCut = " [...]";
+  size_t keep = max_bytes > kCut.size() ? max_bytes - kCut.size() : 0;
+  while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
+  text.resize(keep);
+  return text + std::string(kCut.substr(0, max_bytes - keep));
+}
+
+Verifier::Verifier(JobChannel& channel, const SandboxConfig& config)
+    : channel_(channel), config_(config), cache_(static_cast<size_t>(config.reference_cache_mb) << 20) {}
+
+std::vector<TrialSpec> Verifier::trials_for(uint64_t round) const {
+  std::vector<TrialSpec> trials;
+  for (int i = 0; i < config_.trials; ++i) {
+    TrialSpec t;
+    t.seed = static_cast<uint64_t>(config_.seed) + round * 0x9E3779B97F4A7C15ull;
+    t.trial = static_cast<uint64_t>(i);
+    // On a GPU the last trial uses the interpreter's ragged sizes, so bugs only they show are
+    // caught there too.
+    t.sizes = channel_.on_gpu() && i + 1 < config_.trials ? tasks::SizeSet::kGpu : tasks::SizeSet::kCpu;
+    trials.push_back(t);
+  }
+  return trials;
+}
+
+ExecOutcome Verifier::reference_outputs(const tasks::Task& task, const std::vector<TrialSpec>& trials,
+                                        std::vector<std::shared_ptr<const Outputs>>* out) {
+  out->assign(trials.size(), nullptr);
+  JobRequest req;
+  std::vector<size_t> missing;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    (*out)[i] = cache_.find(ReferenceCache::key(task, trials[i]));
+    if (!(*out)[i]) {
+      missing.push_back(i);
+      req.trials.push_back(trials[i]);
+    }
+  }
+  if (missing.empty()) return {};
+  auto code = extract_code_block(task.reference);
+  if (!code) return {Verdict::kSandboxError, "task " + task.id + " has no usable reference: " + code.status().message()};
+  req.task = task;
+  req.code = *code;
+  req.limits = config_.plan_limits();
+  JobReport report = channel_.run(req);
+  if (!report.outcome.ok())
+    return {Verdict::kSandboxError, fmt::format("the reference of task {} failed ({}): {}", task.id,
+                                                verdict_name(report.outcome.verdict), report.outcome.message)};
+  for (size_t k = 0; k < missing.size(); ++k) {
+    auto outputs = std::make_shared<const Outputs>(std::move(report.outputs[k]));
+    cache_.insert(ReferenceCache::key(task, trials[missing[k]]), outputs);
+    (*out)[missing[k]] = std::move(outputs);
+  }
+  return {};
+}
+
+void Verifier::run_and_compare(const tasks::Task& task, const Answer& answer,
+                               const std::vector<TrialSpec>& trials, bool time, VerifyResult* result,
+                               JobReport* report) {
+  std::vector<std::shared_ptr<const Outputs>> refs;
+  ExecOutcome ref = reference_outputs(task, trials, &refs);
+  if (!ref.ok()) {
+    result->verdict = ref.verdict;
+    result->feedback = ref.message;
+    return;
+  }
+  JobRequest req;
+  req.task = task;
+  req.code = answer.source;
+  req.trials = trials;
+  req.limits = config_.plan_limits();
+  req.time = time;
+  *report = channel_.run(req);
+  result->compile_ms += report->compile_ms;
+  result->exec_ms += report->exec_ms;
+  if (!report->outcome.ok()) {
+    result->verdict = report->outcome.verdict;
+    if (result->verdict == Verdict::kCompileError) {
+      result->feedback = "compilation failed:\n" +
+                         bound_compile_log(report->outcome.message, config_.compile_error_lines,
+                                           config_.feedback_bytes);
+    } else {
+      std::string where = report->failed_trial >= 0
+                              ? trial_text(task, trials[report->failed_trial]) + ": "
+                              : std::string();
+      result->feedback = where + report->outcome.message;
+    }
+    return;
+  }
+  for (size_t t = 0; t < trials.size(); ++t) {
+    Comparison c = compare_outputs(task, tasks::params_for(task, trials[t].sizes), report->outputs[t], *refs[t]);
+    result->max_abs_err = std::max(result->max_abs_err, c.max_abs_err);
+    if (!c.ok) {
+      result->verdict = Verdict::kWrongAnswer;
+      result->feedback = trial_text(task, trials[t]) + ": " + c.message;
+      return;
+    }
+  }
+  result->verdict = Verdict::kOk;
+}
+
+VerifyResult Verifier::verify(const tasks::Task& task, std::string_view completion) {
+  VerifyResult result;
+  auto answer = parse_answer(completion);
+  if (!answer) {
+    result.verdict = Verdict::kFormatError;
+    result.feedback = bound_feedback(answer.status().message(), config_.feedback_bytes);
+    return result;
+  }
+  const std::vector<TrialSpec> trials = trials_for(0);
+  // Launch lines are checked over every size set before any worker is asked.
+  for (const auto& t : trials) {
+    auto plan = make_launch_plan(*answer, task, tasks::params_for(task, t.sizes), config_.plan_limits());
+    if (!plan) {
+      result.verdict = Verdict::kLaunchError;
+      result.feedback = bound_feedback(trial_text(task, t) + ": " + plan.status().message(), config_.feedback_bytes);
+      return result;
+    }
+  }
+  JobReport report;
+  run_and_compare(task, *answer, trials, channel_.on_gpu(), &result, &report);
+  if (result.verdict == Verdict::kOk && report.candidate_ms && report.reference_ms && *report.candidate_ms > 0) {
+    double speedup = *report.reference_ms / *report.candidate_ms;
+    if (speedup > config_.reverify_speedup) {
+      // Too good to believe: new inputs, all trials again, before the speedup counts.
+      JobReport again;
+      run_and_compare(task, *answer, trials_for(1), false, &result, &again);
+      if (result.verdict != Verdict::kOk) result.feedback = "re-verification with new inputs: " + result.feedback;
+    }
+    if (result.verdict == Verdict::kOk) {
+      result.speedup = speedup;
+      result.feedback = fmt::format(
+          "passed {} trials; time {:.4g} ms, reference {:.4g} ms, speedup {:.2f}x", trials.size(),
+          *report.candidate_ms, *report.reference_ms, speedup);
+    }
+  } else if (result.verdict == Verdict::kOk) {
+    result.feedback = fmt::format("passed {} trials (CPU interpreter: not timed)", trials.size());
+  }
+  result.feedback = bound_feedback(std::move(result.feedback), config_.feedback_bytes);
+  return result;
+}
+
+}  // namespace leap::sandbox
