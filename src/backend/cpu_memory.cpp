@@ -1,0 +1,39 @@
+// CpuBackend: construction (thread counts) and host memory. Buffers are 64-byte aligned so that
+// rows start on cache lines and vector loads never split them.
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "backend/cpu_backend.h"
+#include "cblas.h"
+
+namespace leap::backend {
+
+CpuBackend::CpuBackend(int threads) : threads_(threads) {
+  if (threads_ > 0) {
+    // Both settings are process-wide library state; one CpuBackend per process is the rule.
+    omp_set_num_threads(threads_);
+    openblas_set_num_threads(threads_);
+  } else {
+    threads_ = omp_get_max_threads();
+  }
+}
+
+float* CpuBackend::alloc_floats(size_t n) {
+  size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+  if (bytes == 0) bytes = 64;
+  void* p = std::aligned_alloc(64, bytes);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  return static_cast<float*>(p);
+}
+
+void CpuBackend::free_floats(float* p) { std::free(p); }
+void CpuBackend::zero(float* p, size_t n) { std::memset(p, 0, n * sizeof(float)); }
+void CpuBackend::copy(float* dst, const float* src, size_t n) { std::memmove(dst, src, n * sizeof(float)); }
+void CpuBackend::upload(float* dst, const float* host, size_t n) { copy(dst, host, n); }
+void CpuBackend::download(float* host, const float* src, size_t n) { copy(host, src, n); }
+
+}  // namespace leap::backend

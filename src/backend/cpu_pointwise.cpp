@@ -1,0 +1,142 @@
+// CpuBackend row-wise ops: embedding, RMSNorm, RoPE (rotate-half), SwiGLU and the residual add.
+// Each row is handled by one thread; reductions run in a fixed order (deterministic).
+#include <cmath>
+
+#include "backend/cpu_backend.h"
+
+namespace leap::backend {
+
+void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int N, int C) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* src = wte + static_cast<size_t>(tokens[n]) * C;
+    float* dst = out + static_cast<size_t>(n) * C;
+    for (int c = 0; c < C; ++c) dst[c] = src[c];
+  }
+}
+
+void CpuBackend::embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N, int C) {
+  // Rows may repeat a token, so they would race in parallel; the pass is O(N*C) and cheap.
+  for (int n = 0; n < N; ++n) {
+    float* dst = dwte + static_cast<size_t>(tokens[n]) * C;
+    const float* src = dout + static_cast<size_t>(n) * C;
+    for (int c = 0; c < C; ++c) dst[c] += src[c];
+  }
+}
+
+void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                                 float eps) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* x = inp + static_cast<size_t>(n) * C;
+    float* y = out + static_cast<size_t>(n) * C;
+    float ss = 0.0f;
+#pragma omp simd reduction(+ : ss)
+    for (int c = 0; c < C; ++c) ss += x[c] * x[c];
+    float r = 1.0f / std::sqrt(ss / static_cast<float>(C) + eps);
+    rstd[n] = r;
+    for (int c = 0; c < C; ++c) y[c] = x[c] * r * weight[c];
+  }
+}
+
+void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                  const float* weight, const float* rstd, int N, int C) {
+  // dx = r * (w*dy) - r^3/C * x * sum(w*dy*x);  dw += dy * x * r.
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* x = inp + static_cast<size_t>(n) * C;
+    const float* dy = dout + static_cast<size_t>(n) * C;
+    float* dx = dinp + static_cast<size_t>(n) * C;
+    float r = rstd[n];
+    float dot = 0.0f;
+#pragma omp simd reduction(+ : dot)
+    for (int c = 0; c < C; ++c) dot += weight[c] * dy[c] * x[c];
+    float k = dot * r * r * r / static_cast<float>(C);
+    for (int c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
+  }
+  // The weight gradient sums over rows: one thread per channel block keeps the order fixed.
+#pragma omp parallel for schedule(static)
+  for (int c0 = 0; c0 < C; c0 += 16) {
+    int c1 = c0 + 16 < C ? c0 + 16 : C;
+    float acc[16] = {};
+    for (int n = 0; n < N; ++n) {
+      const float* x = inp + static_cast<size_t>(n) * C;
+      const float* dy = dout + static_cast<size_t>(n) * C;
+      for (int c = c0; c < c1; ++c) acc[c - c0] += dy[c] * x[c] * rstd[n];
+    }
+    for (int c = c0; c < c1; ++c) dweight[c] += acc[c - c0];
+  }
+}
+
+void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_table, const float* sin_table,
+                              const int32_t* pos, int N, int H, int D) {
+  const int half = D / 2;
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* cs = cos_table + static_cast<size_t>(pos[n]) * half;
+    const float* sn = sin_table + static_cast<size_t>(pos[n]) * half;
+    for (int h = 0; h < H; ++h) {
+      const float* x = inp + (static_cast<size_t>(n) * H + h) * D;
+      float* y = out + (static_cast<size_t>(n) * H + h) * D;
+      for (int i = 0; i < half; ++i) {
+        float a = x[i], b = x[i + half];
+        y[i] = a * cs[i] - b * sn[i];
+        y[i + half] = b * cs[i] + a * sn[i];
+      }
+    }
+  }
+}
+
+void CpuBackend::rope_backward(float* dinp, const float* dout, const float* cos_table, const float* sin_table,
+                               const int32_t* pos, int N, int H, int D) {
+  // The rotation is orthogonal: its backward is the rotation by -angle.
+  const int half = D / 2;
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* cs = cos_table + static_cast<size_t>(pos[n]) * half;
+    const float* sn = sin_table + static_cast<size_t>(pos[n]) * half;
+    for (int h = 0; h < H; ++h) {
+      const float* dy = dout + (static_cast<size_t>(n) * H + h) * D;
+      float* dx = dinp + (static_cast<size_t>(n) * H + h) * D;
+      for (int i = 0; i < half; ++i) {
+        float a = dy[i], b = dy[i + half];
+        dx[i] += a * cs[i] + b * sn[i];
+        dx[i + half] += b * cs[i] - a * sn[i];
+      }
+    }
+  }
+}
+
+void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* g = inp + static_cast<size_t>(n) * 2 * I;
+    const float* u = g + I;
+    float* y = out + static_cast<size_t>(n) * I;
+    for (int i = 0; i < I; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+}
+
+void CpuBackend::swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) {
+  // silu(g) = g*s with s = sigmoid(g); silu'(g) = s * (1 + g * (1 - s)).
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n) {
+    const float* g = inp + static_cast<size_t>(n) * 2 * I;
+    const float* u = g + I;
+    float* dg = dinp + static_cast<size_t>(n) * 2 * I;
+    float* du = dg + I;
+    const float* dy = dout + static_cast<size_t>(n) * I;
+    for (int i = 0; i < I; ++i) {
+      float s = 1.0f / (1.0f + std::exp(-g[i]));
+      dg[i] += dy[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
+      du[i] += dy[i] * g[i] * s;
+    }
+  }
+}
+
+void CpuBackend::add_forward(float* out, const float* a, const float* b, size_t n) {
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+}  // namespace leap::backend

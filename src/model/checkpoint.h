@@ -1,0 +1,24 @@
+// A model folder as HF transformers lays it out: config.json beside model.safetensors, or beside
+// model.safetensors.index.json and its shards. Tensors carry HF names; lm_head.weight is omitted
+// when embeddings are tied. Loading checks that every tensor the config implies is present with
+// the right shape, and that no unexpected tensor is left over (a config that does not match the
+// file), naming the file and the tensor in every error.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+#include "common/status.h"
+#include "model/transformer.h"
+
+namespace leap::model {
+
+// Reads DIR/config.json and the weights into a new Transformer on `backend`.
+Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir, backend::Backend& backend);
+// Loads the weights of DIR (single file or sharded) into an existing model whose config matches.
+Status load_weights(const std::string& dir, Transformer& model);
+// Writes DIR/config.json and DIR/model.safetensors (fp32). DIR is created if missing.
+Status save_model(const std::string& dir, const Transformer& model);
+
+}  // namespace leap::model

@@ -1,0 +1,43 @@
+// The policy's architecture, read from and written to a Hugging Face style config.json
+// (model_type llama or qwen2). Only what this implementation computes exactly is accepted:
+// anything else (rope_scaling, MLP bias, sliding windows, other activations) is an error that
+// names the key, never a silent difference from HF transformers.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace leap::model {
+
+struct ModelConfig {
+  std::string model_type = "llama";  // "llama" or "qwen2"
+  int vocab_size = 0;                // V
+  int hidden_size = 0;               // C
+  int intermediate_size = 0;         // I
+  int num_hidden_layers = 0;         // L
+  int num_attention_heads = 0;       // H
+  int num_key_value_heads = 0;       // Hkv; H % Hkv == 0
+  int head_dim = 0;                  // D; HF default hidden_size / num_attention_heads
+  int max_position_embeddings = 0;   // maxT
+  double rope_theta = 10000.0;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  // Biases on q/k/v (Qwen2 always; Llama with attention_bias also on o_proj).
+  bool qkv_bias = false;
+  bool o_bias = false;
+  int bos_token_id = -1;  // -1: none
+  int eos_token_id = -1;
+
+  // Checks ranges and divisibility; `where` names the file for the message.
+  Status validate(const std::string& where) const;
+};
+
+// Parses config.json text. `where` is the file name used in error messages.
+Expected<ModelConfig> parse_model_config(const std::string& json_text, const std::string& where);
+Expected<ModelConfig> read_model_config(const std::string& path);
+// HF-compatible JSON (architectures, model_type, torch_dtype float32, ...).
+std::string model_config_to_json(const ModelConfig& cfg);
+Status write_model_config(const std::string& path, const ModelConfig& cfg);
+
+}  // namespace leap::model

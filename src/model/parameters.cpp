@@ -1,0 +1,82 @@
+// ParameterLayout: where each HF tensor lives in the flat buffer (see parameters.h).
+#include "model/parameters.h"
+
+#include <fmt/format.h>
+
+namespace leap::model {
+namespace {
+
+std::string layer_name(int l, const char* suffix) { return fmt::format("model.layers.{}.{}", l, suffix); }
+
+}  // namespace
+
+ParameterLayout::ParameterLayout(const ModelConfig& cfg) : cfg_(cfg) {
+  const int64_t V = cfg.vocab_size, C = cfg.hidden_size, I = cfg.intermediate_size;
+  const int64_t L = cfg.num_hidden_layers, HD = int64_t{cfg.num_attention_heads} * cfg.head_dim;
+  const int64_t KD = int64_t{cfg.num_key_value_heads} * cfg.head_dim;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    TensorInfo t;
+    t.name = std::move(name);
+    t.shape = std::move(shape);
+    t.numel = 1;
+    for (int64_t d : t.shape) t.numel *= static_cast<size_t>(d);
+    t.offset = total_;
+    total_ += t.numel;
+    tensors_.push_back(std::move(t));
+  };
+  // Order matters: it defines the views below. Matrices first (weight decay), vectors after.
+  add("model.embed_tokens.weight", {V, C});
+  if (!cfg.tie_word_embeddings) add("lm_head.weight", {V, C});
+  for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.q_proj.weight"), {HD, C});
+  for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.k_proj.weight"), {KD, C});
+  for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.v_proj.weight"), {KD, C});
+  for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.o_proj.weight"), {C, HD});
+  for (int l = 0; l < L; ++l) {
+    add(layer_name(l, "mlp.gate_proj.weight"), {I, C});
+    add(layer_name(l, "mlp.up_proj.weight"), {I, C});
+  }
+  for (int l = 0; l < L; ++l) add(layer_name(l, "mlp.down_proj.weight"), {C, I});
+  decay_size_ = total_;
+  for (int l = 0; l < L; ++l) add(layer_name(l, "input_layernorm.weight"), {C});
+  for (int l = 0; l < L; ++l) add(layer_name(l, "post_attention_layernorm.weight"), {C});
+  add("model.norm.weight", {C});
+  if (cfg.qkv_bias) {
+    for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.q_proj.bias"), {HD});
+    for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.k_proj.bias"), {KD});
+    for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.v_proj.bias"), {KD});
+  }
+  if (cfg.o_bias)
+    for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.o_proj.bias"), {C});
+}
+
+const TensorInfo* ParameterLayout::find(const std::string& name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+ParameterViews ParameterLayout::views(float* base) const {
+  auto at = [&](const std::string& name) -> float* {
+    const TensorInfo* t = find(name);
+    return t == nullptr ? nullptr : base + t->offset;
+  };
+  ParameterViews p;
+  p.wte = at("model.embed_tokens.weight");
+  p.lm_head = cfg_.tie_word_embeddings ? p.wte : at("lm_head.weight");
+  p.qw = at(layer_name(0, "self_attn.q_proj.weight"));
+  p.kw = at(layer_name(0, "self_attn.k_proj.weight"));
+  p.vw = at(layer_name(0, "self_attn.v_proj.weight"));
+  p.ow = at(layer_name(0, "self_attn.o_proj.weight"));
+  p.gate_up = at(layer_name(0, "mlp.gate_proj.weight"));
+  p.down = at(layer_name(0, "mlp.down_proj.weight"));
+  p.ln1 = at(layer_name(0, "input_layernorm.weight"));
+  p.ln2 = at(layer_name(0, "post_attention_layernorm.weight"));
+  p.lnf = at("model.norm.weight");
+  p.qb = at(layer_name(0, "self_attn.q_proj.bias"));
+  p.kb = at(layer_name(0, "self_attn.k_proj.bias"));
+  p.vb = at(layer_name(0, "self_attn.v_proj.bias"));
+  p.ob = at(layer_name(0, "self_attn.o_proj.bias"));
+  return p;
+}
+
+}  // namespace leap::model

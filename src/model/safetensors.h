@@ -1,0 +1,54 @@
+// safetensors files: an 8-byte little-endian header length, a JSON header naming each tensor's
+// dtype, shape and byte range, then the raw little-endian data. We write F32 with
+// `__metadata__ {"format": "pt"}` (what HF transformers expects) and read F32, BF16 and F16,
+// converting to fp32. Every malformed input (truncated file, bad header, byte ranges outside
+// the data or not matching dtype x shape) is an invalid_input naming the file and the tensor.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace leap::model {
+
+enum class DType { kF32, kF16, kBF16 };
+
+struct SafetensorEntry {
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  size_t begin = 0;  // byte offsets into the data section
+  size_t end = 0;
+};
+
+class SafetensorsFile {
+ public:
+  static Expected<SafetensorsFile> open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const std::map<std::string, SafetensorEntry>& entries() const { return entries_; }
+  bool contains(const std::string& name) const { return entries_.count(name) != 0; }
+  // Converts tensor `name` to fp32 into out (numel floats). The shape must equal `shape`.
+  Status read_f32(const std::string& name, const std::vector<int64_t>& shape, float* out) const;
+
+ private:
+  std::string path_;
+  std::string bytes_;        // the whole file
+  size_t data_offset_ = 0;   // start of the data section in bytes_
+  std::map<std::string, SafetensorEntry> entries_;
+};
+
+struct TensorToWrite {
+  std::string name;
+  std::vector<int64_t> shape;
+  const float* data = nullptr;  // host fp32, numel(shape) floats
+};
+
+// Writes fp32 tensors atomically (temporary file + rename).
+Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors);
+
+std::string shape_to_string(const std::vector<int64_t>& shape);
+
+}  // namespace leap::model

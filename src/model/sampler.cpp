@@ -1,0 +1,187 @@
+// Sampler: token selection (temperature, top-k, top-p) and the batched decode loop.
+#include "model/sampler.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace leap::model {
+
+void SamplerConfig::declare(OptionSet& opts) {
+  opts.add("sampler.temperature", &temperature, 1.0, "Sampling temperature; 0 = greedy.", {.min = 0.0});
+  opts.add("sampler.top_p", &top_p, 1.0, "Nucleus sampling: keep the most likely tokens up to this mass.",
+           {.min = 0.0, .max = 1.0});
+  opts.add("sampler.top_k", &top_k, 0, "Keep only the k most likely tokens; 0 = all.", {.min = 0});
+  opts.add("sampler.max_new_tokens", &max_new_tokens, 512, "Most tokens generated per completion.", {.min = 1});
+  opts.add("sampler.stop", &stop, std::string(""),
+           "Stop strings separated by '||' (\\n for a newline); the completion ends with the first one.");
+  opts.add("sampler.stop_at_eos", &stop_at_eos, true, "End a completion at the EOS token.");
+}
+
+std::vector<std::string> SamplerConfig::stop_strings() const {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= stop.size()) {
+    size_t end = stop.find("||", start);
+    if (end == std::string::npos) end = stop.size();
+    std::string s;
+    for (size_t i = start; i < end; ++i) {
+      if (stop[i] == '\\' && i + 1 < end && stop[i + 1] == 'n') {
+        s.push_back('\n');
+        ++i;
+      } else {
+        s.push_back(stop[i]);
+      }
+    }
+    if (!s.empty()) out.push_back(s);
+    start = end + 2;
+  }
+  return out;
+}
+
+const char* stop_reason_name(StopReason r) {
+  switch (r) {
+    case StopReason::kEos: return "eos";
+    case StopReason::kStopString: return "stop_string";
+    case StopReason::kMaxTokens: return "max_tokens";
+    case StopReason::kContextFull: return "context_full";
+  }
+  return "?";
+}
+
+int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng, float* logprob) {
+  float mx = logits[0];
+  for (int v = 1; v < V; ++v) mx = std::max(mx, logits[v]);
+  double sum = 0.0;
+  for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v] - mx));
+  const float lse = mx + static_cast<float>(std::log(sum));
+  int32_t chosen = 0;
+  if (cfg.temperature <= 0.0) {
+    chosen = static_cast<int32_t>(std::max_element(logits, logits + V) - logits);  // first maximum
+  } else {
+    // Candidates ordered by logit (ties by id) when truncation needs an order.
+    std::vector<int32_t> idx(static_cast<size_t>(V));
+    std::iota(idx.begin(), idx.end(), 0);
+    auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    size_t keep = idx.size();
+    if (cfg.top_k > 0 && cfg.top_k < V) {
+      keep = static_cast<size_t>(cfg.top_k);
+      std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(keep), idx.end(), by_logit);
+    } else if (cfg.top_p < 1.0) {
+      std::sort(idx.begin(), idx.end(), by_logit);
+    }
+    const double inv_t = 1.0 / cfg.temperature;
+    std::vector<double> w(keep);
+    double total = 0.0;
+    for (size_t i = 0; i < keep; ++i) {
+      w[i] = std::exp((static_cast<double>(logits[idx[i]]) - mx) * inv_t);
+      total += w[i];
+    }
+    if (cfg.top_p < 1.0) {
+      double acc = 0.0;
+      size_t cut = keep;
+      for (size_t i = 0; i < keep; ++i) {
+        acc += w[i];
+        if (acc >= cfg.top_p * total) {
+          cut = i + 1;
+          break;
+        }
+      }
+      keep = cut;
+      total = acc;
+    }
+    double u = rng.uniform() * total;
+    chosen = idx[keep - 1];
+    for (size_t i = 0; i < keep; ++i) {
+      u -= w[i];
+      if (u < 0) {
+        chosen = idx[i];
+        break;
+      }
+    }
+  }
+  *logprob = logits[chosen] - lse;
+  return chosen;
+}
+
+Sampler::Sampler(Transformer& model, const Tokenizer* tokenizer) : model_(&model), tokenizer_(tokenizer) {}
+Sampler::~Sampler() = default;
+
+Expected<std::vector<Completion>> Sampler::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                                    const SamplerConfig& cfg, Rng& rng) {
+  const ModelConfig& mc = model_->config();
+  const int B = static_cast<int>(prompts.size()), V = mc.vocab_size;
+  if (B == 0) return std::vector<Completion>{};
+  size_t longest = 0;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    if (prompts[b].empty()) return invalid_input(fmt::format("prompt {} is empty", b));
+    longest = std::max(longest, prompts[b].size());
+  }
+  if (longest >= static_cast<size_t>(mc.max_position_embeddings))
+    return invalid_input(fmt::format("a prompt of {} tokens leaves no room in max_position_embeddings {}", longest,
+                                     mc.max_position_embeddings));
+  const int maxT = static_cast<int>(
+      std::min<size_t>(longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
+  if (!cache_ || cache_->slots < B || cache_->maxT < maxT)
+    cache_ = std::make_unique<KvCache>(mc, model_->backend(), B, maxT);
+  const int32_t eos = tokenizer_ ? tokenizer_->eos_id() : mc.eos_token_id;
+  const std::vector<std::string> stops = tokenizer_ ? cfg.stop_strings() : std::vector<std::string>{};
+
+  std::vector<Completion> out(static_cast<size_t>(B));
+  std::vector<std::string> text(static_cast<size_t>(B));
+  std::vector<float> logits(static_cast<size_t>(B) * V);
+  LEAP_RETURN_IF_ERROR(model_->prefill(TokenBatch::from_sequences(prompts), *cache_, logits.data()));
+  std::vector<int32_t> active(static_cast<size_t>(B));
+  std::iota(active.begin(), active.end(), 0);
+
+  while (!active.empty()) {
+    std::vector<int32_t> next_tokens, next_slots;
+    for (size_t r = 0; r < active.size(); ++r) {
+      const int b = active[r];
+      Completion& c = out[static_cast<size_t>(b)];
+      float lp = 0.0f;
+      const int32_t tok = sample_token(logits.data() + r * V, V, cfg, rng, &lp);
+      c.tokens.push_back(tok);
+      c.logprobs.push_back(lp);
+      bool done = false;
+      if (cfg.stop_at_eos && tok == eos) {
+        c.stop_reason = StopReason::kEos;
+        done = true;
+      }
+      if (!done && !stops.empty()) {
+        const std::string piece = tokenizer_->token_bytes(tok);
+        std::string& t = text[static_cast<size_t>(b)];
+        t += piece;
+        for (const auto& s : stops) {
+          // Only a match that ends in the new piece is new.
+          size_t from = t.size() >= s.size() + piece.size() ? t.size() - s.size() - piece.size() + 1 : 0;
+          if (t.find(s, from) != std::string::npos) {
+            c.stop_reason = StopReason::kStopString;
+            done = true;
+            break;
+          }
+        }
+      }
+      if (!done && static_cast<int>(c.tokens.size()) >= cfg.max_new_tokens) {
+        c.stop_reason = StopReason::kMaxTokens;
+        done = true;
+      }
+      if (!done && cache_->len[b] >= maxT) {
+        c.stop_reason = StopReason::kContextFull;  // the sampled token has no position to go to
+        done = true;
+      }
+      if (!done) {
+        next_tokens.push_back(tok);
+        next_slots.push_back(b);
+      }
+    }
+    active = next_slots;
+    if (active.empty()) break;
+    model_->decode(next_tokens.data(), next_slots.data(), static_cast<int>(active.size()), *cache_, logits.data());
+  }
+  return out;
+}
+
+}  // namespace leap::model

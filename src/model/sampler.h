@@ -1,0 +1,66 @@
+// Batched generation over a KV cache: prompts of different lengths are prefilled together,
+// then every unfinished sequence advances one token per decode step. Temperature, top-k,
+// top-p, max new tokens, stop strings and EOS end a sequence; the stop string (or EOS) is kept
+// as the last completion tokens.
+//
+// Recorded log-probs: for each sampled token, log p(token) under the model itself (temperature
+// 1, before top-k/top-p truncation), which is exactly what Transformer::forward recomputes for
+// the same sequence: the PPO ratio's old log-prob. Reproducibility: the only randomness is one
+// rng.uniform() per sampled token, drawn in sequence order within a step, so the same seed,
+// prompts, config and thread count give the same completions. Greedy (temperature 0) draws none.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/config.h"
+#include "common/rng.h"
+#include "common/status.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+
+namespace leap::model {
+
+struct SamplerConfig {
+  double temperature = 1.0;  // 0 = greedy (argmax)
+  double top_p = 1.0;        // nucleus: smallest set of tokens with probability >= top_p
+  int top_k = 0;             // 0 = no limit
+  int max_new_tokens = 512;
+  std::string stop;          // stop strings separated by "||"; "\n" is a newline
+  bool stop_at_eos = true;
+
+  // Section [sampler].
+  void declare(OptionSet& opts);
+  std::vector<std::string> stop_strings() const;
+};
+
+enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull };
+const char* stop_reason_name(StopReason r);  // "eos", "stop_string", "max_tokens", "context_full"
+
+struct Completion {
+  std::vector<int32_t> tokens;  // sampled tokens, the stop string / EOS included
+  std::vector<float> logprobs;  // one per token (see above)
+  StopReason stop_reason = StopReason::kMaxTokens;
+};
+
+// Draws one token from a row of logits (V). Writes log p(token) at temperature 1 to *logprob.
+int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng, float* logprob);
+
+class Sampler {
+ public:
+  // tokenizer may be null: then no stop strings, and EOS is the config's eos_token_id.
+  Sampler(Transformer& model, const Tokenizer* tokenizer);
+  ~Sampler();
+
+  // One completion per prompt (each non-empty), in prompt order.
+  Expected<std::vector<Completion>> generate(const std::vector<std::vector<int32_t>>& prompts,
+                                             const SamplerConfig& cfg, Rng& rng);
+
+ private:
+  Transformer* model_;
+  const Tokenizer* tokenizer_;
+  std::unique_ptr<KvCache> cache_;  // kept between calls while it is big enough
+};
+
+}  // namespace leap::model

@@ -1,0 +1,275 @@
+// Transformer: construction, initialisation, and the training forward/backward (see
+// transformer.h for the API and conventions). Inference (prefill/decode) is in
+// transformer_infer.cpp.
+#include "model/transformer.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/transformer_activations.h"
+
+namespace leap::model {
+
+Transformer::Transformer(const ModelConfig& cfg, backend::Backend& backend)
+    : cfg_(cfg), layout_(cfg), be_(&backend) {
+  LEAP_CHECK(cfg.validate("model config").is_ok(), cfg.validate("model config").message());
+  params_ = be_->alloc_floats(layout_.total());
+  grads_ = be_->alloc_floats(layout_.total());
+}
+
+Transformer::~Transformer() {
+  be_->free_floats(params_);
+  be_->free_floats(grads_);
+  be_->free_floats(rope_cos_);
+  be_->free_floats(rope_sin_);
+}
+
+void Transformer::init_random(uint64_t seed, float stddev) {
+  Rng rng(seed);
+  std::vector<float> host(layout_.total());
+  for (const auto& t : layout_.tensors()) {
+    float* p = host.data() + t.offset;
+    const bool is_norm = t.name.find("norm") != std::string::npos;
+    const bool is_bias = t.name.ends_with(".bias");
+    for (size_t i = 0; i < t.numel; ++i)
+      p[i] = is_norm ? 1.0f : is_bias ? 0.0f : static_cast<float>(rng.normal() * stddev);
+  }
+  be_->upload(params_, host.data(), host.size());
+}
+
+void Transformer::zero_grad() { be_->zero(grads_, layout_.total()); }
+
+const float* Transformer::logits() const { return acts_ ? acts_->logits : nullptr; }
+
+void Transformer::ensure_rope_tables(int T) {
+  if (T <= rope_len_) return;
+  const int half = cfg_.head_dim / 2;
+  std::vector<float> cs(static_cast<size_t>(T) * half), sn(cs.size());
+  // HF's arithmetic, in fp32: inv_freq = 1 / theta^(2i/D); angle = pos * inv_freq.
+  for (int i = 0; i < half; ++i) {
+    float inv_freq = 1.0f / std::pow(static_cast<float>(cfg_.rope_theta),
+                                     static_cast<float>(2 * i) / static_cast<float>(cfg_.head_dim));
+    for (int p = 0; p < T; ++p) {
+      float angle = static_cast<float>(p) * inv_freq;
+      cs[static_cast<size_t>(p) * half + i] = std::cos(angle);
+      sn[static_cast<size_t>(p) * half + i] = std::sin(angle);
+    }
+  }
+  be_->free_floats(rope_cos_);
+  be_->free_floats(rope_sin_);
+  rope_cos_ = be_->alloc_floats(cs.size());
+  rope_sin_ = be_->alloc_floats(sn.size());
+  be_->upload(rope_cos_, cs.data(), cs.size());
+  be_->upload(rope_sin_, sn.data(), sn.size());
+  rope_len_ = T;
+}
+
+void Transformer::ensure_activations(int B, int T) {
+  if (acts_ && acts_->B == B && acts_->T == T) return;
+  acts_ = std::make_unique<Activations>(*be_);
+  Activations& a = *acts_;
+  a.B = B;
+  a.T = T;
+  const size_t N = static_cast<size_t>(B) * T, L = cfg_.num_hidden_layers, C = cfg_.hidden_size;
+  const size_t HD = static_cast<size_t>(cfg_.num_attention_heads) * cfg_.head_dim;
+  const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim;
+  const size_t I = cfg_.intermediate_size, V = cfg_.vocab_size, H = cfg_.num_attention_heads;
+  FloatArena& m = a.arena;
+  m.take(&a.res, (L + 1) * N * C);
+  m.take(&a.ln1, L * N * C);
+  m.take(&a.rstd1, L * N);
+  m.take(&a.q, L * N * HD);
+  m.take(&a.k, L * N * KD);
+  m.take(&a.v, L * N * KD);
+  m.take(&a.att, L * B * H * T * T);
+  m.take(&a.atty, L * N * HD);
+  m.take(&a.res_mid, L * N * C);
+  m.take(&a.ln2, L * N * C);
+  m.take(&a.rstd2, L * N);
+  m.take(&a.gu, L * N * 2 * I);
+  m.take(&a.hmlp, L * N * I);
+  m.take(&a.lnf, N * C);
+  m.take(&a.rstdf, N);
+  m.take(&a.logits, N * V);
+  m.take(&a.lse, N);
+  m.take(&a.lp, N);
+  m.take(&a.tmp, N * C);
+  m.take(&a.dres, N * C);
+  m.take(&a.dln, N * C);
+  m.take(&a.dq, N * HD);
+  m.take(&a.dk, N * KD);
+  m.take(&a.dv, N * KD);
+  m.take(&a.dq_pre, N * HD);
+  m.take(&a.dk_pre, N * KD);
+  m.take(&a.datty, N * HD);
+  m.take(&a.dgu, N * 2 * I);
+  m.take(&a.dh, N * I);
+  m.take(&a.dlogits, N * V);
+  m.take(&a.dlp, N);
+  m.allocate();
+  a.tokens.resize(N);
+  a.targets.resize(N);
+  a.pos.resize(N);
+}
+
+void Transformer::forward_blocks(const TokenBatch& batch) {
+  const int B = batch.B, T = batch.T, N = B * T;
+  const int C = cfg_.hidden_size, I = cfg_.intermediate_size, L = cfg_.num_hidden_layers;
+  const int H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
+  const int HD = H * D, KD = Hkv * D;
+  ensure_activations(B, T);
+  ensure_rope_tables(T);
+  Activations& a = *acts_;
+  a.lengths = batch.lengths;
+  for (int b = 0; b < B; ++b) {
+    for (int t = 0; t < T; ++t) {
+      const size_t n = static_cast<size_t>(b) * T + t;
+      const bool real = t < batch.lengths[b];
+      a.tokens[n] = real ? batch.tokens[n] : 0;  // padding reads row 0; it never reaches a loss
+      a.targets[n] = t + 1 < batch.lengths[b] ? batch.tokens[n + 1] : -1;
+      a.pos[n] = t;
+    }
+  }
+  const ParameterViews w = param_views();
+  const size_t NC = static_cast<size_t>(N) * C;
+  be_->embedding_forward(a.res, a.tokens.data(), w.wte, N, C);
+  for (int l = 0; l < L; ++l) {
+    float* rin = a.res + l * NC;
+    float* ln1 = a.ln1 + l * NC;
+    float* q = a.q + static_cast<size_t>(l) * N * HD;
+    float* k = a.k + static_cast<size_t>(l) * N * KD;
+    float* v = a.v + static_cast<size_t>(l) * N * KD;
+    float* atty = a.atty + static_cast<size_t>(l) * N * HD;
+    float* rmid = a.res_mid + l * NC;
+    float* ln2 = a.ln2 + l * NC;
+    float* gu = a.gu + static_cast<size_t>(l) * N * 2 * I;
+    float* hm = a.hmlp + static_cast<size_t>(l) * N * I;
+    be_->rmsnorm_forward(ln1, a.rstd1 + l * N, rin, w.ln1 + l * C, N, C, static_cast<float>(cfg_.rms_norm_eps));
+    be_->matmul_forward(q, ln1, w.qw + static_cast<size_t>(l) * HD * C, w.qb ? w.qb + l * HD : nullptr, N, C, HD);
+    be_->matmul_forward(k, ln1, w.kw + static_cast<size_t>(l) * KD * C, w.kb ? w.kb + l * KD : nullptr, N, C, KD);
+    be_->matmul_forward(v, ln1, w.vw + static_cast<size_t>(l) * KD * C, w.vb ? w.vb + l * KD : nullptr, N, C, KD);
+    be_->rope_forward(q, q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
+    be_->rope_forward(k, k, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
+    be_->attention_forward(atty, a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B, T, H, Hkv, D);
+    be_->matmul_forward(a.tmp, atty, w.ow + static_cast<size_t>(l) * C * HD, w.ob ? w.ob + l * C : nullptr, N, HD,
+                        C);
+    be_->add_forward(rmid, rin, a.tmp, NC);
+    be_->rmsnorm_forward(ln2, a.rstd2 + l * N, rmid, w.ln2 + l * C, N, C, static_cast<float>(cfg_.rms_norm_eps));
+    be_->matmul_forward(gu, ln2, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, N, C, 2 * I);
+    be_->swiglu_forward(hm, gu, N, I);
+    be_->matmul_forward(a.tmp, hm, w.down + static_cast<size_t>(l) * C * I, nullptr, N, I, C);
+    be_->add_forward(a.res + (l + 1) * NC, rmid, a.tmp, NC);
+  }
+  be_->rmsnorm_forward(a.lnf, a.rstdf, a.res + L * NC, w.lnf, N, C, static_cast<float>(cfg_.rms_norm_eps));
+}
+
+Status Transformer::forward(const TokenBatch& batch, float* logprobs) {
+  LEAP_RETURN_IF_ERROR(batch.validate(cfg_.vocab_size));
+  if (batch.T > cfg_.max_position_embeddings)
+    return invalid_input(fmt::format("sequence length {} exceeds max_position_embeddings {}", batch.T,
+                                     cfg_.max_position_embeddings));
+  forward_blocks(batch);
+  Activations& a = *acts_;
+  const int N = batch.B * batch.T, C = cfg_.hidden_size, V = cfg_.vocab_size;
+  be_->matmul_forward(a.logits, a.lnf, param_views().lm_head, nullptr, N, C, V);
+  be_->logprob_forward(a.lp, a.lse, a.logits, a.targets.data(), N, V);
+  // Row t predicts token t+1: shift by one into the caller's token-aligned convention.
+  std::vector<float> lp(static_cast<size_t>(N));
+  be_->download(lp.data(), a.lp, lp.size());
+  for (int b = 0; b < batch.B; ++b) {
+    float* out = logprobs + static_cast<size_t>(b) * batch.T;
+    const float* row = lp.data() + static_cast<size_t>(b) * batch.T;
+    out[0] = 0.0f;
+    for (int t = 1; t < batch.T; ++t) out[t] = t < batch.lengths[b] ? row[t - 1] : 0.0f;
+  }
+  return Status::ok();
+}
+
+void Transformer::backward(const float* dlogprobs) {
+  LEAP_CHECK(acts_ != nullptr, "backward() without a forward()");
+  Activations& a = *acts_;
+  const int B = a.B, T = a.T, N = B * T;
+  const int C = cfg_.hidden_size, I = cfg_.intermediate_size, L = cfg_.num_hidden_layers, V = cfg_.vocab_size;
+  const int H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
+  const int HD = H * D, KD = Hkv * D;
+  const size_t NC = static_cast<size_t>(N) * C;
+  std::vector<float> dlp(static_cast<size_t>(N), 0.0f);
+  for (int b = 0; b < B; ++b)
+    for (int t = 1; t < a.lengths[b]; ++t)
+      dlp[static_cast<size_t>(b) * T + t - 1] = dlogprobs[static_cast<size_t>(b) * T + t];
+  be_->upload(a.dlp, dlp.data(), dlp.size());
+
+  const ParameterViews w = param_views();
+  const ParameterViews g = grad_views();
+  be_->zero(a.dlogits, static_cast<size_t>(N) * V);
+  be_->logprob_backward(a.dlogits, a.dlp, a.logits, a.lse, a.targets.data(), N, V);
+  be_->zero(a.dln, NC);
+  be_->matmul_backward(a.dln, g.lm_head, nullptr, a.dlogits, a.lnf, w.lm_head, N, C, V);
+  be_->zero(a.dres, NC);
+  be_->rmsnorm_backward(a.dres, g.lnf, a.dln, a.res + L * NC, w.lnf, a.rstdf, N, C);
+  for (int l = L - 1; l >= 0; --l) {
+    const float* rin = a.res + l * NC;
+    const float* ln1 = a.ln1 + l * NC;
+    const float* q = a.q + static_cast<size_t>(l) * N * HD;
+    const float* k = a.k + static_cast<size_t>(l) * N * KD;
+    const float* v = a.v + static_cast<size_t>(l) * N * KD;
+    const float* atty = a.atty + static_cast<size_t>(l) * N * HD;
+    const float* rmid = a.res_mid + l * NC;
+    const float* ln2 = a.ln2 + l * NC;
+    const float* gu = a.gu + static_cast<size_t>(l) * N * 2 * I;
+    const float* hm = a.hmlp + static_cast<size_t>(l) * N * I;
+    // MLP branch: dres holds dL/d(layer output) = dL/d(res_mid) through the skip connection.
+    be_->zero(a.dh, static_cast<size_t>(N) * I);
+    be_->matmul_backward(a.dh, g.down + static_cast<size_t>(l) * C * I, nullptr, a.dres, hm,
+                         w.down + static_cast<size_t>(l) * C * I, N, I, C);
+    be_->zero(a.dgu, static_cast<size_t>(N) * 2 * I);
+    be_->swiglu_backward(a.dgu, a.dh, gu, N, I);
+    be_->zero(a.dln, NC);
+    be_->matmul_backward(a.dln, g.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, a.dgu, ln2,
+                         w.gate_up + static_cast<size_t>(l) * 2 * I * C, N, C, 2 * I);
+    be_->rmsnorm_backward(a.dres, g.ln2 + l * C, a.dln, rmid, w.ln2 + l * C, a.rstd2 + l * N, N, C);
+    // Attention branch: dres is now dL/d(res_mid) = dL/d(layer input) through the skip.
+    be_->zero(a.datty, static_cast<size_t>(N) * HD);
+    be_->matmul_backward(a.datty, g.ow + static_cast<size_t>(l) * C * HD, g.ob ? g.ob + l * C : nullptr, a.dres,
+                         atty, w.ow + static_cast<size_t>(l) * C * HD, N, HD, C);
+    be_->zero(a.dq, static_cast<size_t>(N) * HD);
+    be_->zero(a.dk, static_cast<size_t>(N) * KD);
+    be_->zero(a.dv, static_cast<size_t>(N) * KD);
+    be_->attention_backward(a.dq, a.dk, a.dv, a.datty, a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B,
+                            T, H, Hkv, D);
+    be_->zero(a.dq_pre, static_cast<size_t>(N) * HD);
+    be_->zero(a.dk_pre, static_cast<size_t>(N) * KD);
+    be_->rope_backward(a.dq_pre, a.dq, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
+    be_->rope_backward(a.dk_pre, a.dk, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
+    be_->zero(a.dln, NC);
+    be_->matmul_backward(a.dln, g.qw + static_cast<size_t>(l) * HD * C, g.qb ? g.qb + l * HD : nullptr, a.dq_pre,
+                         ln1, w.qw + static_cast<size_t>(l) * HD * C, N, C, HD);
+    be_->matmul_backward(a.dln, g.kw + static_cast<size_t>(l) * KD * C, g.kb ? g.kb + l * KD : nullptr, a.dk_pre,
+                         ln1, w.kw + static_cast<size_t>(l) * KD * C, N, C, KD);
+    be_->matmul_backward(a.dln, g.vw + static_cast<size_t>(l) * KD * C, g.vb ? g.vb + l * KD : nullptr, a.dv,
+                         ln1, w.vw + static_cast<size_t>(l) * KD * C, N, C, KD);
+    be_->rmsnorm_backward(a.dres, g.ln1 + l * C, a.dln, rin, w.ln1 + l * C, a.rstd1 + l * N, N, C);
+  }
+  be_->embedding_backward(g.wte, a.dres, a.tokens.data(), N, C);
+}
+
+Expected<float> Transformer::sft_step(const TokenBatch& batch, const float* mask, float normaliser) {
+  if (!(normaliser > 0)) return invalid_input("SFT normaliser must be > 0");
+  std::vector<float> lp(static_cast<size_t>(batch.B) * batch.T), dlp(lp.size(), 0.0f);
+  LEAP_RETURN_IF_ERROR(forward(batch, lp.data()));
+  double loss = 0.0;
+  for (int b = 0; b < batch.B; ++b) {
+    for (int t = 1; t < batch.lengths[b]; ++t) {
+      const size_t i = static_cast<size_t>(b) * batch.T + t;
+      loss -= static_cast<double>(mask[i]) * lp[i];
+      dlp[i] = -mask[i] / normaliser;
+    }
+  }
+  backward(dlp.data());
+  return static_cast<float>(loss / normaliser);
+}
+
+}  // namespace leap::model

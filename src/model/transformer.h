@@ -1,0 +1,115 @@
+// The policy transformer (Llama/Qwen2 decoder) on a Backend: the API the RL trainer calls.
+//
+//   Transformer model(cfg, backend);                 // parameters zeroed; load or init them
+//   model.zero_grad();                               // once per optimizer step
+//   for each micro-batch:
+//     model.forward(batch, logprobs);                // (1) per-token log-probs, activations kept
+//     dlogprobs = d(loss)/d(logprobs) per token;     // e.g. GRPO: -advantage*ratio*mask/norm
+//     model.backward(dlogprobs);                     // (2) grads += into the flat gradient
+//   all-reduce model.grads() (sum) over ranks;
+//   optimizer.step(model) ;                          // (4) AdamW, see optimizer.h
+//
+// Log-prob convention: logprobs has the batch's shape (B, T). Entry [b, t] for 1 <= t < len_b
+// is log p(tokens[b, t] | tokens[b, 0..t-1]); entries t = 0 and t >= len_b are 0. A loss mask
+// over token positions (prompt 0, completion 1) therefore lines up with logprobs directly, and
+// so do the sampler's recorded log-probs of completion tokens.
+// Gradient convention: backward ADDS into grads() (see backend/backend.h); zero_grad() clears.
+// Activations of the last forward() are kept until the next forward(); backward() uses them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/status.h"
+#include "model/model_config.h"
+#include "model/parameters.h"
+#include "model/token_batch.h"
+
+namespace leap::model {
+
+struct KvCache;
+
+class Transformer {
+ public:
+  Transformer(const ModelConfig& cfg, backend::Backend& backend);
+  ~Transformer();
+  Transformer(const Transformer&) = delete;
+  Transformer& operator=(const Transformer&) = delete;
+
+  const ModelConfig& config() const { return cfg_; }
+  const ParameterLayout& layout() const { return layout_; }
+  backend::Backend& backend() const { return *be_; }
+
+  // The flat buffers (backend memory, host memory on the CPU), layout() floats each.
+  float* params() { return params_; }
+  const float* params() const { return params_; }
+  float* grads() { return grads_; }
+  size_t num_params() const { return layout_.total(); }
+  ParameterViews param_views() const { return layout_.views(params_); }
+  ParameterViews grad_views() const { return layout_.views(grads_); }
+
+  // HF's initialisation: normal(0, stddev) matrices and embeddings, ones for norms, zero biases.
+  void init_random(uint64_t seed, float stddev = 0.02f);
+  void zero_grad();
+
+  // (1) Forward over a right-padded batch. Writes logprobs (B*T floats, host memory; see the
+  // convention above) and keeps the activations for backward(). invalid_input for token ids out
+  // of range or sequences longer than max_position_embeddings.
+  Status forward(const TokenBatch& batch, float* logprobs);
+  // (2) Backward of the last forward from dL/dlogprobs (B*T host floats, same convention).
+  // Entries at t = 0 and t >= len_b are ignored. Adds into grads().
+  void backward(const float* dlogprobs);
+  // (3) SFT cross-entropy: loss = -sum(mask * logprobs) / normaliser (normaliser > 0; pass the
+  // global token count so micro-batches and ranks sum to the mean). Runs forward and backward,
+  // returns the loss. mask (B*T) follows the log-prob convention (mask[b, 0] is ignored).
+  Expected<float> sft_step(const TokenBatch& batch, const float* mask, float normaliser);
+
+  // Logits (N = B*T rows of V) of the last forward(), in backend memory.
+  const float* logits() const;
+
+  // ---- inference over a KV cache (the sampler's engine) -------------------------------------
+  // Prefill: runs the prompts (a right-padded batch, B <= cache slots) into cache slots
+  // 0..B-1, sets their lengths, and writes each prompt's next-token logits to last_logits
+  // (B*V host floats).
+  Status prefill(const TokenBatch& prompts, KvCache& cache, float* last_logits);
+  // Decode: one token per row r, appended to cache slot slots[r] at position cache.len[slot];
+  // writes next-token logits (n*V host floats). The caller checks capacity (len < maxT).
+  void decode(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache, float* logits);
+
+ private:
+  struct Activations;
+  void ensure_activations(int B, int T);
+  void ensure_rope_tables(int T);
+  void forward_blocks(const TokenBatch& batch);  // embedding .. final norm into activations
+
+  ModelConfig cfg_;
+  ParameterLayout layout_;
+  backend::Backend* be_;
+  float* params_ = nullptr;
+  float* grads_ = nullptr;
+  float* rope_cos_ = nullptr;  // (rope_len_, D/2)
+  float* rope_sin_ = nullptr;
+  int rope_len_ = 0;
+  std::unique_ptr<Activations> acts_;
+};
+
+// Per-slot K/V history for every layer plus the decode step's scratch. Owned by the caller
+// (the sampler); sized once for `slots` sequences of up to maxT tokens.
+struct KvCache {
+  KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots, int maxT);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  backend::Backend* be;
+  int slots, maxT, L, Hkv, D;
+  float* k = nullptr;        // (L, slots, maxT, Hkv, D), keys after RoPE
+  float* v = nullptr;        // (L, slots, maxT, Hkv, D)
+  std::vector<int32_t> len;  // (slots) valid positions per slot
+  float* scratch = nullptr;  // decode activations for up to `slots` rows
+  size_t layer_stride() const { return static_cast<size_t>(slots) * maxT * Hkv * D; }
+};
+
+}  // namespace leap::model

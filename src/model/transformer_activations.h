@@ -1,0 +1,54 @@
+// Transformer::Activations: the saved activations of the last forward and the backward's
+// scratch, for one (B, T). Private to the model's .cpp files (training and inference share it).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/float_arena.h"
+#include "model/transformer.h"
+
+namespace leap::model {
+
+// Saved activations of the last forward and the backward's scratch, for one (B, T).
+// Per-layer arrays are stacked: layer l of q is q + l * N*H*D.
+struct Transformer::Activations {
+  explicit Activations(backend::Backend& be) : arena(be) {}
+  FloatArena arena;
+  int B = 0, T = 0;
+  float* res = nullptr;      // (L+1, N, C) residual stream entering each layer; [L] = final
+  float* ln1 = nullptr;      // (L, N, C)
+  float* rstd1 = nullptr;    // (L, N)
+  float* q = nullptr;        // (L, N, H*D) after RoPE
+  float* k = nullptr;        // (L, N, Hkv*D) after RoPE
+  float* v = nullptr;        // (L, N, Hkv*D)
+  float* att = nullptr;      // (L, B, H, T, T) softmax probabilities
+  float* atty = nullptr;     // (L, N, H*D) attention output before o_proj
+  float* res_mid = nullptr;  // (L, N, C) residual after the attention branch
+  float* ln2 = nullptr;      // (L, N, C)
+  float* rstd2 = nullptr;    // (L, N)
+  float* gu = nullptr;       // (L, N, 2I) [gate | up]
+  float* hmlp = nullptr;     // (L, N, I) silu(gate) * up
+  float* lnf = nullptr;      // (N, C)
+  float* rstdf = nullptr;    // (N)
+  float* logits = nullptr;   // (N, V)
+  float* lse = nullptr;      // (N)
+  float* lp = nullptr;       // (N) log-prob of the next token, row-aligned (row t predicts t+1)
+  float* tmp = nullptr;      // (N, C) branch output before the residual add
+  // backward scratch, reused by every layer
+  float* dres = nullptr;     // (N, C)
+  float* dln = nullptr;      // (N, C)
+  float* dq = nullptr;       // (N, H*D)
+  float* dk = nullptr;       // (N, Hkv*D)
+  float* dv = nullptr;       // (N, Hkv*D)
+  float* dq_pre = nullptr;   // (N, H*D) before RoPE
+  float* dk_pre = nullptr;   // (N, Hkv*D)
+  float* datty = nullptr;    // (N, H*D)
+  float* dgu = nullptr;      // (N, 2I)
+  float* dh = nullptr;       // (N, I)
+  float* dlogits = nullptr;  // (N, V)
+  float* dlp = nullptr;      // (N)
+  std::vector<int32_t> tokens, targets, pos, lengths;  // (N), (N), (N), (B)
+};
+
+}  // namespace leap::model
