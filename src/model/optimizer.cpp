@@ -1,6 +1,7 @@
 // AdamW with clipping and schedule (see optimizer.h).
 #include "model/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace leap::model {
@@ -32,8 +33,9 @@ StepStats AdamW::step() {
   const size_t n = model_->num_params(), nd = model_->layout().decay_size();
   StepStats s;
   s.grad_norm = std::sqrt(be.sum_squares(model_->grads(), n));
+  // torch.nn.utils.clip_grad_norm_'s rule, 1e-6 included, so runs match PyTorch's.
   const float scale =
-      cfg_.grad_clip > 0 && s.grad_norm > cfg_.grad_clip ? static_cast<float>(cfg_.grad_clip / s.grad_norm) : 1.0f;
+      cfg_.grad_clip > 0 ? static_cast<float>(std::min(1.0, cfg_.grad_clip / (s.grad_norm + 1e-6))) : 1.0f;
   ++t_;
   s.step = t_;
   s.lr = cfg_.schedule().at(t_);
