@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu_backend.h"
+#include "backend/cpu_parallel.h"
 
 namespace leap::backend {
 namespace {
@@ -44,7 +45,7 @@ void CpuBackend::attention_forward(float* out, float* att, const float* q, const
                                    int T, int H, int Hkv, int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (worth_threads(static_cast<size_t>(B) * H * T * T * D / 2))
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < H; ++h) {
       const int kvh = h / group;
@@ -68,7 +69,7 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
                                     int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv;
-#pragma omp parallel
+#pragma omp parallel if (worth_threads(static_cast<size_t>(B) * H * T * T * D))
   {
     std::vector<float> dp(static_cast<size_t>(T));
 #pragma omp for collapse(2) schedule(static)
@@ -104,7 +105,7 @@ void CpuBackend::attention_decode(float* out, const float* q, const float* k_cac
                                   const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv, int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv;
-#pragma omp parallel
+#pragma omp parallel if (worth_threads(static_cast<size_t>(n) * H * maxT * D))
   {
     std::vector<float> s(static_cast<size_t>(maxT));
 #pragma omp for collapse(2) schedule(static)

@@ -4,12 +4,13 @@
 #include <vector>
 
 #include "backend/cpu_backend.h"
+#include "backend/cpu_parallel.h"
 
 namespace leap::backend {
 
 void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets, int N,
                                  int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * V * 4))
   for (int n = 0; n < N; ++n) {
     const float* z = logits + static_cast<size_t>(n) * V;
     float mx = z[0];
@@ -23,7 +24,7 @@ void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logit
 
 void CpuBackend::logprob_backward(float* dlogits, const float* dlogprobs, const float* logits, const float* lse,
                                   const int32_t* targets, int N, int V) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * V * 4))
   for (int n = 0; n < N; ++n) {
     if (targets[n] < 0) continue;
     const float g = dlogprobs[n];
@@ -41,7 +42,7 @@ double CpuBackend::sum_squares(const float* x, size_t n) {
   constexpr size_t kChunk = 1 << 14;
   const size_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<double> partial(chunks, 0.0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(n))
   for (size_t c = 0; c < chunks; ++c) {
     size_t end = (c + 1) * kChunk < n ? (c + 1) * kChunk : n;
     double s = 0.0;
@@ -60,7 +61,7 @@ void CpuBackend::adamw_update(float* params, float* m, float* v, const float* gr
   const float bc2_sqrt = std::sqrt(bc2);
   const float step = lr / bc1;
   const float decay = 1.0f - lr * weight_decay;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(n * 8))
   for (size_t i = 0; i < n; ++i) {
     float g = grads[i] * grad_scale;
     m[i] = beta1 * m[i] + (1.0f - beta1) * g;

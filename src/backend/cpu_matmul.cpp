@@ -1,6 +1,7 @@
 // CpuBackend matmuls on OpenBLAS. out = inp @ W^T + b with W stored (OC, IC) as in PyTorch's
 // nn.Linear, so HF weights are used without transposing. Backward accumulates (beta = 1).
 #include "backend/cpu_backend.h"
+#include "backend/cpu_parallel.h"
 #include "cblas.h"
 
 namespace leap::backend {
@@ -10,7 +11,7 @@ void CpuBackend::matmul_forward(float* out, const float* inp, const float* weigh
   float beta = 0.0f;
   if (bias != nullptr) {
     // Seed the output with the bias so the GEMM adds onto it: no second pass over out.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * OC))
     for (int n = 0; n < N; ++n) {
       float* row = out + static_cast<size_t>(n) * OC;
       for (int o = 0; o < OC; ++o) row[o] = bias[o];
@@ -28,7 +29,7 @@ void CpuBackend::matmul_backward(float* dinp, float* dweight, float* dbias, cons
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
   if (dbias != nullptr) {
     // Each output column is summed by one thread, in row order: deterministic.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * OC))
     for (int o = 0; o < OC; ++o) {
       float s = 0.0f;
       for (int n = 0; n < N; ++n) s += dout[static_cast<size_t>(n) * OC + o];

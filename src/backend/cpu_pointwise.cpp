@@ -3,11 +3,12 @@
 #include <cmath>
 
 #include "backend/cpu_backend.h"
+#include "backend/cpu_parallel.h"
 
 namespace leap::backend {
 
 void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int N, int C) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C))
   for (int n = 0; n < N; ++n) {
     const float* src = wte + static_cast<size_t>(tokens[n]) * C;
     float* dst = out + static_cast<size_t>(n) * C;
@@ -26,7 +27,7 @@ void CpuBackend::embedding_backward(float* dwte, const float* dout, const int32_
 
 void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
                                  float eps) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C * 2))
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<size_t>(n) * C;
     float* y = out + static_cast<size_t>(n) * C;
@@ -42,7 +43,7 @@ void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, cons
 void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                                   const float* weight, const float* rstd, int N, int C) {
   // dx = r * (w*dy) - r^3/C * x * sum(w*dy*x);  dw += dy * x * r.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C * 4))
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<size_t>(n) * C;
     const float* dy = dout + static_cast<size_t>(n) * C;
@@ -55,7 +56,7 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout
     for (int c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
   }
   // The weight gradient sums over rows: one thread per channel block keeps the order fixed.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C * 2))
   for (int c0 = 0; c0 < C; c0 += 16) {
     int c1 = c0 + 16 < C ? c0 + 16 : C;
     float acc[16] = {};
@@ -71,7 +72,7 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout
 void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_table, const float* sin_table,
                               const int32_t* pos, int N, int H, int D) {
   const int half = D / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * H * D * 2))
   for (int n = 0; n < N; ++n) {
     const float* cs = cos_table + static_cast<size_t>(pos[n]) * half;
     const float* sn = sin_table + static_cast<size_t>(pos[n]) * half;
@@ -91,7 +92,7 @@ void CpuBackend::rope_backward(float* dinp, const float* dout, const float* cos_
                                const int32_t* pos, int N, int H, int D) {
   // The rotation is orthogonal: its backward is the rotation by -angle.
   const int half = D / 2;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * H * D * 2))
   for (int n = 0; n < N; ++n) {
     const float* cs = cos_table + static_cast<size_t>(pos[n]) * half;
     const float* sn = sin_table + static_cast<size_t>(pos[n]) * half;
@@ -108,7 +109,7 @@ void CpuBackend::rope_backward(float* dinp, const float* dout, const float* cos_
 }
 
 void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * I * 16))
   for (int n = 0; n < N; ++n) {
     const float* g = inp + static_cast<size_t>(n) * 2 * I;
     const float* u = g + I;
@@ -119,7 +120,7 @@ void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
 
 void CpuBackend::swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) {
   // silu(g) = g*s with s = sigmoid(g); silu'(g) = s * (1 + g * (1 - s)).
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * I * 16))
   for (int n = 0; n < N; ++n) {
     const float* g = inp + static_cast<size_t>(n) * 2 * I;
     const float* u = g + I;
@@ -135,7 +136,7 @@ void CpuBackend::swiglu_backward(float* dinp, const float* dout, const float* in
 }
 
 void CpuBackend::add_forward(float* out, const float* a, const float* b, size_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (worth_threads(n))
   for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
