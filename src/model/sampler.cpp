@@ -168,8 +168,9 @@ Expected<std::vector<Completion>> Sampler::generate(const std::vector<std::vecto
         c.stop_reason = StopReason::kMaxTokens;
         done = true;
       }
-      if (!done && cache_->len[b] >= maxT) {
-        c.stop_reason = StopReason::kContextFull;  // the sampled token has no position to go to
+      if (!done && cache_->len[b] + 1 >= maxT) {
+        // prompt + completion fill the context: the trainer could not score one more token.
+        c.stop_reason = StopReason::kContextFull;
         done = true;
       }
       if (!done) {

@@ -1,0 +1,224 @@
+// Every backward of the CPU backend against central finite differences of its forward, on
+// small odd shapes. The scalar probed is L = sum(r * out) with a fixed random r, so dout = r.
+// Also: decode attention against the full causal attention, AdamW against a hand-worked step,
+// the LR schedule's shape.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "backend/cpu_backend.h"
+#include "backend/lr_schedule.h"
+#include "common/rng.h"
+
+namespace leap::backend {
+namespace {
+
+std::vector<float> randn(size_t n, uint64_t seed, float scale = 1.0f) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.normal()) * scale;
+  return v;
+}
+
+double dot(const std::vector<float>& a, const std::vector<float>& r) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * r[i];
+  return s;
+}
+
+// Compares grad (analytic dL/dx) with central differences of loss() over every entry of x.
+void check_fd(const char* what, std::vector<float>& x, const std::vector<float>& grad,
+              const std::function<double()>& loss, float h = 1e-2f, double tol = 2e-3) {
+  ASSERT_EQ(x.size(), grad.size());
+  double max_diff = 0, max_ref = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float keep = x[i];
+    x[i] = keep + h;
+    const double lp = loss();
+    x[i] = keep - h;
+    const double lm = loss();
+    x[i] = keep;
+    const double num = (lp - lm) / (2.0 * h);
+    max_diff = std::fmax(max_diff, std::fabs(num - grad[i]));
+    max_ref = std::fmax(max_ref, std::fabs(num));
+  }
+  const double rel = max_diff / std::fmax(max_ref, 1e-12);
+  std::printf("  %-28s max|diff| %.3e  max|grad| %.3e  rel %.3e\n", what, max_diff, max_ref, rel);
+  EXPECT_GT(max_ref, 0.0) << what << ": the probe saw no gradient at all";
+  EXPECT_LE(rel, tol) << what;
+}
+
+class Ops : public ::testing::Test {
+ protected:
+  CpuBackend be{2};
+};
+
+TEST_F(Ops, MatmulBackward) {
+  const int N = 5, IC = 7, OC = 3;
+  auto inp = randn(N * IC, 1), w = randn(OC * IC, 2), b = randn(OC, 3), r = randn(N * OC, 4);
+  std::vector<float> out(N * OC);
+  auto loss = [&] {
+    be.matmul_forward(out.data(), inp.data(), w.data(), b.data(), N, IC, OC);
+    return dot(out, r);
+  };
+  std::vector<float> dinp(inp.size(), 0.5f), dw(w.size(), 0.25f), db(b.size(), -1.0f);  // += onto these
+  be.matmul_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), N, IC, OC);
+  for (auto& g : dinp) g -= 0.5f;
+  for (auto& g : dw) g -= 0.25f;
+  for (auto& g : db) g += 1.0f;
+  check_fd("matmul dinp", inp, dinp, loss);
+  check_fd("matmul dweight", w, dw, loss);
+  check_fd("matmul dbias", b, db, loss);
+}
+
+TEST_F(Ops, EmbeddingBackwardSumsRepeatedTokens) {
+  const int N = 6, C = 4, V = 5;
+  std::vector<int32_t> tok = {1, 3, 1, 0, 4, 1};
+  auto wte = randn(V * C, 5), r = randn(N * C, 6);
+  std::vector<float> out(N * C), dwte(wte.size(), 0.0f);
+  auto loss = [&] {
+    be.embedding_forward(out.data(), tok.data(), wte.data(), N, C);
+    return dot(out, r);
+  };
+  be.embedding_backward(dwte.data(), r.data(), tok.data(), N, C);
+  check_fd("embedding dwte", wte, dwte, loss);
+}
+
+TEST_F(Ops, RmsnormBackward) {
+  const int N = 4, C = 19;
+  auto x = randn(N * C, 7), w = randn(C, 8), r = randn(N * C, 9);
+  std::vector<float> out(N * C), rstd(N), dx(x.size(), 0.0f), dw(C, 0.0f);
+  auto loss = [&] {
+    be.rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), N, C, 1e-5f);
+    return dot(out, r);
+  };
+  loss();
+  be.rmsnorm_backward(dx.data(), dw.data(), r.data(), x.data(), w.data(), rstd.data(), N, C);
+  check_fd("rmsnorm dinp", x, dx, loss);
+  check_fd("rmsnorm dweight", w, dw, loss);
+}
+
+TEST_F(Ops, RopeBackward) {
+  const int N = 5, H = 3, D = 8, maxT = 9, half = D / 2;
+  std::vector<float> cs(maxT * half), sn(maxT * half);
+  for (int p = 0; p < maxT; ++p)
+    for (int i = 0; i < half; ++i) {
+      cs[p * half + i] = std::cos(p * std::pow(100.0f, -2.0f * i / D));
+      sn[p * half + i] = std::sin(p * std::pow(100.0f, -2.0f * i / D));
+    }
+  std::vector<int32_t> pos = {0, 3, 8, 1, 5};
+  auto x = randn(N * H * D, 10), r = randn(N * H * D, 11);
+  std::vector<float> out(x.size()), dx(x.size(), 0.0f);
+  auto loss = [&] {
+    be.rope_forward(out.data(), x.data(), cs.data(), sn.data(), pos.data(), N, H, D);
+    return dot(out, r);
+  };
+  be.rope_backward(dx.data(), r.data(), cs.data(), sn.data(), pos.data(), N, H, D);
+  check_fd("rope dinp", x, dx, loss);
+  // Position 0 is the identity.
+  loss();
+  for (int i = 0; i < H * D; ++i) EXPECT_EQ(out[i], x[i]);
+}
+
+TEST_F(Ops, AttentionBackwardWithGqa) {
+  const int B = 2, T = 5, H = 4, Hkv = 2, D = 6;
+  auto q = randn(B * T * H * D, 12), k = randn(B * T * Hkv * D, 13), v = randn(B * T * Hkv * D, 14);
+  auto r = randn(B * T * H * D, 15);
+  std::vector<float> out(q.size()), att(static_cast<size_t>(B) * H * T * T);
+  auto loss = [&] {
+    be.attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
+    return dot(out, r);
+  };
+  loss();
+  std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
+  be.attention_backward(dq.data(), dk.data(), dv.data(), r.data(), att.data(), q.data(), k.data(), v.data(), B, T,
+                        H, Hkv, D);
+  check_fd("attention dq", q, dq, loss);
+  check_fd("attention dk", k, dk, loss);
+  check_fd("attention dv", v, dv, loss);
+  // Causality: the first position attends only to itself, so its output is v of position 0.
+  for (int d = 0; d < D; ++d) EXPECT_FLOAT_EQ(out[d], v[d]);  // b=0, t=0, h=0 reads kv head 0
+}
+
+TEST_F(Ops, DecodeAttentionEqualsFullAttention) {
+  const int B = 2, T = 7, H = 6, Hkv = 2, D = 8, maxT = 10;
+  auto q = randn(B * T * H * D, 16), k = randn(B * T * Hkv * D, 17), v = randn(B * T * Hkv * D, 18);
+  std::vector<float> full(q.size()), att(static_cast<size_t>(B) * H * T * T);
+  be.attention_forward(full.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
+  // Caches in slot order (slot s holds batch row s), then query each position alone.
+  std::vector<float> kc(static_cast<size_t>(B) * maxT * Hkv * D), vc(kc.size());
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < Hkv * D; ++i) {
+        kc[(static_cast<size_t>(b) * maxT + t) * Hkv * D + i] = k[(static_cast<size_t>(b) * T + t) * Hkv * D + i];
+        vc[(static_cast<size_t>(b) * maxT + t) * Hkv * D + i] = v[(static_cast<size_t>(b) * T + t) * Hkv * D + i];
+      }
+  for (int t = 0; t < T; ++t) {
+    std::vector<int32_t> slot = {1, 0}, len = {t + 1, t + 1};
+    std::vector<float> qd(2 * H * D), od(2 * H * D);
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < H * D; ++i) qd[r * H * D + i] = q[(static_cast<size_t>(slot[r]) * T + t) * H * D + i];
+    be.attention_decode(od.data(), qd.data(), kc.data(), vc.data(), slot.data(), len.data(), 2, maxT, H, Hkv, D);
+    for (int r = 0; r < 2; ++r)
+      for (int i = 0; i < H * D; ++i)
+        EXPECT_NEAR(od[r * H * D + i], full[(static_cast<size_t>(slot[r]) * T + t) * H * D + i], 1e-5f);
+  }
+}
+
+TEST_F(Ops, SwigluBackward) {
+  const int N = 3, I = 9;
+  auto x = randn(N * 2 * I, 19), r = randn(N * I, 20);
+  std::vector<float> out(N * I), dx(x.size(), 0.0f);
+  auto loss = [&] {
+    be.swiglu_forward(out.data(), x.data(), N, I);
+    return dot(out, r);
+  };
+  be.swiglu_backward(dx.data(), r.data(), x.data(), N, I);
+  check_fd("swiglu dinp", x, dx, loss);
+}
+
+TEST_F(Ops, LogprobBackwardAndIgnoredRows) {
+  const int N = 4, V = 11;
+  auto z = randn(N * V, 21, 2.0f), g = randn(N, 22);
+  std::vector<int32_t> tgt = {3, -1, 10, 0};
+  std::vector<float> lp(N), lse(N), dz(z.size(), 0.0f);
+  auto loss = [&] {
+    be.logprob_forward(lp.data(), lse.data(), z.data(), tgt.data(), N, V);
+    return dot(lp, g);
+  };
+  loss();
+  EXPECT_EQ(lp[1], 0.0f);
+  // Against a direct log-softmax in double.
+  for (int n : {0, 2, 3}) {
+    double mx = -1e30, s = 0;
+    for (int v = 0; v < V; ++v) mx = std::fmax(mx, z[n * V + v]);
+    for (int v = 0; v < V; ++v) s += std::exp(z[n * V + v] - mx);
+    EXPECT_NEAR(lp[n], z[n * V + tgt[n]] - mx - std::log(s), 1e-5);
+  }
+  be.logprob_backward(dz.data(), g.data(), z.data(), lse.data(), tgt.data(), N, V);
+  for (int v = 0; v < V; ++v) EXPECT_EQ(dz[V + v], 0.0f);
+  check_fd("logprob dlogits", z, dz, loss);
+}
+
+TEST_F(Ops, AdamWMatchesHandWorkedStep) {
+  // t=1: m = (1-b1) g, v = (1-b2) g^2, m_hat = g, v_hat = g^2 -> step = lr * g/(|g| + eps).
+  std::vector<float> p = {1.0f, -2.0f}, m(2, 0.0f), v(2, 0.0f), g = {0.5f, -4.0f};
+  be.adamw_update(p.data(), m.data(), v.data(), g.data(), 2, 0.1f, 0.9f, 0.95f, 0.0f, 0.5f, 1.0f, 1);
+  EXPECT_NEAR(p[0], 1.0f * (1 - 0.05f) - 0.1f, 1e-6);
+  EXPECT_NEAR(p[1], -2.0f * (1 - 0.05f) + 0.1f, 1e-6);
+  EXPECT_NEAR(be.sum_squares(g.data(), 2), 16.25, 1e-12);
+}
+
+TEST(LrSchedule, WarmupThenCosine) {
+  LrSchedule s{.peak_lr = 1.0, .min_lr = 0.1, .warmup_steps = 4, .total_steps = 14};
+  EXPECT_DOUBLE_EQ(s.at(1), 0.25);
+  EXPECT_DOUBLE_EQ(s.at(4), 1.0);
+  EXPECT_NEAR(s.at(9), 0.55, 1e-12);  // half-way down the cosine
+  EXPECT_DOUBLE_EQ(s.at(14), 0.1);
+  EXPECT_DOUBLE_EQ(s.at(100), 0.1);
+}
+
+}  // namespace
+}  // namespace leap::backend
