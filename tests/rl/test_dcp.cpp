@@ -35,12 +35,13 @@ TEST(Dcp, StaticDefaultsForEveryFailureCount) {
 }
 
 TEST(Dcp, ThresholdProductsRoundAsWritten) {
-  // 0.3 * 10 is 3.0000000000000004 in floating point: 3 failures are not "fewer than 3".
-  DcpController dcp({.mode = DcpMode::kStatic, .easy_below = 0.3, .hopeless_at = 0.7});
-  EXPECT_EQ(dcp.decide(turn1_group(10, 2)).label, DcpLabel::kEasy);
-  EXPECT_EQ(dcp.decide(turn1_group(10, 3)).label, DcpLabel::kExpanded);
-  EXPECT_EQ(dcp.decide(turn1_group(10, 6)).label, DcpLabel::kExpanded);
-  EXPECT_EQ(dcp.decide(turn1_group(10, 7)).label, DcpLabel::kHopeless);
+  // 0.28 * 25 is 7.000000000000001 and 0.56 * 25 is 14.000000000000002 in floating point:
+  // 7 failures are not "fewer than 7", and 14 are "at least 14".
+  DcpController dcp({.mode = DcpMode::kStatic, .easy_below = 0.28, .hopeless_at = 0.56});
+  EXPECT_EQ(dcp.decide(turn1_group(25, 6)).label, DcpLabel::kEasy);
+  EXPECT_EQ(dcp.decide(turn1_group(25, 7)).label, DcpLabel::kExpanded);
+  EXPECT_EQ(dcp.decide(turn1_group(25, 13)).label, DcpLabel::kExpanded);
+  EXPECT_EQ(dcp.decide(turn1_group(25, 14)).label, DcpLabel::kHopeless);
 }
 
 TEST(Dcp, OffExpandsEveryGroupWithAFailure) {

@@ -37,8 +37,8 @@ TEST(RankReward, G3EarlierSuccessBeatsLater) {
 
 TEST(RankReward, G8HandWorked) {
   std::vector<Trajectory> g = {
-      success_at(1, 300, 1.50),  // s0: loses to s1 on tokens (speedups within 5%), to s2 on speed
-      success_at(1, 200, 1.52),  // s1: loses to s2 only
+      success_at(1, 300, 1.52),  // s0: loses to s1 on tokens (speedups within 5%), to s2 on speed
+      success_at(1, 200, 1.50),  // s1: loses to s2 only
       success_at(1, 500, 2.00),  // s2: fastest turn-1 success: beats everyone
       success_at(2, 100, 3.00),  // s3: later turn loses to turn-1 successes despite its speed
       success_at(3, 100),        // s4
@@ -56,7 +56,9 @@ TEST(RankReward, AllPassOnlyTokensDecide) {
   expect_rewards(rank({success_at(1, 100), success_at(1, 200), success_at(1, 200), success_at(1, 400)}),
                  {1, 0, 0, -1});
   // Timed but within the noise band: still the tokens decide.
-  expect_rewards(rank({success_at(1, 300, 1.00), success_at(1, 100, 1.04)}), {-1, 1});
+  expect_rewards(rank({success_at(1, 300, 1.04), success_at(1, 100, 1.00)}), {-1, 1});
+  // Beyond the band the faster one wins, whatever its length.
+  expect_rewards(rank({success_at(1, 300, 1.06), success_at(1, 100, 1.00)}), {1, -1});
   // Only one of the two timed: speed cannot be compared, tokens decide.
   expect_rewards(rank({success_at(1, 300, 9.0), success_at(1, 100)}), {-1, 1});
 }
