@@ -1,0 +1,300 @@
+// Checkpoints and configs: safetensors round trip (HF names, format metadata, no lm_head when
+// tied), sharded loading, bf16/f16 reading, config.json conventions, and every kind of bad
+// input (missing tensor, wrong shape, unsupported dtype, truncated file, config mismatch,
+// token id out of range) giving invalid_input that names the file and the tensor.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "backend/cpu_backend.h"
+#include "common/fs_util.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+
+namespace leap::model {
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+ModelConfig config(bool tied) {
+  ModelConfig c;
+  c.model_type = tied ? "llama" : "qwen2";
+  c.vocab_size = 50;
+  c.hidden_size = 16;
+  c.intermediate_size = 24;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 4;
+  c.max_position_embeddings = 32;
+  c.tie_word_embeddings = tied;
+  c.qkv_bias = !tied;
+  return c;
+}
+
+std::string fresh_dir(const std::string& name) {
+  std::string d = ::testing::TempDir() + "leap_ckpt_" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Raw safetensors bytes from a header object and a data blob.
+std::string raw_file(const json& header, const std::string& data) {
+  std::string h = header.dump();
+  uint64_t n = h.size();
+  return std::string(reinterpret_cast<const char*>(&n), 8) + h + data;
+}
+
+json header_of(const std::string& path) {
+  std::string bytes = *read_file(path);
+  uint64_t n;
+  std::memcpy(&n, bytes.data(), 8);
+  return json::parse(bytes.substr(8, n));
+}
+
+class Checkpoint : public ::testing::Test {
+ protected:
+  // Saves a random model of config(tied) into a fresh dir and returns the dir.
+  std::string saved(const std::string& name, bool tied) {
+    std::string d = fresh_dir(name);
+    Transformer m(config(tied), be);
+    m.init_random(3);
+    EXPECT_TRUE(save_model(d, m).is_ok());
+    return d;
+  }
+  // Expects load_model(dir) to fail with invalid_input mentioning every string in `parts`.
+  void expect_bad(const std::string& dir, std::vector<std::string> parts) {
+    auto r = load_model(dir, be);
+    ASSERT_FALSE(r.has_value()) << "loaded a bad checkpoint in " << dir;
+    EXPECT_EQ(r.status().exit_code(), 2) << r.status().message();
+    for (const auto& p : parts) EXPECT_NE(r.status().message().find(p), std::string::npos) << r.status().message();
+  }
+  backend::CpuBackend be{1};
+};
+
+TEST_F(Checkpoint, RoundTripKeepsEveryParameterAndHfConventions) {
+  for (bool tied : {false, true}) {
+    std::string d = fresh_dir(tied ? "rt_tied" : "rt_untied");
+    Transformer m(config(tied), be);
+    m.init_random(5);
+    ASSERT_TRUE(save_model(d, m).is_ok());
+    auto back = load_model(d, be);
+    ASSERT_TRUE(back.has_value()) << back.status().message();
+    ASSERT_EQ((*back)->num_params(), m.num_params());
+    EXPECT_EQ(0, std::memcmp((*back)->params(), m.params(), m.num_params() * sizeof(float)));
+    EXPECT_EQ(model_config_to_json((*back)->config()), model_config_to_json(m.config()));
+    json h = header_of(d + "/model.safetensors");
+    EXPECT_EQ(h["__metadata__"]["format"], "pt");
+    EXPECT_EQ(h.contains("lm_head.weight"), !tied);
+    EXPECT_EQ(h["model.layers.1.self_attn.k_proj.weight"]["shape"], json::array({8, 16}));
+    EXPECT_EQ(h["model.layers.0.self_attn.q_proj.bias"].is_null(), tied);
+    EXPECT_EQ(h["model.layers.0.self_attn.q_proj.weight"]["dtype"], "F32");
+  }
+}
+
+TEST_F(Checkpoint, ShardedIndexLoads) {
+  std::string src = saved("shard_src", false);
+  auto one = SafetensorsFile::open(src + "/model.safetensors");
+  ASSERT_TRUE(one.has_value());
+  std::string d = fresh_dir("sharded");
+  fs::copy_file(src + "/config.json", d + "/config.json");
+  // Split the tensors over two shard files in alternation.
+  std::vector<std::vector<float>> store;
+  std::vector<TensorToWrite> parts[2];
+  json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", json::object()}};
+  int i = 0;
+  for (const auto& [name, e] : one->entries()) {
+    size_t n = 1;
+    for (auto s : e.shape) n *= static_cast<size_t>(s);
+    store.emplace_back(n);
+    ASSERT_TRUE(one->read_f32(name, e.shape, store.back().data()).is_ok());
+    int shard = i++ % 2;
+    index["weight_map"][name] = shard ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+  }
+  i = 0;
+  for (const auto& [name, e] : one->entries()) {
+    parts[i % 2].push_back({name, e.shape, store[static_cast<size_t>(i)].data()});
+    ++i;
+  }
+  ASSERT_TRUE(write_safetensors(d + "/model-00001-of-00002.safetensors", parts[0]).is_ok());
+  ASSERT_TRUE(write_safetensors(d + "/model-00002-of-00002.safetensors", parts[1]).is_ok());
+  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors.index.json", index.dump()).is_ok());
+  auto a = load_model(src, be), b = load_model(d, be);
+  ASSERT_TRUE(a.has_value() && b.has_value()) << b.status().message();
+  EXPECT_EQ(0, std::memcmp((*a)->params(), (*b)->params(), (*a)->num_params() * sizeof(float)));
+  // A tensor missing from the weight_map is named.
+  index["weight_map"].erase("model.norm.weight");
+  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors.index.json", index.dump()).is_ok());
+  expect_bad(d, {"model.safetensors.index.json", "model.norm.weight"});
+}
+
+TEST(Safetensors, ReadsBf16AndF16) {
+  // 1.5 = bf16 0x3FC0, f16 0x3E00; -2 = bf16 0xC000, f16 0xC000; 2^-24 = f16 0x0001 (subnormal).
+  const uint16_t bf[2] = {0x3FC0, 0xC000};
+  const uint16_t hf[3] = {0x3E00, 0xC000, 0x0001};
+  std::string data(reinterpret_cast<const char*>(bf), 4);
+  data.append(reinterpret_cast<const char*>(hf), 6);
+  json h = {{"a", {{"dtype", "BF16"}, {"shape", {2}}, {"data_offsets", {0, 4}}}},
+            {"b", {{"dtype", "F16"}, {"shape", {3}}, {"data_offsets", {4, 10}}}}};
+  std::string path = ::testing::TempDir() + "half.safetensors";
+  ASSERT_TRUE(write_file_atomic(path, raw_file(h, data)).is_ok());
+  auto f = SafetensorsFile::open(path);
+  ASSERT_TRUE(f.has_value()) << f.status().message();
+  float a[2], b[3];
+  ASSERT_TRUE(f->read_f32("a", {2}, a).is_ok());
+  ASSERT_TRUE(f->read_f32("b", {3}, b).is_ok());
+  EXPECT_EQ(a[0], 1.5f);
+  EXPECT_EQ(a[1], -2.0f);
+  EXPECT_EQ(b[0], 1.5f);
+  EXPECT_EQ(b[1], -2.0f);
+  EXPECT_EQ(b[2], std::ldexp(1.0f, -24));
+}
+
+TEST_F(Checkpoint, MissingTensorIsNamed) {
+  std::string d = saved("missing", false);
+  auto f = SafetensorsFile::open(d + "/model.safetensors");
+  std::vector<std::vector<float>> store;
+  std::vector<TensorToWrite> keep;
+  for (const auto& [name, e] : f->entries()) {
+    if (name == "model.layers.1.mlp.up_proj.weight") continue;
+    size_t n = 1;
+    for (auto s : e.shape) n *= static_cast<size_t>(s);
+    store.emplace_back(n);
+    ASSERT_TRUE(f->read_f32(name, e.shape, store.back().data()).is_ok());
+    keep.push_back({name, e.shape, store.back().data()});
+  }
+  ASSERT_TRUE(write_safetensors(d + "/model.safetensors", keep).is_ok());
+  expect_bad(d, {"model.safetensors", "model.layers.1.mlp.up_proj.weight", "missing"});
+}
+
+TEST_F(Checkpoint, WrongShapeAndDtypeAreNamed) {
+  std::string d = saved("shape", false);
+  std::vector<float> z(16 * 3, 0.0f);
+  // Replace the file with one whose norm has the wrong shape.
+  auto f = SafetensorsFile::open(d + "/model.safetensors");
+  std::vector<std::vector<float>> store;
+  std::vector<TensorToWrite> all;
+  for (const auto& [name, e] : f->entries()) {
+    size_t n = 1;
+    for (auto s : e.shape) n *= static_cast<size_t>(s);
+    store.emplace_back(n);
+    ASSERT_TRUE(f->read_f32(name, e.shape, store.back().data()).is_ok());
+    if (name == "model.norm.weight") all.push_back({name, {3, 16}, z.data()});
+    else all.push_back({name, e.shape, store.back().data()});
+  }
+  ASSERT_TRUE(write_safetensors(d + "/model.safetensors", all).is_ok());
+  expect_bad(d, {"model.norm.weight", "[3, 16]", "[16]"});
+
+  json h = {{"x", {{"dtype", "I64"}, {"shape", {1}}, {"data_offsets", {0, 8}}}}};
+  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors", raw_file(h, std::string(8, '\0'))).is_ok());
+  expect_bad(d, {"model.safetensors", "'x'", "I64"});
+}
+
+TEST_F(Checkpoint, TruncatedAndGarbledFilesAreErrors) {
+  std::string d = saved("trunc", false);
+  std::string bytes = *read_file(d + "/model.safetensors");
+  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors", bytes.substr(0, bytes.size() - 100)).is_ok());
+  expect_bad(d, {"model.safetensors", "truncated"});
+  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors", bytes.substr(0, 5)).is_ok());
+  expect_bad(d, {"truncated"});
+  std::string garbled = bytes;
+  garbled[9] = '#';
+  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors", garbled).is_ok());
+  expect_bad(d, {"not a JSON object"});
+  fs::remove(d + "/model.safetensors");
+  auto r = load_model(d, be);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.status().exit_code(), 2);
+  EXPECT_NE(r.status().message().find("model.safetensors"), std::string::npos);
+}
+
+TEST_F(Checkpoint, ConfigThatDoesNotMatchTheTensors) {
+  // More layers in the file than the config says: an unexpected tensor is named.
+  std::string d = saved("mismatch_more", false);
+  ModelConfig one = config(false);
+  one.num_hidden_layers = 1;
+  ASSERT_TRUE(write_model_config(d + "/config.json", one).is_ok());
+  expect_bad(d, {"model.layers.1.", "not part of the model"});
+  // Fewer: the first missing tensor is named. Wider: the shape is named.
+  ModelConfig three = config(false);
+  three.num_hidden_layers = 3;
+  ASSERT_TRUE(write_model_config(d + "/config.json", three).is_ok());
+  expect_bad(d, {"model.layers.2.", "missing"});
+  ModelConfig wide = config(false);
+  wide.vocab_size = 51;
+  ASSERT_TRUE(write_model_config(d + "/config.json", wide).is_ok());
+  expect_bad(d, {"model.embed_tokens.weight", "[50, 16]", "[51, 16]"});
+}
+
+TEST(ModelConfigJson, HfConventions) {
+  const std::string base = R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 12,
+    "num_hidden_layers": 1, "num_attention_heads": 2)";
+  auto c = parse_model_config(base + "}", "config.json");
+  ASSERT_TRUE(c.has_value()) << c.status().message();
+  EXPECT_EQ(c->num_key_value_heads, 2);  // defaults to H
+  EXPECT_EQ(c->head_dim, 4);             // hidden / heads
+  EXPECT_FALSE(c->qkv_bias);
+  c = parse_model_config(base + R"(, "attention_bias": true, "head_dim": 6, "eos_token_id": [3, 4],
+      "rope_parameters": {"rope_type": "default", "rope_theta": 1e6}})",
+                         "config.json");
+  ASSERT_TRUE(c.has_value()) << c.status().message();
+  EXPECT_TRUE(c->qkv_bias && c->o_bias);
+  EXPECT_EQ(c->head_dim, 6);
+  EXPECT_EQ(c->rope_theta, 1e6);
+  EXPECT_EQ(c->eos_token_id, 3);
+  auto q = parse_model_config(R"({"model_type": "qwen2", "vocab_size": 10, "hidden_size": 8,
+      "intermediate_size": 12, "num_hidden_layers": 1, "num_attention_heads": 2, "rope_theta": 5.0})",
+                              "q.json");
+  ASSERT_TRUE(q.has_value());
+  EXPECT_TRUE(q->qkv_bias);
+  EXPECT_FALSE(q->o_bias);
+  EXPECT_EQ(q->rope_theta, 5.0);
+  // Written configs read back the same.
+  auto again = parse_model_config(model_config_to_json(*c), "again.json");
+  ASSERT_TRUE(again.has_value()) << again.status().message();
+  EXPECT_EQ(model_config_to_json(*again), model_config_to_json(*c));
+}
+
+TEST(ModelConfigJson, UnsupportedAndBadValuesAreClearErrors) {
+  const std::string base = R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 12,
+    "num_hidden_layers": 1, "num_attention_heads": 2)";
+  auto expect_err = [&](const std::string& extra, const std::string& part) {
+    auto c = parse_model_config(base + extra + "}", "cfg.json");
+    ASSERT_FALSE(c.has_value()) << extra;
+    EXPECT_EQ(c.status().exit_code(), 2);
+    EXPECT_NE(c.status().message().find(part), std::string::npos) << c.status().message();
+    EXPECT_NE(c.status().message().find("cfg.json"), std::string::npos);
+  };
+  expect_err(R"(, "rope_scaling": {"rope_type": "linear", "factor": 2.0})", "rope_scaling");
+  expect_err(R"(, "rope_scaling": {"type": "yarn", "factor": 4.0})", "yarn");
+  expect_err(R"(, "num_key_value_heads": 3)", "num_key_value_heads");
+  expect_err(R"(, "mlp_bias": true)", "mlp_bias");
+  expect_err(R"(, "hidden_act": "gelu")", "gelu");
+  expect_err(R"(, "vocab_size": "ten")", "vocab_size");
+  auto c = parse_model_config(R"({"model_type": "gpt2"})", "cfg.json");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.status().message().find("gpt2"), std::string::npos);
+  c = parse_model_config(R"({"model_type": "llama", "vocab_size": 10})", "cfg.json");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.status().message().find("hidden_size"), std::string::npos);
+}
+
+TEST_F(Checkpoint, TokenIdsOutOfRangeAreInvalidInput) {
+  Transformer m(config(false), be);
+  std::vector<float> lp(3);
+  auto st = m.forward(TokenBatch::from_sequences({{1, 50, 2}}), lp.data());
+  EXPECT_EQ(st.exit_code(), 2);
+  EXPECT_NE(st.message().find("token id 50"), std::string::npos) << st.message();
+  st = m.forward(TokenBatch::from_sequences({{1, -1}}), lp.data());
+  EXPECT_FALSE(st.is_ok());
+  std::vector<int32_t> too_long(33, 1);
+  std::vector<float> lp2(33);
+  EXPECT_FALSE(m.forward(TokenBatch::from_sequences({too_long}), lp2.data()).is_ok());
+}
+
+}  // namespace
+}  // namespace leap::model
