@@ -16,25 +16,29 @@ template <class IO> void fields(IO& io, Completion& m) {
   io(m.uid, m.text, m.prompt_tokens, m.completion_tokens, m.logprobs);
 }
 template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions); }
-template <class IO> void fields(IO& io, SandboxRequest& m) { io(m.free_slots); }
 template <class IO> void fields(IO& io, SandboxJob& m) { io(m.uid, m.task, m.answer); }
 template <class IO> void fields(IO& io, SandboxJobs& m) { io(m.jobs); }
 template <class IO> void fields(IO& io, SandboxOutcome& m) {
   io(m.uid, m.verdict, m.max_abs_err, m.compile_ms, m.exec_ms, m.speedup, m.feedback);
 }
 template <class IO> void fields(IO& io, SandboxResults& m) { io(m.results, m.free_slots); }
-template <class IO> void fields(IO& io, TrainSample& m) { io(m.tokens, m.prompt_len, m.old_logprobs, m.advantage); }
-template <class IO> void fields(IO& io, TrainWork& m) { io(m.samples, m.global_normaliser); }
+template <class IO> void fields(IO& io, TrainSample& m) {
+  io(m.tokens, m.prompt_len, m.old_logprobs, m.advantage, m.mini_batch);
+}
+template <class IO> void fields(IO& io, TrainWork& m) { io(m.samples, m.mini_batches, m.ppo_epochs); }
+template <class IO> void fields(IO& io, TrainReport& m) {
+  io(m.loss, m.tokens, m.clipped, m.ratio_sum, m.ratio_max, m.kl_sum, m.neg_logp_sum, m.grad_norm, m.lr);
+}
 template <class IO> void fields(IO& io, ErrorReport& m) { io(m.rank, m.message); }
 
 template <class T> constexpr Tag tag_of();
 template <> constexpr Tag tag_of<Control>() { return Tag::kControl; }
 template <> constexpr Tag tag_of<RolloutWork>() { return Tag::kRolloutWork; }
 template <> constexpr Tag tag_of<RolloutResult>() { return Tag::kRolloutResult; }
-template <> constexpr Tag tag_of<SandboxRequest>() { return Tag::kSandboxRequest; }
 template <> constexpr Tag tag_of<SandboxJobs>() { return Tag::kSandboxJobs; }
 template <> constexpr Tag tag_of<SandboxResults>() { return Tag::kSandboxResults; }
 template <> constexpr Tag tag_of<TrainWork>() { return Tag::kTrainWork; }
+template <> constexpr Tag tag_of<TrainReport>() { return Tag::kTrainReport; }
 template <> constexpr Tag tag_of<ErrorReport>() { return Tag::kError; }
 
 
@@ -120,18 +124,37 @@ Expected<T> recv(int source, MPI_Comm comm, int* from) {
   return decode<T>(bytes);
 }
 
+template <class T>
+void broadcast(T& msg, int root, MPI_Comm comm) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  std::vector<uint8_t> bytes;
+  if (rank == root) bytes = encode(msg);
+  uint64_t n = bytes.size();
+  MPI_CHECK(MPI_Bcast(&n, 1, MPI_UINT64_T, root, comm));
+  LEAP_CHECK(n < (1ull << 31), "broadcast message too large: " << n << " bytes");
+  bytes.resize(n);
+  MPI_CHECK(MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, root, comm));
+  if (rank != root) {
+    auto decoded = decode<T>(bytes);
+    LEAP_CHECK(decoded.has_value(), decoded.status().message());
+    msg = std::move(decoded).value();
+  }
+}
+
 #define LEAP_MESSAGE(T)                                                    \
   template std::vector<uint8_t> encode<T>(const T&);                       \
   template Expected<T> decode<T>(const std::vector<uint8_t>&);             \
   template void send<T>(const T&, int, MPI_Comm);                          \
-  template Expected<T> recv<T>(int, MPI_Comm, int*);
+  template Expected<T> recv<T>(int, MPI_Comm, int*);                       \
+  template void broadcast<T>(T&, int, MPI_Comm);
 LEAP_MESSAGE(Control)
 LEAP_MESSAGE(RolloutWork)
 LEAP_MESSAGE(RolloutResult)
-LEAP_MESSAGE(SandboxRequest)
 LEAP_MESSAGE(SandboxJobs)
 LEAP_MESSAGE(SandboxResults)
 LEAP_MESSAGE(TrainWork)
+LEAP_MESSAGE(TrainReport)
 LEAP_MESSAGE(ErrorReport)
 #undef LEAP_MESSAGE
 

@@ -4,8 +4,8 @@
 //
 // Flow of one turn (DESIGN.md, One RL step):
 //   coordinator --RolloutWork--> policy ranks --RolloutResult--> coordinator
-//   sandbox ranks --SandboxRequest--> coordinator --SandboxJobs--> sandbox ranks
-//   sandbox ranks --SandboxResults (+ next request)--> coordinator
+//   sandbox ranks --SandboxResults (results so far + free slots)--> coordinator
+//   coordinator --SandboxJobs--> sandbox ranks (empty: the turn is done)
 // The job queue lives on the coordinator and sandbox ranks pull from it, so no sandbox rank
 // idles while jobs wait, and a rank that pulls more finishes more.
 #pragma once
@@ -24,16 +24,16 @@ enum class Tag : int {
   kControl = 100,
   kRolloutWork,
   kRolloutResult,
-  kSandboxRequest,
   kSandboxJobs,
   kSandboxResults,
   kTrainWork,
+  kTrainReport,
   kError,
 };
 
 // Step-level instructions from the coordinator to every rank.
 struct Control {
-  enum class Kind : int32_t { kRollout = 0, kSandbox = 1, kTrain = 2, kStop = 3 } kind = Kind::kStop;
+  enum class Kind : int32_t { kRollout = 0, kSandbox = 1, kTrain = 2, kCheckReplicas = 3, kStop = 4 } kind = Kind::kStop;
   int64_t step = 0;
   int32_t turn = 0;
 };
@@ -59,9 +59,6 @@ struct RolloutResult {
   std::vector<Completion> completions;
 };
 
-struct SandboxRequest {
-  int32_t free_slots = 0;  // how many jobs this rank can start now
-};
 struct SandboxJob {
   int64_t uid = 0;
   int32_t task = 0;
@@ -77,9 +74,12 @@ struct SandboxOutcome {
   double speedup = -1;  // < 0: not timed
   std::string feedback;
 };
+// A sandbox rank's pull: the results of its last jobs (none on its first pull of a turn) and
+// how many jobs it can start now. One message type for both, so the coordinator serves pulls
+// in arrival order from a single tag.
 struct SandboxResults {
   std::vector<SandboxOutcome> results;
-  int32_t free_slots = 0;  // the next pull rides along with the results
+  int32_t free_slots = 0;
 };
 
 struct TrainSample {
@@ -87,10 +87,20 @@ struct TrainSample {
   int32_t prompt_len = 0;           // loss only on tokens[prompt_len:]
   std::vector<float> old_logprobs;  // per completion token
   float advantage = 0;
+  int32_t mini_batch = 0;           // which of the step's mini-batches it belongs to
 };
+// A rank's share of the step's training samples. Every policy rank receives one (possibly
+// empty) and takes part in every mini-batch's collectives: the loss normaliser and the gradient
+// are summed across ranks, so a rank without samples contributes zeros.
 struct TrainWork {
   std::vector<TrainSample> samples;
-  double global_normaliser = 1;  // summed over every rank's samples by the coordinator
+  int32_t mini_batches = 1;
+  int32_t ppo_epochs = 1;
+};
+// What a rank learned from its share, summed by the coordinator.
+struct TrainReport {
+  double loss = 0, tokens = 0, clipped = 0, ratio_sum = 0, ratio_max = 0, kl_sum = 0, neg_logp_sum = 0;
+  double grad_norm = 0, lr = 0;
 };
 
 struct ErrorReport {
@@ -104,6 +114,10 @@ template <class T>
 void send(const T& msg, int dest, MPI_Comm comm);
 template <class T>
 Expected<T> recv(int source, MPI_Comm comm, int* from = nullptr);
+
+// Every rank of `comm` gets root's message (collective).
+template <class T>
+void broadcast(T& msg, int root, MPI_Comm comm);
 
 // Encoding alone, for tests of the wire format.
 template <class T>

@@ -28,7 +28,7 @@ TEST(MessagesMpi, PullFromAnySource) {
     std::vector<int> seen(static_cast<size_t>(size), 0);
     for (int i = 1; i < size; ++i) {
       int from = -1;
-      auto req = recv<SandboxRequest>(MPI_ANY_SOURCE, MPI_COMM_WORLD, &from);
+      auto req = recv<SandboxResults>(MPI_ANY_SOURCE, MPI_COMM_WORLD, &from);
       ASSERT_TRUE(req.has_value());
       EXPECT_EQ(req->free_slots, from * 10);
       seen[static_cast<size_t>(from)]++;
@@ -38,13 +38,22 @@ TEST(MessagesMpi, PullFromAnySource) {
     }
     for (int i = 1; i < size; ++i) EXPECT_EQ(seen[static_cast<size_t>(i)], 1);
   } else {
-    send(SandboxRequest{rank * 10}, 0, MPI_COMM_WORLD);
+    send(SandboxResults{{}, rank * 10}, 0, MPI_COMM_WORLD);
     auto jobs = recv<SandboxJobs>(0, MPI_COMM_WORLD);
     ASSERT_TRUE(jobs.has_value());
     ASSERT_EQ(jobs->jobs.size(), 1u);
     EXPECT_EQ(jobs->jobs[0].uid, rank);
     EXPECT_EQ(jobs->jobs[0].answer, "answer for " + std::to_string(rank));
   }
+}
+
+TEST(MessagesMpi, BroadcastFromRoot) {
+  Control c;
+  if (world_rank() == 0) c = Control{Control::Kind::kTrain, 12, 3};
+  broadcast(c, 0, MPI_COMM_WORLD);
+  EXPECT_EQ(c.kind, Control::Kind::kTrain);
+  EXPECT_EQ(c.step, 12);
+  EXPECT_EQ(c.turn, 3);
 }
 
 TEST(GradReduceMpi, SumMatchesHandComputed) {

@@ -38,13 +38,14 @@ TEST(Messages, RoundTripNested) {
   EXPECT_EQ(cb->turn, 2);
 
   TrainWork t;
-  t.samples.push_back({{1, 2, 3, 4}, 2, {-0.1f, -0.2f}, 0.75f});
-  t.global_normaliser = 17;
+  t.samples.push_back({{1, 2, 3, 4}, 2, {-0.1f, -0.2f}, 0.75f, 1});
+  t.mini_batches = 2;
   auto tb = decode<TrainWork>(encode(t));
   ASSERT_TRUE(tb.has_value());
   EXPECT_EQ(tb->samples[0].tokens.size(), 4u);
   EXPECT_FLOAT_EQ(tb->samples[0].advantage, 0.75f);
-  EXPECT_DOUBLE_EQ(tb->global_normaliser, 17);
+  EXPECT_EQ(tb->samples[0].mini_batch, 1);
+  EXPECT_EQ(tb->mini_batches, 2);
 }
 
 TEST(Messages, TruncatedOrPaddedIsRejected) {

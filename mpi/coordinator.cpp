@@ -1,0 +1,291 @@
+// The coordinator's step and the serve loops of the other ranks.
+#include "mpi/coordinator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+
+#include "common/check.h"
+#include "mpi/grad_reduce.h"
+#include "mpi/work_balance.h"
+
+namespace leap::mpi {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+void announce(Control::Kind kind, int64_t step, int turn, MPI_Comm world) {
+  Control c{kind, step, turn};
+  broadcast(c, 0, world);
+}
+
+bool is_sandbox_error(const SandboxOutcome& o) {
+  return o.verdict == static_cast<int32_t>(sandbox::Verdict::kSandboxError);
+}
+
+}  // namespace
+
+int64_t prompt_budget(int64_t context, int64_t max_new_tokens) {
+  return std::max<int64_t>(64, context - max_new_tokens);
+}
+
+Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const rl::RlSections& rl,
+                         CoordinatorOptions opts, uint64_t seed, PolicyEngine& policy, VerifyEngine* local_verifier,
+                         const Logger& log)
+    : topo_(topo),
+      suite_(suite),
+      rl_(rl),
+      opts_(opts),
+      seed_(seed),
+      policy_(policy),
+      local_verifier_(local_verifier),
+      log_(log),
+      dcp_(rl.dcp.options(rl.rl.max_turns)),
+      sampler_([&] {
+        std::vector<int> pool;
+        for (size_t i = 0; i < suite.tasks.size(); ++i)
+          if (suite.tasks[i].split == tasks::Split::kTrain) pool.push_back(static_cast<int>(i));
+        return pool;
+      }(), seed),
+      prompts_(rl.prompt.options(opts.prompt_budget), [&policy](std::string_view t) { return policy.count_tokens(t); }),
+      policy_ranks_(topo.world_ranks_of(Role::kPolicy)),
+      sandbox_ranks_(topo.world_ranks_of(Role::kSandbox)) {
+  LEAP_CHECK(topo.is_coordinator(), "the Coordinator runs on world rank 0 only");
+  LEAP_CHECK(!sandbox_ranks_.empty() || local_verifier_ != nullptr,
+             "without sandbox ranks the coordinator needs an in-process verifier");
+}
+
+std::vector<Completion> Coordinator::rollout(const std::vector<RolloutItem>& items, int64_t step, int turn) {
+  announce(Control::Kind::kRollout, step, turn, topo_.world);
+  std::vector<int64_t> weights;
+  for (const auto& it : items) weights.push_back(static_cast<int64_t>(policy_.count_tokens(it.prompt)));
+  const int n = static_cast<int>(policy_ranks_.size());
+  auto owner = balance_by_weight(weights, n);
+  std::vector<RolloutWork> work(static_cast<size_t>(n));
+  for (size_t i = 0; i < items.size(); ++i) work[static_cast<size_t>(owner[i])].items.push_back(items[i]);
+  for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
+  std::vector<Completion> all = policy_.generate(work[0].items);
+  for (int p = 1; p < n; ++p) {
+    auto r = recv<RolloutResult>(policy_ranks_[static_cast<size_t>(p)], topo_.world);
+    LEAP_CHECK(r.has_value(), r.status().message());
+    for (auto& c : r->completions) all.push_back(std::move(c));
+  }
+  return all;
+}
+
+Status Coordinator::verify_turn(StepState& state, int64_t step, int turn) {
+  announce(Control::Kind::kSandbox, step, turn, topo_.world);
+  std::deque<SandboxJob> queue;
+  for (auto& j : state.sandbox_jobs()) queue.push_back(std::move(j));
+  const size_t total = queue.size();
+  std::map<int64_t, int> attempts;
+  std::map<int64_t, SandboxJob> by_uid;
+  for (const auto& j : queue) by_uid[j.uid] = j;
+  std::vector<SandboxOutcome> done;
+
+  auto accept = [&](const SandboxOutcome& o) {
+    if (is_sandbox_error(o) && attempts[o.uid]++ < opts_.sandbox_retries) {
+      log_.warn("sandbox error on sample {} (retrying): {}", o.uid, o.feedback.substr(0, 200));
+      queue.push_back(by_uid[o.uid]);
+      return;
+    }
+    done.push_back(o);
+  };
+
+  if (sandbox_ranks_.empty()) {
+    while (!queue.empty()) {
+      std::vector<SandboxJob> batch(queue.begin(), queue.end());
+      queue.clear();
+      for (const auto& o : local_verifier_->verify(batch)) accept(o);
+    }
+    return state.add_outcomes(done);
+  }
+
+  // Sandbox ranks pull: each message carries finished results and free slots. A rank that
+  // asks while the queue is empty waits for a retry or for the end-of-turn reply.
+  std::map<int, int32_t> waiting;  // world rank -> free slots, ranks blocked on a reply
+  size_t in_flight = 0;
+  while (done.size() < total || waiting.size() < sandbox_ranks_.size()) {
+    int from = -1;
+    auto msg = recv<SandboxResults>(MPI_ANY_SOURCE, topo_.world, &from);
+    if (!msg) return msg.status().with_context("from sandbox rank " + std::to_string(from));
+    in_flight -= msg->results.size();
+    for (const auto& o : msg->results) accept(o);
+    waiting[from] = msg->free_slots;
+    // Hand out queued jobs to every waiting rank with free slots.
+    for (auto it = waiting.begin(); it != waiting.end() && !queue.empty();) {
+      SandboxJobs jobs;
+      while (!queue.empty() && static_cast<int32_t>(jobs.jobs.size()) < std::max(1, it->second)) {
+        jobs.jobs.push_back(queue.front());
+        queue.pop_front();
+      }
+      in_flight += jobs.jobs.size();
+      send(jobs, it->first, topo_.world);
+      it = waiting.erase(it);
+    }
+  }
+  LEAP_CHECK(in_flight == 0 && queue.empty(), "sandbox queue not drained");
+  for (const auto& [rank, slots] : waiting) send(SandboxJobs{}, rank, topo_.world);  // the turn is over
+  return state.add_outcomes(done);
+}
+
+TrainReport Coordinator::train(const StepState& state, int64_t step) {
+  announce(Control::Kind::kTrain, step, 0, topo_.world);
+  const int n = static_cast<int>(policy_ranks_.size());
+  const int mb = std::max(1, rl_.rl.mini_batches);
+  auto items = state.train_items();
+  std::vector<TrainWork> work(static_cast<size_t>(n));
+  for (auto& w : work) {
+    w.mini_batches = mb;
+    w.ppo_epochs = rl_.rl.ppo_epochs;
+  }
+  // Mini-batch m takes every mb-th item; inside it, samples are balanced over ranks by tokens.
+  for (int m = 0; m < mb; ++m) {
+    std::vector<const StepState::TrainItem*> part;
+    std::vector<int64_t> weights;
+    for (size_t i = static_cast<size_t>(m); i < items.size(); i += static_cast<size_t>(mb)) {
+      part.push_back(&items[i]);
+      const auto& c = items[i].record->completion;
+      weights.push_back(static_cast<int64_t>(c.prompt_tokens.size() + c.completion_tokens.size()));
+    }
+    auto owner = balance_by_weight(weights, n);
+    for (size_t i = 0; i < part.size(); ++i) {
+      const auto& c = part[i]->record->completion;
+      TrainSample s;
+      s.tokens = c.prompt_tokens;
+      s.tokens.insert(s.tokens.end(), c.completion_tokens.begin(), c.completion_tokens.end());
+      s.prompt_len = static_cast<int32_t>(c.prompt_tokens.size());
+      s.old_logprobs = c.logprobs;
+      s.advantage = static_cast<float>(part[i]->record->advantage);
+      s.mini_batch = m;
+      work[static_cast<size_t>(owner[i])].samples.push_back(std::move(s));
+    }
+  }
+  for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
+  TrainReport total = policy_.train(work[0], topo_.role_comm);
+  for (int p = 1; p < n; ++p) {
+    auto r = recv<TrainReport>(policy_ranks_[static_cast<size_t>(p)], topo_.world);
+    LEAP_CHECK(r.has_value(), r.status().message());
+    total.loss += r->loss;
+    total.tokens += r->tokens;
+    total.clipped += r->clipped;
+    total.ratio_sum += r->ratio_sum;
+    total.ratio_max = std::max(total.ratio_max, r->ratio_max);
+    total.kl_sum += r->kl_sum;
+    total.neg_logp_sum += r->neg_logp_sum;
+  }
+  return total;
+}
+
+Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out) {
+  auto t_step = std::chrono::steady_clock::now();
+  double gen_s = 0, sandbox_s = 0;
+  StepState state(step, sampler_.next_batch(opts_.batch_tasks),
+                  StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
+  for (int turn = 1; turn <= rl_.rl.max_turns; ++turn) {
+    int dropped = 0;
+    auto items = state.make_turn(turn, suite_, prompts_, &dropped);
+    if (dropped > 0) log_.warn("step {} turn {}: {} sample(s) stopped: prompt longer than the context", step, turn, dropped);
+    if (items.empty()) break;
+    auto t0 = std::chrono::steady_clock::now();
+    auto completions = rollout(items, step, turn);
+    gen_s += seconds_since(t0);
+    LEAP_RETURN_IF_ERROR(state.add_completions(completions, 0));
+    t0 = std::chrono::steady_clock::now();
+    LEAP_RETURN_IF_ERROR(verify_turn(state, step, turn));
+    sandbox_s += seconds_since(t0);
+    if (turn == 1) state.apply_dcp(dcp_);
+    else state.close_turn(turn);
+    if (!state.any_active()) break;
+  }
+  state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
+  auto t0 = std::chrono::steady_clock::now();
+  TrainReport tr = train(state, step);
+  double train_s = seconds_since(t0);
+  if (opts_.check_replicas_every > 0 && (step + 1) % opts_.check_replicas_every == 0) {
+    announce(Control::Kind::kCheckReplicas, step, 0, topo_.world);
+    LEAP_RETURN_IF_ERROR(check_replicas_identical(policy_.params(), policy_.num_params(), topo_.role_comm));
+  }
+  auto stats = state.dcp_stats();
+  dcp_.update(stats);
+
+  StepReport report;
+  std::vector<io::SampleRow> rows;
+  std::vector<io::SampleText> texts;
+  state.fill_rows(&report.row, &rows, &texts);
+  io::StepRow& r = report.row;
+  r.gen_s = gen_s;
+  r.sandbox_s = sandbox_s;
+  r.train_s = train_s;
+  r.time_s = seconds_since(t_step);
+  r.loss = tr.loss;
+  r.kl = tr.tokens > 0 ? tr.kl_sum / tr.tokens : 0;
+  r.entropy = tr.tokens > 0 ? tr.neg_logp_sum / tr.tokens : 0;
+  r.clip_frac = tr.tokens > 0 ? tr.clipped / tr.tokens : 0;
+  r.ratio_mean = tr.tokens > 0 ? tr.ratio_sum / tr.tokens : 0;
+  r.ratio_max = tr.ratio_max;
+  r.grad_norm = tr.grad_norm;
+  r.lr = tr.lr;
+  // What expanding every group with a failure would have cost: each failed turn-1 sample of a
+  // group that was not expanded would have taken up to max_turns - 1 more jobs.
+  report.jobs_if_unpruned = stats.sandbox_jobs;
+  for (const auto& g : state.groups()) {
+    if (g.dcp.label == rl::DcpLabel::kExpanded) continue;
+    for (const auto& s : g.samples)
+      if (!s.trajectory().succeeded()) report.jobs_if_unpruned += rl_.rl.max_turns - 1;
+  }
+  if (out) LEAP_RETURN_IF_ERROR(out->append_step(r, rows, texts));
+  return report;
+}
+
+void Coordinator::stop() { announce(Control::Kind::kStop, 0, 0, topo_.world); }
+
+Status serve_policy(const Topology& topo, PolicyEngine& policy) {
+  for (;;) {
+    Control c;
+    broadcast(c, 0, topo.world);
+    switch (c.kind) {
+      case Control::Kind::kRollout: {
+        auto work = recv<RolloutWork>(0, topo.world);
+        if (!work) return work.status();
+        send(RolloutResult{policy.generate(work->items)}, 0, topo.world);
+        break;
+      }
+      case Control::Kind::kTrain: {
+        auto work = recv<TrainWork>(0, topo.world);
+        if (!work) return work.status();
+        send(policy.train(*work, topo.role_comm), 0, topo.world);
+        break;
+      }
+      case Control::Kind::kCheckReplicas:
+        LEAP_RETURN_IF_ERROR(check_replicas_identical(policy.params(), policy.num_params(), topo.role_comm));
+        break;
+      case Control::Kind::kSandbox: break;
+      case Control::Kind::kStop: return Status::ok();
+    }
+  }
+}
+
+Status serve_sandbox(const Topology& topo, VerifyEngine& verifier) {
+  for (;;) {
+    Control c;
+    broadcast(c, 0, topo.world);
+    if (c.kind == Control::Kind::kStop) return Status::ok();
+    if (c.kind != Control::Kind::kSandbox) continue;
+    SandboxResults pull{{}, verifier.slots()};
+    for (;;) {
+      send(pull, 0, topo.world);
+      auto jobs = recv<SandboxJobs>(0, topo.world);
+      if (!jobs) return jobs.status();
+      if (jobs->jobs.empty()) break;  // the turn's queue is drained
+      pull.results = verifier.verify(jobs->jobs);
+      pull.free_slots = verifier.slots();
+    }
+  }
+}
+
+}  // namespace leap::mpi

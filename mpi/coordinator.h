@@ -1,0 +1,84 @@
+// The distributed RL step (DESIGN.md, One RL step). World rank 0 runs the Coordinator; the other
+// policy ranks run serve_policy() and the sandbox ranks serve_sandbox() until told to stop.
+// Every phase starts with a Control broadcast over the world, so all ranks always agree on what
+// comes next and no rank waits on work that will never come:
+//   per turn:  kRollout  rank 0 spreads the turn's prompts over policy ranks, balanced by tokens;
+//              kSandbox  sandbox ranks pull the turn's candidates from rank 0's queue until it
+//                        drains (or rank 0 verifies in-process when there are no sandbox ranks);
+//                        after turn 1 rank 0 applies DCP;
+//   then:      kTrain    rank 0 scores the groups and spreads the training samples over policy
+//                        ranks balanced by tokens; they update collectively (gradients summed);
+//              kCheckReplicas (every N steps, optional) policy ranks compare parameter checksums;
+//   at the end kStop.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "io/trajectory_file.h"
+#include "mpi/engines.h"
+#include "mpi/step_state.h"
+#include "mpi/topology.h"
+#include "rl/rl_config.h"
+#include "tasks/suite.h"
+#include "tasks/task_sampler.h"
+
+namespace leap::mpi {
+
+struct CoordinatorOptions {
+  int batch_tasks = 4;          // B: tasks (groups) per step
+  int sandbox_retries = 1;      // re-verifications of a SANDBOX_ERROR (the infrastructure's fault)
+  int check_replicas_every = 0; // 0: never
+  int64_t prompt_budget = 2048; // tokens a prompt may take: the context minus max new tokens
+};
+
+// What one step did, for the progress line and the end-of-run summary.
+struct StepReport {
+  io::StepRow row;
+  int64_t jobs_if_unpruned = 0;  // sandbox jobs had every group with a failure been expanded
+};
+
+class Coordinator {
+ public:
+  Coordinator(const Topology& topo, const tasks::Suite& suite, const rl::RlSections& rl,
+              CoordinatorOptions opts, uint64_t seed, PolicyEngine& policy, VerifyEngine* local_verifier,
+              const Logger& log);
+
+  // One RL step; appends it to `out` when given.
+  Expected<StepReport> run_step(int64_t step, io::TrajectoryFile* out);
+  // Tells every other rank to leave its serve loop.
+  void stop();
+
+  rl::DcpController& dcp() { return dcp_; }
+  tasks::TaskSampler& sampler() { return sampler_; }
+
+ private:
+  std::vector<Completion> rollout(const std::vector<RolloutItem>& items, int64_t step, int turn);
+  Status verify_turn(StepState& state, int64_t step, int turn);
+  TrainReport train(const StepState& state, int64_t step);
+
+  const Topology& topo_;
+  const tasks::Suite& suite_;
+  const rl::RlSections& rl_;
+  CoordinatorOptions opts_;
+  uint64_t seed_;
+  PolicyEngine& policy_;
+  VerifyEngine* local_verifier_;
+  const Logger& log_;
+  rl::DcpController dcp_;
+  tasks::TaskSampler sampler_;
+  rl::PromptBuilder prompts_;
+  std::vector<int> policy_ranks_, sandbox_ranks_;
+};
+
+// Serve loops of the other ranks; they return when the coordinator calls stop().
+Status serve_policy(const Topology& topo, PolicyEngine& policy);
+Status serve_sandbox(const Topology& topo, VerifyEngine& verifier);
+
+// The token budget for prompts: what remains of the context after the completion.
+int64_t prompt_budget(int64_t context, int64_t max_new_tokens);
+
+}  // namespace leap::mpi

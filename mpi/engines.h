@@ -1,0 +1,42 @@
+// What the distributed step asks of a policy replica and of a sandbox, as interfaces, so that
+// the coordinator and the services (coordinator.cpp, services.cpp) move data without knowing
+// the model or the verifier: the CPU and CUDA backends, the in-process sandbox and the sandbox
+// ranks' worker pools all plug in here, and tests can drive the step with small engines.
+#pragma once
+
+#include <mpi.h>
+
+#include <string_view>
+#include <vector>
+
+#include "mpi/messages.h"
+
+namespace leap::mpi {
+
+// One replica of the policy, on every policy rank.
+class PolicyEngine {
+ public:
+  virtual ~PolicyEngine() = default;
+  // Completions for the items, each sampled with its own seed (so a sample does not depend on
+  // the rank or the batch it lands in).
+  virtual std::vector<Completion> generate(const std::vector<RolloutItem>& items) = 0;
+  // Tokens of a prompt, for balancing work by tokens.
+  virtual size_t count_tokens(std::string_view text) const = 0;
+  // ppo_epochs x mini_batches updates on this rank's share. Collective over `policy`: every
+  // policy rank calls it with its share (possibly empty) and the replicas stay identical.
+  virtual TrainReport train(const TrainWork& work, MPI_Comm policy) = 0;
+  // The flat parameters, for the replica checksum.
+  virtual const float* params() const = 0;
+  virtual size_t num_params() const = 0;
+};
+
+// Verifies candidates; `slots` of them at a time.
+class VerifyEngine {
+ public:
+  virtual ~VerifyEngine() = default;
+  virtual int slots() const = 0;
+  // Verdicts for the jobs, in job order; runs up to slots() jobs concurrently.
+  virtual std::vector<SandboxOutcome> verify(const std::vector<SandboxJob>& jobs) = 0;
+};
+
+}  // namespace leap::mpi

@@ -1,0 +1,174 @@
+// The distributed step under mpirun -np 4 (2 policy + 2 sandbox ranks) with small engines whose
+// behaviour is known: completions succeed or fail by their seed, the verifier judges by text,
+// and training sums advantages into the parameters. Checks: the step runs end to end; DCP
+// decisions equal the rule's; a SANDBOX_ERROR is retried; replicas stay identical; the HDF5
+// rows are written; and a 1-rank run (sandbox in-process) gives the same rows as the 4-rank run.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "mpi/coordinator.h"
+#include "mpi/grad_reduce.h"
+
+namespace leap::mpi {
+namespace {
+
+using sandbox::Verdict;
+
+const char* kSuite =
+    R"({"id": "L1/copy", "level": 1, "family": "elementwise", "prompt": "Copy a to out.", "params": {"n": 1000}, "cpu_params": {"n": 37}, "buffers": [{"name": "a", "dtype": "f32", "shape": ["n"], "role": "in", "init": "normal"}, {"name": "out", "dtype": "f32", "shape": ["n"], "role": "out"}], "reference": "```cuda\n__global__ void k(const float* a, float* out, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) out[i] = a[i]; }\n// launch: k<<<cdiv(n, 128), 128>>>(a, out, n)\n```", "atol": 0, "rtol": 0, "split": "train"})";
+
+// Completions: "ok" for seeds divisible by 3, "bad" otherwise; turn>1 prompts flip the odds.
+class FakePolicy : public PolicyEngine {
+ public:
+  std::vector<Completion> generate(const std::vector<RolloutItem>& items) override {
+    std::vector<Completion> out;
+    for (const auto& it : items) {
+      bool retry_turn = it.prompt.find("WRONG") != std::string::npos;
+      bool ok = retry_turn ? it.seed % 2 == 0 : it.seed % 3 == 0;
+      std::string text = ok ? "ok" : (it.seed % 7 == 0 ? "flaky" : "bad");
+      std::vector<int32_t> toks(static_cast<size_t>(2 + it.seed % 5), 1);
+      out.push_back({it.uid, text, {1, 2, 3}, toks, std::vector<float>(toks.size(), -0.5f)});
+    }
+    return out;
+  }
+  size_t count_tokens(std::string_view text) const override { return text.size() / 4 + 1; }
+  TrainReport train(const TrainWork& work, MPI_Comm policy) override {
+    double local = 0;
+    for (const auto& s : work.samples) local += s.advantage * static_cast<double>(s.tokens.size());
+    float g[2] = {static_cast<float>(local), static_cast<float>(work.samples.size())};
+    allreduce_sum(g, 2, policy);
+    params_[0] += g[0];
+    params_[1] += g[1];
+    TrainReport r;
+    r.tokens = static_cast<double>(work.samples.size());
+    return r;
+  }
+  const float* params() const override { return params_; }
+  size_t num_params() const override { return 2; }
+  float params_[2] = {0, 0};
+};
+
+// "ok" passes; "bad" is a wrong answer; "flaky" is always a sandbox error (the infrastructure's
+// fault): the coordinator retries it, then records the sample as void.
+class FakeVerifier : public VerifyEngine {
+ public:
+  int slots() const override { return 2; }
+  std::vector<SandboxOutcome> verify(const std::vector<SandboxJob>& jobs) override {
+    std::vector<SandboxOutcome> out;
+    for (const auto& j : jobs) {
+      SandboxOutcome o;
+      o.uid = j.uid;
+      if (j.answer == "ok") o.verdict = static_cast<int32_t>(Verdict::kOk);
+      else if (j.answer == "flaky") o.verdict = static_cast<int32_t>(Verdict::kSandboxError);
+      else o.verdict = static_cast<int32_t>(Verdict::kWrongAnswer), o.feedback = "WRONG";
+      ++verified_;
+      out.push_back(o);
+    }
+    return out;
+  }
+  int verified_ = 0;
+};
+
+rl::RlSections rl_config() {
+  rl::RlSections rl;
+  rl.rl.group_size = 6;
+  rl.rl.max_turns = 3;
+  return rl;
+}
+
+struct RunResult {
+  std::vector<io::StepRow> steps;
+  std::vector<std::vector<rl::DcpDecision>> decisions;
+};
+
+TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
+  int world_rank = 0, world_size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  ASSERT_EQ(world_size, 4);
+  auto suite = tasks::parse_suite(std::string(kSuite) + "\n" +
+                                      std::string(kSuite).replace(std::string(kSuite).find("L1/copy"), 7, "L1/cop2"),
+                                  "fake.jsonl");
+  ASSERT_TRUE(suite.has_value()) << suite.status().message();
+  auto rl = rl_config();
+  Logger log(world_rank, false, LogLevel::kWarn);
+  CoordinatorOptions co;
+  co.batch_tasks = 4;
+  co.check_replicas_every = 1;
+
+  TopologyConfig tc;
+  tc.sandbox_ranks = 2;
+  auto topo = make_topology(MPI_COMM_WORLD, tc, 0, false);
+  ASSERT_TRUE(topo.has_value());
+  FakePolicy policy;
+  FakeVerifier verifier;
+  std::vector<io::StepRow> rows4;
+  std::string h5 = std::string(LEAP_BINARY_DIR) + "/coordinator_test.h5";
+  if (topo->is_coordinator()) {
+    std::filesystem::remove(h5);
+    auto out = io::TrajectoryFile::create(h5, {"[rl]\n", "0", "x", "fp", {"L1/copy", "L1/cop2"}}, io::SwmrMode::kOff);
+    ASSERT_TRUE(out.has_value());
+    Coordinator coord(*topo, *suite, rl, co, 77, policy, nullptr, log);
+    for (int step = 0; step < 3; ++step) {
+      auto rep = coord.run_step(step, out->get());
+      ASSERT_TRUE(rep.has_value()) << rep.status().message();
+      rows4.push_back(rep->row);
+    }
+    coord.stop();
+    EXPECT_EQ((*out)->steps_written(), 3);
+  } else if (topo->self().role == Role::kPolicy) {
+    ASSERT_TRUE(serve_policy(*topo, policy).is_ok());
+  } else {
+    ASSERT_TRUE(serve_sandbox(*topo, verifier).is_ok());
+  }
+  // Both policy replicas took the same updates.
+  float p0[2] = {policy.params_[0], policy.params_[1]};
+  if (topo->self().role == Role::kPolicy) {
+    ASSERT_TRUE(check_replicas_identical(p0, 2, topo->role_comm).is_ok());
+  }
+  free_topology(&*topo);
+
+  // The same three steps on rank 0 alone, sandbox in-process.
+  if (world_rank == 0) {
+    TopologyConfig solo;
+    auto t1 = make_topology(MPI_COMM_SELF, solo, 0, false);
+    ASSERT_TRUE(t1.has_value());
+    FakePolicy p1;
+    FakeVerifier v1;
+    Coordinator c1(*t1, *suite, rl, co, 77, p1, &v1, log);
+    for (int step = 0; step < 3; ++step) {
+      auto rep = c1.run_step(step, nullptr);
+      ASSERT_TRUE(rep.has_value()) << rep.status().message();
+      const io::StepRow& a = rows4[static_cast<size_t>(step)];
+      const io::StepRow& b = rep->row;
+      EXPECT_EQ(a.n_samples, b.n_samples) << step;
+      EXPECT_EQ(a.n_easy, b.n_easy);
+      EXPECT_EQ(a.n_hopeless, b.n_hopeless);
+      EXPECT_EQ(a.n_expanded, b.n_expanded);
+      EXPECT_EQ(a.n_sandbox_jobs, b.n_sandbox_jobs);
+      EXPECT_DOUBLE_EQ(a.pass_turn1, b.pass_turn1);
+      EXPECT_DOUBLE_EQ(a.pass_final, b.pass_final);
+      EXPECT_EQ(a.tokens_generated, b.tokens_generated);
+    }
+    c1.stop();  // no other ranks: a broadcast to itself
+    int64_t jobs = 0;
+    for (const auto& r : rows4) jobs += r.n_sandbox_jobs;
+    EXPECT_GT(v1.verified_, jobs);  // sandbox errors were verified again
+    EXPECT_EQ(p1.params_[0], p0[0]);  // the same update as the 2-replica run
+    EXPECT_EQ(p1.params_[1], p0[1]);
+    // Some groups were expanded and some pruned, so the run exercised DCP both ways.
+    int expanded = 0, pruned = 0;
+    for (const auto& r : rows4) expanded += r.n_expanded, pruned += r.n_easy + r.n_hopeless;
+    EXPECT_GT(expanded, 0);
+    EXPECT_GT(pruned, 0);
+    free_topology(&*t1);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+}  // namespace leap::mpi
