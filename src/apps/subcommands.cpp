@@ -12,12 +12,10 @@ const std::vector<Subcommand>& subcommands() {
        [](const std::vector<std::string>&) { return run_not_built("eval"); }},
       {"check", "one answer against one task through the sandbox; prints the verdict as JSON",
        [](const std::vector<std::string>&) { return run_not_built("check"); }},
-      {"score", "per-token log-probabilities of a token sequence under a checkpoint, as JSON",
-       [](const std::vector<std::string>&) { return run_not_built("score"); }},
+      {"score", "per-token log-probabilities of a token sequence under a checkpoint, as JSON", run_score},
       {"analyze", "summary of a run's HDF5 file",
        [](const std::vector<std::string>&) { return run_not_built("analyze"); }},
-      {"tasks", "list and validate task suites",
-       [](const std::vector<std::string>&) { return run_not_built("tasks"); }},
+      {"tasks", "list and validate task suites", run_tasks},
   };
   return kTable;
 }
