@@ -25,6 +25,7 @@ int parse_or_exit(const char* sub, const char* usage, const std::vector<std::str
 
 int run_train(const std::vector<std::string>& args);
 int run_tasks(const std::vector<std::string>& args);  // tasks_command.cpp
+int run_score(const std::vector<std::string>& args);  // score_command.cpp
 int run_not_built(const char* sub);
 
 }  // namespace leap::app

@@ -1,0 +1,75 @@
+// `leap score --model DIR --tokens 1,2,3,...`: prints {"logprobs": [...]}, where entry t-1 is
+// log p(token t | tokens before it) for t = 1..T-1, under the checkpoint in DIR (CPU backend).
+// Bad input (no model, bad ids, a broken checkpoint) is a message naming it and exit code 2.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "apps/subcommands.h"
+#include "backend/cpu_backend.h"
+#include "model/checkpoint.h"
+#include "model/model_options.h"
+
+namespace leap::app {
+namespace {
+
+// "1, 2,3" -> {1, 2, 3}; anything that is not a comma-separated list of integers is an error.
+Expected<std::vector<int32_t>> parse_token_list(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(start, end - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < INT32_MIN || v > INT32_MAX)
+      return invalid_input(fmt::format("--tokens: '{}' is not an integer token id (expected e.g. --tokens 1,2,3)", item));
+    ids.push_back(static_cast<int32_t>(v));
+    start = end + 1;
+  }
+  return ids;
+}
+
+}  // namespace
+
+int run_score(const std::vector<std::string>& args) {
+  OptionSet opts;
+  model::ModelOptions model_opts;
+  std::string tokens_text;
+  model_opts.declare(opts);
+  opts.add("score.tokens", &tokens_text, std::string(""), "Comma-separated token ids to score (at least 2).",
+           {.alias = "tokens"});
+  if (int rc = parse_or_exit("score", "--model DIR --tokens 1,2,3,...", args, opts); rc >= 0) return rc;
+  auto fail = [](const Status& st) {
+    std::fprintf(stderr, "leap score: error: %s\n", st.message().c_str());
+    return st.exit_code();
+  };
+  if (model_opts.path.empty()) return fail(invalid_input("--model DIR is required (a folder with config.json)"));
+  auto ids = parse_token_list(tokens_text);
+  if (!ids) return fail(ids.status());
+  if (ids->size() < 2) return fail(invalid_input("--tokens needs at least 2 token ids"));
+
+  backend::CpuBackend be(0);
+  auto model = model::load_model(model_opts.path, be);
+  if (!model) return fail(model.status());
+  const auto batch = model::TokenBatch::from_sequences({*ids});
+  std::vector<float> lp(ids->size());
+  if (Status st = (*model)->forward(batch, lp.data()); !st) return fail(st.with_context("--tokens"));
+  std::string out = "{\"logprobs\": [";
+  for (size_t t = 1; t < lp.size(); ++t) out += fmt::format("{}{}", t > 1 ? ", " : "", lp[t]);
+  out += "]}\n";
+  std::fputs(out.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace leap::app
