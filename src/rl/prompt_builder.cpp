@@ -76,6 +76,18 @@ struct PromptBuilder::Plan {
   size_t latest_feedback_chars = 0;
 };
 
+std::string describe_result(const sandbox::VerifyResult& r) {
+  std::string out = fmt::format("Verdict: {}", sandbox::verdict_name(r.verdict));
+  if (r.verdict == sandbox::Verdict::kWrongAnswer) out += fmt::format(" (max abs error {:.3g})", r.max_abs_err);
+  if (r.speedup) out += fmt::format(" (speedup over the reference {:.2f}x)", *r.speedup);
+  out += "\n";
+  return r.feedback.empty() ? out : out + r.feedback;
+}
+
+PreviousTurn previous_turn(std::string answer, const sandbox::VerifyResult& result) {
+  return {std::move(answer), describe_result(result)};
+}
+
 std::string default_system_text() {
   return "You are an expert CUDA engineer. Write a correct and fast CUDA kernel for the task. "
          "Your answer is checked by compiling and running it against a trusted reference.";

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sandbox/verdict.h"
 #include "tasks/task.h"
 
 namespace leap::rl {
@@ -53,6 +54,11 @@ struct BuiltPrompt {
   int turns_dropped = 0;      // older turns left out entirely
   bool latest_feedback_cut = false;  // the latest feedback had to be cut below max_feedback_chars
 };
+
+// The feedback of a turn as the policy reads it: verdict name, largest error and measured time
+// where known, then the sandbox's own bounded text.
+std::string describe_result(const sandbox::VerifyResult& result);
+PreviousTurn previous_turn(std::string answer, const sandbox::VerifyResult& result);
 
 std::string default_system_text();
 std::string default_format_text();  // DESIGN.md's answer format, with an example
