@@ -158,6 +158,7 @@ JobReport JobRunner::run(const JobRequest& req) {
   CompileOutcome compiled = executor_.compile(answer->source, kernel_names(*answer));
   report.compile_ms = compiled.compile_ms;
   report.compile_cache_hit = compiled.cache_hit;
+  if (on_compiled_) on_compiled_();
   if (!compiled.outcome.ok()) return fail(compiled.outcome, -1);
 
   for (size_t t = 0; t < req.trials.size(); ++t) {

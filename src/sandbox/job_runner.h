@@ -4,6 +4,7 @@
 // outputs back. The first failure ends the job with the candidate's verdict.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ class JobRunner {
   explicit JobRunner(Executor& executor, TimingOptions timing = {})
       : executor_(executor), timing_(timing) {}
   JobReport run(const JobRequest& request);
+  // Called once the candidate has compiled (successfully or not), before any trial runs: the
+  // worker tells the supervisor, whose run timeout starts then.
+  void set_compiled_callback(std::function<void()> callback) { on_compiled_ = std::move(callback); }
 
  private:
   // Times the task's reference on the trial's inputs and caches it under `key`.
@@ -25,6 +29,7 @@ class JobRunner {
 
   Executor& executor_;
   TimingOptions timing_;
+  std::function<void()> on_compiled_;
   std::map<std::string, double> reference_ms_;  // task id + sizes -> median reference time
 };
 

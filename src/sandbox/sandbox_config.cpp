@@ -77,6 +77,16 @@ std::vector<std::string> SandboxConfig::to_args() const {
   };
 }
 
+Expected<std::string> resolve_device(const std::string& requested, int gpu_count,
+                                     const std::string& no_gpu_reason) {
+  if (requested == "cpu") return std::string("cpu");
+  if (gpu_count > 0) return std::string("gpu");
+  if (requested == "gpu")
+    return invalid_input("sandbox.device=gpu but there is no GPU: " + no_gpu_reason +
+                         " (use --device cpu to run on the PTX interpreter)");
+  return std::string("cpu");
+}
+
 void CheckConfig::declare(OptionSet& o) {
   o.add("check.task", &task, std::string(), "Task id to check the answer against (leap check).",
         {.alias = "task"});

@@ -41,6 +41,12 @@ struct SandboxConfig {
   std::vector<std::string> to_args() const;
 };
 
+// Resolves `sandbox.device` given the number of visible GPUs (cuda::probe_devices, passed in:
+// this module does not depend on the CUDA one): "auto" is "gpu" when there is one, else "cpu";
+// "gpu" without one is invalid_input saying why (never a silent fallback to the CPU).
+Expected<std::string> resolve_device(const std::string& requested, int gpu_count,
+                                     const std::string& no_gpu_reason);
+
 struct CheckConfig {
   std::string task;
   std::string answer;

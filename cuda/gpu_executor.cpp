@@ -1,0 +1,303 @@
+// GpuExecutor: runtime-API module loading (cudaLibraryLoadData / cudaLibraryGetKernel), launch
+// (cudaLaunchKernel), guard-zoned buffers and event timing with an L2 flush. Built only when
+// the toolkit is found (LEAP_HAVE_CUDA); callers guard their use with that definition.
+#include "cuda/gpu_executor.h"
+
+#include <fmt/format.h>
+
+#include "cuda/device_probe.h"
+
+#include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <cerrno>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "sandbox/ptx/parser.h"
+
+namespace leap::cuda {
+
+namespace {
+
+using sandbox::CompileOutcome;
+using sandbox::ExecOutcome;
+using sandbox::Verdict;
+
+std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+size_t ptx_type_bytes(const std::string& type) {
+  if (type.size() < 3) return 0;
+  int bits = std::atoi(type.c_str() + 2);
+  return bits > 0 ? static_cast<size_t>(bits) / 8 : 0;
+}
+
+// Entry parameter lists from PTX text, by mangled entry name.
+Expected<std::map<std::string, std::vector<sandbox::ptx::ParamInfo>>> entry_params(const std::string& ptx) {
+  LEAP_ASSIGN_OR_RETURN(auto parsed, sandbox::ptx::parse_ptx(ptx));
+  std::map<std::string, std::vector<sandbox::ptx::ParamInfo>> out;
+  for (const auto& f : parsed.functions) {
+    if (!f.is_entry) continue;
+    auto& list = out[f.name];
+    for (const auto& p : f.params) {
+      size_t elem = ptx_type_bytes(p.type);
+      size_t n = p.array_len > 0 ? static_cast<size_t>(p.array_len) : 1;
+      list.push_back({p.name, p.type, elem * n, p.align ? p.align : elem});
+    }
+  }
+  return out;
+}
+
+class CubinProgram final : public sandbox::Program {
+ public:
+  struct Kernel {
+    cudaKernel_t handle = nullptr;
+    std::vector<sandbox::ptx::ParamInfo> params;
+    int shared_limit_set = 0;
+  };
+  explicit CubinProgram(cudaLibrary_t lib) : lib_(lib) {}
+  ~CubinProgram() override { cudaLibraryUnload(lib_); }
+  const std::vector<sandbox::ptx::ParamInfo>* params_of(const std::string& expr) const override {
+    auto it = kernels_.find(expr);
+    return it == kernels_.end() ? nullptr : &it->second.params;
+  }
+  Kernel* kernel(const std::string& expr) const {
+    auto it = kernels_.find(expr);
+    return it == kernels_.end() ? nullptr : &it->second;
+  }
+  void add(const std::string& expr, Kernel k) { kernels_[expr] = std::move(k); }
+
+ private:
+  cudaLibrary_t lib_;
+  mutable std::map<std::string, Kernel> kernels_;
+};
+
+// An advisory lock per device, shared across this machine's worker processes: held shared
+// while running, exclusive while timing.
+class DeviceLock {
+ public:
+  explicit DeviceLock(int device) {
+    std::string path = fmt::format("/tmp/leap-sandbox-gpu{}.lock", device);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  }
+  ~DeviceLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void shared() { take(LOCK_SH); }
+  void exclusive() { take(LOCK_EX); }
+  void release() {
+    if (fd_ >= 0 && held_) ::flock(fd_, LOCK_UN);
+    held_ = false;
+  }
+
+ private:
+  void take(int op) {
+    if (fd_ < 0) return;
+    if (held_) ::flock(fd_, LOCK_UN);  // flock converts non-atomically anyway: be explicit
+    while (::flock(fd_, op) != 0 && errno == EINTR) {
+    }
+    held_ = true;
+  }
+  int fd_ = -1;
+  bool held_ = false;
+};
+
+class GpuExecutor final : public sandbox::Executor {
+ public:
+  GpuExecutor(std::shared_ptr<sandbox::NvrtcCompiler> compiler, int device, int sm, size_t l2_bytes)
+      : compiler_(std::move(compiler)), sm_(sm), lock_(device) {
+    // Writing twice the L2's size evicts everything a previous run left in it.
+    flush_bytes_ = std::max<size_t>(l2_bytes * 2, 1 << 20);
+    cudaMalloc(&flush_, flush_bytes_);
+    cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    cudaEventCreate(&start_);
+    cudaEventCreate(&stop_);
+  }
+  ~GpuExecutor() override {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    if (flush_) cudaFree(flush_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  const char* name() const override { return "gpu"; }
+  size_t guard_bytes() const override { return 4096; }
+  bool can_time() const override { return true; }
+  bool broken() const override { return broken_; }
+
+  CompileOutcome compile(const std::string& source, const std::vector<std::string>& names) override {
+    CompileOutcome out;
+    sandbox::CompileOptions opts;
+    opts.name_expressions = names;
+    opts.target = sandbox::CompileTarget::kCubin;
+    opts.sm_arch = sm_;
+    const uint64_t hits = compiler_->cache_stats().hits;
+    auto cubin = compiler_->compile(source, opts);
+    opts.target = sandbox::CompileTarget::kPtx;
+    auto ptx = compiler_->compile(source, opts);
+    out.cache_hit = compiler_->cache_stats().hits >= hits + 2;
+    out.compile_ms = (out.cache_hit ? 0.0 : cubin->compile_ms + ptx->compile_ms);
+    if (!cubin->ok || !ptx->ok) {
+      out.outcome = {Verdict::kCompileError, cubin->ok ? ptx->log : cubin->log};
+      return out;
+    }
+    auto params = entry_params(ptx->ptx);
+    if (!params) {
+      out.outcome = {Verdict::kSandboxError, "reading the PTX parameter lists: " + params.status().message()};
+      return out;
+    }
+    cudaLibrary_t lib = nullptr;
+    cudaError_t e = cudaLibraryLoadData(&lib, cubin->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      out.outcome = {Verdict::kSandboxError, "loading the CUBIN: " + cuda_text(e)};
+      return out;
+    }
+    auto program = std::make_unique<CubinProgram>(lib);
+    for (const auto& expr : names) {
+      const std::string* lowered = cubin->lowered_name(expr);
+      const std::string mangled = lowered ? *lowered : expr;
+      CubinProgram::Kernel k;
+      if (cudaLibraryGetKernel(&k.handle, lib, mangled.c_str()) != cudaSuccess) {
+        cudaGetLastError();
+        continue;  // reported as "no kernel named" at launch, like the CPU path
+      }
+      if (auto it = params->find(mangled); it != params->end()) k.params = it->second;
+      program->add(expr, std::move(k));
+    }
+    out.program = std::move(program);
+    return out;
+  }
+
+  Expected<uint64_t> allocate(size_t bytes) override {
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaSuccess) e = cudaMemset(p, 0, bytes);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return internal_error("cudaMalloc of " + std::to_string(bytes) + " bytes: " + cuda_text(e));
+    }
+    return reinterpret_cast<uint64_t>(p);
+  }
+  void release(uint64_t address) override { cudaFree(reinterpret_cast<void*>(address)); }
+  Status write(uint64_t address, const void* data, size_t bytes) override {
+    cudaError_t e = cudaMemcpy(reinterpret_cast<void*>(address), data, bytes, cudaMemcpyHostToDevice);
+    return e == cudaSuccess ? Status::ok() : internal_error("cudaMemcpy to device: " + cuda_text(e));
+  }
+  Status read(uint64_t address, void* data, size_t bytes) override {
+    cudaError_t e = cudaMemcpy(data, reinterpret_cast<const void*>(address), bytes, cudaMemcpyDeviceToHost);
+    return e == cudaSuccess ? Status::ok() : internal_error("cudaMemcpy from device: " + cuda_text(e));
+  }
+
+  ExecOutcome launch(const sandbox::Program& program, const sandbox::PlannedLaunch& l,
+                     const std::vector<std::vector<uint8_t>>& args) override {
+    auto* k = static_cast<const CubinProgram&>(program).kernel(l.kernel);
+    if (!k) return {Verdict::kLaunchError, "no kernel named " + l.kernel};
+    if (!timing_) lock_.shared();
+    if (l.shared_bytes > 48 * 1024 && k->shared_limit_set < static_cast<int>(l.shared_bytes)) {
+      cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(k->handle),
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(l.shared_bytes));
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        return {Verdict::kLaunchError, "dynamic shared memory of " + std::to_string(l.shared_bytes) +
+                                           " bytes: " + cuda_text(e)};
+      }
+      k->shared_limit_set = static_cast<int>(l.shared_bytes);
+    }
+    std::vector<void*> ptrs;
+    for (const auto& a : args) ptrs.push_back(const_cast<uint8_t*>(a.data()));
+    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(k->handle), dim3(l.grid[0], l.grid[1], l.grid[2]),
+                                     dim3(l.block[0], l.block[1], l.block[2]), ptrs.data(), l.shared_bytes, stream_);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      return {Verdict::kLaunchError, cuda_text(e) + " (too many registers or too much shared memory "
+                                                    "for this block size?)"};
+    }
+    return {};
+  }
+
+  ExecOutcome synchronize() override {
+    // While timing, the stop event goes in right behind the kernels, before the host waits.
+    if (timing_) cudaEventRecord(stop_, stream_);
+    cudaError_t e = cudaStreamSynchronize(stream_);
+    if (!timing_) lock_.release();
+    if (e == cudaSuccess) return {};
+    // The context may be corrupted: this worker must be replaced after it replies.
+    broken_ = true;
+    if (e == cudaErrorIllegalAddress || e == cudaErrorMisalignedAddress || e == cudaErrorInvalidAddressSpace)
+      return {Verdict::kMemoryViolation, cuda_text(e)};
+    return {Verdict::kRuntimeError, cuda_text(e)};
+  }
+
+  ExecOutcome time(const std::function<ExecOutcome()>& run_once, const sandbox::TimingOptions& o,
+                   sandbox::Timing* out) override {
+    lock_.exclusive();
+    timing_ = true;
+    ExecOutcome result = timed_runs(run_once, o, out);
+    timing_ = false;
+    lock_.release();
+    return result;
+  }
+
+ private:
+  ExecOutcome timed_runs(const std::function<ExecOutcome()>& run_once, const sandbox::TimingOptions& o,
+                         sandbox::Timing* out) {
+    for (int i = 0; i < o.warmups; ++i) {
+      ExecOutcome r = run_once();
+      if (!r.ok()) return r;
+    }
+    std::vector<double> times;
+    double total = 0;
+    ExecOutcome result;
+    while (static_cast<int>(times.size()) < o.max_launches &&
+           (static_cast<int>(times.size()) < o.min_launches || total < o.min_total_ms)) {
+      cudaMemsetAsync(flush_, static_cast<int>(times.size() & 0xff), flush_bytes_, stream_);
+      cudaEventRecord(start_, stream_);
+      result = run_once();  // ends in synchronize(), which records stop_
+      if (!result.ok()) break;
+      float ms = 0;
+      cudaEventElapsedTime(&ms, start_, stop_);
+      times.push_back(ms);
+      total += ms;
+    }
+    if (!result.ok()) return result;
+    std::sort(times.begin(), times.end());
+    out->launches = static_cast<int>(times.size());
+    out->median_ms = times.empty() ? 0 : times[times.size() / 2];
+    return {};
+  }
+
+  std::shared_ptr<sandbox::NvrtcCompiler> compiler_;
+  int sm_;
+  DeviceLock lock_;
+  void* flush_ = nullptr;
+  size_t flush_bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bool broken_ = false;
+  bool timing_ = false;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<sandbox::Executor>> make_gpu_executor(std::shared_ptr<sandbox::NvrtcCompiler> compiler,
+                                                               int device) {
+  LEAP_ASSIGN_OR_RETURN(DeviceInfo info, probe_devices());
+  if (info.count == 0) return unsupported("no GPU for the GPU executor: " + info.reason);
+  if (device < 0 || device >= info.count)
+    return invalid_input(fmt::format("GPU {} requested but {} visible", device, info.count));
+  cudaError_t e = cudaSetDevice(device);
+  int major = 0, minor = 0, l2 = 0;
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
+  if (e != cudaSuccess) return internal_error("initialising GPU " + std::to_string(device) + ": " + cuda_text(e));
+  return std::unique_ptr<sandbox::Executor>(
+      new GpuExecutor(std::move(compiler), device, major * 10 + minor, static_cast<size_t>(l2)));
+}
+
+}  // namespace leap::cuda

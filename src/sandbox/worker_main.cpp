@@ -1,0 +1,69 @@
+// Worker process: limits, the ready frame, and the job loop. The CPU limit is re-armed before
+// every job (soft RLIMIT_CPU = CPU used so far + the per-job allowance), so a long-lived worker
+// is never killed for its history, and a runaway job meets SIGXCPU even if the wall-clock
+// timeout of the supervisor were lost.
+#include "sandbox/worker_main.h"
+
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstring>
+
+#include "sandbox/job_runner.h"
+#include "sandbox/wire.h"
+
+namespace leap::sandbox {
+
+namespace {
+
+Status set_limit(int resource, rlim_t value, const char* name) {
+  rlimit lim{};
+  if (getrlimit(resource, &lim) != 0) return io_error(std::string("getrlimit ") + name);
+  lim.rlim_cur = lim.rlim_max == RLIM_INFINITY ? value : std::min(value, lim.rlim_max);
+  if (setrlimit(resource, &lim) != 0)
+    return io_error(std::string("setrlimit ") + name + ": " + std::strerror(errno));
+  return Status::ok();
+}
+
+void arm_cpu_limit(int64_t seconds) {
+  if (seconds <= 0) return;
+  rusage use{};
+  getrusage(RUSAGE_SELF, &use);
+  const rlim_t used = static_cast<rlim_t>(use.ru_utime.tv_sec + use.ru_stime.tv_sec) + 1;
+  (void)set_limit(RLIMIT_CPU, used + static_cast<rlim_t>(seconds), "RLIMIT_CPU");
+}
+
+}  // namespace
+
+Status apply_worker_limits(const SandboxConfig& config, bool gpu) {
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE"));
+  if (config.limit_file_mb > 0)
+    LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(config.limit_file_mb) << 20, "RLIMIT_FSIZE"));
+  if (config.limit_open_files > 0)
+    LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(config.limit_open_files), "RLIMIT_NOFILE"));
+  if (!gpu && config.limit_memory_mb > 0)
+    LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_AS, static_cast<rlim_t>(config.limit_memory_mb) << 20, "RLIMIT_AS"));
+  return Status::ok();
+}
+
+int serve_jobs(Executor& executor, int fd, const SandboxConfig& config) {
+  if (!wire::write_frame(fd, wire::FrameType::kReady, executor.name())) return 1;
+  JobRunner runner(executor);
+  runner.set_compiled_callback([fd] { (void)wire::write_frame(fd, wire::FrameType::kCompiled, {}); });
+  for (;;) {
+    auto frame = wire::read_frame(fd, std::chrono::steady_clock::time_point::max());
+    if (!frame) return frame.status().code() == StatusCode::kNotFound ? 0 : 1;
+    if (frame->type != wire::FrameType::kRequest) return 1;
+    auto request = wire::decode_request(frame->payload);
+    if (!request) return 1;
+    arm_cpu_limit(config.limit_cpu_s);
+    JobReport report = runner.run(*request);
+    if (!wire::write_frame(fd, wire::FrameType::kReport, wire::encode_report(report))) return 1;
+    if (executor.broken()) return 3;
+  }
+}
+
+}  // namespace leap::sandbox

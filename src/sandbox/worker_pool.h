@@ -1,0 +1,77 @@
+// The supervisor side of the sandbox's isolation (DESIGN.md, Isolation): a pool of worker
+// processes, each a fresh `leap worker` started by posix_spawn (never a fork() of this process,
+// which may hold MPI or CUDA state), each talking over its own Unix socket pair.
+//
+// Promises:
+//  - run() is thread-safe; at most `workers` jobs run at once, the others wait for a worker;
+//  - a job that passes its compile or run timeout gets TIMEOUT, and its worker is killed
+//    (SIGKILL) and respawned; a worker killed by its CPU limit is a TIMEOUT too;
+//  - a worker that dies otherwise (crash, killed from outside, broken channel) is an
+//    infrastructure fault: the job is retried once on a fresh worker, and only then reported as
+//    SANDBOX_ERROR, which is never the candidate's penalty;
+//  - nothing a candidate does can end the supervisor.
+#pragma once
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "sandbox/job_channel.h"
+#include "sandbox/sandbox_config.h"
+
+namespace leap::sandbox {
+
+struct WorkerPoolOptions {
+  std::string leap_binary;  // the `leap` executable; empty: this process's own executable
+  SandboxConfig config;     // config.device must be "cpu" or "gpu" (resolved, not "auto")
+  double startup_timeout_s = 120;  // a GPU worker initialises CUDA before it is ready
+};
+
+struct WorkerPoolStats {
+  uint64_t jobs = 0;
+  uint64_t spawns = 0;
+  uint64_t timeouts = 0;
+  uint64_t crashes = 0;
+};
+
+class WorkerPool final : public JobChannel {
+ public:
+  // Starts every worker and waits for each to be ready.
+  static Expected<std::unique_ptr<WorkerPool>> start(WorkerPoolOptions options);
+  ~WorkerPool() override;
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  JobReport run(const JobRequest& request) override;
+  bool on_gpu() const override { return options_.config.device == "gpu"; }
+
+  WorkerPoolStats stats() const;
+  // Process ids of the live workers (for tests that kill one mid-job).
+  std::vector<pid_t> worker_pids() const;
+
+ private:
+  struct Worker {
+    pid_t pid = -1;
+    int fd = -1;
+    bool busy = false;
+  };
+  explicit WorkerPool(WorkerPoolOptions options);
+  Status spawn(Worker& w);
+  void kill_worker(Worker& w, int* wait_status);
+  // One attempt on one worker. `lost` is set when the worker died for a reason that is not the
+  // candidate's (the caller retries once).
+  JobReport attempt(Worker& w, const JobRequest& request, bool* lost);
+
+  WorkerPoolOptions options_;
+  std::vector<std::string> argv_;
+  mutable std::mutex mutex_;
+  std::condition_variable free_;
+  std::vector<Worker> workers_;
+  WorkerPoolStats stats_;
+};
+
+}  // namespace leap::sandbox
