@@ -87,8 +87,11 @@ class [[nodiscard]] Expected {
 #define LEAP_CONCAT_INNER(a, b) a##b
 #define LEAP_CONCAT(a, b) LEAP_CONCAT_INNER(a, b)
 // `LEAP_ASSIGN_OR_RETURN(auto x, make_x());` unwraps an Expected or returns its status.
-#define LEAP_ASSIGN_OR_RETURN(decl, expr) \
-  LEAP_ASSIGN_OR_RETURN_IMPL(LEAP_CONCAT(leap_expected_, __LINE__), decl, expr)
+// __COUNTER__ is expanded once, in the first macro's arguments, so the temporary has one name
+// even when the invocation spans several lines (where __LINE__ would not be stable).
+#define LEAP_ASSIGN_OR_RETURN(decl, expr) LEAP_ASSIGN_OR_RETURN_N(__COUNTER__, decl, expr)
+#define LEAP_ASSIGN_OR_RETURN_N(n, decl, expr) \
+  LEAP_ASSIGN_OR_RETURN_IMPL(LEAP_CONCAT(leap_expected_, n), decl, expr)
 #define LEAP_ASSIGN_OR_RETURN_IMPL(tmp, decl, expr) \
   auto tmp = (expr);                                \
   if (!tmp.has_value()) return tmp.status();        \
