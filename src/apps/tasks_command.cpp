@@ -48,7 +48,7 @@ int run_tasks(const std::vector<std::string>& args) {
   opts.set_positional("tasks.suite");
   std::vector<std::string> rest(args.begin() + 1, args.end());
   const std::string sub = "tasks " + action;
-  if (int rc = parse_or_exit(sub.c_str(), kUsage, rest, opts); rc >= 0) return rc;
+  if (int rc = parse_or_exit(sub.c_str(), "FILE.jsonl  (or --suite FILE.jsonl)", rest, opts); rc >= 0) return rc;
 
   auto suite = tasks::load_suite(cfg.suite);
   if (!suite) {
