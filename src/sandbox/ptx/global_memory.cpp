@@ -1,0 +1,46 @@
+// GlobalMemory: the interpreter's device memory. Allocations get fake device addresses spaced by
+// unmapped gaps, so an overrun of a few elements lands in no allocation and faults.
+//
+// Invariants: addresses are 256-byte aligned (as cudaMalloc's are); no two allocations are
+// closer than kGap bytes; an address is never reused while this object lives, so a stale pointer
+// cannot silently hit a newer allocation.
+#include <map>
+#include <memory>
+
+#include "common/check.h"
+#include "sandbox/ptx/global_memory_impl.h"
+
+namespace leap::sandbox::ptx {
+
+namespace {
+constexpr uint64_t kBase = 0x0000100000000000ull;
+constexpr uint64_t kGap = 1ull << 20;
+}  // namespace
+
+GlobalMemory::GlobalMemory() : impl_(std::make_unique<Impl>()) { impl_->next = kBase; }
+GlobalMemory::~GlobalMemory() = default;
+
+uint64_t GlobalMemory::allocate(size_t bytes) {
+  const uint64_t addr = impl_->next;
+  auto data = std::make_unique<uint8_t[]>(bytes ? bytes : 1);  // value-initialised: zeros
+  impl_->allocations.emplace(addr, GlobalMemory::Impl::Allocation{std::move(data), bytes});
+  impl_->next = (addr + bytes + kGap + 255) / 256 * 256;
+  return addr;
+}
+
+void GlobalMemory::release(uint64_t address) { impl_->allocations.erase(address); }
+
+uint8_t* GlobalMemory::host_pointer(uint64_t address) {
+  auto it = impl_->allocations.upper_bound(address);
+  LEAP_CHECK(it != impl_->allocations.begin(), "no allocation at " << address);
+  --it;
+  LEAP_CHECK(address - it->first <= it->second.size, "no allocation at " << address);
+  return it->second.data.get() + (address - it->first);
+}
+
+size_t GlobalMemory::size_of(uint64_t address) const {
+  auto it = impl_->allocations.find(address);
+  return it == impl_->allocations.end() ? 0 : it->second.size;
+}
+
+}  // namespace leap::sandbox::ptx
