@@ -37,8 +37,8 @@ Moments valid_moments(std::span<const Trajectory> group, std::span<const double>
 
 // Baseline of sample i at turn t: the mean reward of the other valid samples that reached turn t.
 // nullopt when i is alone there.
-std::optional<double> loo_baseline(std::span<const Trajectory> group, std::span<const double> rewards,
-                                   size_t i, int turn) {
+std::optional<double> loo_baseline(std::span<const Trajectory> group,
+                                   std::span<const double> rewards, size_t i, int turn) {
   double sum = 0;
   size_t n = 0;
   for (size_t j = 0; j < group.size(); ++j) {
@@ -52,8 +52,8 @@ std::optional<double> loo_baseline(std::span<const Trajectory> group, std::span<
 
 }  // namespace
 
-GroupAdvantages compute_advantages(std::span<const Trajectory> group, std::span<const double> rewards,
-                                   const AdvantageOptions& opts) {
+GroupAdvantages compute_advantages(std::span<const Trajectory> group,
+                                   std::span<const double> rewards, const AdvantageOptions& opts) {
   LEAP_CHECK(rewards.size() == group.size(), rewards.size() << " rewards for " << group.size());
   LEAP_CHECK(opts.gamma >= 0 && opts.gamma <= 1, "gamma " << opts.gamma);
   GroupAdvantages out;
@@ -91,7 +91,8 @@ GroupAdvantages compute_advantages(std::span<const Trajectory> group, std::span<
 
 GroupAdvantages score_group(std::span<const Trajectory> group, const RewardOptions& reward_opts,
                             const AdvantageOptions& adv_opts) {
-  LEAP_CHECK(reward_opts.mode == adv_opts.mode, "reward and advantage options disagree on the mode");
+  LEAP_CHECK(reward_opts.mode == adv_opts.mode,
+             "reward and advantage options disagree on the mode");
   auto rewards = compute_rewards(group, reward_opts);
   return compute_advantages(group, rewards, adv_opts);
 }

@@ -30,7 +30,7 @@ struct AdvantageOptions {
   double std_floor = 1e-2;    // smallest divisor when dividing by the std
   bool loo = false;           // turn-level leave-one-out baseline instead of the group mean
   Credit credit = Credit::kTrajectory;
-  double gamma = 1.0;         // discount per turn for Credit::kDiscounted, in [0, 1]
+  double gamma = 1.0;  // discount per turn for Credit::kDiscounted, in [0, 1]
 };
 
 struct GroupAdvantages {
@@ -40,8 +40,8 @@ struct GroupAdvantages {
 };
 
 // Advantages from rewards already computed by compute_rewards (one per trajectory).
-GroupAdvantages compute_advantages(std::span<const Trajectory> group, std::span<const double> rewards,
-                                   const AdvantageOptions& opts);
+GroupAdvantages compute_advantages(std::span<const Trajectory> group,
+                                   std::span<const double> rewards, const AdvantageOptions& opts);
 
 // Rewards then advantages: what the coordinator calls once per group after the last turn.
 GroupAdvantages score_group(std::span<const Trajectory> group, const RewardOptions& reward_opts,

@@ -1,9 +1,9 @@
 // DCP decisions, per-step statistics, the adaptive threshold and its checkpoint state.
 #include "rl/dcp.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "common/check.h"
 
@@ -15,25 +15,34 @@ namespace {
 // that "fewer than 30% of 10" means fewer than 3.
 constexpr double kSlack = 1e-9;
 
-double max_easy_below(const DcpOptions& o) { return std::min(1.0, o.hopeless_at); }
+double max_easy_below(const DcpOptions& o) {
+  return std::min(1.0, o.hopeless_at);
+}
 
 }  // namespace
 
 std::string_view dcp_label_name(DcpLabel label) {
   switch (label) {
-    case DcpLabel::kNone: return "none";
-    case DcpLabel::kEasy: return "easy";
-    case DcpLabel::kHopeless: return "hopeless";
-    case DcpLabel::kExpanded: return "expanded";
+    case DcpLabel::kNone:
+      return "none";
+    case DcpLabel::kEasy:
+      return "easy";
+    case DcpLabel::kHopeless:
+      return "hopeless";
+    case DcpLabel::kExpanded:
+      return "expanded";
   }
   return "none";
 }
 
 std::string_view dcp_mode_name(DcpMode mode) {
   switch (mode) {
-    case DcpMode::kStatic: return "static";
-    case DcpMode::kOff: return "off";
-    case DcpMode::kAdaptive: return "adaptive";
+    case DcpMode::kStatic:
+      return "static";
+    case DcpMode::kOff:
+      return "off";
+    case DcpMode::kAdaptive:
+      return "adaptive";
   }
   return "static";
 }
@@ -41,10 +50,18 @@ std::string_view dcp_mode_name(DcpMode mode) {
 void DcpStepStats::add_group(const DcpDecision& d, std::span<const Trajectory> final_group) {
   ++n_groups;
   switch (d.label) {
-    case DcpLabel::kNone: ++n_none; break;
-    case DcpLabel::kEasy: ++n_easy; break;
-    case DcpLabel::kHopeless: ++n_hopeless; break;
-    case DcpLabel::kExpanded: ++n_expanded; break;
+    case DcpLabel::kNone:
+      ++n_none;
+      break;
+    case DcpLabel::kEasy:
+      ++n_easy;
+      break;
+    case DcpLabel::kHopeless:
+      ++n_hopeless;
+      break;
+    case DcpLabel::kExpanded:
+      ++n_expanded;
+      break;
   }
   for (const auto& t : final_group) {
     sandbox_jobs += t.num_turns();
@@ -119,7 +136,8 @@ void DcpController::update(const DcpStepStats& step) {
   last_error_ = (static_cast<double>(step.samples_expanded) - budget) / budget;
   if (std::abs(last_error_) <= opts_.dead_band) return;
   // Too many expanded samples -> raise easy_below, so more groups count as easy.
-  easy_below_ = std::clamp(easy_below_ + opts_.adaptive_step * last_error_, 0.0, max_easy_below(opts_));
+  easy_below_ =
+      std::clamp(easy_below_ + opts_.adaptive_step * last_error_, 0.0, max_easy_below(opts_));
 }
 
 nlohmann::json DcpController::state_json() const {
@@ -139,7 +157,8 @@ Status DcpController::load_state_json(const nlohmann::json& s) {
     const int64_t updates = s.at("updates").get<int64_t>();
     if (mode != "static" && mode != "off" && mode != "adaptive")
       return invalid_input("DCP state: unknown mode '" + mode + "'");
-    if (!(eb >= 0 && eb <= 1)) return invalid_input(fmt::format("DCP state: easy_below {} not in [0, 1]", eb));
+    if (!(eb >= 0 && eb <= 1))
+      return invalid_input(fmt::format("DCP state: easy_below {} not in [0, 1]", eb));
     if (updates < 0) return invalid_input("DCP state: negative update count");
     updates_ = updates;
     last_error_ = s.value("last_error", 0.0);

@@ -35,22 +35,22 @@ std::string_view dcp_mode_name(DcpMode mode);
 
 struct DcpOptions {
   DcpMode mode = DcpMode::kStatic;
-  double easy_below = 0.5;    // initial value in adaptive mode
-  double hopeless_at = 1.0;   // in (0, 1]
-  int64_t budget = 0;         // adaptive: target number of expanded samples per step (> 0)
-  double dead_band = 0.1;     // adaptive: relative error within which easy_below stays put
-  double adaptive_step = 0.1; // adaptive: change of easy_below per unit of relative error
-  int max_turns = 3;          // from rl.max_turns
+  double easy_below = 0.5;     // initial value in adaptive mode
+  double hopeless_at = 1.0;    // in (0, 1]
+  int64_t budget = 0;          // adaptive: target number of expanded samples per step (> 0)
+  double dead_band = 0.1;      // adaptive: relative error within which easy_below stays put
+  double adaptive_step = 0.1;  // adaptive: change of easy_below per unit of relative error
+  int max_turns = 3;           // from rl.max_turns
 };
 
 struct DcpDecision {
   DcpLabel label = DcpLabel::kNone;
-  int n_fail = 0;             // failed valid samples after turn 1
-  int n_valid = 0;            // samples with an outcome (not void)
-  int group_size = 0;         // all samples, void included
-  double easy_below = 0;      // thresholds in force when decided
+  int n_fail = 0;         // failed valid samples after turn 1
+  int n_valid = 0;        // samples with an outcome (not void)
+  int group_size = 0;     // all samples, void included
+  double easy_below = 0;  // thresholds in force when decided
   double hopeless_at = 0;
-  std::string reason;         // one line for logs: why this label
+  std::string reason;  // one line for logs: why this label
 };
 
 // Per-step counts for /steps in HDF5 and for the adaptive controller.

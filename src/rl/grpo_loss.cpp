@@ -10,6 +10,8 @@ namespace leap::rl {
 
 namespace {
 
+constexpr double kMaxLogRatio = 20.0;
+
 void check_inputs(const LossInputs& in, const LossOptions* opts) {
   const size_t n = in.logp.size();
   LEAP_CHECK(in.old_logp.size() == n && in.mask.size() == n, "token arrays differ in length");
@@ -35,7 +37,11 @@ struct TokenTerm {
 // One token's clipped surrogate plus KL; counts its statistics.
 TokenTerm token_term(double logp, double old_logp, double ref_logp, double adv,
                      const LossOptions& o, LossStats* st) {
-  const double ratio = std::exp(logp - old_logp);
+  // The log-ratio is clamped (as veRL does) so one stale token cannot overflow exp(); beyond the
+  // clamp the ratio is constant and the PPO branch carries no gradient.
+  const double log_ratio = logp - old_logp;
+  const bool saturated = std::abs(log_ratio) > kMaxLogRatio;
+  const double ratio = std::exp(std::clamp(log_ratio, -kMaxLogRatio, kMaxLogRatio));
   const double lo = 1.0 - o.clip_eps_low, hi = 1.0 + o.clip_eps_high;
   const double pg1 = -adv * ratio;
   const double pg2 = -adv * std::clamp(ratio, lo, hi);
@@ -44,7 +50,7 @@ TokenTerm token_term(double logp, double old_logp, double ref_logp, double adv,
   // branch is a constant and wins only when it is strictly the larger loss.
   const bool ppo_clipped = pg2 > pg1;
   term.loss = ppo_clipped ? pg2 : pg1;
-  term.grad = ppo_clipped ? 0.0 : -adv * ratio;
+  term.grad = (ppo_clipped || saturated) ? 0.0 : -adv * ratio;
   bool dual_clipped = false;
   if (o.dual_clip > 1.0 && adv < 0) {
     const double pg3 = -adv * o.dual_clip;
@@ -100,8 +106,8 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& o, double global_n
   out.dlogp.assign(in.logp.size(), 0.0f);
   const double local = loss_normaliser(in, o.aggregation);
   if (local == 0) return out;  // nothing here trains; the normaliser may legitimately be 0
-  LEAP_CHECK(global_normaliser >= local, "global normaliser " << global_normaliser
-                                                              << " below this part's " << local);
+  LEAP_CHECK(global_normaliser >= local,
+             "global normaliser " << global_normaliser << " below this part's " << local);
   for (size_t s = 0; s < in.advantages.size(); ++s) {
     const double n_s = masked_count(in, s);
     if (n_s == 0) continue;
@@ -114,7 +120,8 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& o, double global_n
       const double m = in.mask[i];
       if (m == 0) continue;
       const double ref = o.kl_beta > 0 ? in.ref_logp[i] : 0.0;
-      const TokenTerm term = token_term(in.logp[i], in.old_logp[i], ref, in.advantages[s], o, &out.stats);
+      const TokenTerm term =
+          token_term(in.logp[i], in.old_logp[i], ref, in.advantages[s], o, &out.stats);
       out.loss += w * m * term.loss;
       out.dlogp[i] = static_cast<float>(w * m * term.grad);
     }

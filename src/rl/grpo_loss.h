@@ -27,7 +27,7 @@ enum class LossAggregation { kTokenMean, kSeqMeanTokenMean, kSeqMeanTokenSumNorm
 struct LossOptions {
   double clip_eps_low = 0.2;
   double clip_eps_high = 0.28;
-  double dual_clip = 0;            // c > 1 turns dual-clip on; 0 is off
+  double dual_clip = 0;  // c > 1 turns dual-clip on; 0 is off
   LossAggregation aggregation = LossAggregation::kTokenMean;
   double loss_norm_tokens = 1024;  // the constant of seq-mean-token-sum-norm
   double kl_beta = 0;              // 0: no reference policy, ref_logp may be empty
@@ -44,12 +44,12 @@ struct LossInputs {
 };
 
 struct LossStats {
-  double tokens = 0;          // masked tokens seen
-  double clipped = 0;         // tokens whose gradient the PPO clip removed
-  double dual_clipped = 0;    // tokens whose gradient the dual clip removed
+  double tokens = 0;        // masked tokens seen
+  double clipped = 0;       // tokens whose gradient the PPO clip removed
+  double dual_clipped = 0;  // tokens whose gradient the dual clip removed
   double ratio_sum = 0, ratio_max = 0;
-  double kl_sum = 0;          // k3 estimate summed over tokens (0 without a reference)
-  double neg_logp_sum = 0;    // -logp summed: an entropy estimate for on-policy samples
+  double kl_sum = 0;        // k3 estimate summed over tokens (0 without a reference)
+  double neg_logp_sum = 0;  // -logp summed: an entropy estimate for on-policy samples
   void merge(const LossStats& other);
   double clip_frac() const { return tokens > 0 ? (clipped + dual_clipped) / tokens : 0; }
   double ratio_mean() const { return tokens > 0 ? ratio_sum / tokens : 0; }

@@ -26,9 +26,12 @@ constexpr size_t kOlderFeedbackChars = 200;
 
 const char* role_name(Role r) {
   switch (r) {
-    case Role::kSystem: return "system";
-    case Role::kUser: return "user";
-    case Role::kAssistant: return "assistant";
+    case Role::kSystem:
+      return "system";
+    case Role::kUser:
+      return "user";
+    case Role::kAssistant:
+      return "assistant";
   }
   return "user";
 }
@@ -38,14 +41,16 @@ std::string render_plain(const std::vector<Message>& msgs) {
   for (const auto& m : msgs) {
     if (m.role == Role::kSystem) out += m.text + "\n\n";
     if (m.role == Role::kUser) out += "### User\n" + m.text + "\n\n";
-    if (m.role == Role::kAssistant) out += "### Assistant\n" + m.text + std::string(assistant_end(ChatTemplate::kPlain));
+    if (m.role == Role::kAssistant)
+      out += "### Assistant\n" + m.text + std::string(assistant_end(ChatTemplate::kPlain));
   }
   return out + "### Assistant\n";
 }
 
 std::string render_chatml(const std::vector<Message>& msgs) {
   std::string out;
-  for (const auto& m : msgs) out += fmt::format("<|im_start|>{}\n{}<|im_end|>\n", role_name(m.role), m.text);
+  for (const auto& m : msgs)
+    out += fmt::format("<|im_start|>{}\n{}<|im_end|>\n", role_name(m.role), m.text);
   return out + "<|im_start|>assistant\n";
 }
 
@@ -56,15 +61,20 @@ std::string first_line(std::string_view text) {
 
 const char* role_text(tasks::Role r) {
   switch (r) {
-    case tasks::Role::kIn: return "input (must not be modified)";
-    case tasks::Role::kOut: return "output";
-    case tasks::Role::kInOut: return "input and output";
+    case tasks::Role::kIn:
+      return "input (must not be modified)";
+    case tasks::Role::kOut:
+      return "output";
+    case tasks::Role::kInOut:
+      return "input and output";
   }
   return "input";
 }
 
 std::string feedback_message(std::string_view feedback, int dropped_before) {
-  std::string note = dropped_before > 0 ? fmt::format("({} earlier attempts are not shown.)\n", dropped_before) : "";
+  std::string note = dropped_before > 0
+                         ? fmt::format("({} earlier attempts are not shown.)\n", dropped_before)
+                         : "";
   return note + "The sandbox checked your previous answer:\n" + std::string(feedback) +
          "\n\nFix the kernel and answer again in the same format.";
 }
@@ -78,7 +88,8 @@ struct PromptBuilder::Plan {
 
 std::string describe_result(const sandbox::VerifyResult& r) {
   std::string out = fmt::format("Verdict: {}", sandbox::verdict_name(r.verdict));
-  if (r.verdict == sandbox::Verdict::kWrongAnswer) out += fmt::format(" (max abs error {:.3g})", r.max_abs_err);
+  if (r.verdict == sandbox::Verdict::kWrongAnswer)
+    out += fmt::format(" (max abs error {:.3g})", r.max_abs_err);
   if (r.speedup) out += fmt::format(" (speedup over the reference {:.2f}x)", *r.speedup);
   out += "\n";
   return r.feedback.empty() ? out : out + r.feedback;
@@ -117,13 +128,15 @@ std::string summarize_task_io(const tasks::Task& task, bool show_values) {
   for (const auto& b : task.buffers) {
     std::string shape;
     for (const auto& d : b.shape) shape += (shape.empty() ? "" : ", ") + d;
-    out += fmt::format("- {}: {}[{}], {}\n", b.name, tasks::dtype_name(b.dtype), shape, role_text(b.role));
+    out += fmt::format("- {}: {}[{}], {}\n", b.name, tasks::dtype_name(b.dtype), shape,
+                       role_text(b.role));
   }
   if (task.params.empty()) return out;
   out += "Parameters:\n";
   for (const auto& [name, value] : task.params) {
     const bool is_int = std::holds_alternative<int64_t>(value);
-    const char* kind = is_int ? "integer, usable in launch lines and shapes" : "float, a kernel argument only";
+    const char* kind =
+        is_int ? "integer, usable in launch lines and shapes" : "float, a kernel argument only";
     if (!show_values) {
       out += fmt::format("- {} ({})\n", name, kind);
     } else if (is_int) {
@@ -177,18 +190,22 @@ std::string PromptBuilder::render(const tasks::Task& task, std::span<const Previ
     }
     if (level == 1) {
       msgs.push_back({Role::kAssistant, "[answer omitted to save space]"});
-      msgs.push_back({Role::kUser, feedback_message(bound_text(first_line(history[i].feedback), kOlderFeedbackChars), dropped)});
+      msgs.push_back({Role::kUser, feedback_message(bound_text(first_line(history[i].feedback),
+                                                               kOlderFeedbackChars),
+                                                    dropped)});
     } else {
       const size_t cap = latest ? plan.latest_feedback_chars : opts_.max_feedback_chars;
       msgs.push_back({Role::kAssistant, history[i].answer});
-      msgs.push_back({Role::kUser, feedback_message(bound_text(history[i].feedback, cap), dropped)});
+      msgs.push_back(
+          {Role::kUser, feedback_message(bound_text(history[i].feedback, cap), dropped)});
     }
     dropped = 0;
   }
   return opts_.chat_template == ChatTemplate::kChatml ? render_chatml(msgs) : render_plain(msgs);
 }
 
-BuiltPrompt PromptBuilder::build(const tasks::Task& task, std::span<const PreviousTurn> history) const {
+BuiltPrompt PromptBuilder::build(const tasks::Task& task,
+                                 std::span<const PreviousTurn> history) const {
   Plan plan;
   plan.older_level.assign(history.empty() ? 0 : history.size() - 1, 0);
   plan.latest_feedback_chars = opts_.max_feedback_chars;
@@ -200,8 +217,10 @@ BuiltPrompt PromptBuilder::build(const tasks::Task& task, std::span<const Previo
   };
   auto finish = [&](bool ok) {
     out.fits = ok;
-    out.turns_shortened = static_cast<int>(std::count(plan.older_level.begin(), plan.older_level.end(), 1));
-    out.turns_dropped = static_cast<int>(std::count(plan.older_level.begin(), plan.older_level.end(), 2));
+    out.turns_shortened =
+        static_cast<int>(std::count(plan.older_level.begin(), plan.older_level.end(), 1));
+    out.turns_dropped =
+        static_cast<int>(std::count(plan.older_level.begin(), plan.older_level.end(), 2));
     return out;
   };
   if (fits()) return finish(true);
@@ -212,7 +231,8 @@ BuiltPrompt PromptBuilder::build(const tasks::Task& task, std::span<const Previo
     }
   if (!history.empty()) {
     // Cut the latest feedback from its actual length, halving down to the floor.
-    plan.latest_feedback_chars = std::min(plan.latest_feedback_chars, history.back().feedback.size());
+    plan.latest_feedback_chars =
+        std::min(plan.latest_feedback_chars, history.back().feedback.size());
     while (plan.latest_feedback_chars > kLatestFeedbackFloor) {
       plan.latest_feedback_chars = std::max(kLatestFeedbackFloor, plan.latest_feedback_chars / 2);
       out.latest_feedback_cut = true;
@@ -222,7 +242,8 @@ BuiltPrompt PromptBuilder::build(const tasks::Task& task, std::span<const Previo
   return finish(false);
 }
 
-std::string PromptBuilder::render_example(const BuiltPrompt& prompt, std::string_view answer) const {
+std::string PromptBuilder::render_example(const BuiltPrompt& prompt,
+                                          std::string_view answer) const {
   return prompt.text + std::string(answer) + std::string(assistant_end(opts_.chat_template));
 }
 

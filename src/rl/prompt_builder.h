@@ -33,11 +33,11 @@ using TokenCounter = std::function<size_t(std::string_view)>;
 
 struct PromptOptions {
   ChatTemplate chat_template = ChatTemplate::kPlain;
-  std::string system_text;         // empty: default_system_text()
-  std::string format_text;         // empty: default_format_text()
+  std::string system_text;  // empty: default_system_text()
+  std::string format_text;  // empty: default_format_text()
   size_t max_prompt_tokens = 2048;
   size_t max_feedback_chars = 2048;
-  bool show_param_values = true;   // print the task's sizes next to the parameter names
+  bool show_param_values = true;  // print the task's sizes next to the parameter names
 };
 
 // One earlier turn of the sample: what it answered and what the sandbox said.
@@ -49,9 +49,9 @@ struct PreviousTurn {
 struct BuiltPrompt {
   std::string text;
   size_t tokens = 0;
-  bool fits = true;           // false: even the fully shortened prompt exceeds the budget
-  int turns_shortened = 0;    // older turns shown with answer elided and feedback cut
-  int turns_dropped = 0;      // older turns left out entirely
+  bool fits = true;                  // false: even the fully shortened prompt exceeds the budget
+  int turns_shortened = 0;           // older turns shown with answer elided and feedback cut
+  int turns_dropped = 0;             // older turns left out entirely
   bool latest_feedback_cut = false;  // the latest feedback had to be cut below max_feedback_chars
 };
 

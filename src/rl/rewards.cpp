@@ -9,10 +9,9 @@ namespace leap::rl {
 
 namespace {
 
-int sign_of_less(double better_if_smaller_a, double better_if_smaller_b) {
-  if (better_if_smaller_a < better_if_smaller_b) return 1;
-  if (better_if_smaller_b < better_if_smaller_a) return -1;
-  return 0;
+// +1 when a spent fewer tokens than b, -1 when more, 0 when equal.
+int fewer_tokens_wins(int64_t a, int64_t b) {
+  return a < b ? 1 : (b < a ? -1 : 0);
 }
 
 // Ties between two successes of the same turn: speed first (where both were timed), then cost.
@@ -23,7 +22,7 @@ int compare_successes(const Trajectory& a, const Trajectory& b, double noise_ban
     double hi = std::max(*sa, *sb), lo = std::min(*sa, *sb);
     if (hi > lo * (1.0 + noise_band)) return *sa > *sb ? 1 : -1;
   }
-  return sign_of_less(static_cast<double>(a.total_tokens()), static_cast<double>(b.total_tokens()));
+  return fewer_tokens_wins(a.total_tokens(), b.total_tokens());
 }
 
 std::vector<double> rank_rewards(std::span<const Trajectory> group, const RewardOptions& opts) {
@@ -40,7 +39,8 @@ std::vector<double> rank_rewards(std::span<const Trajectory> group, const Reward
       score[j] -= r;
     }
   for (size_t i = 0; i < g; ++i)
-    if (!group[i].is_void()) reward[i] = static_cast<double>(score[i]) / static_cast<double>(valid - 1);
+    if (!group[i].is_void())
+      reward[i] = static_cast<double>(score[i]) / static_cast<double>(valid - 1);
   return reward;
 }
 
@@ -53,7 +53,8 @@ int compare_trajectories(const Trajectory& a, const Trajectory& b, const RewardO
   if (!ta && tb) return -1;
   if (!ta && !tb) {
     if (!opts.failure_severity) return 0;
-    int ra = failure_severity_rank(a.final_verdict()), rb = failure_severity_rank(b.final_verdict());
+    int ra = failure_severity_rank(a.final_verdict()),
+        rb = failure_severity_rank(b.final_verdict());
     return ra > rb ? 1 : (ra < rb ? -1 : 0);
   }
   if (*ta != *tb) return *ta < *tb ? 1 : -1;
@@ -66,7 +67,8 @@ std::vector<double> compute_rewards(std::span<const Trajectory> group, const Rew
   std::vector<double> reward(group.size(), 0.0);
   for (size_t i = 0; i < group.size(); ++i) {
     if (group[i].is_void() || !group[i].succeeded()) continue;
-    reward[i] = opts.mode == RewardMode::kBinary ? 1.0 : 0.3 + group[i].success_speedup().value_or(1.0);
+    reward[i] =
+        opts.mode == RewardMode::kBinary ? 1.0 : 0.3 + group[i].success_speedup().value_or(1.0);
   }
   return reward;
 }

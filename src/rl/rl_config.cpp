@@ -67,7 +67,8 @@ void RlConfig::declare(OptionSet& o) {
         "binary/score rewards: divide by the group's std after subtracting its mean (rank "
         "rewards are never rescaled).");
   o.add("rl.std_floor", &std_floor, 1e-2,
-        "Smallest std divided by, so near-constant groups do not explode.", {.min = 1e-8, .max = 1e6});
+        "Smallest std divided by, so near-constant groups do not explode.",
+        {.min = 1e-8, .max = 1e6});
   o.add("rl.loo", &loo, false,
         "Turn-level leave-one-out baseline: turn t is compared with the other samples of its "
         "group that reached turn t (Dr. Kernel's TRLOO).");
@@ -87,21 +88,27 @@ void RlConfig::declare(OptionSet& o) {
         "Constant divisor of seq-mean-token-sum-norm; 0 means the sampler's max new tokens.",
         {.min = 0.0});
   o.add("rl.kl_beta", &kl_beta, 0.0,
-        "Weight of the k3 KL to a frozen reference policy; 0 loads no reference.", {.min = 0.0, .max = 100.0});
-  o.add("rl.ppo_epochs", &ppo_epochs, 1, "Passes over each step's samples.", {.min = 1, .max = 100});
-  o.add("rl.mini_batches", &mini_batches, 1,
-        "Optimizer updates per pass; with one update in all, the ratio is 1 and clipping never acts.",
-        {.min = 1, .max = 4096});
+        "Weight of the k3 KL to a frozen reference policy; 0 loads no reference.",
+        {.min = 0.0, .max = 100.0});
+  o.add("rl.ppo_epochs", &ppo_epochs, 1, "Passes over each step's samples.",
+        {.min = 1, .max = 100});
+  o.add(
+      "rl.mini_batches", &mini_batches, 1,
+      "Optimizer updates per pass; with one update in all, the ratio is 1 and clipping never acts.",
+      {.min = 1, .max = 4096});
 }
 
 Status RlConfig::validate() const {
   if (dual_clip != 0 && dual_clip <= 1)
-    return invalid_input(fmt::format("option 'rl.dual_clip' = {} must be 0 (off) or above 1", dual_clip));
+    return invalid_input(
+        fmt::format("option 'rl.dual_clip' = {} must be 0 (off) or above 1", dual_clip));
   return Status::ok();
 }
 
 RewardOptions RlConfig::reward_options() const {
-  return {.mode = parse_reward_mode(reward), .noise_band = noise_band, .failure_severity = failure_severity};
+  return {.mode = parse_reward_mode(reward),
+          .noise_band = noise_band,
+          .failure_severity = failure_severity};
 }
 
 AdvantageOptions RlConfig::advantage_options() const {
@@ -145,17 +152,20 @@ void DcpConfig::declare(OptionSet& o) {
         "Adaptive mode: easy_below stays put while |expanded - budget| / budget is within this.",
         {.min = 0.0, .max = 10.0});
   o.add("dcp.adaptive_step", &adaptive_step, 0.1,
-        "Adaptive mode: change of easy_below per unit of relative error (expanded - budget) / budget.",
+        "Adaptive mode: change of easy_below per unit of relative error (expanded - budget) / "
+        "budget.",
         {.min = 0.0, .max = 1.0});
 }
 
 Status DcpConfig::validate() const {
   if (easy_below > hopeless_at)
-    return invalid_input(fmt::format("option 'dcp.easy_below' = {} is above 'dcp.hopeless_at' = {}: "
-                                     "lower easy_below or raise hopeless_at",
-                                     easy_below, hopeless_at));
+    return invalid_input(
+        fmt::format("option 'dcp.easy_below' = {} is above 'dcp.hopeless_at' = {}: "
+                    "lower easy_below or raise hopeless_at",
+                    easy_below, hopeless_at));
   if (mode == "adaptive" && budget <= 0)
-    return invalid_input("option 'dcp.mode' = adaptive needs 'dcp.budget' > 0 (expanded samples per step)");
+    return invalid_input(
+        "option 'dcp.mode' = adaptive needs 'dcp.budget' > 0 (expanded samples per step)");
   return Status::ok();
 }
 

@@ -22,10 +22,11 @@ StepScores score_step(std::span<const GroupRecord> groups, const RewardOptions& 
       pass_any += t.succeeded() ? 1 : 0;
       if (adv.skip) continue;
       for (int turn = 1; turn <= t.num_turns(); ++turn)
-        out.train_items.push_back({.group = static_cast<int32_t>(g),
-                                   .sample = static_cast<int32_t>(s),
-                                   .turn = turn,
-                                   .advantage = adv.turn_advantage[s][static_cast<size_t>(turn - 1)]});
+        out.train_items.push_back(
+            {.group = static_cast<int32_t>(g),
+             .sample = static_cast<int32_t>(s),
+             .turn = turn,
+             .advantage = adv.turn_advantage[s][static_cast<size_t>(turn - 1)]});
     }
   }
   if (out.n_samples > 0) {

@@ -33,16 +33,22 @@ Verdict Trajectory::final_verdict() const {
 
 int failure_severity_rank(Verdict v) {
   switch (v) {
-    case Verdict::kOk: return 5;
-    case Verdict::kWrongAnswer: return 4;
+    case Verdict::kOk:
+      return 5;
+    case Verdict::kWrongAnswer:
+      return 4;
     case Verdict::kLaunchError:
     case Verdict::kRuntimeError:
     case Verdict::kTimeout:
-    case Verdict::kMemoryViolation: return 3;
+    case Verdict::kMemoryViolation:
+      return 3;
     case Verdict::kCompileError:
-    case Verdict::kUnsupported: return 2;
-    case Verdict::kFormatError: return 1;
-    case Verdict::kSandboxError: return 0;
+    case Verdict::kUnsupported:
+      return 2;
+    case Verdict::kFormatError:
+      return 1;
+    case Verdict::kSandboxError:
+      return 0;
   }
   return 0;
 }

@@ -13,7 +13,9 @@ namespace {
 
 using namespace leap::rl::testing;
 
-AdvantageOptions rank_opts() { return {.mode = RewardMode::kRank}; }
+AdvantageOptions rank_opts() {
+  return {.mode = RewardMode::kRank};
+}
 
 TEST(Advantages, RankRewardIsTheAdvantageOfEveryTurn) {
   std::vector<Trajectory> g = {success_at(1), success_at(2), failure(2)};
@@ -43,7 +45,8 @@ TEST(Advantages, BinaryIsGroupNormalisedWithUnbiasedStd) {
 TEST(Advantages, StdFloorBoundsNearConstantGroups) {
   std::vector<Trajectory> g = {success_at(1, 100, 1.0), success_at(1, 100, 1.001)};
   // score rewards 1.3 and 1.301: std ~7e-4 < floor 0.01, so the divisor is 0.01: +-0.05.
-  auto a = score_group(g, {.mode = RewardMode::kScore}, {.mode = RewardMode::kScore, .std_floor = 0.01});
+  auto a =
+      score_group(g, {.mode = RewardMode::kScore}, {.mode = RewardMode::kScore, .std_floor = 0.01});
   EXPECT_NEAR(a.turn_advantage[0][0], -0.05, 1e-9);
   EXPECT_NEAR(a.turn_advantage[1][0], 0.05, 1e-9);
 }
@@ -93,16 +96,23 @@ TEST(Advantages, VoidSamplesGetZeroAndDoNotMoveTheMean) {
 }
 
 TEST(Advantages, AllZeroGroupsAreSkipped) {
-  EXPECT_TRUE(score_group(std::vector<Trajectory>(4, failure(3)), {.mode = RewardMode::kRank}, rank_opts()).skip);
-  EXPECT_TRUE(score_group(std::vector<Trajectory>(4, success_at(1)), {.mode = RewardMode::kRank}, rank_opts()).skip);
+  EXPECT_TRUE(
+      score_group(std::vector<Trajectory>(4, failure(3)), {.mode = RewardMode::kRank}, rank_opts())
+          .skip);
+  EXPECT_TRUE(score_group(std::vector<Trajectory>(4, success_at(1)), {.mode = RewardMode::kRank},
+                          rank_opts())
+                  .skip);
   EXPECT_TRUE(score_group(std::vector<Trajectory>(4, success_at(1)), {.mode = RewardMode::kBinary},
-                          {.mode = RewardMode::kBinary}).skip);
+                          {.mode = RewardMode::kBinary})
+                  .skip);
   // All pass, different lengths: rank still pushes towards the shorter answers.
   EXPECT_FALSE(score_group(std::vector<Trajectory>{success_at(1, 100), success_at(1, 300)},
-                           {.mode = RewardMode::kRank}, rank_opts()).skip);
+                           {.mode = RewardMode::kRank}, rank_opts())
+                   .skip);
   // The binary baseline cannot see that difference.
   EXPECT_TRUE(score_group(std::vector<Trajectory>{success_at(1, 100), success_at(1, 300)},
-                          {.mode = RewardMode::kBinary}, {.mode = RewardMode::kBinary}).skip);
+                          {.mode = RewardMode::kBinary}, {.mode = RewardMode::kBinary})
+                  .skip);
 }
 
 }  // namespace

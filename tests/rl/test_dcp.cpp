@@ -130,7 +130,10 @@ TEST(DcpAdaptive, DeadBandHoldsAndErrorsMoveByTheStep) {
 }
 
 TEST(DcpAdaptive, ClippedToTheUsefulRange) {
-  DcpController dcp({.mode = DcpMode::kAdaptive, .easy_below = 0.9, .hopeless_at = 0.95, .budget = 10,
+  DcpController dcp({.mode = DcpMode::kAdaptive,
+                     .easy_below = 0.9,
+                     .hopeless_at = 0.95,
+                     .budget = 10,
                      .adaptive_step = 1.0});
   dcp.update(with_expanded(1000));
   EXPECT_EQ(dcp.easy_below(), 0.95);  // beyond hopeless_at it would change no decision
@@ -197,7 +200,8 @@ TEST(DcpAdaptive, WithoutDeadBandItOscillates) {
   DcpController banded({.mode = DcpMode::kAdaptive, .easy_below = 0.0, .budget = 160});
   auto settled = run_population(banded, 60);
   EXPECT_EQ(direction_changes(settled), 0);
-  DcpController bare({.mode = DcpMode::kAdaptive, .easy_below = 0.0, .budget = 160, .dead_band = 0.0});
+  DcpController bare(
+      {.mode = DcpMode::kAdaptive, .easy_below = 0.0, .budget = 160, .dead_band = 0.0});
   auto swinging = run_population(bare, 60);
   EXPECT_GE(direction_changes(swinging), 5);
 }
@@ -222,9 +226,12 @@ TEST(DcpState, RoundTripsThroughJson) {
 TEST(DcpState, RejectsBadState) {
   DcpController dcp({.mode = DcpMode::kAdaptive, .budget = 10});
   EXPECT_FALSE(dcp.load_state_json(nlohmann::json::array()).is_ok());
-  EXPECT_FALSE(dcp.load_state_json({{"mode", "adaptive"}, {"easy_below", 2.0}, {"updates", 1}}).is_ok());
-  EXPECT_FALSE(dcp.load_state_json({{"mode", "sometimes"}, {"easy_below", 0.5}, {"updates", 1}}).is_ok());
-  EXPECT_FALSE(dcp.load_state_json({{"mode", "adaptive"}, {"easy_below", "half"}, {"updates", 1}}).is_ok());
+  EXPECT_FALSE(
+      dcp.load_state_json({{"mode", "adaptive"}, {"easy_below", 2.0}, {"updates", 1}}).is_ok());
+  EXPECT_FALSE(
+      dcp.load_state_json({{"mode", "sometimes"}, {"easy_below", 0.5}, {"updates", 1}}).is_ok());
+  EXPECT_FALSE(
+      dcp.load_state_json({{"mode", "adaptive"}, {"easy_below", "half"}, {"updates", 1}}).is_ok());
   EXPECT_EQ(dcp.easy_below(), 0.5);
 }
 

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -43,7 +43,8 @@ TEST(GrpoGolden, MatchesPyTorchAutograd) {
   for (const auto& c : cases) {
     const std::string mode = c.at("aggregation");
     modes.insert(mode);
-    auto logp = floats(c.at("logp")), old = floats(c.at("old_logp")), ref = floats(c.at("ref_logp"));
+    auto logp = floats(c.at("logp")), old = floats(c.at("old_logp")),
+         ref = floats(c.at("ref_logp"));
     auto mask = floats(c.at("mask")), adv = floats(c.at("advantages"));
     std::vector<int64_t> offsets{0};
     for (int len : c.at("lens")) offsets.push_back(offsets.back() + len);
@@ -65,13 +66,14 @@ TEST(GrpoGolden, MatchesPyTorchAutograd) {
       max_diff = std::max(max_diff, std::abs(out.dlogp[i] - w));
       EXPECT_NEAR(out.dlogp[i], w, 1e-6 * std::max(1.0, std::abs(w))) << mode << " token " << i;
     }
-    EXPECT_EQ(out.stats.clipped + out.stats.dual_clipped, c.at("clipped_tokens").get<double>()) << mode;
+    EXPECT_EQ(out.stats.clipped + out.stats.dual_clipped, c.at("clipped_tokens").get<double>())
+        << mode;
     EXPECT_GT(out.stats.clipped, 0) << mode;
     if (o.dual_clip > 1) {
       EXPECT_GT(out.stats.dual_clipped, 0) << mode;
     }
-    std::printf("%s dual_clip=%g kl=%g: loss diff %.3g, max grad diff %.3g\n", mode.c_str(), o.dual_clip,
-                o.kl_beta, std::abs(out.loss - want_loss), max_diff);
+    std::printf("%s dual_clip=%g kl=%g: loss diff %.3g, max grad diff %.3g\n", mode.c_str(),
+                o.dual_clip, o.kl_beta, std::abs(out.loss - want_loss), max_diff);
   }
   EXPECT_EQ(modes.size(), 3u);
 }

@@ -13,7 +13,8 @@
 namespace leap::rl {
 namespace {
 
-constexpr LossAggregation kModes[] = {LossAggregation::kTokenMean, LossAggregation::kSeqMeanTokenMean,
+constexpr LossAggregation kModes[] = {LossAggregation::kTokenMean,
+                                      LossAggregation::kSeqMeanTokenMean,
                                       LossAggregation::kSeqMeanTokenSumNorm};
 
 // Owns the arrays a LossInputs views.
@@ -27,7 +28,8 @@ struct Batch {
     logp.insert(logp.end(), lp.begin(), lp.end());
     old_logp.insert(old_logp.end(), old.begin(), old.end());
     mask.insert(mask.end(), m.begin(), m.end());
-    ref_logp.insert(ref_logp.end(), ref.empty() ? old.begin() : ref.begin(), ref.empty() ? old.end() : ref.end());
+    ref_logp.insert(ref_logp.end(), ref.empty() ? old.begin() : ref.begin(),
+                    ref.empty() ? old.end() : ref.end());
     offsets.push_back(static_cast<int64_t>(logp.size()));
   }
   // Sequences [s0, s1) as a batch of their own.
@@ -35,7 +37,9 @@ struct Batch {
     Batch b;
     for (size_t s = s0; s < s1; ++s) {
       auto lo = static_cast<size_t>(offsets[s]), hi = static_cast<size_t>(offsets[s + 1]);
-      auto part = [&](const std::vector<float>& v) { return std::vector<float>(v.begin() + lo, v.begin() + hi); };
+      auto part = [&](const std::vector<float>& v) {
+        return std::vector<float>(v.begin() + lo, v.begin() + hi);
+      };
       b.add_sequence(adv[s], part(logp), part(old_logp), part(mask), part(ref_logp));
     }
     return b;
@@ -103,6 +107,17 @@ TEST(GrpoLoss, HandWorkedK3Kl) {
   EXPECT_NEAR(out.loss, 0.1 * (std::exp(0.5) - 1.5), 1e-7);
   EXPECT_NEAR(out.dlogp[0], 0.1 * (1 - std::exp(0.5)), 1e-7);
   EXPECT_NEAR(out.stats.kl_mean(), std::exp(0.5) - 1.5, 1e-7);
+}
+
+TEST(GrpoLoss, ExtremeLogRatioStaysFinite) {
+  Batch b;
+  // A stale token 200 nats more likely now: exp would overflow; the clamp at 20 keeps it finite.
+  b.add_sequence(-1.0f, {0.0f, -1.0f}, {-200.0f, -1.0f}, {1, 1});
+  auto out = grpo_loss(b.view(), {}, 2);
+  EXPECT_TRUE(std::isfinite(out.loss));
+  EXPECT_NEAR(out.loss, (std::exp(20.0) + 1.0) / 2, 1e-6 * std::exp(20.0));
+  EXPECT_EQ(out.dlogp[0], 0.0f);
+  EXPECT_NEAR(out.dlogp[1], 0.5, 1e-7);
 }
 
 TEST(GrpoLoss, OnPolicyRatioIsOneAndNothingClips) {
@@ -180,7 +195,8 @@ TEST(GrpoLoss, SplitBatchWithGlobalNormaliserEqualsWholeBatch) {
     }
     EXPECT_NEAR(loss, full.loss, 1e-12);
     ASSERT_EQ(grad.size(), full.dlogp.size());
-    for (size_t i = 0; i < grad.size(); ++i) EXPECT_FLOAT_EQ(grad[i], full.dlogp[i]) << "token " << i;
+    for (size_t i = 0; i < grad.size(); ++i)
+      EXPECT_FLOAT_EQ(grad[i], full.dlogp[i]) << "token " << i;
     EXPECT_EQ(stats.tokens, full.stats.tokens);
     EXPECT_EQ(stats.clipped, full.stats.clipped);
     EXPECT_DOUBLE_EQ(stats.ratio_max, full.stats.ratio_max);

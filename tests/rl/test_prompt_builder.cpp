@@ -16,13 +16,16 @@ tasks::Task relu_task() {
   t.id = "L1/relu_mul";
   t.prompt = "Compute out[i] = max(a[i], 0) * b[i] for every i < n.";
   t.params = {{"n", int64_t{1048576}}, {"alpha", 0.5}};
-  t.buffers = {{.name = "a", .shape = {"n"}, .role = tasks::Role::kIn},
-               {.name = "out", .dtype = tasks::DType::kF16, .shape = {"n"}, .role = tasks::Role::kOut}};
+  t.buffers = {
+      {.name = "a", .shape = {"n"}, .role = tasks::Role::kIn},
+      {.name = "out", .dtype = tasks::DType::kF16, .shape = {"n"}, .role = tasks::Role::kOut}};
   return t;
 }
 
 // One token per byte, like the byte-level demo model.
-size_t count_bytes(std::string_view s) { return s.size(); }
+size_t count_bytes(std::string_view s) {
+  return s.size();
+}
 
 size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -30,16 +33,19 @@ size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-PromptBuilder builder(size_t max_tokens, ChatTemplate t = ChatTemplate::kPlain, size_t feedback = 2048) {
-  return PromptBuilder({.chat_template = t, .max_prompt_tokens = max_tokens, .max_feedback_chars = feedback},
-                       count_bytes);
+PromptBuilder builder(size_t max_tokens, ChatTemplate t = ChatTemplate::kPlain,
+                      size_t feedback = 2048) {
+  return PromptBuilder(
+      {.chat_template = t, .max_prompt_tokens = max_tokens, .max_feedback_chars = feedback},
+      count_bytes);
 }
 
 std::vector<PreviousTurn> history(int n, size_t feedback_len = 300) {
   std::vector<PreviousTurn> h;
   for (int i = 1; i <= n; ++i)
     h.push_back({"```cuda\n// ANSWER_" + std::to_string(i) + "\n" + std::string(400, 'x') + "\n```",
-                 "FEEDBACK_" + std::to_string(i) + ": COMPILE_ERROR line 3\n" + std::string(feedback_len, 'e')});
+                 "FEEDBACK_" + std::to_string(i) + ": COMPILE_ERROR line 3\n" +
+                     std::string(feedback_len, 'e')});
   return h;
 }
 
@@ -53,7 +59,8 @@ TEST(PromptBuilder, Turn1HoldsSystemTaskSummaryAndFormat) {
   EXPECT_NE(p.text.find("- out: f16[n], output"), std::string::npos);
   EXPECT_NE(p.text.find("- n = 1048576 (integer"), std::string::npos);
   EXPECT_NE(p.text.find("- alpha = 0.5 (float"), std::string::npos);
-  EXPECT_NE(p.text.find("// launch: relu_mul<<<cdiv(n, 256), 256>>>(a, b, out, n)"), std::string::npos);
+  EXPECT_NE(p.text.find("// launch: relu_mul<<<cdiv(n, 256), 256>>>(a, b, out, n)"),
+            std::string::npos);
   EXPECT_TRUE(p.text.ends_with("### Assistant\n"));
 }
 
@@ -115,7 +122,8 @@ TEST(PromptTruncation, OlderTurnsShortenedFirstThenDroppedLatestKept) {
   EXPECT_NE(p.text.find("ANSWER_3"), std::string::npos);
 
   // Room for the task and the latest turn only: both older turns dropped, and said so.
-  const size_t latest_only = builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[2]}).tokens;
+  const size_t latest_only =
+      builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[2]}).tokens;
   p = builder(latest_only + 60).build(relu_task(), h);
   EXPECT_TRUE(p.fits);
   EXPECT_EQ(p.turns_dropped, 2);
@@ -128,7 +136,8 @@ TEST(PromptTruncation, OlderTurnsShortenedFirstThenDroppedLatestKept) {
 
 TEST(PromptTruncation, LatestFeedbackCutLastAndLatestAnswerNever) {
   auto h = history(2, 3000);
-  const size_t latest_only = builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[1]}).tokens;
+  const size_t latest_only =
+      builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[1]}).tokens;
   auto p = builder(latest_only - 1400).build(relu_task(), h);
   EXPECT_TRUE(p.fits);
   EXPECT_TRUE(p.latest_feedback_cut);

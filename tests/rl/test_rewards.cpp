@@ -17,7 +17,8 @@ namespace {
 using namespace leap::rl::testing;
 
 std::vector<double> rank(const std::vector<Trajectory>& g, bool severity = false) {
-  return compute_rewards(g, {.mode = RewardMode::kRank, .noise_band = 0.05, .failure_severity = severity});
+  return compute_rewards(
+      g, {.mode = RewardMode::kRank, .noise_band = 0.05, .failure_severity = severity});
 }
 
 void expect_rewards(const std::vector<double>& got, const std::vector<double>& want) {
@@ -49,12 +50,14 @@ TEST(RankReward, G8HandWorked) {
   // wins - losses over 7 opponents, worked by hand.
   expect_rewards(rank(g), {3 / 7.0, 5 / 7.0, 1.0, 1 / 7.0, -1 / 7.0, -5 / 7.0, -5 / 7.0, -5 / 7.0});
   // With severity, the failures are ordered: wrong answer > compile error > format error.
-  expect_rewards(rank(g, true), {3 / 7.0, 5 / 7.0, 1.0, 1 / 7.0, -1 / 7.0, -3 / 7.0, -5 / 7.0, -1.0});
+  expect_rewards(rank(g, true),
+                 {3 / 7.0, 5 / 7.0, 1.0, 1 / 7.0, -1 / 7.0, -3 / 7.0, -5 / 7.0, -1.0});
 }
 
 TEST(RankReward, AllPassOnlyTokensDecide) {
-  expect_rewards(rank({success_at(1, 100), success_at(1, 200), success_at(1, 200), success_at(1, 400)}),
-                 {1, 0, 0, -1});
+  expect_rewards(
+      rank({success_at(1, 100), success_at(1, 200), success_at(1, 200), success_at(1, 400)}),
+      {1, 0, 0, -1});
   // Timed but within the noise band: still the tokens decide.
   expect_rewards(rank({success_at(1, 300, 1.04), success_at(1, 100, 1.00)}), {-1, 1});
   // Beyond the band the faster one wins, whatever its length.
@@ -64,7 +67,8 @@ TEST(RankReward, AllPassOnlyTokensDecide) {
 }
 
 TEST(RankReward, AllFailAllDrawsAllZero) {
-  std::vector<Trajectory> g = {failure(1, Verdict::kWrongAnswer, 10), failure(1, Verdict::kFormatError, 900),
+  std::vector<Trajectory> g = {failure(1, Verdict::kWrongAnswer, 10),
+                               failure(1, Verdict::kFormatError, 900),
                                failure(1, Verdict::kTimeout, 50)};
   expect_rewards(rank(g), {0, 0, 0});
   std::vector<Trajectory> g8(8, failure(3));

@@ -52,9 +52,15 @@ TEST(RlConfig, CommandLineSetsEverySection) {
 
 TEST(RlConfig, RejectsOutOfRangeAndInconsistentValues) {
   const std::vector<std::vector<std::string>> bad = {
-      {"--rl.group_size=1"},         {"--rl.gamma=1.5"},           {"--rl.max_turns=0"},
-      {"--rl.reward=pairwise"},      {"--rl.loss_agg=sum"},        {"--rl.dual_clip=0.5"},
-      {"--dcp.easy_below=1.2"},      {"--dcp.hopeless_at=0"},      {"--dcp.mode=sometimes"},
+      {"--rl.group_size=1"},
+      {"--rl.gamma=1.5"},
+      {"--rl.max_turns=0"},
+      {"--rl.reward=pairwise"},
+      {"--rl.loss_agg=sum"},
+      {"--rl.dual_clip=0.5"},
+      {"--dcp.easy_below=1.2"},
+      {"--dcp.hopeless_at=0"},
+      {"--dcp.mode=sometimes"},
       {"--dcp.mode=adaptive"},  // no budget
       {"--dcp.easy_below=0.8", "--dcp.hopeless_at=0.6"},
       {"--prompt.chat_template=llama"},

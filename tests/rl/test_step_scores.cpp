@@ -33,7 +33,8 @@ TEST(StepScores, ScriptedStepEndToEnd) {
   std::vector<GroupRecord> groups(scripts.size());
   for (size_t g = 0; g < scripts.size(); ++g) {
     auto& rec = groups[g];
-    for (const auto& script : scripts[g]) rec.trajectories.push_back({{{script[0], std::nullopt, 100}}});
+    for (const auto& script : scripts[g])
+      rec.trajectories.push_back({{{script[0], std::nullopt, 100}}});
     rec.decision = dcp.decide(rec.trajectories);
     for (auto next = dcp.continuing_samples(rec.decision, rec.trajectories); !next.empty();
          next = dcp.continuing_samples(rec.decision, rec.trajectories)) {
@@ -43,7 +44,8 @@ TEST(StepScores, ScriptedStepEndToEnd) {
         std::vector<PreviousTurn> history = {previous_turn("```cuda\n// attempt\n```", last)};
         auto p = prompts.build(task, history);
         ASSERT_TRUE(p.fits);
-        EXPECT_NE(p.text.find(std::string("Verdict: ") + std::string(sandbox::verdict_name(last.verdict))),
+        EXPECT_NE(p.text.find(std::string("Verdict: ") +
+                              std::string(sandbox::verdict_name(last.verdict))),
                   std::string::npos);
         t.turns.push_back({scripts[g][s][t.turns.size()], std::nullopt, 100});
       }
@@ -90,7 +92,8 @@ TEST(StepScores, ScriptedStepEndToEnd) {
 }
 
 TEST(DescribeResult, NamesTheVerdictAndKeepsTheSandboxText) {
-  sandbox::VerifyResult r{.verdict = Verdict::kWrongAnswer, .max_abs_err = 0.25, .feedback = "out[7]: 1 vs 2"};
+  sandbox::VerifyResult r{
+      .verdict = Verdict::kWrongAnswer, .max_abs_err = 0.25, .feedback = "out[7]: 1 vs 2"};
   EXPECT_EQ(describe_result(r), "Verdict: WRONG_ANSWER (max abs error 0.25)\nout[7]: 1 vs 2");
   r = {.verdict = Verdict::kOk, .speedup = 1.5};
   EXPECT_EQ(describe_result(r), "Verdict: OK (speedup over the reference 1.50x)\n");
