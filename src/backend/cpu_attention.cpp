@@ -1,5 +1,6 @@
 // CpuBackend causal grouped-query attention: full-sequence forward/backward (training, prefill)
-// and single-token decode against a KV cache. Query head h reads KV head h / (H / Hkv) (HF's
+// on single-threaded sgemm calls per (sequence, head) and row block, and single-token decode
+// against a KV cache with plain loops. Query head h reads KV head h / (H / Hkv) (HF's
 // repeat_kv). Only the causal lower triangle is computed; att keeps the probabilities.
 // Work is split over (batch, head) for the forward and over (batch, KV head) for the backward,
 // so the query heads sharing a KV head accumulate into dk/dv in one thread: no races, fixed
@@ -10,9 +11,13 @@
 
 #include "backend/cpu_backend.h"
 #include "backend/cpu_parallel.h"
+#include "cblas.h"
 
 namespace leap::backend {
 namespace {
+
+// Query rows per block: the causal structure is exploited per block (keys [0, i0 + m) only).
+constexpr int kRowBlock = 64;
 
 inline float dot(const float* a, const float* b, int D) {
   float s = 0.0f;
@@ -45,20 +50,28 @@ void CpuBackend::attention_forward(float* out, float* att, const float* q, const
                                    int T, int H, int Hkv, int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv;
+  const int HD = H * D, KD = Hkv * D;
 #pragma omp parallel for collapse(2) schedule(static) if (worth_threads(static_cast<size_t>(B) * H * T * T * D / 2))
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < H; ++h) {
-      const int kvh = h / group;
-      for (int i = 0; i < T; ++i) {
-        const float* qi = q + ((static_cast<size_t>(b) * T + i) * H + h) * D;
-        float* p = att + ((static_cast<size_t>(b) * H + h) * T + i) * T;
-        for (int j = 0; j <= i; ++j)
-          p[j] = dot(qi, k + ((static_cast<size_t>(b) * T + j) * Hkv + kvh) * D, D) * scale;
-        softmax_inplace(p, i + 1);
-        for (int j = i + 1; j < T; ++j) p[j] = 0.0f;
-        float* oi = out + ((static_cast<size_t>(b) * T + i) * H + h) * D;
-        for (int d = 0; d < D; ++d) oi[d] = 0.0f;
-        for (int j = 0; j <= i; ++j) axpy(oi, p[j], v + ((static_cast<size_t>(b) * T + j) * Hkv + kvh) * D, D);
+      const float* qb = q + static_cast<size_t>(b) * T * HD + static_cast<size_t>(h) * D;
+      const float* kb = k + static_cast<size_t>(b) * T * KD + static_cast<size_t>(h / group) * D;
+      const float* vb = v + static_cast<size_t>(b) * T * KD + static_cast<size_t>(h / group) * D;
+      float* ob = out + static_cast<size_t>(b) * T * HD + static_cast<size_t>(h) * D;
+      float* p = att + (static_cast<size_t>(b) * H + h) * T * T;
+      // Row blocks: block [i0, i0+m) only needs keys [0, i0+m), so the upper triangle is skipped.
+      for (int i0 = 0; i0 < T; i0 += kRowBlock) {
+        const int m = T - i0 < kRowBlock ? T - i0 : kRowBlock, n = i0 + m;
+        float* pb = p + static_cast<size_t>(i0) * T;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, D, scale, qb + static_cast<size_t>(i0) * HD, HD,
+                    kb, KD, 0.0f, pb, T);
+        for (int r = 0; r < m; ++r) {
+          float* row = pb + static_cast<size_t>(r) * T;
+          softmax_inplace(row, i0 + r + 1);
+          for (int j = i0 + r + 1; j < T; ++j) row[j] = 0.0f;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, D, n, 1.0f, pb, T, vb, KD, 0.0f,
+                    ob + static_cast<size_t>(i0) * HD, HD);
       }
     }
   }
@@ -69,31 +82,38 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
                                     int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv;
+  const int HD = H * D, KD = Hkv * D;
 #pragma omp parallel if (worth_threads(static_cast<size_t>(B) * H * T * T * D))
   {
-    std::vector<float> dp(static_cast<size_t>(T));
+    std::vector<float> ds(static_cast<size_t>(kRowBlock) * T);  // dL/dscores of one row block
 #pragma omp for collapse(2) schedule(static)
     for (int b = 0; b < B; ++b) {
       for (int kvh = 0; kvh < Hkv; ++kvh) {
-        auto kv_row = [&](int j) { return ((static_cast<size_t>(b) * T + j) * Hkv + kvh) * D; };
+        const size_t kv_off = static_cast<size_t>(b) * T * KD + static_cast<size_t>(kvh) * D;
         for (int h = kvh * group; h < (kvh + 1) * group; ++h) {
-          for (int i = 0; i < T; ++i) {
-            const size_t qrow = ((static_cast<size_t>(b) * T + i) * H + h) * D;
-            const float* p = att + ((static_cast<size_t>(b) * H + h) * T + i) * T;
-            const float* doi = dout + qrow;
-            float sum = 0.0f;
-            for (int j = 0; j <= i; ++j) {
-              dp[j] = dot(doi, v + kv_row(j), D);
-              sum += p[j] * dp[j];
-              axpy(dv + kv_row(j), p[j], doi, D);
+          const size_t q_off = static_cast<size_t>(b) * T * HD + static_cast<size_t>(h) * D;
+          const float* p = att + (static_cast<size_t>(b) * H + h) * T * T;
+          for (int i0 = 0; i0 < T; i0 += kRowBlock) {
+            const int m = T - i0 < kRowBlock ? T - i0 : kRowBlock, n = i0 + m;
+            const float* pb = p + static_cast<size_t>(i0) * T;
+            const float* dob = dout + q_off + static_cast<size_t>(i0) * HD;
+            // dP = dO V^T, then the softmax backward dS = P * (dP - sum_j P dP) * scale.
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, D, 1.0f, dob, HD, v + kv_off, KD, 0.0f,
+                        ds.data(), n);
+            for (int r = 0; r < m; ++r) {
+              const float* pr = pb + static_cast<size_t>(r) * T;
+              float* dr = ds.data() + static_cast<size_t>(r) * n;
+              float sum = 0.0f;
+              for (int j = 0; j < n; ++j) sum += pr[j] * dr[j];
+              for (int j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - sum) * scale;
             }
-            float* dqi = dq + qrow;
-            const float* qi = q + qrow;
-            for (int j = 0; j <= i; ++j) {
-              float ds = p[j] * (dp[j] - sum) * scale;
-              axpy(dqi, ds, k + kv_row(j), D);
-              axpy(dk + kv_row(j), ds, qi, D);
-            }
+            // dV += P^T dO; dQ += dS K; dK += dS^T Q.
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, m, 1.0f, pb, T, dob, HD, 1.0f, dv + kv_off,
+                        KD);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, D, n, 1.0f, ds.data(), n, k + kv_off, KD, 1.0f,
+                        dq + q_off + static_cast<size_t>(i0) * HD, HD);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, m, 1.0f, ds.data(), n,
+                        q + q_off + static_cast<size_t>(i0) * HD, HD, 1.0f, dk + kv_off, KD);
           }
         }
       }

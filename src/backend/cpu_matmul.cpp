@@ -1,8 +1,8 @@
-// CpuBackend matmuls on OpenBLAS. out = inp @ W^T + b with W stored (OC, IC) as in PyTorch's
+// CpuBackend matmuls on OpenBLAS (through gemm(), cpu_gemm.h). out = inp @ W^T + b with W stored (OC, IC) as in PyTorch's
 // nn.Linear, so HF weights are used without transposing. Backward accumulates (beta = 1).
 #include "backend/cpu_backend.h"
 #include "backend/cpu_parallel.h"
-#include "cblas.h"
+#include "backend/cpu_gemm.h"
 
 namespace leap::backend {
 
@@ -18,15 +18,15 @@ void CpuBackend::matmul_forward(float* out, const float* inp, const float* weigh
     }
     beta = 1.0f;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, weight, IC, beta, out, OC);
+  gemm(false, true, N, OC, IC, 1.0f, inp, IC, weight, IC, beta, out, OC);
 }
 
 void CpuBackend::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                  const float* weight, int N, int IC, int OC) {
   if (dinp != nullptr)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, weight, IC, 1.0f, dinp, IC);
+    gemm(false, false, N, IC, OC, 1.0f, dout, OC, weight, IC, 1.0f, dinp, IC);
   if (dweight != nullptr)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
+    gemm(true, false, OC, IC, N, 1.0f, dout, OC, inp, IC, 1.0f, dweight, IC);
   if (dbias != nullptr) {
     // Each output column is summed by one thread, in row order: deterministic.
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * OC))

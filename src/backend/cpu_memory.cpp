@@ -12,13 +12,11 @@
 namespace leap::backend {
 
 CpuBackend::CpuBackend(int threads) : threads_(threads) {
-  if (threads_ > 0) {
-    // Both settings are process-wide library state; one CpuBackend per process is the rule.
-    omp_set_num_threads(threads_);
-    openblas_set_num_threads(threads_);
-  } else {
-    threads_ = omp_get_max_threads();
-  }
+  // Process-wide library state; one CpuBackend per process is the rule. OpenBLAS stays
+  // single-threaded: gemm() (cpu_gemm.h) threads it with OpenMP.
+  openblas_set_num_threads(1);
+  if (threads_ > 0) omp_set_num_threads(threads_);
+  else threads_ = omp_get_max_threads();
 }
 
 float* CpuBackend::alloc_floats(size_t n) {

@@ -122,8 +122,14 @@ TEST_F(Ops, RopeBackward) {
   for (int i = 0; i < H * D; ++i) EXPECT_EQ(out[i], x[i]);
 }
 
-TEST_F(Ops, AttentionBackwardWithGqa) {
-  const int B = 2, T = 5, H = 4, Hkv = 2, D = 6;
+// T = 70 spans two of the backend's 64-row blocks, so the blocked causal path is covered too.
+class AttentionOps : public ::testing::TestWithParam<int> {
+ protected:
+  CpuBackend be{2};
+};
+
+TEST_P(AttentionOps, BackwardWithGqa) {
+  const int T = GetParam(), B = T > 8 ? 1 : 2, H = 4, Hkv = 2, D = T > 8 ? 4 : 6;
   auto q = randn(B * T * H * D, 12), k = randn(B * T * Hkv * D, 13), v = randn(B * T * Hkv * D, 14);
   auto r = randn(B * T * H * D, 15);
   std::vector<float> out(q.size()), att(static_cast<size_t>(B) * H * T * T);
@@ -140,10 +146,23 @@ TEST_F(Ops, AttentionBackwardWithGqa) {
   check_fd("attention dv", v, dv, loss);
   // Causality: the first position attends only to itself, so its output is v of position 0.
   for (int d = 0; d < D; ++d) EXPECT_FLOAT_EQ(out[d], v[d]);  // b=0, t=0, h=0 reads kv head 0
+  // The saved probabilities are zero above the diagonal and rows sum to one.
+  for (int i = 0; i < T; ++i) {
+    double sum = 0;
+    for (int j = 0; j < T; ++j) {
+      if (j > i) {
+        EXPECT_EQ(att[static_cast<size_t>(i) * T + j], 0.0f);
+      }
+      sum += att[static_cast<size_t>(i) * T + j];
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
 }
 
+INSTANTIATE_TEST_SUITE_P(Lengths, AttentionOps, ::testing::Values(5, 70));
+
 TEST_F(Ops, DecodeAttentionEqualsFullAttention) {
-  const int B = 2, T = 7, H = 6, Hkv = 2, D = 8, maxT = 10;
+  const int B = 2, T = 71, H = 6, Hkv = 2, D = 8, maxT = 75;
   auto q = randn(B * T * H * D, 16), k = randn(B * T * Hkv * D, 17), v = randn(B * T * Hkv * D, 18);
   std::vector<float> full(q.size()), att(static_cast<size_t>(B) * H * T * T);
   be.attention_forward(full.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);

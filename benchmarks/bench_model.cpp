@@ -1,0 +1,136 @@
+// Google Benchmark programs for the policy on the CPU backend: one training step (forward,
+// backward, AdamW) and batched KV-cache sampling, at the configuration of issue 3:
+// d=256, 4 layers, 8 heads (2 KV heads), T=256, B=8, byte vocabulary (262).
+// After the benchmarks it prints the per-op split of one training step and the peak RSS.
+// Threads: OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, or --threads=N (first argument).
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "backend/cpu_backend.h"
+#include "model/optimizer.h"
+#include "model/sampler.h"
+#include "timed_backend.h"
+
+namespace leap::bench {
+namespace {
+
+constexpr int kB = 8, kT = 256, kPrompt = 32;
+int g_threads = 0;  // set once in main before any benchmark runs
+
+model::ModelConfig bench_config() {
+  model::ModelConfig c;
+  c.model_type = "llama";
+  c.vocab_size = 262;
+  c.hidden_size = 256;
+  c.intermediate_size = 688;
+  c.num_hidden_layers = 4;
+  c.num_attention_heads = 8;
+  c.num_key_value_heads = 2;
+  c.head_dim = 32;
+  c.max_position_embeddings = 1024;
+  return c;
+}
+
+model::TokenBatch bench_batch() {
+  Rng rng(1);
+  std::vector<std::vector<int32_t>> seqs(kB, std::vector<int32_t>(kT));
+  for (auto& s : seqs)
+    for (auto& t : s) t = static_cast<int32_t>(rng.below(256));
+  return model::TokenBatch::from_sequences(seqs);
+}
+
+// One optimizer step: zero_grad, forward, backward of a masked mean log-likelihood, AdamW.
+void train_step(model::Transformer& m, model::AdamW& opt, const model::TokenBatch& batch, std::vector<float>& lp,
+                std::vector<float>& dlp) {
+  m.zero_grad();
+  if (!m.forward(batch, lp.data()).is_ok()) std::abort();
+  m.backward(dlp.data());
+  opt.step();
+}
+
+void BM_TrainStep(benchmark::State& state) {
+  backend::CpuBackend be(g_threads);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  model::AdamW opt(model::OptimConfig{.lr = 1e-4, .weight_decay = 0.1}, m);
+  auto batch = bench_batch();
+  std::vector<float> lp(static_cast<size_t>(kB) * kT), dlp(lp.size(), -1.0f / (kB * (kT - 1)));
+  for (auto _ : state) train_step(m, opt, batch, lp, dlp);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kB) * kT, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Sample(benchmark::State& state) {
+  backend::CpuBackend be(g_threads);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  model::Sampler sampler(m, nullptr);
+  model::SamplerConfig sc;
+  sc.max_new_tokens = kT - kPrompt;
+  sc.stop_at_eos = false;
+  Rng prng(2);
+  std::vector<std::vector<int32_t>> prompts(kB, std::vector<int32_t>(kPrompt));
+  for (auto& p : prompts)
+    for (auto& t : p) t = static_cast<int32_t>(prng.below(256));
+  Rng rng(3);
+  for (auto _ : state) {
+    auto out = sampler.generate(prompts, sc, rng);
+    if (!out) std::abort();
+    benchmark::DoNotOptimize(out->data());
+  }
+  state.counters["new_tokens/s"] =
+      benchmark::Counter(static_cast<double>(kB) * (kT - kPrompt), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_TrainStep)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+BENCHMARK(BM_Sample)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+
+// Per-op split of a training step, timed through TimedBackend (after a warm-up step).
+void print_op_split() {
+  backend::CpuBackend cpu(g_threads);
+  TimedBackend be(cpu);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  model::AdamW opt(model::OptimConfig{.lr = 1e-4}, m);
+  auto batch = bench_batch();
+  std::vector<float> lp(static_cast<size_t>(kB) * kT), dlp(lp.size(), -1.0f / (kB * (kT - 1)));
+  train_step(m, opt, batch, lp, dlp);
+  be.reset();
+  const int steps = 3;
+  for (int i = 0; i < steps; ++i) train_step(m, opt, batch, lp, dlp);
+  double total = 0;
+  for (double s : be.seconds) total += s;
+  std::printf("\nper-op split of a training step (B=%d T=%d, mean of %d steps, %.1f ms in ops):\n", kB, kT, steps,
+              1e3 * total / steps);
+  for (size_t k = 0; k < be.seconds.size(); ++k)
+    std::printf("  %-24s %8.2f ms  %5.1f%%\n", op_kind_name(static_cast<OpKind>(k)), 1e3 * be.seconds[k] / steps,
+                100.0 * be.seconds[k] / total);
+  std::printf("  %-24s %8.2f ms  %5.1f%%\n", "outside GEMMs", 1e3 * (total - be.seconds[0]) / steps,
+              100.0 * (total - be.seconds[0]) / total);
+}
+
+}  // namespace
+}  // namespace leap::bench
+
+int main(int argc, char** argv) {
+  bool split = true;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) leap::bench::g_threads = std::atoi(argv[i] + 10);
+    else if (std::strcmp(argv[i], "--no_split") == 0) split = false;
+    else args.push_back(argv[i]);
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (split) leap::bench::print_op_split();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("peak RSS: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+  return 0;
+}
