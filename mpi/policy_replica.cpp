@@ -1,0 +1,119 @@
+// Generation and the GRPO update of one policy replica.
+#include "mpi/policy_replica.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/token_batch.h"
+#include "mpi/grad_reduce.h"
+
+namespace leap::mpi {
+
+PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW& optimizer,
+                             PolicyReplicaOptions opts)
+    : model_(model), tokenizer_(tokenizer), optimizer_(optimizer), opts_(std::move(opts)), sampler_(model, &tokenizer) {}
+
+size_t PolicyReplica::count_tokens(std::string_view text) const { return tokenizer_.encode(text, true).size(); }
+
+std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& items) {
+  std::vector<Completion> out;
+  for (const auto& it : items) {
+    // Each item has its own seed, so its completion does not depend on the rank it landed on.
+    Rng rng(it.seed);
+    auto prompt = tokenizer_.encode(it.prompt, true);
+    auto gen = sampler_.generate({prompt}, opts_.sampler, rng);
+    LEAP_CHECK(gen.has_value(), "sampling failed: " << gen.status().message());
+    const auto& c = (*gen)[0];
+    out.push_back({it.uid, tokenizer_.decode(c.tokens), std::move(prompt), c.tokens, c.logprobs});
+  }
+  return out;
+}
+
+namespace {
+
+// The flat loss inputs of a micro-batch, aligned with the model's log-prob convention: the
+// completion token j of sample b sits at position prompt_len + j of row b.
+struct MicroBatch {
+  model::TokenBatch batch;
+  std::vector<float> old_logp, mask, advantages;
+  std::vector<int64_t> offsets;
+
+  MicroBatch(const std::vector<const TrainSample*>& samples, int32_t pad_id) {
+    std::vector<std::vector<int32_t>> seqs;
+    for (const auto* s : samples) seqs.push_back(s->tokens);
+    batch = model::TokenBatch::from_sequences(seqs, pad_id);
+    const size_t n = static_cast<size_t>(batch.B) * static_cast<size_t>(batch.T);
+    old_logp.assign(n, 0.f);
+    mask.assign(n, 0.f);
+    offsets.push_back(0);
+    for (size_t b = 0; b < samples.size(); ++b) {
+      const TrainSample& s = *samples[b];
+      for (size_t j = 0; j < s.old_logprobs.size(); ++j) {
+        size_t t = static_cast<size_t>(s.prompt_len) + j;
+        if (t == 0 || t >= s.tokens.size()) continue;
+        old_logp[b * static_cast<size_t>(batch.T) + t] = s.old_logprobs[j];
+        mask[b * static_cast<size_t>(batch.T) + t] = 1.f;
+      }
+      advantages.push_back(s.advantage);
+      offsets.push_back(static_cast<int64_t>((b + 1) * static_cast<size_t>(batch.T)));
+    }
+  }
+
+  rl::LossInputs inputs(std::span<const float> logp) const {
+    rl::LossInputs in;
+    in.logp = logp;
+    in.old_logp = old_logp;
+    in.mask = mask;
+    in.advantages = advantages;
+    in.offsets = offsets;
+    return in;
+  }
+};
+
+}  // namespace
+
+TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
+  TrainReport report;
+  const int32_t pad = tokenizer_.pad_id();
+  for (int epoch = 0; epoch < work.ppo_epochs; ++epoch) {
+    for (int m = 0; m < work.mini_batches; ++m) {
+      std::vector<const TrainSample*> part;
+      for (const auto& s : work.samples)
+        if (s.mini_batch == m) part.push_back(&s);
+      std::vector<MicroBatch> micro;
+      for (size_t i = 0; i < part.size(); i += static_cast<size_t>(opts_.micro_batch_seqs)) {
+        std::vector<const TrainSample*> chunk(part.begin() + static_cast<long>(i),
+                                              part.begin() + static_cast<long>(std::min(part.size(), i + opts_.micro_batch_seqs)));
+        micro.emplace_back(chunk, pad);
+      }
+      // The normaliser is global: summed over every micro-batch of every rank before any loss.
+      double local_norm = 0;
+      for (const auto& mb : micro) local_norm += rl::loss_normaliser(mb.inputs(mb.old_logp), opts_.loss.aggregation);
+      const double global_norm = allreduce_sum(local_norm, policy);
+      if (global_norm <= 0) continue;  // nothing to learn in this mini-batch on any rank
+      model_.zero_grad();
+      for (auto& mb : micro) {
+        std::vector<float> logp(mb.old_logp.size());
+        Status st = model_.forward(mb.batch, logp.data());
+        LEAP_CHECK(st.is_ok(), "training forward failed: " << st.message());
+        rl::LossOutput out = rl::grpo_loss(mb.inputs(logp), opts_.loss, global_norm);
+        model_.backward(out.dlogp.data());
+        report.loss += out.loss;
+        report.tokens += out.stats.tokens;
+        report.clipped += out.stats.clipped + out.stats.dual_clipped;
+        report.ratio_sum += out.stats.ratio_sum;
+        report.ratio_max = std::max(report.ratio_max, out.stats.ratio_max);
+        report.kl_sum += out.stats.kl_sum;
+        report.neg_logp_sum += out.stats.neg_logp_sum;
+      }
+      allreduce_sum(model_.grads(), model_.num_params(), policy);
+      model::StepStats s = optimizer_.step();
+      report.grad_norm = s.grad_norm;
+      report.lr = s.lr;
+    }
+  }
+  return report;
+}
+
+}  // namespace leap::mpi

@@ -1,0 +1,46 @@
+// The policy replica on a policy rank: the model, its tokenizer, sampler and optimizer behind
+// the PolicyEngine interface the distributed step drives.
+//
+// Training follows DESIGN.md step 6 exactly: for each PPO epoch and mini-batch, the rank's
+// samples are run in micro-batches; the loss normaliser is summed across ranks first (every
+// rank takes part, with zeros when it holds no samples of that mini-batch), each micro-batch
+// back-propagates its GRPO loss under that global normaliser into the flat gradient, the flat
+// gradient is summed (not averaged) across the policy ranks, and AdamW steps. Replicas start
+// identical and apply identical updates, so they stay identical.
+#pragma once
+
+#include "model/optimizer.h"
+#include "model/sampler.h"
+#include "model/tokenizer.h"
+#include "model/transformer.h"
+#include "mpi/engines.h"
+#include "rl/grpo_loss.h"
+
+namespace leap::mpi {
+
+struct PolicyReplicaOptions {
+  model::SamplerConfig sampler;
+  rl::LossOptions loss;
+  int micro_batch_seqs = 8;  // sequences per forward/backward on this rank
+};
+
+class PolicyReplica final : public PolicyEngine {
+ public:
+  PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW& optimizer,
+                PolicyReplicaOptions opts);
+
+  std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
+  size_t count_tokens(std::string_view text) const override;
+  TrainReport train(const TrainWork& work, MPI_Comm policy) override;
+  const float* params() const override { return model_.params(); }
+  size_t num_params() const override { return model_.num_params(); }
+
+ private:
+  model::Transformer& model_;
+  const model::Tokenizer& tokenizer_;
+  model::AdamW& optimizer_;
+  PolicyReplicaOptions opts_;
+  model::Sampler sampler_;
+};
+
+}  // namespace leap::mpi
