@@ -82,8 +82,9 @@ def describe(params, cpu_params, buffers):
         lines.append(f"Integer parameters: {sizes} (also checked at {small}; do not assume sizes are "
                      f"multiples of the block size).")
     if floats:
-        vals = ", ".join(f"{k} = {params[k]}" for k in floats)
-        lines.append(f"Float parameters (pass them to a float kernel argument): {vals}.")
+        vals = ", ".join(f"{k} (e.g. {params[k]})" for k in floats)
+        lines.append(f"Float parameters, whose values differ between checks (take each as a float kernel "
+                     f"argument): {vals}.")
     names = [b["name"] for b in buffers] + list(params)
     lines.append("Launch arguments may use the names " + ", ".join(names) + ".")
     return "\n".join(lines)

@@ -18,7 +18,7 @@ enum class Role { kIn, kOut, kInOut };
 
 struct Init {
   enum class Kind { kNormal, kUniform, kRandint, kZeros, kOnes } kind = Kind::kNormal;
-  double a = 0, b = 1;  // uniform(a,b) / randint(a,b) bounds
+  double a = 0, b = 1;  // uniform(a,b): [a, b); randint(a,b): integers in [a, b], both inclusive
 };
 
 struct BufferSpec {
