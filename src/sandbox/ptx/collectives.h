@@ -22,6 +22,9 @@ enum class WarpOp : uint8_t { kShfl, kVote, kActiveMask, kSyncWarp, kRedux, kMat
 void complete_barrier(Exec& x, const std::vector<uint32_t>& waiting);
 // Completes one warp collective for the lanes (block thread indices) parked at the same pc.
 void complete_warp_op(Exec& x, const std::vector<uint32_t>& lanes);
+// True when every live lane named in the waiting lanes' member masks has arrived (activemask is
+// always ready: it reports whoever is there). `alive` has a bit per live lane of the warp.
+bool warp_op_ready(const Exec& x, const std::vector<uint32_t>& lanes, uint32_t alive);
 // True for the handler that parks a thread on a warp collective.
 bool is_warp_park(Handler h);
 

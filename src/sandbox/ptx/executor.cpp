@@ -251,7 +251,8 @@ void run_block(Exec& x, bool reversed, uint64_t* budget_left) {
   ++x.block_epoch;
   std::fill(x.warp_epoch.begin(), x.warp_epoch.end(), 1);
 
-  std::vector<uint32_t> parked, group;
+  std::vector<uint32_t> parked;
+  std::vector<std::vector<uint32_t>> groups;
   for (;;) {
     bool progress = false;
     for (uint32_t wi = 0; wi < nwarps; ++wi) {
@@ -271,13 +272,33 @@ void run_block(Exec& x, bool reversed, uint64_t* budget_left) {
           if (x.threads[t].status == ThreadStatus::kAtWarpOp) parked.push_back(t);
         }
         if (parked.empty()) break;
-        while (!parked.empty()) {
-          const uint32_t pc = x.threads[parked[0]].pc;
-          group.clear();
-          std::vector<uint32_t> rest;
-          for (uint32_t t : parked) (x.threads[t].pc == pc ? group : rest).push_back(t);
-          complete_warp_op(x, group);
-          parked.swap(rest);
+        // Groups by instruction. A group completes once all live lanes its member masks name
+        // have arrived; if none can (lanes wait at different collectives, which the hardware
+        // does not define), each completes with the lanes it has, so the kernel still ends.
+        uint32_t alive = 0;
+        for (uint32_t t = lo; t < hi; ++t) {
+          if (x.threads[t].status != ThreadStatus::kExited) alive |= 1u << (t - lo);
+        }
+        groups.clear();
+        for (uint32_t t : parked) {
+          auto g = std::find_if(groups.begin(), groups.end(), [&](const std::vector<uint32_t>& v) {
+            return x.threads[v[0]].pc == x.threads[t].pc;
+          });
+          if (g == groups.end()) {
+            groups.push_back({t});
+          } else {
+            g->push_back(t);
+          }
+        }
+        bool completed = false;
+        for (const auto& g : groups) {
+          if (warp_op_ready(x, g, alive)) {
+            complete_warp_op(x, g);
+            completed = true;
+          }
+        }
+        if (!completed) {
+          for (const auto& g : groups) complete_warp_op(x, g);
         }
         ++x.warp_epoch[w];
         progress = true;

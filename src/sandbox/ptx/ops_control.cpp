@@ -109,6 +109,18 @@ void complete_barrier(Exec& x, const std::vector<uint32_t>& waiting) {
   }
 }
 
+bool warp_op_ready(const Exec& x, const std::vector<uint32_t>& lanes, uint32_t alive) {
+  const Instr& in = x.prog->code[x.threads[lanes[0]].pc];
+  if (static_cast<WarpOp>(in.aux & 0xff) == WarpOp::kActiveMask) return true;
+  uint32_t arrived = 0, needed = 0;
+  for (uint32_t t : lanes) {
+    arrived |= 1u << (t & 31);
+    needed |= static_cast<uint32_t>(x.regs[static_cast<size_t>(t) * x.slots + in.v[0]]);
+  }
+  needed &= alive;
+  return (arrived & needed) == needed;
+}
+
 void complete_warp_op(Exec& x, const std::vector<uint32_t>& lanes) {
   const Instr& in = x.prog->code[x.threads[lanes[0]].pc];
   const uint32_t warp_base = lanes[0] & ~31u;

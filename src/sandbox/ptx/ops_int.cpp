@@ -210,6 +210,21 @@ uint32_t h_brev(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   r[in.d] = d;
   return pc + 1;
 }
+// bfind: the position of the most significant non-sign bit (0xffffffff if none); with
+// .shiftamt (aux 1), the left shift that would bring it to the top instead.
+template <class T>
+uint32_t h_bfind(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
+  constexpr int bits = 8 * sizeof(T);
+  U<T> a = static_cast<U<T>>(r[in.a]);
+  if (std::is_signed_v<T> && static_cast<T>(a) < 0) a = static_cast<U<T>>(~a);
+  uint32_t d = 0xffffffffu;
+  if (a != 0) {
+    const int pos = bits - 1 - std::countl_zero(a);
+    d = in.aux ? static_cast<uint32_t>(bits - 1 - pos) : static_cast<uint32_t>(pos);
+  }
+  r[in.d] = d;
+  return pc + 1;
+}
 template <class T>
 uint32_t h_bfe(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   constexpr uint32_t bits = 8 * sizeof(T);
@@ -522,6 +537,10 @@ bool select_int(const OpSpec& op, Selection* sel) {
   else if (b == "popc") sel->fn = LEAP_INT_DISPATCH(h_popc, t);
   else if (b == "clz") sel->fn = LEAP_INT_DISPATCH(h_clz, t);
   else if (b == "brev") sel->fn = LEAP_INT_DISPATCH(h_brev, t);
+  else if (b == "bfind") {
+    sel->fn = LEAP_INT_DISPATCH(h_bfind, t);
+    sel->aux = op.has("shiftamt") ? 1 : 0;
+  }
   else if (b == "bfe") sel->fn = LEAP_INT_DISPATCH(h_bfe, t);
   else if (b == "bfi") sel->fn = LEAP_INT_DISPATCH(h_bfi, t);
   else if (b == "prmt" && t == Type::kB32 && op.mods.empty()) sel->fn = &h_prmt;
