@@ -210,7 +210,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
     announce(Control::Kind::kCheckReplicas, step, 0, topo_.world);
     LEAP_RETURN_IF_ERROR(check_replicas_identical(policy_.params(), policy_.num_params(), topo_.role_comm));
   }
-  auto stats = state.dcp_stats();
+  const rl::DcpStepStats& stats = state.scores().dcp;
   dcp_.update(stats);
 
   StepReport report;

@@ -142,12 +142,14 @@ bool StepState::any_active() const {
 }
 
 void StepState::score(const rl::RewardOptions& rewards, const rl::AdvantageOptions& advantages) {
-  for (auto& g : groups_) {
-    auto trajs = trajectories_of(g);
-    g.advantages = rl::score_group(trajs, rewards, advantages);
-    for (size_t s = 0; s < g.samples.size(); ++s) {
-      auto& turns = g.samples[s].turns;
-      const auto& adv = g.advantages.turn_advantage[s];
+  std::vector<rl::GroupRecord> records;
+  for (const auto& g : groups_) records.push_back({trajectories_of(g), g.dcp});
+  scores_ = rl::score_step(records, rewards, advantages);
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    groups_[g].advantages = scores_.groups[g];
+    for (size_t s = 0; s < groups_[g].samples.size(); ++s) {
+      auto& turns = groups_[g].samples[s].turns;
+      const auto& adv = groups_[g].advantages.turn_advantage[s];
       for (size_t t = 0; t < turns.size(); ++t) turns[t].advantage = t < adv.size() ? adv[t] : 0.0;
     }
   }
@@ -155,27 +157,18 @@ void StepState::score(const rl::RewardOptions& rewards, const rl::AdvantageOptio
 
 std::vector<StepState::TrainItem> StepState::train_items() const {
   std::vector<TrainItem> items;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    if (groups_[g].advantages.skip) continue;
-    for (size_t s = 0; s < groups_[g].samples.size(); ++s) {
-      for (const auto& r : groups_[g].samples[s].turns) {
-        if (!r.verified || r.completion.completion_tokens.empty()) continue;
-        items.push_back({static_cast<int>(g), static_cast<int>(s), r.turn, &r});
-      }
-    }
+  for (const auto& it : scores_.train_items) {
+    const auto& turns = groups_[static_cast<size_t>(it.group)].samples[static_cast<size_t>(it.sample)].turns;
+    const TurnRecord& r = turns[static_cast<size_t>(it.turn - 1)];
+    if (r.completion.completion_tokens.empty()) continue;  // nothing was generated to train on
+    items.push_back({it.group, it.sample, it.turn, &r});
   }
   return items;
 }
 
-rl::DcpStepStats StepState::dcp_stats() const {
-  rl::DcpStepStats stats;
-  for (const auto& g : groups_) stats.add_group(g.dcp, trajectories_of(g));
-  return stats;
-}
-
 void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* rows,
                           std::vector<io::SampleText>* texts) const {
-  rl::DcpStepStats stats = dcp_stats();
+  const rl::DcpStepStats& stats = scores_.dcp;
   io::StepRow& st = *step_row;
   st.step = step_;
   st.n_groups = static_cast<int32_t>(stats.n_groups);
@@ -183,17 +176,14 @@ void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* row
   st.n_hopeless = static_cast<int32_t>(stats.n_hopeless);
   st.n_expanded = static_cast<int32_t>(stats.n_expanded);
   st.n_sandbox_jobs = static_cast<int32_t>(stats.sandbox_jobs);
-  int64_t samples = 0, pass1 = 0, pass_final = 0, tokens = 0, turn_samples = 0, dropped = 0;
+  st.n_dropped_groups = static_cast<int32_t>(scores_.n_dropped_groups);
+  st.pass_turn1 = scores_.pass_turn1;
+  st.pass_final = scores_.pass_final;
+  int64_t tokens = 0, turn_samples = 0;
   for (size_t g = 0; g < groups_.size(); ++g) {
     const GroupState& grp = groups_[g];
-    dropped += grp.advantages.skip;
     for (size_t s = 0; s < grp.samples.size(); ++s) {
-      const SampleState& smp = grp.samples[s];
-      auto traj = smp.trajectory();
-      ++samples;
-      pass1 += traj.success_turn() == 1;
-      pass_final += traj.succeeded();
-      for (const auto& r : smp.turns) {
+      for (const auto& r : grp.samples[s].turns) {
         io::SampleRow row;
         row.step = step_;
         row.task = grp.task;
@@ -219,11 +209,8 @@ void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* row
     }
   }
   st.n_samples = static_cast<int32_t>(turn_samples);
-  st.n_dropped_groups = static_cast<int32_t>(dropped);
   st.tokens_generated = tokens;
   st.mean_completion_tokens = turn_samples ? static_cast<double>(tokens) / static_cast<double>(turn_samples) : 0;
-  st.pass_turn1 = samples ? static_cast<double>(pass1) / static_cast<double>(samples) : 0;
-  st.pass_final = samples ? static_cast<double>(pass_final) / static_cast<double>(samples) : 0;
 }
 
 }  // namespace leap::mpi

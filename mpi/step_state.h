@@ -19,6 +19,7 @@
 #include "rl/dcp.h"
 #include "rl/prompt_builder.h"
 #include "rl/rewards.h"
+#include "rl/step_scores.h"
 #include "tasks/suite.h"
 
 namespace leap::mpi {
@@ -72,19 +73,19 @@ class StepState {
   // After turn t > 1: samples that succeeded stop; others continue until max_turns.
   void close_turn(int turn);
   bool any_active() const;
-  // After the last turn: rewards, advantages and their credit to every turn.
+  // After the last turn: rewards, advantages and their credit to every turn (rl::score_step).
   void score(const rl::RewardOptions& rewards, const rl::AdvantageOptions& advantages);
+  const rl::StepScores& scores() const { return scores_; }
 
-  // Training samples: every turn of every group that is not skipped.
+  // Training samples: every generated turn of every non-void sample of a group not skipped.
   struct TrainItem {
     int group = 0, sample = 0, turn = 0;
     const TurnRecord* record = nullptr;
   };
   std::vector<TrainItem> train_items() const;
 
-  // Rows for HDF5 and the step's counters.
+  // Rows for HDF5 and the step's counters; after score().
   void fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* rows, std::vector<io::SampleText>* texts) const;
-  rl::DcpStepStats dcp_stats() const;
 
   const std::vector<GroupState>& groups() const { return groups_; }
   int64_t step() const { return step_; }
@@ -98,6 +99,7 @@ class StepState {
   StepOptions opts_;
   int turn_ = 0;
   std::vector<GroupState> groups_;
+  rl::StepScores scores_;
 };
 
 }  // namespace leap::mpi
