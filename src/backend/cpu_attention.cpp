@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/cpu_backend.h"
+#include "backend/cpu_math.h"
 #include "backend/cpu_parallel.h"
 #include "cblas.h"
 
@@ -36,8 +37,9 @@ inline void softmax_inplace(float* s, int n) {
   float mx = -std::numeric_limits<float>::infinity();
   for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
   float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
   for (int j = 0; j < n; ++j) {
-    s[j] = std::exp(s[j] - mx);
+    s[j] = exp_fast(s[j] - mx);
     sum += s[j];
   }
   float inv = 1.0f / sum;
@@ -104,6 +106,7 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
               const float* pr = pb + static_cast<size_t>(r) * T;
               float* dr = ds.data() + static_cast<size_t>(r) * n;
               float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
               for (int j = 0; j < n; ++j) sum += pr[j] * dr[j];
               for (int j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - sum) * scale;
             }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "backend/cpu_backend.h"
+#include "backend/cpu_math.h"
 #include "backend/cpu_parallel.h"
 
 namespace leap::backend {
@@ -16,7 +17,8 @@ void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logit
     float mx = z[0];
     for (int v = 1; v < V; ++v) mx = z[v] > mx ? z[v] : mx;
     float sum = 0.0f;
-    for (int v = 0; v < V; ++v) sum += std::exp(z[v] - mx);
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; ++v) sum += exp_fast(z[v] - mx);
     lse[n] = mx + std::log(sum);
     logprobs[n] = targets[n] >= 0 ? z[targets[n]] - lse[n] : 0.0f;
   }
@@ -32,7 +34,7 @@ void CpuBackend::logprob_backward(float* dlogits, const float* dlogprobs, const 
     const float* z = logits + static_cast<size_t>(n) * V;
     float* dz = dlogits + static_cast<size_t>(n) * V;
     const float l = lse[n];
-    for (int v = 0; v < V; ++v) dz[v] -= g * std::exp(z[v] - l);
+    for (int v = 0; v < V; ++v) dz[v] -= g * exp_fast(z[v] - l);
     dz[targets[n]] += g;
   }
 }

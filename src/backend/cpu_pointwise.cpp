@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "backend/cpu_backend.h"
+#include "backend/cpu_math.h"
 #include "backend/cpu_parallel.h"
 
 namespace leap::backend {
@@ -114,7 +115,7 @@ void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
     const float* g = inp + static_cast<size_t>(n) * 2 * I;
     const float* u = g + I;
     float* y = out + static_cast<size_t>(n) * I;
-    for (int i = 0; i < I; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+    for (int i = 0; i < I; ++i) y[i] = g[i] / (1.0f + exp_fast(-g[i])) * u[i];
   }
 }
 
@@ -128,7 +129,7 @@ void CpuBackend::swiglu_backward(float* dinp, const float* dout, const float* in
     float* du = dg + I;
     const float* dy = dout + static_cast<size_t>(n) * I;
     for (int i = 0; i < I; ++i) {
-      float s = 1.0f / (1.0f + std::exp(-g[i]));
+      float s = 1.0f / (1.0f + exp_fast(-g[i]));
       dg[i] += dy[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
       du[i] += dy[i] * g[i] * s;
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu_backend.h"
+#include "backend/cpu_math.h"
 #include "backend/lr_schedule.h"
 #include "common/rng.h"
 
@@ -237,6 +238,24 @@ TEST(LrSchedule, WarmupThenCosine) {
   EXPECT_NEAR(s.at(9), 0.55, 1e-12);  // half-way down the cosine
   EXPECT_DOUBLE_EQ(s.at(14), 0.1);
   EXPECT_DOUBLE_EQ(s.at(100), 0.1);
+}
+
+}  // namespace
+}  // namespace leap::backend
+
+namespace leap::backend {
+namespace {
+
+TEST(ExpFast, RelativeErrorAgainstLibm) {
+  double worst = 0;
+  for (float x = -87.0f; x <= 88.0f; x += 0.01237f) {
+    double want = std::exp(static_cast<double>(x));
+    worst = std::fmax(worst, std::fabs(exp_fast(x) - want) / want);
+  }
+  EXPECT_LE(worst, 3e-7);
+  EXPECT_EQ(exp_fast(0.0f), 1.0f);
+  EXPECT_LT(exp_fast(-1000.0f), 1e-37f);  // clamped, never NaN or negative
+  EXPECT_GE(exp_fast(-1000.0f), 0.0f);
 }
 
 }  // namespace
