@@ -19,10 +19,6 @@ void TopologyConfig::declare(OptionSet& opts) {
   opts.add("mpi.sandbox_per_node", &sandbox_per_node, 0,
            "If > 0: the last N ranks of every node are sandbox ranks (overrides sandbox_ranks).",
            {.min = 0});
-  opts.add("mpi.sandbox_device", &sandbox_device, std::string("auto"),
-           "Whether sandbox ranks get GPUs of their own: auto (yes, when GPUs are left after the "
-           "policy ranks), cpu (never: PTX interpreter), gpu (required).",
-           {.choices = {"auto", "cpu", "gpu"}});
 }
 
 const char* role_name(Role r) { return r == Role::kPolicy ? "policy" : "sandbox"; }
@@ -112,7 +108,7 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
   }
   if (cfg.sandbox_device == "gpu" && gpus_per_node == 0 && sandbox_count > 0) {
     free_topology(&t);
-    return invalid_input("mpi.sandbox_device = gpu but this node has no GPU: use auto or cpu");
+    return invalid_input("sandbox.device = gpu but this node has no GPU: use auto or cpu");
   }
   if (policy_on_gpu && gpus_per_node == 0) {
     free_topology(&t);

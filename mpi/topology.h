@@ -17,7 +17,8 @@ namespace leap::mpi {
 struct TopologyConfig {
   int sandbox_ranks = 0;     // total sandbox ranks: the last ones of MPI_COMM_WORLD
   int sandbox_per_node = 0;  // if > 0: the last this-many ranks of every node, instead
-  std::string sandbox_device = "auto";  // auto|cpu|gpu: do sandbox ranks get their own GPUs?
+  // auto|cpu|gpu: do sandbox ranks get their own GPUs? Set from `sandbox.device`, not declared here.
+  std::string sandbox_device = "auto";
   void declare(OptionSet& opts);
 };
 

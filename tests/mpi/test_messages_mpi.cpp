@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "mpi/agree.h"
 #include "mpi/grad_reduce.h"
 #include "mpi/messages.h"
 
@@ -75,6 +76,16 @@ TEST(GradReduceMpi, DivergedReplicaIsNamed) {
   Status st = check_replicas_identical(p.data(), p.size(), MPI_COMM_WORLD);
   ASSERT_FALSE(st.is_ok());
   EXPECT_NE(st.message().find("rank(s) 2 differs"), std::string::npos) << st.message();
+}
+
+TEST(AgreeMpi, EveryRankGetsTheFirstFailure) {
+  const int rank = world_rank();
+  EXPECT_TRUE(agree(Status::ok(), MPI_COMM_WORLD).is_ok());
+  Status mine = rank >= 2 ? invalid_input("model file on rank " + std::to_string(rank) + " is truncated") : Status::ok();
+  Status all = agree(mine, MPI_COMM_WORLD);
+  ASSERT_FALSE(all.is_ok());
+  EXPECT_EQ(all.code(), StatusCode::kInvalidInput);
+  EXPECT_EQ(all.message(), "rank 2: model file on rank 2 is truncated");
 }
 
 }  // namespace

@@ -1,0 +1,32 @@
+// The [train] and [output] sections.
+#include "apps/train_options.h"
+
+namespace leap::app {
+
+void TrainOptions::declare(OptionSet& opts) {
+  opts.add("train.mode", &mode, std::string("rl"),
+           "rl: multi-turn GRPO with DCP; sft: cross-entropy on the suite's reference answers (warm start).",
+           {.choices = {"rl", "sft"}, .alias = "mode"});
+  opts.add("train.steps", &steps, 10, "Optimizer steps (RL steps in rl mode).", {.min = 0});
+  opts.add("train.batch_tasks", &batch_tasks, 4, "B: tasks (groups of rl.group_size samples) per RL step.",
+           {.min = 1});
+  opts.add("train.micro_batch_seqs", &micro_batch_seqs, 8,
+           "Sequences per forward/backward on a rank; gradients accumulate over micro-batches.", {.min = 1});
+  opts.add("train.checkpoint_every", &checkpoint_every, 0, "Write a checkpoint every N steps (0: only at the end).",
+           {.min = 0});
+  opts.add("train.keep_checkpoints", &keep_checkpoints, 3, "Newest checkpoints kept in RUN/checkpoints.", {.min = 1});
+  opts.add("train.check_replicas_every", &check_replicas_every, 0,
+           "Debug: compare a checksum of the parameters across policy ranks every N steps; a mismatch is "
+           "fatal and names the ranks (0: never).",
+           {.min = 0});
+  opts.add("train.random_init", &random_init, false,
+           "Initialise the policy randomly from model.path/config.json instead of loading its weights.");
+  opts.add("train.resume", &resume, std::string(""),
+           "Continue a run: 'latest' (the newest complete checkpoint in run.out_dir) or a checkpoint folder.",
+           {.alias = "resume"});
+  opts.add("output.swmr", &swmr, std::string("auto"),
+           "HDF5 single-writer/multiple-reader mode, so h5py can read a running job: auto (off on NFS), on, off.",
+           {.choices = {"auto", "on", "off"}});
+}
+
+}  // namespace leap::app
