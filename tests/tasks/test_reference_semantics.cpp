@@ -375,25 +375,18 @@ std::map<std::string, HostFn> host_implementations() {
   return h;
 }
 
-class ReferenceSemantics : public ::testing::TestWithParam<int> {};
-
-TEST_P(ReferenceSemantics, MatchesHostImplementationOnCpuSizes) {
-  const int level = GetParam();
-  auto suite = load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
-  ASSERT_TRUE(suite) << suite.status().message();
-  const auto host = host_implementations();
+// Runs the reference of `t` on its cpu_params through the CPU sandbox path and compares every
+// output with the host implementation, over `trials` trials.
+void check_reference(const Task& t, const HostFn& fn, int trials) {
   auto compiler = std::make_shared<sandbox::NvrtcCompiler>(sandbox::CompilerConfig{});
   sandbox::CpuExecutor executor(compiler, sandbox::CpuExecutorOptions{});
   sandbox::JobRunner runner(executor);
-  for (const Task& t : suite->tasks) {
-    SCOPED_TRACE(t.id);
-    auto fn = host.find(t.id);
-    ASSERT_NE(fn, host.end()) << "no host implementation for " << t.id;
+  {
     sandbox::JobRequest req;
     req.task = t;
     req.code = t.reference.substr(t.reference.find('\n') + 1);
     req.code = req.code.substr(0, req.code.rfind("```"));
-    req.trials = {{.seed = 5, .trial = 0, .sizes = SizeSet::kCpu}, {.seed = 5, .trial = 1, .sizes = SizeSet::kCpu}};
+    for (int k = 0; k < trials; ++k) req.trials.push_back({.seed = 5, .trial = static_cast<uint64_t>(k), .sizes = SizeSet::kCpu});
     sandbox::JobReport rep = runner.run(req);
     ASSERT_TRUE(rep.outcome.ok()) << sandbox::verdict_name(rep.outcome.verdict) << ": " << rep.outcome.message;
     ASSERT_EQ(rep.outputs.size(), req.trials.size());
@@ -406,7 +399,7 @@ TEST_P(ReferenceSemantics, MatchesHostImplementationOnCpuSizes) {
         for (size_t i = 0; i < v.size(); ++i) v[i] = read_element(b.bytes.data(), b.dtype, i);
         bufs[b.name] = std::move(v);
       }
-      fn->second(Ctx{t.cpu_params, bufs});
+      fn(Ctx{t.cpu_params, bufs});
       for (const auto& got : rep.outputs[trial]) {
         const Vec& want = bufs[got.name];
         ASSERT_EQ(want.size(), static_cast<size_t>(got.elements)) << got.name;
@@ -424,6 +417,52 @@ TEST_P(ReferenceSemantics, MatchesHostImplementationOnCpuSizes) {
         }
         EXPECT_EQ(bad, 0) << t.id << " " << got.name << ": " << bad << " mismatches, max error " << max_err;
       }
+    }
+  }
+}
+
+class ReferenceSemantics : public ::testing::TestWithParam<int> {};
+
+TEST_P(ReferenceSemantics, MatchesHostImplementationOnCpuSizes) {
+  const int level = GetParam();
+  auto suite = load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
+  ASSERT_TRUE(suite) << suite.status().message();
+  const auto host = host_implementations();
+  for (const Task& t : suite->tasks) {
+    SCOPED_TRACE(t.id);
+    auto fn = host.find(t.id);
+    ASSERT_NE(fn, host.end()) << "no host implementation for " << t.id;
+    check_reference(t, fn->second, 2);
+  }
+}
+
+// Grid-stride loops with a capped grid, and the scan's carry across 1024-chunk passes, only do
+// their second round past a size that cpu_params stay under. These runs cross those sizes, so
+// the code paths the GPU sizes take are executed too.
+TEST(ReferenceSemanticsLarge, CappedGridsAndMultiPassScans) {
+  const std::map<std::string, Params> larger = {
+      {"L1/sum", {{"n", int64_t{300007}}}},
+      {"L1/dot", {{"n", int64_t{300007}}}},
+      {"L1/max_reduce", {{"n", int64_t{70001}}}},
+      {"L1/l2_norm", {{"n", int64_t{140001}}}},
+      {"L1/histogram", {{"n", int64_t{140001}}}},
+      {"L1/prefix_sum", {{"n", int64_t{1100003}}}},
+      {"L1/gelu_tanh", {{"n", int64_t{530001}}}},
+      {"L1/f32_to_bf16", {{"n", int64_t{270001}}}},
+      {"L1/axpy", {{"n", int64_t{1050001}}, {"alpha", 0.75}}},
+      {"L2/bias_gelu_erf", {{"rows", int64_t{1031}}, {"cols", int64_t{1021}}}},
+  };
+  const auto host = host_implementations();
+  for (int level : {1, 2}) {
+    auto suite = load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
+    ASSERT_TRUE(suite) << suite.status().message();
+    for (const auto& [id, params] : larger) {
+      const Task* t = suite->find(id);
+      if (t == nullptr) continue;
+      SCOPED_TRACE(id + " at larger sizes");
+      Task big = *t;
+      big.cpu_params = params;
+      check_reference(big, host.at(id), 1);
     }
   }
 }
