@@ -10,12 +10,12 @@ const std::vector<Subcommand>& subcommands() {
       {"train", "the MPI training program: --mode rl (default) or --mode sft", run_train},
       {"eval", "a policy on a suite: pass@k, per-turn accuracy, fast_p on GPU",
        [](const std::vector<std::string>&) { return run_not_built("eval"); }},
-      {"check", "one answer against one task through the sandbox; prints the verdict as JSON",
-       [](const std::vector<std::string>&) { return run_not_built("check"); }},
+      {"check", "one answer against one task through the sandbox; prints the verdict as JSON", run_check},
       {"score", "per-token log-probabilities of a token sequence under a checkpoint, as JSON", run_score},
       {"analyze", "summary of a run's HDF5 file",
        [](const std::vector<std::string>&) { return run_not_built("analyze"); }},
       {"tasks", "list and validate task suites", run_tasks},
+      {"worker", "the sandbox's worker process (started by the sandbox itself)", run_worker, true},
   };
   return kTable;
 }

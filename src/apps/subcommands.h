@@ -26,6 +26,8 @@ int parse_or_exit(const char* sub, const char* usage, const std::vector<std::str
 int run_train(const std::vector<std::string>& args);
 int run_tasks(const std::vector<std::string>& args);  // tasks_command.cpp
 int run_score(const std::vector<std::string>& args);  // score_command.cpp
+int run_check(const std::vector<std::string>& args);   // check_command.cpp
+int run_worker(const std::vector<std::string>& args);  // worker_command.cpp (hidden)
 int run_not_built(const char* sub);
 
 }  // namespace leap::app

@@ -48,6 +48,10 @@ Expected<std::string> extract_code_block(std::string_view completion);
 // headers NVRTC resolves. Comments and string literals are ignored.
 Status check_device_only(std::string_view code);
 
+// The code with comments and the contents of string/char literals replaced by spaces (newlines
+// kept), so scans for names and constructs see code only.
+std::string blank_comments_and_strings(std::string_view code);
+
 // extract_code_block + parse_answer_code.
 Expected<Answer> parse_answer(std::string_view completion);
 // check_device_only + the launch and scratch lines (at least one launch) of a code block.

@@ -26,8 +26,8 @@ constexpr std::array<std::string_view, 14> kHostCalls = {
     "cudaMemcpy",      "cudaMemcpyAsync",   "cudaMemset",      "cudaDeviceSynchronize",
     "cudaLaunchKernel", "cudaStreamCreate", "cudaSetDevice",   "cudaDeviceReset", "cudaMemcpyToSymbol"};
 
-// Replaces comments and the contents of string and character literals with spaces, keeping
-// newlines so line numbers survive.
+}  // namespace
+
 std::string blank_comments_and_strings(std::string_view code) {
   std::string out(code);
   size_t i = 0;
@@ -52,6 +52,8 @@ std::string blank_comments_and_strings(std::string_view code) {
   }
   return out;
 }
+
+namespace {
 
 int line_of(std::string_view text, size_t pos) {
   int line = 1;

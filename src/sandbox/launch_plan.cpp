@@ -140,6 +140,26 @@ Expected<PlannedLaunch> plan_launch(const LaunchSpec& spec, const tasks::Task& t
   return out;
 }
 
+// Every launched kernel's name appears in the code. NVRTC would fail on an unknown name
+// expression with an obscure pragma message; this says what is wrong in the policy's terms.
+Status check_kernels_named(const Answer& answer) {
+  const std::string code = blank_comments_and_strings(answer.source);
+  auto is_ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (const auto& l : answer.launches) {
+    std::string base = l.kernel.substr(0, l.kernel.find('<'));
+    if (size_t sep = base.rfind("::"); sep != std::string::npos) base = base.substr(sep + 2);
+    bool found = false;
+    for (size_t p = code.find(base); p != std::string::npos && !found; p = code.find(base, p + 1)) {
+      found = (p == 0 || !is_ident(code[p - 1])) && (p + base.size() >= code.size() || !is_ident(code[p + base.size()]));
+    }
+    if (!found)
+      return invalid_input(fmt::format("line {}: the code defines no __global__ kernel '{}' (define it, "
+                                       "and spell it in the launch line as in the code)",
+                                       l.line, base));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<LaunchPlan> make_launch_plan(const Answer& answer, const tasks::Task& task,
@@ -148,6 +168,7 @@ Expected<LaunchPlan> make_launch_plan(const Answer& answer, const tasks::Task& t
   if (static_cast<int>(answer.launches.size()) > limits.max_launches)
     return invalid_input(fmt::format("{} launch lines exceed the limit of {}", answer.launches.size(),
                                      limits.max_launches));
+  LEAP_RETURN_IF_ERROR(check_kernels_named(answer));
   LEAP_RETURN_IF_ERROR(plan_scratch(answer, task, params, limits, &plan));
   for (const auto& spec : answer.launches) {
     auto launch = plan_launch(spec, task, plan, params, limits);

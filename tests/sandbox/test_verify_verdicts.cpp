@@ -1,0 +1,179 @@
+// Every verdict reached by an answer written to reach it, through the real pipeline (parse,
+// plan, NVRTC, the PTX interpreter, comparison against the reference), in this process.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "sandbox/cpu_executor.h"
+#include "sandbox/verifier.h"
+#include "verify_fixture.h"
+
+namespace leap::sandbox {
+namespace {
+
+using testing::answer;
+using testing::kGoodKernel;
+using testing::kGoodLaunch;
+
+class VerifyVerdicts : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    CpuExecutorOptions o;
+    o.instruction_budget = 20'000'000;  // an endless loop ends fast and deterministically
+    channel_ = new LocalChannel(std::make_unique<CpuExecutor>(std::make_shared<NvrtcCompiler>(), o));
+  }
+  static void TearDownTestSuite() {
+    delete channel_;
+    channel_ = nullptr;
+  }
+  VerifyResult verify(const std::string& completion) {
+    SandboxConfig config;
+    config.device = "cpu";
+    Verifier v(*channel_, config);
+    return v.verify(task_, completion);
+  }
+  void expect(const std::string& completion, Verdict want, const std::string& feedback_part) {
+    VerifyResult r = verify(completion);
+    EXPECT_EQ(verdict_name(r.verdict), verdict_name(want)) << r.feedback;
+    EXPECT_NE(r.feedback.find(feedback_part), std::string::npos) << r.feedback;
+    EXPECT_LE(r.feedback.size(), 2048u);
+  }
+  static LocalChannel* channel_;
+  tasks::Task task_ = testing::relu_scale_task();
+};
+LocalChannel* VerifyVerdicts::channel_ = nullptr;
+
+TEST_F(VerifyVerdicts, CorrectAnswerPasses) {
+  VerifyResult r = verify(answer(kGoodKernel, kGoodLaunch));
+  EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
+  EXPECT_LE(r.max_abs_err, 1e-6);
+  EXPECT_FALSE(r.speedup.has_value());
+  EXPECT_GT(r.compile_ms + r.exec_ms, 0.0);
+}
+
+TEST_F(VerifyVerdicts, NoCodeBlockIsFormatError) {
+  expect("I would write a kernel that applies relu.", Verdict::kFormatError, "no ```cuda code block");
+}
+
+TEST_F(VerifyVerdicts, SyntaxErrorIsCompileError) {
+  expect(answer("__global__ void k(const float* x, float* out, float alpha, int n) { out[0] = x[0] }",
+                kGoodLaunch),
+         Verdict::kCompileError, "error");
+}
+
+TEST_F(VerifyVerdicts, CallingAHostFunctionIsCompileError) {
+  expect(answer(std::string("float host_relu(float v) { return v > 0 ? v : 0; }\n") +
+                    "__global__ void k(const float* x, float* out, float alpha, int n) {\n"
+                    "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                    "  if (i < n) out[i] = host_relu(x[i]) * alpha;\n}",
+                kGoodLaunch),
+         Verdict::kCompileError, "host_relu");
+}
+
+TEST_F(VerifyVerdicts, HostRuntimeCallIsFormatError) {
+  expect(answer(std::string(kGoodKernel) + "\nvoid run(float* d) { cudaMalloc(&d, 4); }", kGoodLaunch),
+         Verdict::kFormatError, "cudaMalloc");
+}
+
+TEST_F(VerifyVerdicts, BadLaunchLines) {
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256)>>>(x, out, alpha, n)\n"), Verdict::kFormatError,
+         "takes GRID, BLOCK");
+  expect(answer(kGoodKernel, "// launch: kk<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n"), Verdict::kLaunchError,
+         "no __global__ kernel 'kk'");
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, n)\n"), Verdict::kLaunchError,
+         "takes 4 parameters but the launch line passes 3");
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, y)\n"), Verdict::kLaunchError,
+         "argument 'y'");
+}
+
+TEST_F(VerifyVerdicts, LimitsAreLaunchErrors) {
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 2048), 2048>>>(x, out, alpha, n)\n"), Verdict::kLaunchError,
+         "block.x = 2048");
+  expect(answer(kGoodKernel, "// scratch: huge f32[n * n * n]\n" + std::string(kGoodLaunch)), Verdict::kLaunchError,
+         "scratch limit");
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256, 100000>>>(x, out, alpha, n)\n"),
+         Verdict::kLaunchError, "dynamic shared memory");
+}
+
+TEST_F(VerifyVerdicts, OutOfBoundsWriteIsMemoryViolation) {
+  expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = (i < n ? fmaxf(x[i], 0.f) : 0.f) * alpha;
+})",
+                kGoodLaunch),
+         Verdict::kMemoryViolation, "");
+}
+
+TEST_F(VerifyVerdicts, OutOfBoundsReadIsMemoryViolation) {
+  // The last thread reads x[n], one past the end. (A load whose value only feeds a guarded
+  // store would be moved under the guard by the compiler, so the value is used by every thread.)
+  expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha + 0.f * x[i + 1];
+})",
+                kGoodLaunch),
+         Verdict::kMemoryViolation, "");
+}
+
+TEST_F(VerifyVerdicts, EndlessLoopIsTimeout) {
+  expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  volatile int spin = 1;
+  while (spin) { }
+  if (i < n) out[i] = x[i] * alpha;
+})",
+                kGoodLaunch),
+         Verdict::kTimeout, "instruction budget");
+}
+
+TEST_F(VerifyVerdicts, WritingNothingIsWrongAnswer) {
+  expect(answer("__global__ void k(const float* x, float* out, float alpha, int n) { }", kGoodLaunch),
+         Verdict::kWrongAnswer, "never written");
+}
+
+TEST_F(VerifyVerdicts, WritingHalfTheOutputIsWrongAnswer) {
+  expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n / 2) out[i] = fmaxf(x[i], 0.f) * alpha;
+})",
+                kGoodLaunch),
+         Verdict::kWrongAnswer, "first at index 500");
+}
+
+TEST_F(VerifyVerdicts, ModifyingAnInputIsWrongAnswer) {
+  expect(answer(R"(__global__ void k(float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { x[i] = fmaxf(x[i], 0.f); out[i] = x[i] * alpha; }
+})",
+                kGoodLaunch),
+         Verdict::kWrongAnswer, "modified input buffer 'x'");
+}
+
+TEST_F(VerifyVerdicts, WrongFormulaIsWrongAnswer) {
+  expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f) + alpha;
+})",
+                kGoodLaunch),
+         Verdict::kWrongAnswer, "max abs error");
+}
+
+TEST_F(VerifyVerdicts, CorrectOnlyForMultiplesOfTheBlockSizeIsWrongAnswer) {
+  // n / 256 blocks: the last 1000 - 768 elements are never written at the ragged CPU size.
+  expect(answer(kGoodKernel, "// launch: k<<<n / 256, 256>>>(x, out, alpha, n)\n"), Verdict::kWrongAnswer,
+         "first at index 768");
+}
+
+TEST_F(VerifyVerdicts, ReferenceOutputsAreComputedOnceAndCached) {
+  SandboxConfig config;
+  Verifier v(*channel_, config);
+  ASSERT_EQ(verdict_name(v.verify(task_, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+  const uint64_t misses = v.reference_cache().misses();
+  EXPECT_EQ(misses, static_cast<uint64_t>(config.trials));
+  ASSERT_EQ(verdict_name(v.verify(task_, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+  EXPECT_EQ(v.reference_cache().misses(), misses);
+  EXPECT_EQ(v.reference_cache().hits(), static_cast<uint64_t>(config.trials));
+}
+
+}  // namespace
+}  // namespace leap::sandbox

@@ -1,0 +1,143 @@
+// The worker pool with real `leap worker` processes: jobs verify through them, a runaway job is
+// a TIMEOUT whose worker is replaced, a worker killed from outside mid-job (kill -9) is
+// respawned and the job retried, a worker killed on every attempt is a SANDBOX_ERROR (never
+// the candidate's fault), and the pool serves many threads at once.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <atomic>
+#include <thread>
+
+#include "sandbox/verifier.h"
+#include "sandbox/worker_pool.h"
+#include "verify_fixture.h"
+
+namespace leap::sandbox {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::answer;
+using testing::kGoodKernel;
+using testing::kGoodLaunch;
+
+// A correct kernel that takes a while on the interpreter: each thread loops `reps` times over an
+// exact, idempotent step (max with its own input), so the result is bit-identical to the reference.
+std::string slow_answer(int reps) {
+  return answer("__global__ void k(const float* x, float* out, float alpha, int n) {\n"
+                "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "  if (i >= n) return;\n"
+                "  float v = x[i];\n"
+                "  for (int r = 0; r < " + std::to_string(reps) + "; ++r) v = fmaxf(v, x[i]);\n"
+                "  out[i] = fmaxf(v, 0.f) * alpha;\n}",
+                kGoodLaunch);
+}
+
+std::unique_ptr<WorkerPool> start_pool(SandboxConfig config) {
+  WorkerPoolOptions o;
+  o.leap_binary = std::string(LEAP_BINARY_DIR) + "/src/apps/leap";
+  config.device = "cpu";
+  o.config = config;
+  auto pool = WorkerPool::start(o);
+  EXPECT_TRUE(pool.has_value()) << pool.status().message();
+  return pool.has_value() ? std::move(*pool) : nullptr;
+}
+
+TEST(WorkersPool, VerifiesThroughWorkerProcesses) {
+  SandboxConfig config;
+  auto pool = start_pool(config);
+  ASSERT_TRUE(pool);
+  EXPECT_EQ(pool->worker_pids().size(), 2u);
+  Verifier v(*pool, config);
+  auto task = testing::relu_scale_task();
+  EXPECT_EQ(verdict_name(v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+  EXPECT_EQ(verdict_name(v.verify(task, answer("__global__ void k(const float* x, float* out, float a, int n) {}",
+                                               kGoodLaunch)).verdict),
+            "WRONG_ANSWER");
+}
+
+TEST(WorkersPool, RunawayJobTimesOutAndItsWorkerIsReplaced) {
+  SandboxConfig config;
+  config.workers = 1;
+  config.run_timeout_s = 1.0;
+  config.instruction_budget = int64_t{1} << 50;  // only the wall clock can stop it
+  auto pool = start_pool(config);
+  ASSERT_TRUE(pool);
+  const pid_t before = pool->worker_pids().at(0);
+  Verifier v(*pool, config);
+  auto task = testing::relu_scale_task();
+  VerifyResult r = v.verify(task, answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  volatile int spin = 1;
+  while (spin) { }
+})",
+                                         kGoodLaunch));
+  EXPECT_EQ(verdict_name(r.verdict), "TIMEOUT") << r.feedback;
+  EXPECT_NE(r.feedback.find("longer than 1 s"), std::string::npos) << r.feedback;
+  ASSERT_EQ(pool->worker_pids().size(), 1u);
+  EXPECT_NE(pool->worker_pids().at(0), before);
+  EXPECT_EQ(pool->stats().timeouts, 1u);
+  // The replacement works.
+  EXPECT_EQ(verdict_name(v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+}
+
+TEST(WorkersPool, WorkerKilledMidJobIsRespawnedAndTheJobRetried) {
+  SandboxConfig config;
+  config.workers = 1;
+  config.instruction_budget = int64_t{1} << 40;  // the slow answer runs about a second
+  auto pool = start_pool(config);
+  ASSERT_TRUE(pool);
+  Verifier v(*pool, config);
+  auto task = testing::relu_scale_task();
+  // Reference outputs first, so the next job is the candidate's alone.
+  ASSERT_EQ(verdict_name(v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+  const pid_t victim = pool->worker_pids().at(0);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(300ms);
+    ::kill(victim, SIGKILL);
+  });
+  VerifyResult r = v.verify(task, slow_answer(2'000'000));
+  killer.join();
+  EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
+  EXPECT_EQ(pool->stats().crashes, 1u);
+  EXPECT_NE(pool->worker_pids().at(0), victim);
+}
+
+TEST(WorkersPool, WorkerKilledOnEveryAttemptIsSandboxError) {
+  SandboxConfig config;
+  config.workers = 1;
+  config.instruction_budget = int64_t{1} << 40;
+  auto pool = start_pool(config);
+  ASSERT_TRUE(pool);
+  Verifier v(*pool, config);
+  auto task = testing::relu_scale_task();
+  ASSERT_EQ(verdict_name(v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+  std::atomic<bool> done{false};
+  std::thread killer([&] {
+    while (!done) {
+      std::this_thread::sleep_for(200ms);
+      for (pid_t p : pool->worker_pids()) ::kill(p, SIGKILL);
+    }
+  });
+  VerifyResult r = v.verify(task, slow_answer(2'000'000));
+  done = true;
+  killer.join();
+  EXPECT_EQ(verdict_name(r.verdict), "SANDBOX_ERROR") << r.feedback;
+  EXPECT_NE(r.feedback.find("signal 9"), std::string::npos) << r.feedback;
+}
+
+TEST(WorkersPool, ServesManyThreads) {
+  SandboxConfig config;
+  auto pool = start_pool(config);
+  ASSERT_TRUE(pool);
+  Verifier v(*pool, config);
+  auto task = testing::relu_scale_task();
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&] { ok += v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict == Verdict::kOk; });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 6);
+  EXPECT_EQ(pool->worker_pids().size(), 2u);
+}
+
+}  // namespace
+}  // namespace leap::sandbox
