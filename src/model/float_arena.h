@@ -1,6 +1,8 @@
 // FloatArena: many float arrays carved out of one backend allocation. Sizes are declared first
 // (take), then allocate() assigns every registered pointer; each array starts on a 64-byte
-// boundary. One allocation per activation set keeps the peak memory predictable.
+// boundary. One allocation per activation set keeps the peak memory predictable, and a new
+// layout (reset, take..., allocate) reuses the block when it is big enough, so batches of
+// varying shape do not reallocate every time. Contents are not preserved across layouts.
 #pragma once
 
 #include <cstddef>
@@ -23,18 +25,28 @@ class FloatArena {
     requests_.emplace_back(slot, size_);
     size_ += (n + 15) / 16 * 16;
   }
-  // Frees any previous block, allocates a zeroed one and fills every registered slot.
+  // Grows the block if the registered arrays do not fit, then fills every registered slot.
   void allocate() {
-    be_->free_floats(base_);
-    base_ = be_->alloc_floats(size_);
+    if (size_ > capacity_) {
+      be_->free_floats(base_);
+      base_ = be_->alloc_floats(size_);
+      capacity_ = size_;
+    }
     for (auto& [slot, offset] : requests_) *slot = base_ + offset;
   }
+  // Forgets the registered arrays (the block is kept for the next layout).
+  void reset() {
+    requests_.clear();
+    size_ = 0;
+  }
   size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
 
  private:
   backend::Backend* be_;
   std::vector<std::pair<float**, size_t>> requests_;
   size_t size_ = 0;
+  size_t capacity_ = 0;
   float* base_ = nullptr;
 };
 

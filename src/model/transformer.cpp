@@ -69,8 +69,9 @@ void Transformer::ensure_rope_tables(int T) {
 
 void Transformer::ensure_activations(int B, int T) {
   if (acts_ && acts_->B == B && acts_->T == T) return;
-  acts_ = std::make_unique<Activations>(*be_);
+  if (!acts_) acts_ = std::make_unique<Activations>(*be_);
   Activations& a = *acts_;
+  a.arena.reset();
   a.B = B;
   a.T = T;
   const size_t N = static_cast<size_t>(B) * T, L = cfg_.num_hidden_layers, C = cfg_.hidden_size;

@@ -1,13 +1,16 @@
 // The policy transformer (Llama/Qwen2 decoder) on a Backend: the API the RL trainer calls.
 //
-//   Transformer model(cfg, backend);                 // parameters zeroed; load or init them
-//   model.zero_grad();                               // once per optimizer step
-//   for each micro-batch:
-//     model.forward(batch, logprobs);                // (1) per-token log-probs, activations kept
-//     dlogprobs = d(loss)/d(logprobs) per token;     // e.g. GRPO: -advantage*ratio*mask/norm
-//     model.backward(dlogprobs);                     // (2) grads += into the flat gradient
-//   all-reduce model.grads() (sum) over ranks;
-//   optimizer.step(model) ;                          // (4) AdamW, see optimizer.h
+//   backend::CpuBackend be(threads);
+//   auto model = load_model(dir, be);                // checkpoint.h; or Transformer(cfg, be)
+//   AdamW opt(optim_cfg, *model);                    // optimizer.h
+//   model->zero_grad();                              // once per optimizer step
+//   for each micro-batch:                            // forward and backward in pairs
+//     model->forward(batch, logprobs);               // (1) per-token log-probs, activations kept
+//     dlogprobs = d(loss)/d(logprobs) per token;     // e.g. GRPO: -A*ratio*mask/global_norm
+//     model->backward(dlogprobs);                    // (2) grads += into the flat gradient
+//   MPI_Allreduce(SUM) over model->grads(), model->num_params() floats;
+//   opt.step();                                      // (4) clip, schedule, AdamW
+//   Sampler(*model, &tokenizer).generate(prompts, sampler_cfg, rng);  // (5) sampler.h
 //
 // Log-prob convention: logprobs has the batch's shape (B, T). Entry [b, t] for 1 <= t < len_b
 // is log p(tokens[b, t] | tokens[b, 0..t-1]); entries t = 0 and t >= len_b are 0. A loss mask
@@ -15,6 +18,8 @@
 // so do the sampler's recorded log-probs of completion tokens.
 // Gradient convention: backward ADDS into grads() (see backend/backend.h); zero_grad() clears.
 // Activations of the last forward() are kept until the next forward(); backward() uses them.
+// Buffers are reused across batch shapes (grown when needed). Not thread-safe: one model per
+// thread; the backend's own threads parallelise each op.
 #pragma once
 
 #include <cstdint>

@@ -72,6 +72,22 @@ TEST_F(Inference, DecodeLogprobsEqualFullForward) {
   EXPECT_LE(max_diff, 1e-4);
 }
 
+// Activation buffers are reused across batch shapes: results must not depend on what ran before.
+TEST_F(Inference, ForwardDoesNotDependOnEarlierBatchShapes) {
+  auto m = make(tiny_config());
+  TokenBatch small = TokenBatch::from_sequences(prompts);
+  TokenBatch big = TokenBatch::from_sequences({std::vector<int32_t>(40, 7), std::vector<int32_t>(33, 9), prompts[1],
+                                               prompts[0], prompts[2]});
+  std::vector<float> a(static_cast<size_t>(small.B) * small.T), b(a.size()), scratch(static_cast<size_t>(big.B) * big.T);
+  ASSERT_TRUE(m->forward(small, a.data()).is_ok());
+  ASSERT_TRUE(m->forward(big, scratch.data()).is_ok());
+  ASSERT_TRUE(m->forward(small, b.data()).is_ok());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  // A sequence's log-probs do not depend on its batch neighbours or padding either.
+  for (int t = 1; t < static_cast<int>(prompts[0].size()); ++t)
+    EXPECT_NEAR(a[t], scratch[3 * big.T + t], 1e-5f);
+}
+
 TEST_F(Inference, SameSeedSameCompletionsOtherSeedDiffers) {
   auto m = make(tiny_config());
   Sampler s(*m, &tok);
