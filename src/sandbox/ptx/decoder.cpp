@@ -866,4 +866,12 @@ class Decoder {
 
 Expected<Program> decode_module(const ParsedModule& parsed) { return Decoder(parsed).run(); }
 
+bool opcode_supported(std::string_view opcode) {
+  const OpSpec op = parse_opcode(opcode);
+  Selection sel;
+  const bool known = select_control(op, &sel) || select_memory(op, &sel) ||
+                     select_int(op, &sel) || select_float(op, &sel);
+  return known && sel.fn != nullptr;
+}
+
 }  // namespace leap::sandbox::ptx

@@ -8,6 +8,8 @@
 // rejected here, so per-thread frames can be laid out statically.
 #pragma once
 
+#include <string_view>
+
 #include "common/status.h"
 #include "sandbox/ptx/parser.h"
 #include "sandbox/ptx/program.h"
@@ -15,5 +17,9 @@
 namespace leap::sandbox::ptx {
 
 Expected<Program> decode_module(const ParsedModule& parsed);
+
+// True when the interpreter has a handler for this opcode ("ld.global.v4.f32"), as far as the
+// opcode alone decides (for coverage reports; operand forms are checked when decoding).
+bool opcode_supported(std::string_view opcode);
 
 }  // namespace leap::sandbox::ptx

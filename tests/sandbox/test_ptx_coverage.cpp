@@ -1,0 +1,200 @@
+// PTX coverage: every opcode NVRTC emits (at the project's fixed target, compute_80) for the
+// kernel corpus of these tests, for the reference answers of tasks/level1.jsonl and
+// tasks/level2.jsonl, and for the device code of cuda/ (*.cuh), must be implemented by the
+// interpreter: each module must parse and decode. With LEAP_PTX_COVERAGE_OUT=FILE set, the
+// test also writes the coverage table (docs/ptx_coverage.md is produced this way).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "sandbox/nvrtc_compiler.h"
+#include "sandbox/ptx/decoder.h"
+#include "sandbox/ptx/interpreter.h"
+#include "sandbox/ptx/parser.h"
+
+namespace leap::sandbox::ptx {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Source {
+  std::string group;  // "corpus", "level1", "level2", "cuda"
+  std::string name;
+  std::string code;
+  std::vector<std::string> kernels;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Kernels of the test corpus: every raw-string source with a __global__ in it. The kernels to
+// instantiate are the name list that follows it (`R"(...)", {"k<128>"}`), or else every
+// non-template kernel it defines.
+std::vector<Source> corpus_sources() {
+  std::vector<Source> out;
+  const std::regex list(R"re(^\)",\s*\{([^}]*)\})re");
+  const std::regex quoted(R"re("([^"]*)")re");
+  const std::regex global(R"(__global__\s+void\s+([A-Za-z_][A-Za-z0-9_]*))");
+  for (const auto& entry : fs::directory_iterator(fs::path(LEAP_SOURCE_DIR) / "tests/sandbox")) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("test_ptx_", 0) != 0 || file == "test_ptx_coverage.cpp") continue;
+    const std::string text = read_file(entry.path());
+    int n = 0;
+    for (size_t a = text.find("R\"("); a != std::string::npos; a = text.find("R\"(", a + 3)) {
+      const size_t b = text.find(")\"", a + 3);
+      if (b == std::string::npos) break;
+      const std::string code = text.substr(a + 3, b - a - 3);
+      if (code.find("__global__") == std::string::npos) continue;
+      Source s{"corpus", file + "#" + std::to_string(n++), code, {}};
+      std::smatch m;
+      const std::string after = text.substr(b, 400);
+      if (std::regex_search(after, m, list)) {
+        const std::string names = m[1];
+        for (std::sregex_iterator q(names.begin(), names.end(), quoted), e; q != e; ++q) {
+          s.kernels.push_back((*q)[1]);
+        }
+      } else {
+        for (std::sregex_iterator g(code.begin(), code.end(), global), e; g != e; ++g) {
+          s.kernels.push_back((*g)[1]);
+        }
+      }
+      out.push_back(std::move(s));
+      a = b;
+    }
+  }
+  return out;
+}
+
+std::vector<Source> suite_sources(const std::string& suite) {
+  std::vector<Source> out;
+  std::ifstream in(fs::path(LEAP_SOURCE_DIR) / "tasks" / (suite + ".jsonl"));
+  const std::regex launch(R"(//\s*launch:\s*([A-Za-z_][A-Za-z0-9_:<>, ]*?)\s*<<<)");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    const std::string ref = j.at("reference").get<std::string>();
+    const size_t a = ref.find("```cuda"), b = ref.rfind("```");
+    if (a == std::string::npos || b <= a) continue;
+    Source s{suite, j.at("id").get<std::string>(), ref.substr(a + 7, b - a - 7), {}};
+    for (std::sregex_iterator it(s.code.begin(), s.code.end(), launch), e; it != e; ++it) {
+      std::string k = (*it)[1];
+      if (std::find(s.kernels.begin(), s.kernels.end(), k) == s.kernels.end()) s.kernels.push_back(k);
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<Source> cuda_sources() {
+  std::vector<Source> out;
+  const fs::path dir = fs::path(LEAP_SOURCE_DIR) / "cuda";
+  if (!fs::exists(dir)) return out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.path().extension() != ".cuh") continue;
+    const std::string code = read_file(entry.path());
+    if (code.find("__global__") == std::string::npos) continue;
+    out.push_back({"cuda", entry.path().filename().string(), code, {}});
+  }
+  return out;
+}
+
+TEST(PtxCoverage, EveryOpcodeNvrtcEmitsIsImplemented) {
+  if (!nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  std::vector<Source> sources = corpus_sources();
+  ASSERT_GE(sources.size(), 15u) << "the corpus was not found";
+  for (const char* suite : {"level1", "level2"}) {
+    auto s = suite_sources(suite);
+    sources.insert(sources.end(), s.begin(), s.end());
+  }
+  auto c = cuda_sources();
+  sources.insert(sources.end(), c.begin(), c.end());
+
+  NvrtcCompiler compiler;
+  // opcode -> group -> count
+  std::map<std::string, std::map<std::string, int>> seen;
+  std::map<std::string, int> modules_per_group;
+  std::vector<std::string> failures;
+  for (const Source& s : sources) {
+    CompileOptions o;
+    o.name_expressions = s.kernels;
+    if (s.group == "cuda") o.extra_options = {"-I" + std::string(LEAP_SOURCE_DIR)};
+    auto r = compiler.compile(s.code, o);
+    if (!r->ok) {
+      failures.push_back(s.name + ": does not compile: " + r->log);
+      continue;
+    }
+    ++modules_per_group[s.group];
+    auto parsed = parse_ptx(r->ptx);
+    ASSERT_TRUE(parsed.has_value()) << s.name << ": " << parsed.status().message();
+    for (const Function& f : parsed->functions) {
+      for (const Statement& st : f.body) {
+        if (st.kind == Statement::Kind::kInstruction) ++seen[st.opcode][s.group];
+      }
+    }
+    auto m = Module::parse(r->ptx);
+    if (!m.has_value()) {
+      const bool expected = s.name.find("test_ptx_outcomes") != std::string::npos &&
+                            m.status().code() == StatusCode::kUnsupported;
+      if (!expected) failures.push_back(s.name + ": " + m.status().message());
+    }
+  }
+  size_t unsupported = 0;
+  for (const auto& [op, groups] : seen) {
+    const bool ok = opcode_supported(op);
+    const bool only_negative_test = groups.size() == 1 && groups.count("corpus") &&
+                                    (op.rfind("wmma", 0) == 0 || op.rfind("mma", 0) == 0);
+    if (!ok && !only_negative_test) {
+      ++unsupported;
+      failures.push_back("opcode not implemented: " + op);
+    }
+  }
+  EXPECT_TRUE(failures.empty()) << [&] {
+    std::string all;
+    for (const auto& f : failures) all += f + "\n";
+    return all;
+  }();
+  EXPECT_EQ(unsupported, 0u);
+
+  if (const char* out = std::getenv("LEAP_PTX_COVERAGE_OUT")) {
+    std::ofstream md(out);
+    md << "# PTX coverage of the interpreter\n\n"
+       << "Every opcode (with its modifiers and types) that NVRTC emits at the project's PTX "
+          "target (`compute_80`, CUDA 13) for the test corpus (`tests/sandbox/test_ptx_*.cpp`), "
+          "the reference answers of `tasks/level1.jsonl` and `tasks/level2.jsonl`, and the "
+          "device code of `cuda/` (`*.cuh`), with the number of occurrences in each and "
+          "whether the interpreter implements it. Generated by the `test_ptx_coverage` test:\n\n"
+       << "```\nLEAP_PTX_COVERAGE_OUT=docs/ptx_coverage.md ./build/tests/sandbox/test_ptx_coverage\n```\n\n"
+       << "Modules compiled: ";
+    bool first = true;
+    for (const auto& [g, n] : modules_per_group) {
+      md << (first ? "" : ", ") << g << " " << n;
+      first = false;
+    }
+    md << ". Distinct opcodes: " << seen.size() << "; not implemented: " << unsupported
+       << " (the corpus's `wmma` kernel is the negative test of kUnsupported).\n\n"
+       << "| opcode | corpus | level1 | level2 | cuda | implemented |\n"
+       << "|---|---:|---:|---:|---:|---|\n";
+    for (const auto& [op, groups] : seen) {
+      auto n = [&](const char* g) {
+        auto it = groups.find(g);
+        return it == groups.end() ? std::string("") : std::to_string(it->second);
+      };
+      md << "| `" << op << "` | " << n("corpus") << " | " << n("level1") << " | " << n("level2")
+         << " | " << n("cuda") << " | " << (opcode_supported(op) ? "yes" : "**no**") << " |\n";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace leap::sandbox::ptx
