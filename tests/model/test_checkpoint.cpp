@@ -12,6 +12,9 @@
 #include "backend/cpu_backend.h"
 #include "common/fs_util.h"
 #include "model/checkpoint.h"
+#include "model/model_options.h"
+#include "model/optimizer.h"
+#include "model/sampler.h"
 #include "model/safetensors.h"
 
 namespace leap::model {
@@ -294,6 +297,36 @@ TEST_F(Checkpoint, TokenIdsOutOfRangeAreInvalidInput) {
   std::vector<int32_t> too_long(33, 1);
   std::vector<float> lp2(33);
   EXPECT_FALSE(m.forward(TokenBatch::from_sequences({too_long}), lp2.data()).is_ok());
+}
+
+}  // namespace
+}  // namespace leap::model
+
+
+namespace leap::model {
+namespace {
+
+// The [model], [sampler] and [optim] sections parse together, with the --model alias.
+TEST(ModelOptionSections, DeclareParseAndAlias) {
+  OptionSet opts;
+  ModelOptions mo;
+  SamplerConfig sc;
+  OptimConfig oc;
+  mo.declare(opts);
+  sc.declare(opts);
+  oc.declare(opts);
+  ASSERT_TRUE(opts.parse({"--model", "models/tiny", "--sampler.top_p=0.9", "--sampler.stop=```||END",
+                          "--optim.lr=3e-4", "--optim.warmup_steps=10"})
+                  .is_ok());
+  EXPECT_EQ(mo.path, "models/tiny");
+  EXPECT_DOUBLE_EQ(sc.top_p, 0.9);
+  EXPECT_EQ(sc.stop_strings(), (std::vector<std::string>{"```", "END"}));
+  EXPECT_DOUBLE_EQ(oc.lr, 3e-4);
+  EXPECT_EQ(oc.schedule().warmup_steps, 10);
+  OptionSet bad;
+  SamplerConfig sc2;
+  sc2.declare(bad);
+  EXPECT_FALSE(bad.parse({"--sampler.top_p=1.5"}).is_ok());
 }
 
 }  // namespace
