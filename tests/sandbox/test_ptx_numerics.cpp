@@ -286,5 +286,54 @@ __global__ void ids(int* out) {
             for (int tx = 0; tx < 5; ++tx) ASSERT_EQ(out[idx++], (tz << 16) | (ty << 8) | tx | (by << 24));
 }
 
+TEST_F(PtxNumerics, MediaAndAddressSpaceIntrinsics) {
+  auto c = compile(compiler_, R"(
+__global__ void media(const int* a, const int* b, int* out, int n) {
+  __shared__ int s[1];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  int x = a[i], y = b[i];
+  int* o = out + 8 * i;
+  o[0] = __mul24(x, y); o[1] = (int)__umul24((unsigned)x, (unsigned)y); o[2] = __mulhi(x, y);
+  o[3] = (int)__sad(x, y, 7u); o[4] = __dp4a(x, y, 5); o[5] = (int)__dp2a_lo((unsigned)x, (unsigned)y, 9u);
+  o[6] = __isShared(s) * 2 + __isGlobal(out);
+  int sat;
+  asm("add.sat.s32 %0, %1, %2;" : "=r"(sat) : "r"(x), "r"(y));
+  o[7] = sat;
+}
+)", {"media"});
+  ASSERT_TRUE(c.status.empty()) << c.status;
+  const int n = 100;
+  Rng rng(25);
+  std::vector<int> a(n), b(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = static_cast<int>(rng.next_u64());
+    b[i] = static_cast<int>(rng.next_u64());
+  }
+  uint64_t da = upload(mem_, a), db = upload(mem_, b), dout = upload(mem_, std::vector<int>(8 * n));
+  auto r = launch(*c.module, c.name("media"), dims(1, 128), Args().ptr(da).ptr(db).ptr(dout).add<int>(n).list(), mem_);
+  ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
+  auto out = download<int>(mem_, dout, 8 * n);
+  auto s24 = [](int v) { return static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(v) << 8) >> 8); };
+  for (int i = 0; i < n; ++i) {
+    const int x = a[i], y = b[i];
+    const uint32_t ux = static_cast<uint32_t>(x), uy = static_cast<uint32_t>(y);
+    int64_t dp4 = 5, dp2 = 9;
+    for (int k = 0; k < 4; ++k) dp4 += int64_t{static_cast<int8_t>(ux >> (8 * k))} * static_cast<int8_t>(uy >> (8 * k));
+    for (int k = 0; k < 2; ++k) dp2 += int64_t{static_cast<uint16_t>(ux >> (16 * k))} * static_cast<uint8_t>(uy >> (8 * k));
+    const int ref[8] = {
+        static_cast<int>(static_cast<uint32_t>(s24(x) * s24(y))),
+        static_cast<int>(static_cast<uint32_t>(uint64_t{ux & 0xffffff} * (uy & 0xffffff))),
+        static_cast<int>((int64_t{x} * y) >> 32),
+        static_cast<int>(static_cast<uint32_t>(x > y ? int64_t{x} - y : int64_t{y} - x) + 7u),
+        static_cast<int>(static_cast<uint32_t>(dp4)),
+        static_cast<int>(static_cast<uint32_t>(dp2)),
+        2 * 1 + 1,
+        static_cast<int>(std::clamp<int64_t>(int64_t{x} + y, INT32_MIN, INT32_MAX)),
+    };
+    for (int k = 0; k < 8; ++k) ASSERT_EQ(out[8 * i + k], ref[k]) << "op " << k << " x=" << x << " y=" << y;
+  }
+}
+
 }  // namespace
 }  // namespace leap::sandbox::ptx

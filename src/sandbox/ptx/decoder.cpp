@@ -98,6 +98,8 @@ OpSpec parse_opcode(std::string_view opcode) {
 
 namespace {
 
+constexpr size_t kMaxModuleDataBytes = 64u << 20;  // module .global/.const variables in all
+
 size_t align_up(size_t v, size_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
 
 size_t elem_size(const std::string& type) {
@@ -250,6 +252,11 @@ class Decoder {
   Status place_module_var(const VarDecl& v, Space space) {
     const size_t es = elem_size(v.type);
     const size_t size = var_size(v);
+    if (p_.module_data.size() + size > kMaxModuleDataBytes) {
+      return unsupported("PTX line " + std::to_string(v.line) + ": module variable " + v.name +
+                         " of " + std::to_string(size) + " bytes (the interpreter allows " +
+                         std::to_string(kMaxModuleDataBytes) + " in all)");
+    }
     const size_t off = align_up(p_.module_data.size(), std::max<size_t>(var_align(v), 1));
     p_.module_data.resize(off + size, 0);
     if (v.init.size() * es > size && size > 0) {

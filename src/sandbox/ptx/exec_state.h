@@ -103,7 +103,10 @@ struct Exec {
     for (uint32_t i = 0; i < size; ++i) {
       RaceCell& c = race[addr + i];
       if (c.epoch != block_epoch) c = RaceCell{block_epoch, 0, 0, 0, 0, 0};
-      if (c.writer != 0 && c.writer != me &&
+      // A read of another thread's unordered write. (Two unordered writes are not reported:
+      // "every thread sets the flag" is a common, benign pattern; any read of such a location
+      // still is.)
+      if (!write && c.writer != 0 && c.writer != me &&
           !((c.writer - 1u) / 32 == warp && c.writer_wepoch != we)) {
         return race_found(addr + i, write, c.writer, true, in);
       }
@@ -144,8 +147,9 @@ struct Exec {
       return resolve<Space::kGlobal>(addr, size, write, in, atomic);
     } else if constexpr (S == Space::kGlobal || S == Space::kConst) {
       const Region& r = regions[last_region];
-      if (addr >= r.begin && addr + size <= r.end && (!write || r.writable)) {
-        return r.data + (addr - r.begin);
+      const uint64_t off = addr - r.begin;  // wraps for addresses below the region: rejected
+      if (off < r.end - r.begin && size <= r.end - r.begin - off && (!write || r.writable)) {
+        return r.data + off;
       }
       return global_lookup(addr, size, write, in);
     } else if constexpr (S == Space::kShared) {

@@ -118,7 +118,8 @@ uint8_t* Exec::global_lookup(uint64_t addr, uint32_t size, bool write, const Ins
                              [](uint64_t a, const Region& r) { return a < r.begin; });
   if (it != regions.begin()) {
     const Region& r = *(it - 1);
-    if (addr >= r.begin && addr + size <= r.end && addr + size >= addr) {
+    const uint64_t off = addr - r.begin;
+    if (off < r.end - r.begin && size <= r.end - r.begin - off) {
       if (write && !r.writable) {
         return fault_access(Space::kGlobal, addr, size, write, in, "write to read-only memory:");
       }
@@ -165,6 +166,10 @@ uint8_t* Exec::race_found(uint64_t addr, bool write, uint16_t other, bool other_
 // ---- running --------------------------------------------------------------------------------
 
 namespace {
+
+constexpr size_t kMaxSharedBytes = 227 * 1024;          // sm_80/sm_90 per-block maximum
+constexpr size_t kMaxLocalBytesPerThread = 128 * 1024;  // stays far below the host's memory
+constexpr uint64_t kMaxRegisterFileBytes = 256ull << 20;
 
 uint64_t special_value(const Exec& x, SpecialReg r, uint32_t t, uint64_t clock) {
   const LaunchDims& d = x.dims;
@@ -391,7 +396,25 @@ RunResult launch(const Module& module, std::string_view kernel, const LaunchDims
   std::sort(x.regions.begin(), x.regions.end(),
             [](const Region& a, const Region& b) { return a.begin < b.begin; });
   if (x.regions.empty()) x.regions.push_back(Region{});
-  x.shared.assign(k->shared_static_bytes + dims.dynamic_shared_bytes, 0);
+  // The hardware's limits bound what one launch may ask of the host too.
+  const size_t shared_bytes = k->shared_static_bytes + dims.dynamic_shared_bytes;
+  if (shared_bytes > kMaxSharedBytes) {
+    return error(RunOutcome::kRuntimeError,
+                 "the launch needs " + std::to_string(shared_bytes) +
+                     " bytes of shared memory per block; the limit is " +
+                     std::to_string(kMaxSharedBytes));
+  }
+  if (p.local_bytes > kMaxLocalBytesPerThread) {
+    return error(RunOutcome::kRuntimeError,
+                 "the kernel needs " + std::to_string(p.local_bytes) +
+                     " bytes of local memory per thread; the limit is " +
+                     std::to_string(kMaxLocalBytesPerThread));
+  }
+  if (static_cast<uint64_t>(p.slot_count) * threads * sizeof(uint64_t) > kMaxRegisterFileBytes) {
+    return error(RunOutcome::kRuntimeError, "the kernel's " + std::to_string(p.slot_count) +
+                                                " registers per thread are too many to interpret");
+  }
+  x.shared.assign(shared_bytes, 0);
   x.local_bytes = p.local_bytes;
   x.local.assign(x.local_bytes * threads, 0);
   x.regs.assign(static_cast<size_t>(threads) * x.slots, 0);

@@ -4,7 +4,10 @@
 //
 // Invariants: arithmetic wraps as on the GPU (done in unsigned types, never C++ signed
 // overflow); division by zero and INT_MIN / -1 give the values the hardware gives, never a trap.
+#include <algorithm>
 #include <bit>
+#include <climits>
+#include <cstdint>
 #include <limits>
 #include <type_traits>
 
@@ -295,6 +298,64 @@ uint32_t h_shf(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   return pc + 1;
 }
 
+// mul24/mad24: the product of the low 24 bits (sign-extended for .s32), .lo or .hi of the
+// 48-bit product (aux 1 = hi), plus c for mad24.
+template <class T, bool kMad>
+uint32_t h_mul24(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
+  auto low24 = [](uint64_t v) -> int64_t {
+    const uint32_t x = static_cast<uint32_t>(v) & 0xffffffu;
+    if (std::is_signed_v<T> && (x & 0x800000u)) return static_cast<int64_t>(x) - (1 << 24);
+    return x;
+  };
+  const int64_t prod = low24(r[in.a]) * low24(r[in.b]);
+  uint32_t d = in.aux ? static_cast<uint32_t>(static_cast<uint64_t>(prod) >> 16)
+                      : static_cast<uint32_t>(prod);
+  if (kMad) d += static_cast<uint32_t>(r[in.c]);
+  r[in.d] = d;
+  return pc + 1;
+}
+// sad: c + |a - b|.
+template <class T>
+uint32_t h_sad(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
+  const T a = get<T>(r, in.a), b = get<T>(r, in.b);
+  const U<T> diff = a > b ? static_cast<U<T>>(W<T>(a) - W<T>(b)) : static_cast<U<T>>(W<T>(b) - W<T>(a));
+  put<T>(r, in.d, static_cast<T>(W<T>(diff) + W<T>(get<T>(r, in.c))));
+  return pc + 1;
+}
+// add.sat.s32 / sub.sat.s32: clamped to the s32 range.
+template <bool kSub>
+uint32_t h_addsub_sat(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
+  const int64_t a = get<int32_t>(r, in.a), b = get<int32_t>(r, in.b);
+  const int64_t v = std::clamp<int64_t>(kSub ? a - b : a + b, INT32_MIN, INT32_MAX);
+  put<int32_t>(r, in.d, static_cast<int32_t>(v));
+  return pc + 1;
+}
+// dp4a.atype.btype d, a, b, c: c + the dot product of a's and b's four bytes (signed per type);
+// dp2a.lo/hi: a's two 16-bit halves with b's low or high two bytes. aux bit 0: a signed, bit 1:
+// b signed, bit 2: dp2a, bit 3: dp2a.hi.
+uint32_t h_dp(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
+  const uint32_t a = static_cast<uint32_t>(r[in.a]), b = static_cast<uint32_t>(r[in.b]);
+  const bool as = in.aux & 1, bs = in.aux & 2;
+  auto byte = [](uint32_t v, int i, bool sgn) -> int64_t {
+    const uint32_t x = (v >> (8 * i)) & 0xff;
+    return sgn ? static_cast<int8_t>(x) : static_cast<int64_t>(x);
+  };
+  auto half = [](uint32_t v, int i, bool sgn) -> int64_t {
+    const uint32_t x = (v >> (16 * i)) & 0xffff;
+    return sgn ? static_cast<int16_t>(x) : static_cast<int64_t>(x);
+  };
+  int64_t acc = in.c == kSlotFalse ? 0 : static_cast<int64_t>(static_cast<int32_t>(r[in.c]));
+  if (!(as || bs)) acc = static_cast<int64_t>(static_cast<uint32_t>(r[in.c]));
+  if (in.aux & 4) {
+    const int base = (in.aux & 8) ? 2 : 0;
+    for (int i = 0; i < 2; ++i) acc += half(a, i, as) * byte(b, base + i, bs);
+  } else {
+    for (int i = 0; i < 4; ++i) acc += byte(a, i, as) * byte(b, i, bs);
+  }
+  r[in.d] = static_cast<uint32_t>(acc);
+  return pc + 1;
+}
+
 uint32_t h_mov(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   r[in.d] = r[in.a];
   return pc + 1;
@@ -472,8 +533,31 @@ bool select_int(const OpSpec& op, Selection* sel) {
                (op.sat && is_signed(op.type(0)) ? 0x100u : 0u);
     return true;
   }
+  if (b == "dp4a" || b == "dp2a") {
+    sel->fn = &h_dp;
+    sel->imm_type = Type::kU32;
+    sel->aux = (is_signed(op.type(0)) ? 1u : 0u) | (is_signed(op.type(1)) ? 2u : 0u) |
+               (b == "dp2a" ? 4u : 0u) | (op.has("hi") ? 8u : 0u);
+    return true;
+  }
   if (!is_int(t)) return false;
-  if (op.sat && b != "cvt") return false;  // add.sat.s32 and friends are not implemented
+  if (op.sat) {  // only add.sat.s32 and sub.sat.s32 exist
+    if ((b == "add" || b == "sub") && t == Type::kS32) {
+      sel->fn = b == "add" ? &h_addsub_sat<false> : &h_addsub_sat<true>;
+    }
+    return true;
+  }
+  if (b == "mul24" || b == "mad24") {
+    const bool sgn = is_signed(t);
+    if (b == "mul24") sel->fn = sgn ? &h_mul24<int32_t, false> : &h_mul24<uint32_t, false>;
+    else sel->fn = sgn ? &h_mul24<int32_t, true> : &h_mul24<uint32_t, true>;
+    sel->aux = op.has("hi") ? 1 : 0;
+    return true;
+  }
+  if (b == "sad") {
+    sel->fn = LEAP_INT_DISPATCH(h_sad, t);
+    return true;
+  }
   const bool cc = op.has("cc");
   if (b == "add" && !cc) sel->fn = LEAP_INT_DISPATCH(h_add, t);
   else if (b == "sub" && !cc) sel->fn = LEAP_INT_DISPATCH(h_sub, t);

@@ -154,6 +154,23 @@ uint32_t h_cp_async(Exec& x, uint64_t* r, const Instr& in, uint32_t pc) {
 }
 uint32_t h_nop(Exec&, uint64_t*, const Instr&, uint32_t pc) { return pc + 1; }
 
+// isspacep.space p, a: whether generic address a lies in that space's window (aux: Space).
+uint32_t h_isspacep(Exec& x, uint64_t* r, const Instr& in, uint32_t pc) {
+  const uint64_t a = r[in.a];
+  const bool shared = (a - kSharedWindow) < kWindowSize;
+  const bool local = (a - kLocalWindow) < kWindowSize;
+  const bool param = (a - kParamWindow) < kWindowSize;
+  bool v = false;
+  switch (static_cast<Space>(in.aux)) {
+    case Space::kShared: v = shared && (a - kSharedWindow) < x.shared.size(); break;
+    case Space::kLocal: v = local; break;
+    case Space::kParam: v = param; break;
+    default: v = !shared && !local && !param; break;  // global (and const, which lives there)
+  }
+  r[in.d] = v;
+  return pc + 1;
+}
+
 template <Space S>
 Handler ld_for(int bytes, bool sgn, uint32_t n) {
 #define LEAP_LD(B, SG)                                                   \
@@ -269,6 +286,11 @@ bool select_memory(const OpSpec& op, Selection* sel) {
       sel->fn = ret ? atom_for<Space::kGeneric, true>(op) : atom_for<Space::kGeneric, false>(op);
     }
     return true;
+  }
+  if (b == "isspacep") {
+    sel->fn = &h_isspacep;
+    sel->aux = static_cast<uint32_t>(op.space);
+    return op.has_space;
   }
   if (b == "cvta") {
     sel->fn = &h_cvta;

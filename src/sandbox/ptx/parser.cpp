@@ -12,6 +12,9 @@ namespace leap::sandbox::ptx {
 
 namespace {
 
+// Far above what NVRTC declares (a few thousand), far below what would exhaust the host.
+constexpr uint64_t kMaxRegisters = 1u << 16;
+
 struct Token {
   enum class Kind { kIdent, kNumber, kString, kPunct, kEnd };
   Kind kind = Kind::kEnd;
@@ -184,6 +187,7 @@ class Parser {
     if (accept("<")) {
       uint64_t n = 0;
       if (!parse_int_literal(next().text, &n)) return error("bad register range");
+      if (n > kMaxRegisters) return unsupported("more than " + std::to_string(kMaxRegisters) + " registers");
       d->range = static_cast<int64_t>(n);
       LEAP_RETURN_IF_ERROR(expect(">"));
     }
@@ -193,6 +197,7 @@ class Parser {
       } else {
         uint64_t n = 0;
         if (!parse_int_literal(next().text, &n)) return error("bad array length");
+        if (n > (uint64_t{1} << 36)) return unsupported("an array of " + std::to_string(n) + " elements");
         d->array_len = static_cast<int64_t>(n);
         LEAP_RETURN_IF_ERROR(expect("]"));
       }
@@ -294,6 +299,7 @@ class Parser {
         if (accept("<")) {
           uint64_t n = 0;
           if (!parse_int_literal(next().text, &n)) return error("bad register range");
+          if (n > kMaxRegisters) return unsupported("more than " + std::to_string(kMaxRegisters) + " registers");
           d.range = static_cast<int64_t>(n);
           LEAP_RETURN_IF_ERROR(expect(">"));
         }
