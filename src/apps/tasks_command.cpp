@@ -24,8 +24,8 @@ void print_table(const tasks::Suite& suite) {
       bufs += "]";
       if (b.role != tasks::Role::kIn) bufs += std::string("->") + tasks::role_name(b.role);
     }
-    std::printf("%-28s %5d  %-18s %-7s  %s\n", t.id.c_str(), t.level, t.family.c_str(), tasks::split_name(t.split),
-                bufs.c_str());
+    std::printf("%-28s %5d  %-18s %-7s  %s\n", t.id.c_str(), t.level, t.family.c_str(),
+                tasks::split_name(t.split), bufs.c_str());
   }
 }
 
@@ -48,7 +48,9 @@ int run_tasks(const std::vector<std::string>& args) {
   opts.set_positional("tasks.suite");
   std::vector<std::string> rest(args.begin() + 1, args.end());
   const std::string sub = "tasks " + action;
-  if (int rc = parse_or_exit(sub.c_str(), "FILE.jsonl  (or --suite FILE.jsonl)", rest, opts); rc >= 0) return rc;
+  if (int rc = parse_or_exit(sub.c_str(), "FILE.jsonl  (or --suite FILE.jsonl)", rest, opts);
+      rc >= 0)
+    return rc;
 
   auto suite = tasks::load_suite(cfg.suite);
   if (!suite) {
@@ -60,8 +62,8 @@ int run_tasks(const std::vector<std::string>& args) {
     return 0;
   }
   const size_t train = tasks::select_tasks(*suite, tasks::Split::kTrain).size();
-  std::printf("%s: %zu tasks valid (%zu train, %zu heldout)\n", cfg.suite.c_str(), suite->tasks.size(), train,
-              suite->tasks.size() - train);
+  std::printf("%s: %zu tasks valid (%zu train, %zu heldout)\n", cfg.suite.c_str(),
+              suite->tasks.size(), train, suite->tasks.size() - train);
   return 0;
 }
 

@@ -24,7 +24,7 @@ uint32_t narrow_float_bits(double x, int ebits, int mbits) {
   int e = std::ilogb(a);
   int quantum_exp = (e < emin ? emin : e) - mbits;
   double m = std::nearbyint(std::ldexp(a, -quantum_exp));  // exact scaling by a power of two
-  if (m >= std::ldexp(1.0, mbits + 1)) {  // rounding carried into a new binade
+  if (m >= std::ldexp(1.0, mbits + 1)) {                   // rounding carried into a new binade
     m = std::ldexp(1.0, mbits);
     ++quantum_exp;
   }
@@ -78,31 +78,57 @@ T saturate(double v) {
 
 }  // namespace
 
-uint16_t f16_bits_from_double(double x) { return static_cast<uint16_t>(narrow_float_bits(x, 5, 10)); }
-uint16_t bf16_bits_from_double(double x) { return static_cast<uint16_t>(narrow_float_bits(x, 8, 7)); }
-double f16_bits_to_double(uint16_t bits) { return widen_float_bits(bits, 5, 10); }
-double bf16_bits_to_double(uint16_t bits) { return widen_float_bits(bits, 8, 7); }
+uint16_t f16_bits_from_double(double x) {
+  return static_cast<uint16_t>(narrow_float_bits(x, 5, 10));
+}
+uint16_t bf16_bits_from_double(double x) {
+  return static_cast<uint16_t>(narrow_float_bits(x, 8, 7));
+}
+double f16_bits_to_double(uint16_t bits) {
+  return widen_float_bits(bits, 5, 10);
+}
+double bf16_bits_to_double(uint16_t bits) {
+  return widen_float_bits(bits, 8, 7);
+}
 
 double read_element(const uint8_t* data, DType dtype, size_t index) {
   switch (dtype) {
-    case DType::kF32: return load<float>(data, index);
-    case DType::kF16: return f16_bits_to_double(load<uint16_t>(data, index));
-    case DType::kBF16: return bf16_bits_to_double(load<uint16_t>(data, index));
-    case DType::kI32: return load<int32_t>(data, index);
-    case DType::kI64: return static_cast<double>(load<int64_t>(data, index));
-    case DType::kU8: return load<uint8_t>(data, index);
+    case DType::kF32:
+      return load<float>(data, index);
+    case DType::kF16:
+      return f16_bits_to_double(load<uint16_t>(data, index));
+    case DType::kBF16:
+      return bf16_bits_to_double(load<uint16_t>(data, index));
+    case DType::kI32:
+      return load<int32_t>(data, index);
+    case DType::kI64:
+      return static_cast<double>(load<int64_t>(data, index));
+    case DType::kU8:
+      return load<uint8_t>(data, index);
   }
   return 0;
 }
 
 void write_element(uint8_t* data, DType dtype, size_t index, double value) {
   switch (dtype) {
-    case DType::kF32: store<float>(data, index, static_cast<float>(value)); return;
-    case DType::kF16: store<uint16_t>(data, index, f16_bits_from_double(value)); return;
-    case DType::kBF16: store<uint16_t>(data, index, bf16_bits_from_double(value)); return;
-    case DType::kI32: store<int32_t>(data, index, saturate<int32_t>(value)); return;
-    case DType::kI64: store<int64_t>(data, index, saturate<int64_t>(value)); return;
-    case DType::kU8: store<uint8_t>(data, index, saturate<uint8_t>(value)); return;
+    case DType::kF32:
+      store<float>(data, index, static_cast<float>(value));
+      return;
+    case DType::kF16:
+      store<uint16_t>(data, index, f16_bits_from_double(value));
+      return;
+    case DType::kBF16:
+      store<uint16_t>(data, index, bf16_bits_from_double(value));
+      return;
+    case DType::kI32:
+      store<int32_t>(data, index, saturate<int32_t>(value));
+      return;
+    case DType::kI64:
+      store<int64_t>(data, index, saturate<int64_t>(value));
+      return;
+    case DType::kU8:
+      store<uint8_t>(data, index, saturate<uint8_t>(value));
+      return;
   }
 }
 

@@ -37,13 +37,17 @@ class ExprParser {
   }
   // "unexpected token ')' at column 7 in expression 'cdiv(n,)'".
   Status fail_at(const std::string& what) const {
-    std::string tok = pos_ < text_.size() ? std::string(peek_token()) : std::string("end of expression");
-    return invalid_input(fmt::format("{} '{}' at column {} in expression '{}'", what, tok, pos_ + 1, text_));
+    std::string tok =
+        pos_ < text_.size() ? std::string(peek_token()) : std::string("end of expression");
+    return invalid_input(
+        fmt::format("{} '{}' at column {} in expression '{}'", what, tok, pos_ + 1, text_));
   }
   std::string_view peek_token() const {
     size_t end = pos_;
     if (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_') {
-      while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_')) ++end;
+      while (end < text_.size() &&
+             (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '_'))
+        ++end;
     } else {
       ++end;
     }
@@ -80,7 +84,8 @@ class ExprParser {
       auto rhs = parse_product();
       if (!rhs) return rhs;
       int64_t r = 0;
-      bool bad = op == '+' ? __builtin_add_overflow(acc, *rhs, &r) : __builtin_sub_overflow(acc, *rhs, &r);
+      bool bad =
+          op == '+' ? __builtin_add_overflow(acc, *rhs, &r) : __builtin_sub_overflow(acc, *rhs, &r);
       if (bad) return overflow(op == '+' ? "+" : "-", acc, *rhs);
       acc = r;
     }
@@ -93,7 +98,8 @@ class ExprParser {
     int64_t acc = *lhs;
     for (;;) {
       skip_space();
-      if (pos_ >= text_.size() || (text_[pos_] != '*' && text_[pos_] != '/' && text_[pos_] != '%')) return acc;
+      if (pos_ >= text_.size() || (text_[pos_] != '*' && text_[pos_] != '/' && text_[pos_] != '%'))
+        return acc;
       char op = text_[pos_++];
       auto rhs = parse_unary();
       if (!rhs) return rhs;
@@ -113,7 +119,8 @@ class ExprParser {
       case '%':
         if (b == 0) return fail_msg(fmt::format("division by zero in {} {} {}", a, op, b));
         // INT64_MIN / -1 is the one quotient int64 cannot hold.
-        if (a == std::numeric_limits<int64_t>::min() && b == -1) return overflow(op == '/' ? "/" : "%", a, b);
+        if (a == std::numeric_limits<int64_t>::min() && b == -1)
+          return overflow(op == '/' ? "/" : "%", a, b);
         return op == '/' ? a / b : a % b;
       default:
         return fail_msg(fmt::format("unknown operator '{}'", op));
@@ -164,35 +171,40 @@ class ExprParser {
       ++pos_;
     }
     // "1e5", "2.5", "0x10" are not integers of this grammar.
-    if (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_' ||
-                                text_[pos_] == '.')) {
+    if (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                text_[pos_] == '_' || text_[pos_] == '.')) {
       size_t end = pos_;
-      while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) || text_[end] == '.' ||
-                                    text_[end] == '_'))
+      while (end < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[end])) ||
+                                    text_[end] == '.' || text_[end] == '_'))
         ++end;
-      return invalid_input(fmt::format("malformed number '{}' in expression '{}': only decimal integers are allowed",
-                                       text_.substr(start, end - start), text_));
+      return invalid_input(
+          fmt::format("malformed number '{}' in expression '{}': only decimal integers are allowed",
+                      text_.substr(start, end - start), text_));
     }
     return v;
   }
 
   Expected<int64_t> parse_name() {
     size_t start = pos_;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_')) ++pos_;
+    while (pos_ < text_.size() &&
+           (std::isalnum(static_cast<unsigned char>(text_[pos_])) || text_[pos_] == '_'))
+      ++pos_;
     std::string name(text_.substr(start, pos_ - start));
     skip_space();
     if (pos_ < text_.size() && text_[pos_] == '(') {
       if (name != "cdiv" && name != "min" && name != "max")
-        return invalid_input(fmt::format("unknown function '{}' in expression '{}': only cdiv, min and max exist",
-                                         name, text_));
+        return invalid_input(fmt::format(
+            "unknown function '{}' in expression '{}': only cdiv, min and max exist", name, text_));
       ++pos_;
       if (++depth_ > kMaxDepth) return fail_msg("expression nested too deeply");
       auto a = parse_sum();
       if (!a) return a;
-      if (!accept(',')) return fail_at(fmt::format("{}() takes two arguments: expected ',' but found", name));
+      if (!accept(','))
+        return fail_at(fmt::format("{}() takes two arguments: expected ',' but found", name));
       auto b = parse_sum();
       if (!b) return b;
-      if (!accept(')')) return fail_at(fmt::format("{}() takes two arguments: expected ')' but found", name));
+      if (!accept(')'))
+        return fail_at(fmt::format("{}() takes two arguments: expected ')' but found", name));
       --depth_;
       if (name == "min") return std::min(*a, *b);
       if (name == "max") return std::max(*a, *b);
@@ -200,11 +212,13 @@ class ExprParser {
     }
     auto it = params_.find(name);
     if (it == params_.end())
-      return invalid_input(fmt::format("unknown name '{}' in expression '{}': not a parameter of the task", name, text_));
+      return invalid_input(fmt::format(
+          "unknown name '{}' in expression '{}': not a parameter of the task", name, text_));
     if (!std::holds_alternative<int64_t>(it->second))
-      return invalid_input(fmt::format("parameter '{}' in expression '{}' is a float: only integer parameters may "
-                                       "appear in shape, launch and scratch expressions",
-                                       name, text_));
+      return invalid_input(
+          fmt::format("parameter '{}' in expression '{}' is a float: only integer parameters may "
+                      "appear in shape, launch and scratch expressions",
+                      name, text_));
     return std::get<int64_t>(it->second);
   }
 

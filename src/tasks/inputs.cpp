@@ -24,9 +24,11 @@ Expected<int64_t> buffer_elements(const BufferSpec& buffer, const Params& params
   for (const auto& dim : buffer.shape) {
     LEAP_ASSIGN_OR_RETURN(int64_t v, eval_int_expr(dim, params));
     if (v <= 0)
-      return invalid_input(fmt::format("buffer '{}': dimension '{}' is {}: it must be positive", buffer.name, dim, v));
+      return invalid_input(fmt::format("buffer '{}': dimension '{}' is {}: it must be positive",
+                                       buffer.name, dim, v));
     if (__builtin_mul_overflow(total, v, &total))
-      return invalid_input(fmt::format("buffer '{}': the element count overflows int64", buffer.name));
+      return invalid_input(
+          fmt::format("buffer '{}': the element count overflows int64", buffer.name));
   }
   return total;
 }
@@ -39,8 +41,8 @@ uint64_t input_stream_id(uint64_t trial, const std::string& buffer_name) {
   return Rng::splitmix64(&x);
 }
 
-Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params& params, uint64_t seed,
-                                                  uint64_t trial) {
+Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params& params,
+                                                  uint64_t seed, uint64_t trial) {
   std::vector<BufferData> out;
   out.reserve(task.buffers.size());
   for (const auto& spec : task.buffers) {
@@ -68,13 +70,16 @@ Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params
           for (size_t i = 0; i < n; ++i) write_element(data, spec.dtype, i, rng.normal());
           break;
         case Init::Kind::kUniform:
-          for (size_t i = 0; i < n; ++i) write_element(data, spec.dtype, i, rng.uniform(init.a, init.b));
+          for (size_t i = 0; i < n; ++i)
+            write_element(data, spec.dtype, i, rng.uniform(init.a, init.b));
           break;
         case Init::Kind::kRandint: {
           const auto lo = static_cast<int64_t>(init.a);
-          const auto span = static_cast<uint64_t>(static_cast<int64_t>(init.b) - lo) + 1;  // inclusive
+          const auto span =
+              static_cast<uint64_t>(static_cast<int64_t>(init.b) - lo) + 1;  // inclusive
           for (size_t i = 0; i < n; ++i)
-            write_element(data, spec.dtype, i, static_cast<double>(lo + static_cast<int64_t>(rng.below(span))));
+            write_element(data, spec.dtype, i,
+                          static_cast<double>(lo + static_cast<int64_t>(rng.below(span))));
           break;
         }
       }
@@ -91,7 +96,8 @@ void fill_poison(BufferData& buffer) {
     case DType::kF16:
     case DType::kBF16:
       for (size_t i = 0; i < n; ++i)
-        write_element(buffer.bytes.data(), buffer.dtype, i, std::numeric_limits<double>::quiet_NaN());
+        write_element(buffer.bytes.data(), buffer.dtype, i,
+                      std::numeric_limits<double>::quiet_NaN());
       break;
     default:
       std::fill(buffer.bytes.begin(), buffer.bytes.end(), uint8_t{0xFF});

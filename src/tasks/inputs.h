@@ -34,8 +34,8 @@ struct BufferData {
 
 // Every buffer of the task, in the task's order. `in` and `inout` buffers are filled from their
 // init; `out` buffers are zero bytes (the verifier poisons them before a launch: fill_poison).
-Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params& params, uint64_t seed,
-                                                  uint64_t trial);
+Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params& params,
+                                                  uint64_t seed, uint64_t trial);
 
 // Fills with NaN (float dtypes) or 0xFF bytes (integers), so a kernel that writes nothing is
 // seen to have written nothing.

@@ -37,7 +37,9 @@ const std::vector<std::string> kBufferFields = {"name", "dtype", "shape", "role"
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
 }
 
 std::string trim(std::string_view s) {
@@ -67,17 +69,25 @@ bool parse_number(const std::string& s, double* out) {
   return true;
 }
 
-bool is_float_dtype(DType t) { return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16; }
+bool is_float_dtype(DType t) {
+  return t == DType::kF32 || t == DType::kF16 || t == DType::kBF16;
+}
 
 // The range of integers a dtype holds exactly; randint bounds must lie inside it.
 std::pair<double, double> exact_int_range(DType t) {
   switch (t) {
-    case DType::kU8: return {0, 255};
-    case DType::kI32: return {-2147483648.0, 2147483647.0};
-    case DType::kI64: return {-9007199254740992.0, 9007199254740992.0};  // exact as double
-    case DType::kF16: return {-2048, 2048};
-    case DType::kBF16: return {-256, 256};
-    case DType::kF32: return {-16777216.0, 16777216.0};
+    case DType::kU8:
+      return {0, 255};
+    case DType::kI32:
+      return {-2147483648.0, 2147483647.0};
+    case DType::kI64:
+      return {-9007199254740992.0, 9007199254740992.0};  // exact as double
+    case DType::kF16:
+      return {-2048, 2048};
+    case DType::kBF16:
+      return {-256, 256};
+    case DType::kF32:
+      return {-16777216.0, 16777216.0};
   }
   return {0, 0};
 }
@@ -98,20 +108,24 @@ bool last_cuda_block(const std::string& text, std::string* body) {
 Status check_params_match(const Task& t) {
   for (const auto& [name, value] : t.params) {
     if (!is_identifier(name) || name == "cdiv" || name == "min" || name == "max")
-      return field_error("params." + name, "a parameter name must be an identifier other than cdiv, min and max");
+      return field_error("params." + name,
+                         "a parameter name must be an identifier other than cdiv, min and max");
     auto it = t.cpu_params.find(name);
     if (it == t.cpu_params.end())
-      return field_error("cpu_params", fmt::format("'{}' is in params but not in cpu_params: give both the same "
-                                                   "names (cpu_params holds the interpreter's small sizes)",
-                                                   name));
+      return field_error("cpu_params",
+                         fmt::format("'{}' is in params but not in cpu_params: give both the same "
+                                     "names (cpu_params holds the interpreter's small sizes)",
+                                     name));
     if (it->second.index() != value.index())
-      return field_error("cpu_params." + name, "params and cpu_params must agree on integer vs float: write "
-                                               "both as integers (sizes) or both with a decimal point (scalars)");
+      return field_error("cpu_params." + name,
+                         "params and cpu_params must agree on integer vs float: write "
+                         "both as integers (sizes) or both with a decimal point (scalars)");
   }
   for (const auto& [name, value] : t.cpu_params) {
     if (!t.params.count(name))
-      return field_error("params", fmt::format("'{}' is in cpu_params but not in params: give both the same names",
-                                               name));
+      return field_error(
+          "params",
+          fmt::format("'{}' is in cpu_params but not in params: give both the same names", name));
   }
   return Status::ok();
 }
@@ -121,19 +135,23 @@ Status check_init(const BufferSpec& b, const std::string& field) {
   if (b.role == Role::kOut) return Status::ok();
   const Init& in = b.init;
   if ((in.kind == K::kNormal || in.kind == K::kUniform) && !is_float_dtype(b.dtype))
-    return field_error(field, fmt::format("{} needs a float dtype but the buffer is {}: use randint(a,b), zeros "
-                                          "or ones",
-                                          init_name(in), dtype_name(b.dtype)));
+    return field_error(
+        field, fmt::format("{} needs a float dtype but the buffer is {}: use randint(a,b), zeros "
+                           "or ones",
+                           init_name(in), dtype_name(b.dtype)));
   if (in.kind == K::kUniform && !(std::isfinite(in.a) && std::isfinite(in.b) && in.a < in.b))
-    return field_error(field, fmt::format("uniform(a,b) needs finite a < b, got {}", init_name(in)));
+    return field_error(field,
+                       fmt::format("uniform(a,b) needs finite a < b, got {}", init_name(in)));
   if (in.kind == K::kRandint) {
     if (in.a != std::floor(in.a) || in.b != std::floor(in.b) || in.a > in.b)
-      return field_error(field, fmt::format("randint(a,b) needs integers a <= b (both inclusive), got {}",
-                                            init_name(in)));
+      return field_error(field,
+                         fmt::format("randint(a,b) needs integers a <= b (both inclusive), got {}",
+                                     init_name(in)));
     auto [lo, hi] = exact_int_range(b.dtype);
     if (in.a < lo || in.b > hi)
-      return field_error(field, fmt::format("{} does not fit {} exactly: keep the bounds within [{}, {}]",
-                                            init_name(in), dtype_name(b.dtype), lo, hi));
+      return field_error(field,
+                         fmt::format("{} does not fit {} exactly: keep the bounds within [{}, {}]",
+                                     init_name(in), dtype_name(b.dtype), lo, hi));
   }
   return Status::ok();
 }
@@ -148,51 +166,58 @@ Status check_buffer_sizes(const BufferSpec& b, const Task& t, const std::string&
                            fmt::format("under {}: {}", set_name, v.status().message()));
       if (*v <= 0)
         return field_error(fmt::format("{}.shape[{}]", field, d),
-                           fmt::format("'{}' is {} under {}: every dimension must be positive", b.shape[d], *v,
-                                       set_name));
+                           fmt::format("'{}' is {} under {}: every dimension must be positive",
+                                       b.shape[d], *v, set_name));
     }
   }
   auto gpu = buffer_elements(b, t.params);
   if (!gpu) return field_error(field + ".shape", "under params: " + gpu.status().message());
   if (*gpu > kMaxGpuBufferBytes / static_cast<int64_t>(dtype_size(b.dtype)))
-    return field_error(field + ".shape", fmt::format("{} elements under params exceed the {} GiB limit of a buffer",
-                                                     *gpu, kMaxGpuBufferBytes >> 30));
+    return field_error(field + ".shape",
+                       fmt::format("{} elements under params exceed the {} GiB limit of a buffer",
+                                   *gpu, kMaxGpuBufferBytes >> 30));
   auto cpu = buffer_elements(b, t.cpu_params);
   if (!cpu) return field_error(field + ".shape", "under cpu_params: " + cpu.status().message());
   if (*cpu > kMaxCpuBufferElements)
-    return field_error(field + ".shape",
-                       fmt::format("{} elements under cpu_params exceed the interpreter's limit of {}: make "
-                                   "cpu_params smaller",
-                                   *cpu, kMaxCpuBufferElements));
+    return field_error(
+        field + ".shape",
+        fmt::format("{} elements under cpu_params exceed the interpreter's limit of {}: make "
+                    "cpu_params smaller",
+                    *cpu, kMaxCpuBufferElements));
   return Status::ok();
 }
 
 Status check_reference(const std::string& ref) {
   std::string body;
   if (!last_cuda_block(ref, &body))
-    return field_error("reference", "no ```cuda block: the reference must be an answer in the answer format, "
-                                    "a fenced ```cuda block closed by ```");
+    return field_error("reference",
+                       "no ```cuda block: the reference must be an answer in the answer format, "
+                       "a fenced ```cuda block closed by ```");
   bool has_launch = false;
   size_t pos = 0;
   while (pos <= body.size()) {
     size_t nl = body.find('\n', pos);
-    std::string line = trim(std::string_view(body).substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
+    std::string line = trim(
+        std::string_view(body).substr(pos, nl == std::string::npos ? std::string::npos : nl - pos));
     if (line.rfind("// launch:", 0) == 0) has_launch = true;
     if (nl == std::string::npos) break;
     pos = nl + 1;
   }
   if (!has_launch)
-    return field_error("reference", "the ```cuda block has no '// launch: NAME<<<GRID, BLOCK>>>(ARGS)' line");
+    return field_error("reference",
+                       "the ```cuda block has no '// launch: NAME<<<GRID, BLOCK>>>(ARGS)' line");
   return Status::ok();
 }
 
-// --- JSON shape ------------------------------------------------------------------------------------
+// --- JSON shape
+// ------------------------------------------------------------------------------------
 
 class LineReader {
  public:
   explicit LineReader(const json& j) : j_(j) {}
 
-  Status check_fields(const json& obj, const std::vector<std::string>& allowed, const std::string& where) const {
+  Status check_fields(const json& obj, const std::vector<std::string>& allowed,
+                      const std::string& where) const {
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
         std::string best;
@@ -201,40 +226,53 @@ class LineReader {
           size_t d = edit_distance(it.key(), a);
           if (d < best_d) best_d = d, best = a;
         }
-        return field_error(where + it.key(), fmt::format("unknown field; did you mean '{}'? (allowed: {})", best,
-                                                         join(allowed)));
+        return field_error(
+            where + it.key(),
+            fmt::format("unknown field; did you mean '{}'? (allowed: {})", best, join(allowed)));
       }
     }
     return Status::ok();
   }
 
-  Expected<std::string> get_string(const json& obj, const std::string& key, const std::string& field) const {
+  Expected<std::string> get_string(const json& obj, const std::string& key,
+                                   const std::string& field) const {
     if (!obj.contains(key)) return field_error(field, "missing: add it as a string");
     const json& v = obj.at(key);
-    if (!v.is_string()) return field_error(field, fmt::format("must be a string, got {}", v.dump()));
+    if (!v.is_string())
+      return field_error(field, fmt::format("must be a string, got {}", v.dump()));
     return v.get<std::string>();
   }
 
-  Expected<double> get_number(const json& obj, const std::string& key, const std::string& field) const {
+  Expected<double> get_number(const json& obj, const std::string& key,
+                              const std::string& field) const {
     if (!obj.contains(key)) return field_error(field, "missing: add it as a number");
     const json& v = obj.at(key);
-    if (!v.is_number()) return field_error(field, fmt::format("must be a number, got {}", v.dump()));
+    if (!v.is_number())
+      return field_error(field, fmt::format("must be a number, got {}", v.dump()));
     return v.get<double>();
   }
 
   Expected<Params> get_params(const std::string& key) const {
-    if (!j_.contains(key)) return field_error(key, "missing: add an object of parameters, e.g. {\"n\": 4099}");
+    if (!j_.contains(key))
+      return field_error(key, "missing: add an object of parameters, e.g. {\"n\": 4099}");
     const json& obj = j_.at(key);
-    if (!obj.is_object()) return field_error(key, fmt::format("must be an object, got {}", obj.dump()));
+    if (!obj.is_object())
+      return field_error(key, fmt::format("must be an object, got {}", obj.dump()));
     Params out;
     for (auto it = obj.begin(); it != obj.end(); ++it) {
       const std::string field = key + "." + it.key();
       const json& v = it.value();
-      if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      if (v.is_number_unsigned() &&
+          v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         return field_error(field, "integer out of the int64 range");
-      if (v.is_number_integer()) out[it.key()] = v.get<int64_t>();
-      else if (v.is_number_float()) out[it.key()] = v.get<double>();
-      else return field_error(field, fmt::format("must be an integer (a size) or a float (a scalar), got {}", v.dump()));
+      if (v.is_number_integer())
+        out[it.key()] = v.get<int64_t>();
+      else if (v.is_number_float())
+        out[it.key()] = v.get<double>();
+      else
+        return field_error(
+            field,
+            fmt::format("must be an integer (a size) or a float (a scalar), got {}", v.dump()));
     }
     return out;
   }
@@ -242,7 +280,8 @@ class LineReader {
   Expected<BufferSpec> get_buffer(const json& jb, size_t index) const {
     const std::string where = fmt::format("buffers[{}]", index);
     if (!jb.is_object())
-      return field_error(where, "must be an object {\"name\", \"dtype\", \"shape\", \"role\", \"init\"}");
+      return field_error(where,
+                         "must be an object {\"name\", \"dtype\", \"shape\", \"role\", \"init\"}");
     LEAP_RETURN_IF_ERROR(check_fields(jb, kBufferFields, where + "."));
     BufferSpec b;
     LEAP_ASSIGN_OR_RETURN(b.name, get_string(jb, "name", where + ".name"));
@@ -254,19 +293,29 @@ class LineReader {
     auto r = parse_role(role);
     if (!r) return field_error(where + ".role", r.status().message());
     b.role = *r;
-    if (!jb.contains("shape")) return field_error(where + ".shape", "missing: add a list of size expressions, e.g. [\"m\", \"k\"]");
+    if (!jb.contains("shape"))
+      return field_error(where + ".shape",
+                         "missing: add a list of size expressions, e.g. [\"m\", \"k\"]");
     const json& shape = jb.at("shape");
     if (!shape.is_array() || shape.empty())
-      return field_error(where + ".shape", fmt::format("must be a non-empty list of size expressions, got {}", shape.dump()));
+      return field_error(
+          where + ".shape",
+          fmt::format("must be a non-empty list of size expressions, got {}", shape.dump()));
     for (size_t d = 0; d < shape.size(); ++d) {
-      if (shape[d].is_string()) b.shape.push_back(shape[d].get<std::string>());
-      else if (shape[d].is_number_integer()) b.shape.push_back(std::to_string(shape[d].get<int64_t>()));
-      else return field_error(fmt::format("{}.shape[{}]", where, d), fmt::format("must be a string expression or an integer, got {}", shape[d].dump()));
+      if (shape[d].is_string())
+        b.shape.push_back(shape[d].get<std::string>());
+      else if (shape[d].is_number_integer())
+        b.shape.push_back(std::to_string(shape[d].get<int64_t>()));
+      else
+        return field_error(
+            fmt::format("{}.shape[{}]", where, d),
+            fmt::format("must be a string expression or an integer, got {}", shape[d].dump()));
     }
     if (b.role == Role::kOut) {
       if (jb.contains("init"))
-        return field_error(where + ".init", "an out buffer has no init (the sandbox poisons it before each launch): "
-                                            "remove it, or make the role inout");
+        return field_error(where + ".init",
+                           "an out buffer has no init (the sandbox poisons it before each launch): "
+                           "remove it, or make the role inout");
     } else {
       LEAP_ASSIGN_OR_RETURN(auto init, get_string(jb, "init", where + ".init"));
       auto in = parse_init(init);
@@ -282,9 +331,11 @@ class LineReader {
     Task t;
     LEAP_ASSIGN_OR_RETURN(t.id, get_string(j_, "id", "id"));
     if (!j_.contains("level") || !j_.at("level").is_number_integer())
-      return field_error("level", "must be an integer (1: single operations, 2: fused operations, ...)");
+      return field_error("level",
+                         "must be an integer (1: single operations, 2: fused operations, ...)");
     int64_t level = j_.at("level").get<int64_t>();
-    if (level < 1 || level > 100) return field_error("level", fmt::format("must be between 1 and 100, got {}", level));
+    if (level < 1 || level > 100)
+      return field_error("level", fmt::format("must be between 1 and 100, got {}", level));
     t.level = static_cast<int>(level);
     LEAP_ASSIGN_OR_RETURN(t.family, get_string(j_, "family", "family"));
     LEAP_ASSIGN_OR_RETURN(t.prompt, get_string(j_, "prompt", "prompt"));
@@ -313,26 +364,37 @@ class LineReader {
 
 }  // namespace
 
-// --- names ------------------------------------------------------------------------------------------
+// --- names
+// ------------------------------------------------------------------------------------------
 
-const char* split_name(Split s) { return s == Split::kTrain ? "train" : "heldout"; }
+const char* split_name(Split s) {
+  return s == Split::kTrain ? "train" : "heldout";
+}
 
 const char* role_name(Role r) {
   switch (r) {
-    case Role::kIn: return "in";
-    case Role::kOut: return "out";
-    case Role::kInOut: return "inout";
+    case Role::kIn:
+      return "in";
+    case Role::kOut:
+      return "out";
+    case Role::kInOut:
+      return "inout";
   }
   return "?";
 }
 
 std::string init_name(const Init& init) {
   switch (init.kind) {
-    case Init::Kind::kNormal: return "normal";
-    case Init::Kind::kUniform: return fmt::format("uniform({},{})", init.a, init.b);
-    case Init::Kind::kRandint: return fmt::format("randint({},{})", init.a, init.b);
-    case Init::Kind::kZeros: return "zeros";
-    case Init::Kind::kOnes: return "ones";
+    case Init::Kind::kNormal:
+      return "normal";
+    case Init::Kind::kUniform:
+      return fmt::format("uniform({},{})", init.a, init.b);
+    case Init::Kind::kRandint:
+      return fmt::format("randint({},{})", init.a, init.b);
+    case Init::Kind::kZeros:
+      return "zeros";
+    case Init::Kind::kOnes:
+      return "ones";
   }
   return "?";
 }
@@ -340,7 +402,8 @@ std::string init_name(const Init& init) {
 Expected<DType> parse_dtype(std::string_view text) {
   for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kI32, DType::kI64, DType::kU8})
     if (text == dtype_name(t)) return t;
-  return invalid_input(fmt::format("unknown dtype '{}': use one of f32, f16, bf16, i32, i64, u8", text));
+  return invalid_input(
+      fmt::format("unknown dtype '{}': use one of f32, f16, bf16, i32, i64, u8", text));
 }
 
 Expected<Role> parse_role(std::string_view text) {
@@ -358,20 +421,26 @@ Expected<Split> parse_split(std::string_view text) {
 Expected<Init> parse_init(std::string_view raw) {
   const std::string text = trim(raw);
   const auto bad = [&](const std::string& why) {
-    return invalid_input(fmt::format("bad init '{}': {}; use normal, uniform(a,b), randint(a,b), zeros or ones",
-                                     text, why));
+    return invalid_input(fmt::format(
+        "bad init '{}': {}; use normal, uniform(a,b), randint(a,b), zeros or ones", text, why));
   };
   Init init;
-  if (text == "normal") init.kind = Init::Kind::kNormal;
-  else if (text == "zeros") init.kind = Init::Kind::kZeros;
-  else if (text == "ones") init.kind = Init::Kind::kOnes;
+  if (text == "normal")
+    init.kind = Init::Kind::kNormal;
+  else if (text == "zeros")
+    init.kind = Init::Kind::kZeros;
+  else if (text == "ones")
+    init.kind = Init::Kind::kOnes;
   else {
     size_t open = text.find('(');
     if (open == std::string::npos || text.back() != ')') return bad("unknown init");
     std::string fn = trim(std::string_view(text).substr(0, open));
-    if (fn == "uniform") init.kind = Init::Kind::kUniform;
-    else if (fn == "randint") init.kind = Init::Kind::kRandint;
-    else return bad(fmt::format("unknown init function '{}'", fn));
+    if (fn == "uniform")
+      init.kind = Init::Kind::kUniform;
+    else if (fn == "randint")
+      init.kind = Init::Kind::kRandint;
+    else
+      return bad(fmt::format("unknown init function '{}'", fn));
     std::string args = text.substr(open + 1, text.size() - open - 2);
     size_t comma = args.find(',');
     if (comma == std::string::npos || args.find(',', comma + 1) != std::string::npos)
@@ -379,7 +448,8 @@ Expected<Init> parse_init(std::string_view raw) {
     if (!parse_number(trim(std::string_view(args).substr(0, comma)), &init.a) ||
         !parse_number(trim(std::string_view(args).substr(comma + 1)), &init.b))
       return bad(fn + " takes two finite numbers");
-    if (init.kind == Init::Kind::kUniform && !(init.a < init.b)) return bad("uniform(a,b) needs a < b");
+    if (init.kind == Init::Kind::kUniform && !(init.a < init.b))
+      return bad("uniform(a,b) needs a < b");
     if (init.kind == Init::Kind::kRandint &&
         (init.a != std::floor(init.a) || init.b != std::floor(init.b) || init.a > init.b))
       return bad("randint(a,b) needs integers a <= b (both inclusive)");
@@ -387,13 +457,18 @@ Expected<Init> parse_init(std::string_view raw) {
   return init;
 }
 
-// --- validation -------------------------------------------------------------------------------------
+// --- validation
+// -------------------------------------------------------------------------------------
 
 Status validate_task(const Task& t) {
-  if (t.id.empty() || std::any_of(t.id.begin(), t.id.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
-    return field_error("id", fmt::format("'{}' must be non-empty and without spaces, e.g. \"L1/relu\"", t.id));
+  if (t.id.empty() || std::any_of(t.id.begin(), t.id.end(), [](char c) {
+        return std::isspace(static_cast<unsigned char>(c));
+      }))
+    return field_error(
+        "id", fmt::format("'{}' must be non-empty and without spaces, e.g. \"L1/relu\"", t.id));
   if (t.level < 1) return field_error("level", "must be >= 1");
-  if (trim(t.family).empty()) return field_error("family", "must name the kind of task, e.g. \"elementwise\"");
+  if (trim(t.family).empty())
+    return field_error("family", "must name the kind of task, e.g. \"elementwise\"");
   if (trim(t.prompt).empty()) return field_error("prompt", "must say what to compute");
   LEAP_RETURN_IF_ERROR(check_params_match(t));
   if (t.buffers.empty()) return field_error("buffers", "a task needs at least one buffer");
@@ -402,26 +477,34 @@ Status validate_task(const Task& t) {
   for (size_t i = 0; i < t.buffers.size(); ++i) {
     const BufferSpec& b = t.buffers[i];
     const std::string where = fmt::format("buffers[{}]", i);
-    if (!is_identifier(b.name)) return field_error(where + ".name", fmt::format("'{}' is not an identifier", b.name));
+    if (!is_identifier(b.name))
+      return field_error(where + ".name", fmt::format("'{}' is not an identifier", b.name));
     if (!names.insert(b.name).second)
-      return field_error(where + ".name", fmt::format("'{}' names two buffers: names must be unique", b.name));
+      return field_error(where + ".name",
+                         fmt::format("'{}' names two buffers: names must be unique", b.name));
     if (t.params.count(b.name))
-      return field_error(where + ".name", fmt::format("'{}' is also a parameter: a launch argument must name one "
-                                                      "thing, rename one of them",
-                                                      b.name));
+      return field_error(where + ".name",
+                         fmt::format("'{}' is also a parameter: a launch argument must name one "
+                                     "thing, rename one of them",
+                                     b.name));
     if (b.shape.empty()) return field_error(where + ".shape", "must have at least one dimension");
     LEAP_RETURN_IF_ERROR(check_buffer_sizes(b, t, where));
     LEAP_RETURN_IF_ERROR(check_init(b, where + ".init"));
     writes = writes || b.role != Role::kIn;
   }
-  if (!writes) return field_error("buffers", "no buffer has role out or inout: the kernel must write something");
+  if (!writes)
+    return field_error("buffers",
+                       "no buffer has role out or inout: the kernel must write something");
   LEAP_RETURN_IF_ERROR(check_reference(t.reference));
-  if (!std::isfinite(t.atol) || t.atol < 0) return field_error("atol", fmt::format("must be >= 0, got {}", t.atol));
-  if (!std::isfinite(t.rtol) || t.rtol < 0) return field_error("rtol", fmt::format("must be >= 0, got {}", t.rtol));
+  if (!std::isfinite(t.atol) || t.atol < 0)
+    return field_error("atol", fmt::format("must be >= 0, got {}", t.atol));
+  if (!std::isfinite(t.rtol) || t.rtol < 0)
+    return field_error("rtol", fmt::format("must be >= 0, got {}", t.rtol));
   return Status::ok();
 }
 
-// --- loading ----------------------------------------------------------------------------------------
+// --- loading
+// ----------------------------------------------------------------------------------------
 
 Expected<Suite> parse_suite(std::string_view text, const std::string& source_name) {
   Suite suite;
@@ -430,7 +513,8 @@ Expected<Suite> parse_suite(std::string_view text, const std::string& source_nam
   size_t pos = 0;
   for (int line_no = 1; pos < text.size(); ++line_no) {
     size_t nl = text.find('\n', pos);
-    std::string_view line = text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    std::string_view line =
+        text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? text.size() : nl + 1;
     if (trim(line).empty()) continue;
     const std::string where = fmt::format("{}:{}", source_name, line_no);
@@ -438,30 +522,34 @@ Expected<Suite> parse_suite(std::string_view text, const std::string& source_nam
     try {
       j = json::parse(line);
     } catch (const json::parse_error& e) {
-      return invalid_input(fmt::format("{}: not valid JSON ({}): each line must be one complete JSON object",
-                                       where, e.what()));
+      return invalid_input(fmt::format(
+          "{}: not valid JSON ({}): each line must be one complete JSON object", where, e.what()));
     }
     auto task = LineReader(j).read();
     std::string id_part;
     if (j.is_object() && j.contains("id") && j.at("id").is_string())
       id_part = fmt::format(" task '{}':", j.at("id").get<std::string>());
-    if (!task) return invalid_input(fmt::format("{}:{} {}", where, id_part, task.status().message()));
+    if (!task)
+      return invalid_input(fmt::format("{}:{} {}", where, id_part, task.status().message()));
     Status st = validate_task(*task);
     if (!st) return invalid_input(fmt::format("{}:{} {}", where, id_part, st.message()));
     auto [it, fresh] = id_line.emplace(task->id, line_no);
     if (!fresh)
-      return invalid_input(fmt::format("{}: field 'id': '{}' is already the id of line {}: ids must be unique",
-                                       where, task->id, it->second));
+      return invalid_input(
+          fmt::format("{}: field 'id': '{}' is already the id of line {}: ids must be unique",
+                      where, task->id, it->second));
     suite.tasks.push_back(std::move(task).value());
   }
   if (suite.tasks.empty())
-    return invalid_input(fmt::format("{}: no tasks: a suite holds one JSON task object per line", source_name));
+    return invalid_input(
+        fmt::format("{}: no tasks: a suite holds one JSON task object per line", source_name));
   return suite;
 }
 
 Expected<Suite> load_suite(const std::string& path) {
   auto text = read_file(path);
-  if (!text) return Status(text.status().code(), text.status().message() + ": check the suite path");
+  if (!text)
+    return Status(text.status().code(), text.status().message() + ": check the suite path");
   return parse_suite(*text, path);
 }
 
@@ -479,8 +567,9 @@ Expected<const Task*> find_task(const Suite& suite, std::string_view id) {
     size_t d = edit_distance(std::string(id), t.id);
     if (d < best_d) best_d = d, best = t.id;
   }
-  return not_found(fmt::format("no task '{}' in suite '{}'; did you mean '{}'? (`leap tasks list {}` lists them)",
-                               id, suite.path, best, suite.path));
+  return not_found(fmt::format(
+      "no task '{}' in suite '{}'; did you mean '{}'? (`leap tasks list {}` lists them)", id,
+      suite.path, best, suite.path));
 }
 
 std::vector<const Task*> select_tasks(const Suite& suite, Split split) {
@@ -492,7 +581,8 @@ std::vector<const Task*> select_tasks(const Suite& suite, Split split) {
 
 void TasksConfig::declare(OptionSet& opts) {
   opts.add("tasks.suite", &suite, std::string("tasks/level1.jsonl"),
-           "Task suite (JSONL, one task a line): training draws its train split, evaluation reports both.",
+           "Task suite (JSONL, one task a line): training draws its train split, evaluation "
+           "reports both.",
            {.alias = "suite"});
 }
 

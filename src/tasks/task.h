@@ -37,12 +37,12 @@ using Params = std::map<std::string, ParamValue>;
 enum class Split { kTrain, kHeldout };
 
 struct Task {
-  std::string id;      // "L1/relu_mul"
+  std::string id;  // "L1/relu_mul"
   int level = 1;
   std::string family;  // "elementwise", "reduction", ...
   std::string prompt;
-  Params params;       // GPU sizes
-  Params cpu_params;   // interpreter sizes: small, not multiples of common block sizes
+  Params params;      // GPU sizes
+  Params cpu_params;  // interpreter sizes: small, not multiples of common block sizes
   std::vector<BufferSpec> buffers;
   std::string reference;  // a trusted answer in the answer format (a ```cuda block)
   double atol = 1e-5, rtol = 1e-5;

@@ -23,7 +23,9 @@
 namespace leap::tasks {
 namespace {
 
-std::string suite_path(int level) { return std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl"; }
+std::string suite_path(int level) {
+  return std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl";
+}
 
 Suite load_or_die(int level) {
   auto s = load_suite(suite_path(level));
@@ -131,8 +133,10 @@ TEST(CommittedSuites, SizesAndSplits) {
         EXPECT_LE(*e, 20480) << t.id << " buffer " << b.name << " is large for the interpreter";
       }
       // The prompt names every buffer and parameter the launch lines may use.
-      for (const auto& b : t.buffers) EXPECT_NE(t.prompt.find(b.name), std::string::npos) << t.id << " " << b.name;
-      for (const auto& [name, v] : t.params) EXPECT_NE(t.prompt.find(name), std::string::npos) << t.id << " " << name;
+      for (const auto& b : t.buffers)
+        EXPECT_NE(t.prompt.find(b.name), std::string::npos) << t.id << " " << b.name;
+      for (const auto& [name, v] : t.params)
+        EXPECT_NE(t.prompt.find(name), std::string::npos) << t.id << " " << name;
     }
   }
 }
@@ -189,7 +193,9 @@ int entry_param_count(const std::string& ptx, const std::string& lowered) {
   if (at == std::string::npos) return -1;
   size_t close = ptx.find(')', at);
   int count = 0;
-  for (size_t p = ptx.find(".param", at); p != std::string::npos && p < close; p = ptx.find(".param", p + 1)) ++count;
+  for (size_t p = ptx.find(".param", at); p != std::string::npos && p < close;
+       p = ptx.find(".param", p + 1))
+    ++count;
   return count;
 }
 
@@ -199,10 +205,12 @@ TEST(CommittedSuites, EveryReferenceCompilesToPtx) {
     for (const auto& t : s.tasks) {
       Parsed p = parse_reference(t.reference);
       nvrtcProgram prog;
-      ASSERT_EQ(nvrtcCreateProgram(&prog, p.code.c_str(), "reference.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+      ASSERT_EQ(nvrtcCreateProgram(&prog, p.code.c_str(), "reference.cu", 0, nullptr, nullptr),
+                NVRTC_SUCCESS);
       std::set<std::string> kernels;
       for (const auto& l : p.launches) kernels.insert(l.kernel);
-      for (const auto& k : kernels) ASSERT_EQ(nvrtcAddNameExpression(prog, k.c_str()), NVRTC_SUCCESS) << t.id;
+      for (const auto& k : kernels)
+        ASSERT_EQ(nvrtcAddNameExpression(prog, k.c_str()), NVRTC_SUCCESS) << t.id;
       const std::string include = std::string("-I") + LEAP_TEST_CUDA_INCLUDE;
       const char* opts[] = {"-std=c++17", "--gpu-architecture=compute_80", include.c_str()};
       nvrtcResult rc = nvrtcCompileProgram(prog, 3, opts);
@@ -219,9 +227,11 @@ TEST(CommittedSuites, EveryReferenceCompilesToPtx) {
         nvrtcGetPTX(prog, ptx.data());
         for (const auto& l : p.launches) {
           const char* lowered = nullptr;
-          ASSERT_EQ(nvrtcGetLoweredName(prog, l.kernel.c_str(), &lowered), NVRTC_SUCCESS) << t.id << " " << l.kernel;
+          ASSERT_EQ(nvrtcGetLoweredName(prog, l.kernel.c_str(), &lowered), NVRTC_SUCCESS)
+              << t.id << " " << l.kernel;
           EXPECT_EQ(entry_param_count(ptx, lowered), static_cast<int>(l.args.size()))
-              << t.id << ": kernel " << l.kernel << " takes a different number of arguments than its launch line";
+              << t.id << ": kernel " << l.kernel
+              << " takes a different number of arguments than its launch line";
         }
       }
       nvrtcDestroyProgram(&prog);

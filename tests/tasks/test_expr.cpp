@@ -10,7 +10,9 @@
 namespace leap::tasks {
 namespace {
 
-Params sizes() { return {{"n", int64_t{4099}}, {"m", int64_t{37}}, {"k", int64_t{3}}, {"alpha", 0.5}}; }
+Params sizes() {
+  return {{"n", int64_t{4099}}, {"m", int64_t{37}}, {"k", int64_t{3}}, {"alpha", 0.5}};
+}
 
 int64_t eval_ok(const char* text) {
   auto v = eval_int_expr(text, sizes());

@@ -20,17 +20,18 @@ TEST(DtypeConvert, F16HandWorked) {
   EXPECT_EQ(f16_bits_from_double(-2.0), 0xC000);
   EXPECT_EQ(f16_bits_from_double(0.5), 0x3800);
   EXPECT_EQ(f16_bits_from_double(1.0 / 3.0), 0x3555);  // 0.333251953125
-  EXPECT_EQ(f16_bits_from_double(0.1), 0x2E66);         // 0.0999755859375
-  EXPECT_EQ(f16_bits_from_double(65504.0), 0x7BFF);     // largest finite
-  EXPECT_EQ(f16_bits_from_double(65519.0), 0x7BFF);     // below the halfway point
-  EXPECT_EQ(f16_bits_from_double(65520.0), 0x7C00);     // halfway to 2^16: even is infinity
+  EXPECT_EQ(f16_bits_from_double(0.1), 0x2E66);        // 0.0999755859375
+  EXPECT_EQ(f16_bits_from_double(65504.0), 0x7BFF);    // largest finite
+  EXPECT_EQ(f16_bits_from_double(65519.0), 0x7BFF);    // below the halfway point
+  EXPECT_EQ(f16_bits_from_double(65520.0), 0x7C00);    // halfway to 2^16: even is infinity
   EXPECT_EQ(f16_bits_from_double(1e9), 0x7C00);
   EXPECT_EQ(f16_bits_from_double(-INFINITY), 0xFC00);
-  EXPECT_EQ(f16_bits_from_double(std::ldexp(1.0, -24)), 0x0001);      // smallest subnormal
-  EXPECT_EQ(f16_bits_from_double(std::ldexp(1.0, -25)), 0x0000);      // tie to even (0)
-  EXPECT_EQ(f16_bits_from_double(std::ldexp(3.0, -25)), 0x0002);      // tie to even (2)
-  EXPECT_EQ(f16_bits_from_double(std::ldexp(1.0, -14)), 0x0400);      // smallest normal
-  EXPECT_EQ(f16_bits_from_double(std::ldexp(1023.5, -24)), 0x0400);   // subnormal rounds up to normal
+  EXPECT_EQ(f16_bits_from_double(std::ldexp(1.0, -24)), 0x0001);  // smallest subnormal
+  EXPECT_EQ(f16_bits_from_double(std::ldexp(1.0, -25)), 0x0000);  // tie to even (0)
+  EXPECT_EQ(f16_bits_from_double(std::ldexp(3.0, -25)), 0x0002);  // tie to even (2)
+  EXPECT_EQ(f16_bits_from_double(std::ldexp(1.0, -14)), 0x0400);  // smallest normal
+  EXPECT_EQ(f16_bits_from_double(std::ldexp(1023.5, -24)),
+            0x0400);  // subnormal rounds up to normal
   // Ties: 1 + 2^-11 is halfway between 1 and 1 + 2^-10: even mantissa (1.0) wins.
   EXPECT_EQ(f16_bits_from_double(1.0 + std::ldexp(1.0, -11)), 0x3C00);
   EXPECT_EQ(f16_bits_from_double(1.0 + 3 * std::ldexp(1.0, -11)), 0x3C02);
@@ -42,7 +43,7 @@ TEST(DtypeConvert, F16HandWorked) {
 TEST(DtypeConvert, Bf16HandWorked) {
   EXPECT_EQ(bf16_bits_from_double(1.0), 0x3F80);
   EXPECT_EQ(bf16_bits_from_double(-2.0), 0xC000);
-  EXPECT_EQ(bf16_bits_from_double(0.1), 0x3DCD);  // 0.10009765625
+  EXPECT_EQ(bf16_bits_from_double(0.1), 0x3DCD);                            // 0.10009765625
   EXPECT_EQ(bf16_bits_from_double(1.0 + std::ldexp(1.0, -8)), 0x3F80);      // tie to even
   EXPECT_EQ(bf16_bits_from_double(1.0 + 3 * std::ldexp(1.0, -8)), 0x3F82);  // tie to even
   EXPECT_EQ(bf16_bits_from_double(3.0e38), 0x7F62);
@@ -128,7 +129,7 @@ TEST(Inputs, InitRangesAndDtypes) {
     sum += v;
     sq += v * v;
   }
-  EXPECT_NEAR(sum / 1000, 0.0, 0.15);      // mean of 1000 standard normals: sd 0.03
+  EXPECT_NEAR(sum / 1000, 0.0, 0.15);  // mean of 1000 standard normals: sd 0.03
   EXPECT_NEAR(sq / 1000, 1.0, 0.2);
   const auto& u = (*in)[1];
   for (int64_t i = 0; i < u.elements; ++i) {
@@ -175,7 +176,8 @@ TEST(Inputs, PoisonAndBadShapes) {
   auto in = generate_inputs(t, t.cpu_params, 1, 0);
   ASSERT_TRUE(in);
   fill_poison((*in)[5]);
-  for (int64_t i = 0; i < (*in)[5].elements; ++i) EXPECT_TRUE(std::isnan(read_element((*in)[5].bytes.data(), DType::kF32, i)));
+  for (int64_t i = 0; i < (*in)[5].elements; ++i)
+    EXPECT_TRUE(std::isnan(read_element((*in)[5].bytes.data(), DType::kF32, i)));
   fill_poison((*in)[2]);
   for (uint8_t byte : (*in)[2].bytes) EXPECT_EQ(byte, 0xFF);
   t.buffers[5].shape = {"n - 2000"};

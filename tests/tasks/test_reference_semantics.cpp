@@ -38,8 +38,12 @@ struct Ctx {
 };
 using HostFn = std::function<void(const Ctx&)>;
 
-double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
-double gelu_tanh(double v) { return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v))); }
+double sigmoid(double v) {
+  return 1.0 / (1.0 + std::exp(-v));
+}
+double gelu_tanh(double v) {
+  return 0.5 * v * (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+}
 
 HostFn unary(double (*fn)(double)) {
   return [fn](const Ctx& c) {
@@ -56,7 +60,8 @@ HostFn binary(double (*fn)(double, double)) {
   };
 }
 // Row-wise map over [rows, cols] with a per-row function writing out's row.
-HostFn per_row(const char* rows, const char* cols, std::function<void(const double*, double*, int64_t, const Ctx&)> fn) {
+HostFn per_row(const char* rows, const char* cols,
+               std::function<void(const double*, double*, int64_t, const Ctx&)> fn) {
   return [=](const Ctx& c) {
     const int64_t R = c.i(rows), C = c.i(cols);
     Vec& o = c.out("out", R * C);
@@ -128,11 +133,13 @@ std::map<std::string, HostFn> host_implementations() {
   };
   h["L1/leaky_relu"] = [](const Ctx& c) {
     Vec& o = c.out("out", c.i("n"));
-    for (size_t k = 0; k < o.size(); ++k) o[k] = c["x"][k] >= 0 ? c["x"][k] : c.f("slope") * c["x"][k];
+    for (size_t k = 0; k < o.size(); ++k)
+      o[k] = c["x"][k] >= 0 ? c["x"][k] : c.f("slope") * c["x"][k];
   };
   h["L1/clamp"] = [](const Ctx& c) {
     Vec& o = c.out("out", c.i("n"));
-    for (size_t k = 0; k < o.size(); ++k) o[k] = std::min(std::max(c["x"][k], c.f("lo")), c.f("hi"));
+    for (size_t k = 0; k < o.size(); ++k)
+      o[k] = std::min(std::max(c["x"][k], c.f("lo")), c.f("hi"));
   };
   h["L1/where"] = [](const Ctx& c) {
     Vec& o = c.out("out", c.i("n"));
@@ -151,36 +158,46 @@ std::map<std::string, HostFn> host_implementations() {
   h["L1/max_reduce"] = [](const Ctx& c) {
     c.out("out", 1)[0] = *std::max_element(c["x"].begin(), c["x"].end());
   };
-  h["L1/l2_norm"] = [](const Ctx& c) { c.out("out", 1)[0] = std::sqrt(sumsq_of(c["x"].data(), c.i("n"))); };
+  h["L1/l2_norm"] = [](const Ctx& c) {
+    c.out("out", 1)[0] = std::sqrt(sumsq_of(c["x"].data(), c.i("n")));
+  };
   h["L1/dot"] = [](const Ctx& c) {
     double s = 0;
     for (int64_t k = 0; k < c.i("n"); ++k) s += c["a"][k] * c["b"][k];
     c.out("out", 1)[0] = s;
   };
   h["L1/row_sum"] = row_reduce(sum_of);
-  h["L1/row_max"] = row_reduce([](const double* x, int64_t n) { return *std::max_element(x, x + n); });
+  h["L1/row_max"] =
+      row_reduce([](const double* x, int64_t n) { return *std::max_element(x, x + n); });
   h["L1/row_mean"] = row_reduce([](const double* x, int64_t n) { return sum_of(x, n) / n; });
-  h["L1/row_l2norm"] = row_reduce([](const double* x, int64_t n) { return std::sqrt(sumsq_of(x, n)); });
-  h["L1/argmax_rows"] = row_reduce(
-      [](const double* x, int64_t n) { return static_cast<double>(std::max_element(x, x + n) - x); });
+  h["L1/row_l2norm"] =
+      row_reduce([](const double* x, int64_t n) { return std::sqrt(sumsq_of(x, n)); });
+  h["L1/argmax_rows"] = row_reduce([](const double* x, int64_t n) {
+    return static_cast<double>(std::max_element(x, x + n) - x);
+  });
   h["L1/histogram"] = [](const Ctx& c) {
     Vec& o = c.out("out", 256);
     for (double v : c["x"]) o[static_cast<size_t>(v)] += 1;
   };
   // ---- softmax and normalisation
-  h["L1/softmax"] = per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx&) { softmax_row(x, o, n, 1.0); });
-  h["L1/log_softmax"] = per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx&) {
-    double m = *std::max_element(x, x + n), s = 0;
-    for (int64_t j = 0; j < n; ++j) s += std::exp(x[j] - m);
-    for (int64_t j = 0; j < n; ++j) o[j] = x[j] - m - std::log(s);
+  h["L1/softmax"] = per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx&) {
+    softmax_row(x, o, n, 1.0);
   });
-  h["L1/layernorm"] = per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx& c) {
-    layernorm_row(x, o, n, c["gamma"], c["beta"], 1e-5);
-  });
-  h["L1/rmsnorm"] = per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx& c) {
-    double r = 1 / std::sqrt(sumsq_of(x, n) / n + 1e-6);
-    for (int64_t j = 0; j < n; ++j) o[j] = x[j] * r * c["w"][j];
-  });
+  h["L1/log_softmax"] =
+      per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx&) {
+        double m = *std::max_element(x, x + n), s = 0;
+        for (int64_t j = 0; j < n; ++j) s += std::exp(x[j] - m);
+        for (int64_t j = 0; j < n; ++j) o[j] = x[j] - m - std::log(s);
+      });
+  h["L1/layernorm"] =
+      per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx& c) {
+        layernorm_row(x, o, n, c["gamma"], c["beta"], 1e-5);
+      });
+  h["L1/rmsnorm"] =
+      per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx& c) {
+        double r = 1 / std::sqrt(sumsq_of(x, n) / n + 1e-6);
+        for (int64_t j = 0; j < n; ++j) o[j] = x[j] * r * c["w"][j];
+      });
   // ---- matrices
   h["L1/transpose"] = [](const Ctx& c) {
     const int64_t R = c.i("rows"), C = c.i("cols");
@@ -194,7 +211,9 @@ std::map<std::string, HostFn> host_implementations() {
     for (int64_t r = 0; r < m; ++r)
       for (int64_t j = 0; j < k; ++j) y[r] += c["A"][r * k + j] * c["x"][j];
   };
-  h["L1/matmul"] = [](const Ctx& c) { c.b["C"] = matmul(c["A"], c["B"], c.i("m"), c.i("n"), c.i("k")); };
+  h["L1/matmul"] = [](const Ctx& c) {
+    c.b["C"] = matmul(c["A"], c["B"], c.i("m"), c.i("n"), c.i("k"));
+  };
   h["L1/outer"] = [](const Ctx& c) {
     const int64_t m = c.i("m"), n = c.i("n");
     Vec& o = c.out("out", m * n);
@@ -215,7 +234,8 @@ std::map<std::string, HostFn> host_implementations() {
     const int64_t t = c.i("tokens"), d = c.i("dim");
     Vec& o = c.out("out", t * d);
     for (int64_t r = 0; r < t; ++r)
-      for (int64_t q = 0; q < d; ++q) o[r * d + q] = c["table"][static_cast<int64_t>(c["idx"][r]) * d + q];
+      for (int64_t q = 0; q < d; ++q)
+        o[r * d + q] = c["table"][static_cast<int64_t>(c["idx"][r]) * d + q];
   };
   // ---- scan, convolution, pooling
   h["L1/prefix_sum"] = [](const Ctx& c) {
@@ -237,8 +257,8 @@ std::map<std::string, HostFn> host_implementations() {
       for (int64_t r = 0; r < oh; ++r)
         for (int64_t q = 0; q < ow; ++q) {
           auto at = [&](int64_t y, int64_t z) { return x[(ch * H + y) * W + z]; };
-          o[(ch * oh + r) * ow + q] =
-              std::max({at(2 * r, 2 * q), at(2 * r, 2 * q + 1), at(2 * r + 1, 2 * q), at(2 * r + 1, 2 * q + 1)});
+          o[(ch * oh + r) * ow + q] = std::max({at(2 * r, 2 * q), at(2 * r, 2 * q + 1),
+                                                at(2 * r + 1, 2 * q), at(2 * r + 1, 2 * q + 1)});
         }
   };
   h["L1/avgpool1d"] = [](const Ctx& c) {
@@ -249,7 +269,8 @@ std::map<std::string, HostFn> host_implementations() {
   };
 
   // ---- level 2
-  auto linear = [](const char* X, const char* W, const char* b, const char* Y, double (*act)(double)) {
+  auto linear = [](const char* X, const char* W, const char* b, const char* Y,
+                   double (*act)(double)) {
     return [=](const Ctx& c) {
       const int64_t m = c.i("m"), n = c.i("n"), k = c.i("k");
       Vec r = matmul(c[X], c[W], m, n, k);
@@ -257,7 +278,8 @@ std::map<std::string, HostFn> host_implementations() {
       c.b[Y] = r;
     };
   };
-  h["L2/matmul_bias_relu"] = linear("A", "W", "bias", "C", [](double v) { return std::max(v, 0.0); });
+  h["L2/matmul_bias_relu"] =
+      linear("A", "W", "bias", "C", [](double v) { return std::max(v, 0.0); });
   h["L2/gelu_linear"] = linear("X", "W", "b", "Y", gelu_tanh);
   h["L2/matmul_f16_bias"] = linear("A", "B", "bias", "C", [](double v) { return v; });
   h["L2/residual_rmsnorm"] = [](const Ctx& c) {
@@ -279,10 +301,13 @@ std::map<std::string, HostFn> host_implementations() {
       layernorm_row(s.data(), &o[r * d], d, c["gamma"], c["beta"], 1e-5);
     }
   };
-  h["L2/scaled_softmax"] = per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx& c) {
-    softmax_row(x, o, n, c.f("scale"));
-  });
-  h["L2/softmax_f16"] = per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx&) { softmax_row(x, o, n, 1.0); });
+  h["L2/scaled_softmax"] =
+      per_row("rows", "cols", [](const double* x, double* o, int64_t n, const Ctx& c) {
+        softmax_row(x, o, n, c.f("scale"));
+      });
+  h["L2/softmax_f16"] =
+      per_row("rows", "cols",
+              [](const double* x, double* o, int64_t n, const Ctx&) { softmax_row(x, o, n, 1.0); });
   h["L2/swiglu_bf16"] = [](const Ctx& c) {
     const int64_t R = c.i("rows"), d = c.i("d");
     Vec& o = c.out("out", R * d);
@@ -349,7 +374,8 @@ std::map<std::string, HostFn> host_implementations() {
     for (int64_t r = 0; r < R; ++r) {
       double ab = 0;
       for (int64_t q = 0; q < d; ++q) ab += c["a"][r * d + q] * c["b"][r * d + q];
-      o[r] = ab / std::max(std::sqrt(sumsq_of(&c["a"][r * d], d) * sumsq_of(&c["b"][r * d], d)), 1e-8);
+      o[r] =
+          ab / std::max(std::sqrt(sumsq_of(&c["a"][r * d], d) * sumsq_of(&c["b"][r * d], d)), 1e-8);
     }
   };
   h["L2/conv1d_bias_relu"] = [](const Ctx& c) {
@@ -359,7 +385,8 @@ std::map<std::string, HostFn> host_implementations() {
       for (int64_t i = 0; i < on; ++i) {
         double acc = c["bias"][oc];
         for (int64_t ch = 0; ch < ci; ++ch)
-          for (int64_t j = 0; j < k; ++j) acc += c["w"][(oc * ci + ch) * k + j] * c["x"][ch * n + i + j];
+          for (int64_t j = 0; j < k; ++j)
+            acc += c["w"][(oc * ci + ch) * k + j] * c["x"][ch * n + i + j];
         o[oc * on + i] = std::max(acc, 0.0);
       }
   };
@@ -386,12 +413,15 @@ void check_reference(const Task& t, const HostFn& fn, int trials) {
     req.task = t;
     req.code = t.reference.substr(t.reference.find('\n') + 1);
     req.code = req.code.substr(0, req.code.rfind("```"));
-    for (int k = 0; k < trials; ++k) req.trials.push_back({.seed = 5, .trial = static_cast<uint64_t>(k), .sizes = SizeSet::kCpu});
+    for (int k = 0; k < trials; ++k)
+      req.trials.push_back({.seed = 5, .trial = static_cast<uint64_t>(k), .sizes = SizeSet::kCpu});
     sandbox::JobReport rep = runner.run(req);
-    ASSERT_TRUE(rep.outcome.ok()) << sandbox::verdict_name(rep.outcome.verdict) << ": " << rep.outcome.message;
+    ASSERT_TRUE(rep.outcome.ok()) << sandbox::verdict_name(rep.outcome.verdict) << ": "
+                                  << rep.outcome.message;
     ASSERT_EQ(rep.outputs.size(), req.trials.size());
     for (size_t trial = 0; trial < req.trials.size(); ++trial) {
-      auto inputs = generate_inputs(t, t.cpu_params, req.trials[trial].seed, req.trials[trial].trial);
+      auto inputs =
+          generate_inputs(t, t.cpu_params, req.trials[trial].seed, req.trials[trial].trial);
       ASSERT_TRUE(inputs);
       Bufs bufs;
       for (const auto& b : *inputs) {
@@ -413,9 +443,11 @@ void check_reference(const Task& t, const HostFn& fn, int trials) {
           const double err = std::fabs(g - w);
           max_err = std::max(max_err, err);
           if (!(err <= t.atol + t.rtol * std::fabs(w)) && bad++ < 3)
-            ADD_FAILURE() << t.id << " trial " << trial << " " << got.name << "[" << i << "] = " << g << ", want " << w;
+            ADD_FAILURE() << t.id << " trial " << trial << " " << got.name << "[" << i
+                          << "] = " << g << ", want " << w;
         }
-        EXPECT_EQ(bad, 0) << t.id << " " << got.name << ": " << bad << " mismatches, max error " << max_err;
+        EXPECT_EQ(bad, 0) << t.id << " " << got.name << ": " << bad << " mismatches, max error "
+                          << max_err;
       }
     }
   }
@@ -425,7 +457,8 @@ class ReferenceSemantics : public ::testing::TestWithParam<int> {};
 
 TEST_P(ReferenceSemantics, MatchesHostImplementationOnCpuSizes) {
   const int level = GetParam();
-  auto suite = load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
+  auto suite =
+      load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
   ASSERT_TRUE(suite) << suite.status().message();
   const auto host = host_implementations();
   for (const Task& t : suite->tasks) {
@@ -454,7 +487,8 @@ TEST(ReferenceSemanticsLarge, CappedGridsAndMultiPassScans) {
   };
   const auto host = host_implementations();
   for (int level : {1, 2}) {
-    auto suite = load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
+    auto suite = load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) +
+                            ".jsonl");
     ASSERT_TRUE(suite) << suite.status().message();
     for (const auto& [id, params] : larger) {
       const Task* t = suite->find(id);
@@ -471,7 +505,8 @@ TEST(ReferenceSemanticsLarge, CappedGridsAndMultiPassScans) {
 // sandbox's limits (grid, block, shared memory, scratch), or the GPU path would reject them.
 TEST_P(ReferenceSemantics, LaunchPlansFitTheLimitsAtGpuSizes) {
   const int level = GetParam();
-  auto suite = load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
+  auto suite =
+      load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/level" + std::to_string(level) + ".jsonl");
   ASSERT_TRUE(suite) << suite.status().message();
   for (const Task& t : suite->tasks) {
     auto answer = sandbox::parse_answer(t.reference);

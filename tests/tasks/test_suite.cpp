@@ -65,7 +65,8 @@ TEST(Suite, GoodLineLoadsEveryField) {
 TEST(Suite, SelectsBySplit) {
   json h = task_with_id("L1/h");
   h["split"] = "heldout";
-  std::string text = task_with_id("L1/a").dump() + "\n" + h.dump() + "\n" + task_with_id("L1/b").dump();
+  std::string text =
+      task_with_id("L1/a").dump() + "\n" + h.dump() + "\n" + task_with_id("L1/b").dump();
   auto s = parse_suite(text, "s.jsonl");
   ASSERT_TRUE(s) << s.status().message();
   auto train = select_tasks(*s, Split::kTrain);
@@ -97,32 +98,76 @@ TEST(Suite, EveryKindOfBadLineNamesLineAndField) {
       {"param bool", [](json& j) { j["params"]["n"] = true; }, "params.n", "integer"},
       {"param missing in cpu", [](json& j) { j["cpu_params"].erase("n"); }, "cpu_params", "'n'"},
       {"param extra in cpu", [](json& j) { j["cpu_params"]["q"] = 3; }, "params", "'q'"},
-      {"param type mismatch", [](json& j) { j["cpu_params"]["alpha"] = 1; }, "cpu_params.alpha", "integer vs float"},
-      {"param reserved name", [](json& j) { j["params"]["min"] = 1; j["cpu_params"]["min"] = 1; }, "params.min", "identifier"},
+      {"param type mismatch", [](json& j) { j["cpu_params"]["alpha"] = 1; }, "cpu_params.alpha",
+       "integer vs float"},
+      {"param reserved name",
+       [](json& j) {
+         j["params"]["min"] = 1;
+         j["cpu_params"]["min"] = 1;
+       },
+       "params.min", "identifier"},
       {"buffers empty", [](json& j) { j["buffers"] = json::array(); }, "buffers", "non-empty"},
-      {"buffer unknown field", [](json& j) { j["buffers"][0]["dtyp"] = "f32"; }, "buffers[0].dtyp", "did you mean 'dtype'"},
-      {"bad dtype", [](json& j) { j["buffers"][1]["dtype"] = "f64"; }, "buffers[1].dtype", "f32, f16, bf16, i32, i64, u8"},
-      {"bad role", [](json& j) { j["buffers"][0]["role"] = "input"; }, "buffers[0].role", "in, out, inout"},
-      {"bad init", [](json& j) { j["buffers"][0]["init"] = "gaussian"; }, "buffers[0].init", "normal, uniform(a,b)"},
-      {"uniform one arg", [](json& j) { j["buffers"][0]["init"] = "uniform(1)"; }, "buffers[0].init", "two numbers"},
-      {"uniform reversed", [](json& j) { j["buffers"][0]["init"] = "uniform(1, -1)"; }, "buffers[0].init", "a < b"},
-      {"randint fraction", [](json& j) { j["buffers"][0]["init"] = "randint(0, 2.5)"; }, "buffers[0].init", "integers"},
-      {"normal on ints", [](json& j) { j["buffers"][0]["dtype"] = "i32"; }, "buffers[0].init", "float dtype"},
-      {"randint too wide for u8", [](json& j) { j["buffers"][0]["dtype"] = "u8"; j["buffers"][0]["init"] = "randint(0, 300)"; }, "buffers[0].init", "does not fit u8"},
-      {"init missing on in", [](json& j) { j["buffers"][0].erase("init"); }, "buffers[0].init", "missing"},
-      {"init on out", [](json& j) { j["buffers"][2]["init"] = "zeros"; }, "buffers[2].init", "no init"},
-      {"duplicate buffer", [](json& j) { j["buffers"][1]["name"] = "a"; }, "buffers[1].name", "unique"},
-      {"buffer named like param", [](json& j) { j["buffers"][1]["name"] = "n"; }, "buffers[1].name", "also a parameter"},
-      {"buffer name not identifier", [](json& j) { j["buffers"][1]["name"] = "2b"; }, "buffers[1].name", "identifier"},
-      {"shape empty", [](json& j) { j["buffers"][0]["shape"] = json::array(); }, "buffers[0].shape", "non-empty"},
-      {"shape unknown name", [](json& j) { j["buffers"][0]["shape"] = {"nn"}; }, "buffers[0].shape[0]", "'nn'"},
-      {"shape negative on cpu", [](json& j) { j["buffers"][0]["shape"] = {"n - 5000"}; }, "buffers[0].shape[0]", "under cpu_params"},
-      {"shape uses float param", [](json& j) { j["buffers"][0]["shape"] = {"alpha"}; }, "buffers[0].shape[0]", "float"},
-      {"shape too large on cpu", [](json& j) { j["buffers"][0]["shape"] = {"n", "1100"}; }, "buffers[0].shape", "interpreter"},
-      {"shape too large on gpu", [](json& j) { j["buffers"][0]["shape"] = {"n", "n"}; }, "buffers[0].shape", "GiB limit"},
-      {"no output", [](json& j) { j["buffers"][2]["role"] = "in"; j["buffers"][2]["init"] = "zeros"; }, "buffers", "out or inout"},
-      {"reference without block", [](json& j) { j["reference"] = "__global__ void k() {}"; }, "reference", "```cuda"},
-      {"reference without launch", [](json& j) { j["reference"] = "```cuda\n__global__ void k() {}\n```"; }, "reference", "// launch:"},
+      {"buffer unknown field", [](json& j) { j["buffers"][0]["dtyp"] = "f32"; }, "buffers[0].dtyp",
+       "did you mean 'dtype'"},
+      {"bad dtype", [](json& j) { j["buffers"][1]["dtype"] = "f64"; }, "buffers[1].dtype",
+       "f32, f16, bf16, i32, i64, u8"},
+      {"bad role", [](json& j) { j["buffers"][0]["role"] = "input"; }, "buffers[0].role",
+       "in, out, inout"},
+      {"bad init", [](json& j) { j["buffers"][0]["init"] = "gaussian"; }, "buffers[0].init",
+       "normal, uniform(a,b)"},
+      {"uniform one arg", [](json& j) { j["buffers"][0]["init"] = "uniform(1)"; },
+       "buffers[0].init", "two numbers"},
+      {"uniform reversed", [](json& j) { j["buffers"][0]["init"] = "uniform(1, -1)"; },
+       "buffers[0].init", "a < b"},
+      {"randint fraction", [](json& j) { j["buffers"][0]["init"] = "randint(0, 2.5)"; },
+       "buffers[0].init", "integers"},
+      {"normal on ints", [](json& j) { j["buffers"][0]["dtype"] = "i32"; }, "buffers[0].init",
+       "float dtype"},
+      {"randint too wide for u8",
+       [](json& j) {
+         j["buffers"][0]["dtype"] = "u8";
+         j["buffers"][0]["init"] = "randint(0, 300)";
+       },
+       "buffers[0].init", "does not fit u8"},
+      {"init missing on in", [](json& j) { j["buffers"][0].erase("init"); }, "buffers[0].init",
+       "missing"},
+      {"init on out", [](json& j) { j["buffers"][2]["init"] = "zeros"; }, "buffers[2].init",
+       "no init"},
+      {"duplicate buffer", [](json& j) { j["buffers"][1]["name"] = "a"; }, "buffers[1].name",
+       "unique"},
+      {"buffer named like param", [](json& j) { j["buffers"][1]["name"] = "n"; }, "buffers[1].name",
+       "also a parameter"},
+      {"buffer name not identifier", [](json& j) { j["buffers"][1]["name"] = "2b"; },
+       "buffers[1].name", "identifier"},
+      {"shape empty", [](json& j) { j["buffers"][0]["shape"] = json::array(); }, "buffers[0].shape",
+       "non-empty"},
+      {"shape unknown name", [](json& j) { j["buffers"][0]["shape"] = {"nn"}; },
+       "buffers[0].shape[0]", "'nn'"},
+      {"shape negative on cpu", [](json& j) { j["buffers"][0]["shape"] = {"n - 5000"}; },
+       "buffers[0].shape[0]", "under cpu_params"},
+      {"shape uses float param", [](json& j) { j["buffers"][0]["shape"] = {"alpha"}; },
+       "buffers[0].shape[0]", "float"},
+      {"shape too large on cpu",
+       [](json& j) {
+         j["buffers"][0]["shape"] = {"n", "1100"};
+       },
+       "buffers[0].shape", "interpreter"},
+      {"shape too large on gpu",
+       [](json& j) {
+         j["buffers"][0]["shape"] = {"n", "n"};
+       },
+       "buffers[0].shape", "GiB limit"},
+      {"no output",
+       [](json& j) {
+         j["buffers"][2]["role"] = "in";
+         j["buffers"][2]["init"] = "zeros";
+       },
+       "buffers", "out or inout"},
+      {"reference without block", [](json& j) { j["reference"] = "__global__ void k() {}"; },
+       "reference", "```cuda"},
+      {"reference without launch",
+       [](json& j) { j["reference"] = "```cuda\n__global__ void k() {}\n```"; }, "reference",
+       "// launch:"},
       {"negative atol", [](json& j) { j["atol"] = -1e-5; }, "atol", ">= 0"},
       {"rtol string", [](json& j) { j["rtol"] = "1e-5"; }, "rtol", "number"},
       {"bad split", [](json& j) { j["split"] = "test"; }, "split", "train or heldout"},
@@ -134,22 +179,28 @@ TEST(Suite, EveryKindOfBadLineNamesLineAndField) {
     std::string msg = load_error(j);
     ASSERT_FALSE(msg.empty()) << c.name << ": loaded";
     EXPECT_NE(msg.find("suite.jsonl:2:"), std::string::npos) << c.name << ": " << msg;
-    EXPECT_NE(msg.find(std::string("field '") + c.field + "'"), std::string::npos) << c.name << ": " << msg;
+    EXPECT_NE(msg.find(std::string("field '") + c.field + "'"), std::string::npos)
+        << c.name << ": " << msg;
     EXPECT_NE(msg.find(c.message), std::string::npos) << c.name << ": " << msg;
   }
 }
 
 TEST(Suite, FileLevelErrors) {
-  auto dup = parse_suite(task_with_id("L1/x").dump() + "\n" + task_with_id("L1/x").dump(), "d.jsonl");
+  auto dup =
+      parse_suite(task_with_id("L1/x").dump() + "\n" + task_with_id("L1/x").dump(), "d.jsonl");
   ASSERT_FALSE(dup);
-  EXPECT_NE(dup.status().message().find("d.jsonl:2: field 'id': 'L1/x' is already the id of line 1"), std::string::npos)
+  EXPECT_NE(
+      dup.status().message().find("d.jsonl:2: field 'id': 'L1/x' is already the id of line 1"),
+      std::string::npos)
       << dup.status().message();
   auto broken = parse_suite(task_with_id("L1/x").dump() + "\n{\"id\": \"L1/y\",\n", "b.jsonl");
   ASSERT_FALSE(broken);
-  EXPECT_NE(broken.status().message().find("b.jsonl:2: not valid JSON"), std::string::npos) << broken.status().message();
+  EXPECT_NE(broken.status().message().find("b.jsonl:2: not valid JSON"), std::string::npos)
+      << broken.status().message();
   auto array = parse_suite("[1, 2]\n", "a.jsonl");
   ASSERT_FALSE(array);
-  EXPECT_NE(array.status().message().find("a.jsonl:1: a line must be one JSON object"), std::string::npos);
+  EXPECT_NE(array.status().message().find("a.jsonl:1: a line must be one JSON object"),
+            std::string::npos);
   auto empty = parse_suite("\n  \n", "e.jsonl");
   ASSERT_FALSE(empty);
   EXPECT_NE(empty.status().message().find("no tasks"), std::string::npos);
@@ -160,7 +211,8 @@ TEST(Suite, FileLevelErrors) {
 }
 
 TEST(Suite, NamesRoundTrip) {
-  for (const char* s : {"normal", "zeros", "ones", "uniform(-1,1)", "randint(0,255)", "uniform(0.5,2)"}) {
+  for (const char* s :
+       {"normal", "zeros", "ones", "uniform(-1,1)", "randint(0,255)", "uniform(0.5,2)"}) {
     auto init = parse_init(s);
     ASSERT_TRUE(init) << s;
     EXPECT_EQ(init_name(*init), s);
