@@ -1,0 +1,113 @@
+// Verifications per second of one sandbox rank on the CPU: a WorkerPool of `leap worker`
+// processes (2 by default, as in production) behind one Verifier, fed level-1 answers with the
+// interpreter sizes (cpu_params) from several client threads, as the rollout ranks feed it.
+//
+//  - BM_VerifyLevel1Fresh: every answer is new to the sandbox (a unique comment defeats the
+//    compile cache), so each verification compiles with NVRTC and runs 3 trials in a worker;
+//    reference outputs are already cached (they are computed once per task and trial).
+//  - BM_VerifyLevel1CacheHit: the same answers again: compile-cache hits in the workers and
+//    reference-cache hits in the supervisor; what is left is the protocol and the trials.
+//  - BM_VerifyFormatError: an answer without a code block, rejected before any worker.
+//
+// items_per_second is verifications per second (wall clock). Run from the repository root.
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include "sandbox/verifier.h"
+#include "sandbox/worker_pool.h"
+#include "tasks/suite.h"
+
+namespace leap::sandbox {
+namespace {
+
+struct Rank {
+  std::unique_ptr<WorkerPool> pool;
+  std::unique_ptr<Verifier> verifier;
+  tasks::Suite suite;
+};
+
+// One sandbox rank per worker count, started on first use and kept for the whole program.
+Rank& rank_with(int workers) {
+  static std::map<int, Rank> ranks;
+  Rank& r = ranks[workers];
+  if (r.pool) return r;
+  auto suite = tasks::load_suite("tasks/level1.jsonl");
+  if (!suite) {
+    std::fprintf(stderr, "%s (run from the repository root)\n", suite.status().message().c_str());
+    std::exit(2);
+  }
+  r.suite = std::move(*suite);
+  WorkerPoolOptions o;
+  o.leap_binary = std::string(LEAP_BINARY_DIR) + "/src/apps/leap";
+  o.config.device = "cpu";
+  o.config.workers = workers;
+  auto pool = WorkerPool::start(o);
+  if (!pool) {
+    std::fprintf(stderr, "%s\n", pool.status().message().c_str());
+    std::exit(1);
+  }
+  r.pool = std::move(*pool);
+  r.verifier = std::make_unique<Verifier>(*r.pool, o.config);
+  for (const auto& t : r.suite.tasks) r.verifier->verify(t, t.reference);  // reference outputs cached
+  return r;
+}
+
+// The reference answer with a comment that makes its source unique when `salt` is.
+std::string salted(const std::string& reference, uint64_t salt) {
+  std::string out = reference;
+  size_t at = out.find("```cuda\n");
+  out.insert(at + 8, "// candidate " + std::to_string(salt) + "\n");
+  return out;
+}
+
+void run_batch(benchmark::State& state, bool fresh) {
+  const int workers = static_cast<int>(state.range(0));
+  const int clients = static_cast<int>(state.range(1));
+  Rank& r = rank_with(workers);
+  static std::atomic<uint64_t> salt{1};
+  const size_t n = r.suite.tasks.size();
+  int64_t done = 0, failed = 0;
+  for (auto _ : state) {
+    std::atomic<size_t> next{0};
+    std::atomic<int64_t> bad{0};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < clients; ++c) {
+      threads.emplace_back([&] {
+        for (size_t i; (i = next++) < n;) {
+          const auto& t = r.suite.tasks[i];
+          std::string answer = fresh ? salted(t.reference, salt++) : salted(t.reference, 0);
+          if (r.verifier->verify(t, answer).verdict != Verdict::kOk) ++bad;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    done += static_cast<int64_t>(n);
+    failed += bad;
+  }
+  state.SetItemsProcessed(done);
+  state.counters["not_ok"] = static_cast<double>(failed);
+}
+
+void BM_VerifyLevel1Fresh(benchmark::State& state) { run_batch(state, true); }
+void BM_VerifyLevel1CacheHit(benchmark::State& state) { run_batch(state, false); }
+
+void BM_VerifyFormatError(benchmark::State& state) {
+  Rank& r = rank_with(2);
+  const auto& t = r.suite.tasks.front();
+  for (auto _ : state) benchmark::DoNotOptimize(r.verifier->verify(t, "no code here"));
+  state.SetItemsProcessed(state.iterations());
+}
+
+// Args: {workers, client threads}.
+BENCHMARK(BM_VerifyLevel1Fresh)->Args({2, 4})->Args({1, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+BENCHMARK(BM_VerifyLevel1CacheHit)->Args({2, 4})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_VerifyFormatError)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace leap::sandbox
+
+BENCHMARK_MAIN();
