@@ -323,5 +323,38 @@ __global__ void affine(const float* x, float* y, int* steps, Affine p, int n) {
   }
 }
 
+TEST_F(PtxCorpus, ModuleVariablesConstantTablesAndPersistence) {
+  const char* src = R"(
+__constant__ float kTable[8] = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f};
+__device__ unsigned int launches = 0;
+__device__ float scratch[64];
+__global__ void lookup(const int* idx, float* out, unsigned* seen, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) { scratch[i % 64] = kTable[idx[i] & 7]; out[i] = scratch[i % 64] * 2.f; }
+  if (i == 0) *seen = atomicAdd(&launches, 1u);
+}
+)";
+  auto c = compile(compiler_, src, {"lookup"});
+  ASSERT_TRUE(c.status.empty()) << c.status;
+  const int n = 50;
+  std::vector<int> idx(n);
+  for (int i = 0; i < n; ++i) idx[i] = i * 3;
+  uint64_t di = upload(mem_, idx), dout = upload(mem_, std::vector<float>(n)), dseen = upload(mem_, std::vector<unsigned>(1));
+  auto args = Args().ptr(di).ptr(dout).ptr(dseen).add<int>(n).list();
+  for (unsigned launch_no = 0; launch_no < 3; ++launch_no) {
+    auto r = launch(*c.module, c.name("lookup"), dims(1, 64), args, mem_);
+    ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
+    EXPECT_EQ(download<unsigned>(mem_, dseen, 1)[0], launch_no);  // the counter persists
+  }
+  auto out = download<float>(mem_, dout, n);
+  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], 2.f * (0.5f + static_cast<float>((i * 3) & 7))) << i;
+  // A module parsed afresh starts from the initial values again.
+  auto again = Module::parse(c.result->ptx);
+  ASSERT_TRUE(again.has_value());
+  auto r = launch(*again, c.name("lookup"), dims(1, 64), args, mem_);
+  ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
+  EXPECT_EQ(download<unsigned>(mem_, dseen, 1)[0], 0u);
+}
+
 }  // namespace
 }  // namespace leap::sandbox::ptx

@@ -59,7 +59,6 @@ struct Exec {
 
   std::vector<Region> regions;  // sorted by begin
   size_t last_region = 0;
-  std::vector<uint8_t> module_data;
   std::vector<uint8_t> params;
   std::vector<uint8_t> shared;
   std::vector<uint8_t> local;  // block_threads * local_bytes

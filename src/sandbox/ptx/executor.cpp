@@ -26,6 +26,10 @@ namespace leap::sandbox::ptx {
 
 struct Module::Impl {
   Program program;
+  // The module's .global/.const variables: created from the program's image when the module is
+  // parsed and kept across launches, as a loaded module's are on a GPU. Launches of one Module
+  // must therefore not run concurrently (the executors run them one after another).
+  mutable std::vector<uint8_t> variables;
 };
 
 Module::Module() : impl_(std::make_unique<Impl>()) {}
@@ -40,6 +44,7 @@ Expected<Module> Module::parse(std::string_view ptx_text) {
   if (!program) return program.status();
   Module m;
   m.impl_->program = std::move(*program);
+  m.impl_->variables = m.impl_->program.module_data;
   return m;
 }
 
@@ -382,16 +387,16 @@ RunResult launch(const Module& module, std::string_view kernel, const LaunchDims
     }
     std::memcpy(x.params.data() + k->param_offsets[i], args[i].data(), args[i].size());
   }
-  x.module_data = p.module_data;
+  std::vector<uint8_t>& module_data = module.impl().variables;
   for (auto& [addr, alloc] : memory.impl().allocations) {
     x.regions.push_back(Region{addr, addr + alloc.size, alloc.data.get(), true});
   }
-  if (!x.module_data.empty()) {
+  if (!module_data.empty()) {
     x.regions.push_back(Region{kModuleGlobalBase, kModuleGlobalBase + p.module_const_begin,
-                               x.module_data.data(), true});
+                               module_data.data(), true});
     x.regions.push_back(Region{kModuleGlobalBase + p.module_const_begin,
-                               kModuleGlobalBase + x.module_data.size(),
-                               x.module_data.data() + p.module_const_begin, false});
+                               kModuleGlobalBase + module_data.size(),
+                               module_data.data() + p.module_const_begin, false});
   }
   std::sort(x.regions.begin(), x.regions.end(),
             [](const Region& a, const Region& b) { return a.begin < b.begin; });
