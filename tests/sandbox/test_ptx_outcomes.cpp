@@ -222,5 +222,51 @@ TEST_F(PtxOutcomes, InstructionCountsAreDeterministic) {
   EXPECT_GT(r1.instructions, 256u * 10);
 }
 
+TEST_F(PtxOutcomes, PrintfIsAcceptedAndTrapIsARuntimeError) {
+  auto c = compile(compiler_, R"(
+__global__ void talk(int* out, int n) {
+  int i = threadIdx.x;
+  if (i == 0) printf("n = %d, first = %f\n", n, 1.5);
+  if (i < n) out[i] = i;
+}
+__global__ void trap_if(int* out, int n) {
+  if (threadIdx.x == n) __trap();
+  out[threadIdx.x] = 1;
+}
+)", {"talk", "trap_if"});
+  ASSERT_TRUE(c.status.empty()) << c.status;
+  uint64_t dout = upload(mem_, std::vector<int>(32, -1));
+  auto r = launch(*c.module, c.name("talk"), dims(1, 32), Args().ptr(dout).add<int>(32).list(), mem_);
+  ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
+  EXPECT_EQ(download<int>(mem_, dout, 32)[31], 31);
+  auto t = launch(*c.module, c.name("trap_if"), dims(1, 32), Args().ptr(dout).add<int>(5).list(), mem_);
+  EXPECT_EQ(t.outcome, RunOutcome::kRuntimeError);
+  EXPECT_NE(t.message.find("trap"), std::string::npos) << t.message;
+}
+
+TEST_F(PtxOutcomes, DivergentBarrierDeadlockIsARuntimeError) {
+  // Half the block waits at a barrier inside a branch while the other half waits at another:
+  // on a GPU this hangs or is undefined; here it ends with a clear error, never a hang.
+  auto c = compile(compiler_, R"(
+__global__ void split(int* out) {
+  __shared__ int s[64];
+  if (threadIdx.x < 32) {
+    s[threadIdx.x] = 1;
+    __syncthreads();
+    out[threadIdx.x] = s[63 - threadIdx.x];
+  } else {
+    while (out[0] != 12345) { __nanosleep(10); }   // waits for a flag nobody sets
+  }
+}
+)", {"split"});
+  ASSERT_TRUE(c.status.empty()) << c.status;
+  uint64_t dout = upload(mem_, std::vector<int>(64, 0));
+  RunOptions o;
+  o.instruction_budget = 100'000;
+  auto r = launch(*c.module, c.name("split"), dims(1, 64), Args().ptr(dout).list(), mem_, o);
+  EXPECT_NE(r.outcome, RunOutcome::kOk);
+  EXPECT_TRUE(r.outcome == RunOutcome::kTimeout || r.outcome == RunOutcome::kRuntimeError) << r.message;
+}
+
 }  // namespace
 }  // namespace leap::sandbox::ptx
