@@ -9,6 +9,16 @@
 //  - an instruction or directive it does not implement gives kUnsupported naming it;
 //  - a missing __syncthreads() cannot pass by luck of the schedule: the threads of a block run
 //    in more than one order, or shared-memory races are detected directly (kRuntimeError).
+//
+// How it behaves (docs/ptx_interpreter.md has the details):
+//  - results are deterministic: the same module, arguments and options give the same outputs,
+//    instruction count and message;
+//  - with check_schedules, reads of shared memory written by another thread since the last
+//    barrier (and writes over another thread's unordered read) are races, and odd blocks run
+//    their warps and lanes in reverse order;
+//  - shared memory starts each block filled with 0xFF bytes (NaN as f32), as leftovers would;
+//  - a module's .global/.const variables persist across its launches, as on a GPU; launches of
+//    one Module must therefore not run concurrently (different Modules may).
 #pragma once
 
 #include <cstddef>
