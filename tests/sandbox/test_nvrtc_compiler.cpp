@@ -3,6 +3,7 @@
 // the cache (hits, keys that differ by options, the size bound, concurrent use).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -173,6 +174,22 @@ TEST(NvrtcCompiler, IsSafeToShareAcrossThreads) {
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(ok[t], 3);
   EXPECT_EQ(compiler.cache_stats().entries, 2u);
+}
+
+TEST(FindCudaIncludeDir, EnvironmentOverrideWins) {
+  const char* old = std::getenv("LEAP_CUDA_INCLUDE");
+  const std::string saved = old ? old : "";
+  setenv("LEAP_CUDA_INCLUDE", "/opt/some/cuda/include", 1);
+  EXPECT_EQ(find_cuda_include_dir(), "/opt/some/cuda/include");
+  CompilerConfig config;
+  NvrtcCompiler compiler(config);
+  EXPECT_EQ(compiler.cuda_include_dir(), "/opt/some/cuda/include");
+  if (old) {
+    setenv("LEAP_CUDA_INCLUDE", saved.c_str(), 1);
+  } else {
+    unsetenv("LEAP_CUDA_INCLUDE");
+  }
+  EXPECT_NE(find_cuda_include_dir(), "/opt/some/cuda/include");
 }
 
 TEST(BoundCompileLog, KeepsFirstErrorsWithinTheByteLimit) {
