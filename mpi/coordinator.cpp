@@ -59,7 +59,7 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
              "without sandbox ranks the coordinator needs an in-process verifier");
 }
 
-std::vector<Completion> Coordinator::rollout(const std::vector<RolloutItem>& items, int64_t step, int turn) {
+Status Coordinator::rollout(StepState& state, const std::vector<RolloutItem>& items, int64_t step, int turn) {
   announce(Control::Kind::kRollout, step, turn, topo_.world);
   std::vector<int64_t> weights;
   for (const auto& it : items) weights.push_back(static_cast<int64_t>(policy_.count_tokens(it.prompt)));
@@ -68,13 +68,14 @@ std::vector<Completion> Coordinator::rollout(const std::vector<RolloutItem>& ite
   std::vector<RolloutWork> work(static_cast<size_t>(n));
   for (size_t i = 0; i < items.size(); ++i) work[static_cast<size_t>(owner[i])].items.push_back(items[i]);
   for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
-  std::vector<Completion> all = policy_.generate(work[0].items);
+  LEAP_RETURN_IF_ERROR(state.add_completions(policy_.generate(work[0].items), 0));
   for (int p = 1; p < n; ++p) {
-    auto r = recv<RolloutResult>(policy_ranks_[static_cast<size_t>(p)], topo_.world);
-    LEAP_CHECK(r.has_value(), r.status().message());
-    for (auto& c : r->completions) all.push_back(std::move(c));
+    const int rank = policy_ranks_[static_cast<size_t>(p)];
+    auto r = recv<RolloutResult>(rank, topo_.world);
+    if (!r) return r.status().with_context("rollout results from rank " + std::to_string(rank));
+    LEAP_RETURN_IF_ERROR(state.add_completions(r->completions, rank));
   }
-  return all;
+  return Status::ok();
 }
 
 Status Coordinator::verify_turn(StepState& state, int64_t step, int turn) {
@@ -192,9 +193,8 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
     if (dropped > 0) log_.warn("step {} turn {}: {} sample(s) stopped: prompt longer than the context", step, turn, dropped);
     if (items.empty()) break;
     auto t0 = std::chrono::steady_clock::now();
-    auto completions = rollout(items, step, turn);
+    LEAP_RETURN_IF_ERROR(rollout(state, items, step, turn));
     gen_s += seconds_since(t0);
-    LEAP_RETURN_IF_ERROR(state.add_completions(completions, 0));
     t0 = std::chrono::steady_clock::now();
     LEAP_RETURN_IF_ERROR(verify_turn(state, step, turn));
     sandbox_s += seconds_since(t0);
@@ -235,8 +235,10 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   report.jobs_if_unpruned = stats.sandbox_jobs;
   for (const auto& g : state.groups()) {
     if (g.dcp.label == rl::DcpLabel::kExpanded) continue;
-    for (const auto& s : g.samples)
-      if (!s.trajectory().succeeded()) report.jobs_if_unpruned += rl_.rl.max_turns - 1;
+    for (const auto& s : g.samples) {
+      auto t = s.trajectory();
+      if (t.num_turns() > 0 && !t.succeeded() && !t.is_void()) report.jobs_if_unpruned += rl_.rl.max_turns - 1;
+    }
   }
   if (out) LEAP_RETURN_IF_ERROR(out->append_step(r, rows, texts));
   return report;

@@ -56,7 +56,8 @@ class Coordinator {
   tasks::TaskSampler& sampler() { return sampler_; }
 
  private:
-  std::vector<Completion> rollout(const std::vector<RolloutItem>& items, int64_t step, int turn);
+  // Generates the turn's completions across the policy ranks and files them in `state`.
+  Status rollout(StepState& state, const std::vector<RolloutItem>& items, int64_t step, int turn);
   Status verify_turn(StepState& state, int64_t step, int turn);
   TrainReport train(const StepState& state, int64_t step);
 

@@ -1,49 +1,230 @@
-// `leap train`: starts MPI, lays out the ranks, and runs the training loop.
+// `leap train`: the MPI training program. Parses the config on every rank before MPI starts (a
+// bad config exits 2 everywhere, with nothing written), lays out the ranks, builds each rank's
+// engines, agrees across ranks that setup worked, then runs the RL steps: rank 0 coordinates,
+// the other policy ranks serve rollouts and training, the sandbox ranks serve verification.
 #include <mpi.h>
 
-#include <cstdio>
+#include <filesystem>
+#include <thread>
+#include <nlohmann/json.hpp>
 
 #include "apps/app_options.h"
 #include "apps/subcommands.h"
+#include "apps/train_options.h"
+#include "apps/train_progress.h"
+#include "backend/cpu_backend.h"
 #include "common/check.h"
 #include "cuda/device_probe.h"
+#include "io/checkpoint_dir.h"
+#include "io/trajectory_file.h"
+#include "leap/version.h"
+#include "model/byte_tokenizer.h"
+#include "model/checkpoint.h"
+#include "model/model_options.h"
+#include "mpi/agree.h"
+#include "mpi/coordinator.h"
+#include "mpi/policy_replica.h"
+#include "mpi/sandbox_engine.h"
+#include "rl/rl_config.h"
+#include "sandbox/sandbox_config.h"
+#include "tasks/suite.h"
+
+namespace fs = std::filesystem;
 
 namespace leap::app {
 
+namespace {
+
+struct TrainConfig {
+  AppOptions app;
+  TrainOptions train;
+  tasks::TasksConfig tasks;
+  model::ModelOptions model;
+  model::SamplerConfig sampler;
+  model::OptimConfig optim;
+  rl::RlSections rl;
+  sandbox::SandboxConfig sandbox;
+  void declare(OptionSet& opts) {
+    app.declare(opts);
+    train.declare(opts);
+    tasks.declare(opts);
+    model.declare(opts);
+    sampler.declare(opts);
+    optim.declare(opts);
+    rl.declare(opts);
+    sandbox.declare(opts);
+  }
+};
+
+// What a policy rank holds: the model and everything that trains or samples it.
+struct PolicyState {
+  std::unique_ptr<backend::CpuBackend> backend;
+  std::unique_ptr<model::Transformer> model;
+  model::ByteTokenizer tokenizer;
+  std::unique_ptr<model::AdamW> optimizer;
+  std::unique_ptr<mpi::PolicyReplica> replica;
+};
+
+Status build_policy(const TrainConfig& c, int threads, PolicyState* p) {
+  if (c.model.path.empty())
+    return invalid_input("model.path is empty: give the policy folder (config.json + model.safetensors), "
+                         "e.g. --model models/demo");
+  p->backend = std::make_unique<backend::CpuBackend>(threads);
+  if (c.train.random_init) {
+    LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_model_config(c.model.path + "/config.json"));
+    p->model = std::make_unique<model::Transformer>(cfg, *p->backend);
+    p->model->init_random(static_cast<uint64_t>(c.app.run.seed));
+  } else {
+    LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend));
+  }
+  if (p->model->config().vocab_size != p->tokenizer.vocab_size())
+    return invalid_input(fmt::format("{}: vocab_size {} does not match the byte-level tokenizer ({} ids); this "
+                                     "version of leap has only the byte-level tokenizer",
+                                     c.model.path, p->model->config().vocab_size, p->tokenizer.vocab_size()));
+  p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
+  mpi::PolicyReplicaOptions ro;
+  ro.sampler = c.sampler;
+  if (ro.sampler.stop.empty())
+    ro.sampler.stop = std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
+  ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
+  ro.micro_batch_seqs = c.train.micro_batch_seqs;
+  p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, p->tokenizer, *p->optimizer, ro);
+  return Status::ok();
+}
+
+std::string run_fingerprint(const TrainConfig& c, const model::ModelConfig& m) {
+  return fmt::format("seed={} suite={} G={} B={} max_turns={} model={}x{}x{}", c.app.run.seed, c.tasks.suite,
+                     c.rl.rl.group_size, c.train.batch_tasks, c.rl.rl.max_turns, m.num_hidden_layers, m.hidden_size,
+                     m.vocab_size);
+}
+
+// Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
+// its code.
+int finish(const Status& st, const Logger& log) {
+  if (!st.is_ok() && log.rank() == 0) log.error("{}", st.message());
+  MPI_Finalize();
+  return st.exit_code();
+}
+
+}  // namespace
+
 int run_train(const std::vector<std::string>& args) {
   OptionSet opts;
-  AppOptions o;
-  o.declare(opts);
-  // Options are parsed before MPI starts, on every rank alike: a bad config exits 2 everywhere
-  // without any collective, and nothing has been written.
+  TrainConfig c;
+  c.declare(opts);
   if (int rc = parse_or_exit("train", "[--config FILE.ini] [--section.key=value ...]", args, opts); rc >= 0)
     return rc;
+  if (Status st = c.rl.validate(); !st) {
+    std::fprintf(stderr, "leap train: error: %s\n", st.message().c_str());
+    return st.exit_code();
+  }
+  if (c.train.mode == "sft") return run_not_built("train --mode sft");
 
   MPI_CHECK(MPI_Init(nullptr, nullptr));
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   LogLevel level = LogLevel::kInfo;
-  parse_log_level(o.run.log_level, &level);
-  Logger log(world_rank, o.run.log_all_ranks, level);
+  parse_log_level(c.app.run.log_level, &level);
+  Logger log(world_rank, c.app.run.log_all_ranks, level);
 
+  // ---- layout ------------------------------------------------------------------------------
   auto dev = cuda::probe_devices();
-  if (!dev) {
-    log.error("{}", dev.status().message());
-    MPI_Finalize();
-    return dev.status().exit_code();
-  }
-  log.info("{}", cuda::describe(*dev));
-  auto topo = mpi::make_topology(MPI_COMM_WORLD, o.mpi, dev->count, o.run.backend == "cuda");
-  if (!topo) {
-    log.error("{}", topo.status().message());
-    MPI_Finalize();
-    return topo.status().exit_code();
-  }
+  if (Status st = mpi::agree(dev.status(), MPI_COMM_WORLD); !st) return finish(st, log);
+  auto device = sandbox::resolve_device(c.sandbox.device, dev->count, dev->reason);
+  if (Status st = mpi::agree(device.status(), MPI_COMM_WORLD); !st) return finish(st, log);
+  c.sandbox.device = *device;
+  c.app.mpi.sandbox_device = *device;
+  if (c.app.run.backend == "cuda")
+    return finish(mpi::agree(unsupported("backend.name = cuda is not built in this version of leap: use cpu"),
+                             MPI_COMM_WORLD), log);
+  auto topo = mpi::make_topology(MPI_COMM_WORLD, c.app.mpi, dev->count, false);
+  if (!topo) return finish(topo.status(), log);
+  log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
   log.info("{}", mpi::format_layout(*topo));
-  log.error("the training loop is not built yet in this version of leap");
+  const mpi::Role role = topo->self().role;
+  const bool in_process_sandbox = topo->count(mpi::Role::kSandbox) == 0;
+
+  // ---- engines -----------------------------------------------------------------------------
+  auto suite = tasks::load_suite(c.tasks.suite);
+  Status setup = suite.status();
+  PolicyState policy;
+  std::unique_ptr<mpi::SandboxEngine> sandbox;
+  // Threads per rank: what was asked, or this node's cores shared among its ranks.
+  int ranks_here = 0;
+  for (const auto& r : topo->ranks) ranks_here += r.host == topo->self().host;
+  const int threads = c.app.run.threads > 0
+                          ? c.app.run.threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_here));
+  if (setup && role == mpi::Role::kPolicy) setup = build_policy(c, threads, &policy);
+  if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
+    auto engine = mpi::SandboxEngine::start(*suite, c.sandbox);
+    if (engine) sandbox = std::move(*engine);
+    else setup = engine.status().with_context("starting the sandbox workers");
+  }
+  std::unique_ptr<io::TrajectoryFile> out;
+  if (setup && topo->is_coordinator()) {
+    std::error_code ec;
+    fs::create_directories(c.app.run.out_dir, ec);
+    io::SwmrMode swmr = io::SwmrMode::kAuto;
+    io::parse_swmr_mode(c.train.swmr, &swmr);
+    std::vector<std::string> ids;
+    for (const auto& t : suite->tasks) ids.push_back(t.id);
+    auto file = io::TrajectoryFile::create(
+        c.app.run.out_dir + "/trajectories.h5",
+        {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, run_fingerprint(c, policy.model->config()), ids}, swmr);
+    if (file) out = std::move(*file);
+    else setup = file.status();
+  }
+  setup = mpi::agree(setup, MPI_COMM_WORLD);
+  if (!setup) {
+    mpi::free_topology(&*topo);
+    return finish(setup, log);
+  }
+
+  // ---- the run -----------------------------------------------------------------------------
+  Status result;
+  if (topo->is_coordinator()) {
+    mpi::CoordinatorOptions co;
+    co.batch_tasks = c.train.batch_tasks;
+    co.check_replicas_every = c.train.check_replicas_every;
+    co.prompt_budget = mpi::prompt_budget(policy.model->config().max_position_embeddings, c.sampler.max_new_tokens);
+    mpi::Coordinator coord(*topo, *suite, c.rl, co, static_cast<uint64_t>(c.app.run.seed), *policy.replica,
+                           sandbox.get(), log);
+    TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log);
+    log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}; trajectories in {}",
+             c.train.steps, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode,
+             c.app.run.out_dir + "/trajectories.h5");
+    for (int step = 0; step < c.train.steps && result.is_ok(); ++step) {
+      auto report = coord.run_step(step, out.get());
+      if (!report) {
+        result = report.status();
+        break;
+      }
+      progress.add(*report);
+      const bool last = step + 1 == c.train.steps;
+      if (last || (c.train.checkpoint_every > 0 && (step + 1) % c.train.checkpoint_every == 0)) {
+        nlohmann::json state;
+        state["dcp"] = coord.dcp().state_json();
+        auto s = coord.sampler().state();
+        state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
+        state["seed"] = c.app.run.seed;
+        result = io::save_checkpoint(c.app.run.out_dir, step, *policy.model, *policy.optimizer, state,
+                                     c.train.keep_checkpoints);
+      }
+    }
+    if (!result.is_ok()) LEAP_FATAL("training stopped: " << result.message());  // aborts every rank
+    coord.stop();
+    if (out) result = out->close();
+    progress.summary();
+  } else if (role == mpi::Role::kPolicy) {
+    result = mpi::serve_policy(*topo, *policy.replica);
+  } else {
+    result = mpi::serve_sandbox(*topo, *sandbox);
+  }
+  if (!result.is_ok()) LEAP_FATAL(result.message());
   mpi::free_topology(&*topo);
   MPI_Finalize();
-  return 2;
+  return 0;
 }
 
 }  // namespace leap::app

@@ -1,0 +1,53 @@
+// Formatting of the per-step progress line and the end-of-run summary.
+#include "apps/train_progress.h"
+
+#include <fmt/format.h>
+
+namespace leap::app {
+
+namespace {
+std::string format_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
+  return fmt::format("{}h{:02d}m", static_cast<int>(s) / 3600, static_cast<int>(s) % 3600 / 60);
+}
+}  // namespace
+
+void TrainProgress::add(const mpi::StepReport& report) {
+  steps_.push_back(report);
+  const io::StepRow& r = report.row;
+  elapsed_ += r.time_s;
+  const double per_step = elapsed_ / static_cast<double>(steps_.size());
+  const double eta = per_step * static_cast<double>(total_ - static_cast<int>(steps_.size()));
+  log_.info(
+      "step {}/{} | pass t1 {:.2f} final {:.2f} | easy {} hopeless {} expanded {} | sandbox jobs {} (unpruned {}) | "
+      "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s | loss {:+.4f} | ETA {}",
+      r.step + 1, total_, r.pass_turn1, r.pass_final, r.n_easy, r.n_hopeless, r.n_expanded, r.n_sandbox_jobs,
+      report.jobs_if_unpruned, r.gen_s > 0 ? static_cast<double>(r.tokens_generated) / r.gen_s : 0.0, r.gen_s,
+      r.sandbox_s, r.train_s, r.loss, format_duration(eta));
+}
+
+void TrainProgress::summary() const {
+  if (steps_.empty()) {
+    log_.info("summary: no steps were run");
+    return;
+  }
+  int64_t easy = 0, hopeless = 0, expanded = 0, jobs = 0, unpruned = 0;
+  for (const auto& s : steps_) {
+    easy += s.row.n_easy;
+    hopeless += s.row.n_hopeless;
+    expanded += s.row.n_expanded;
+    jobs += s.row.n_sandbox_jobs;
+    unpruned += s.jobs_if_unpruned;
+  }
+  const auto& first = steps_.front().row;
+  const auto& last = steps_.back().row;
+  log_.info("summary after {} steps in {}:", steps_.size(), format_duration(elapsed_));
+  log_.info("  pass rate turn 1: first step {:.2f}, last step {:.2f}; final (up to {} turns): {:.2f} -> {:.2f}",
+            first.pass_turn1, last.pass_turn1, max_turns_, first.pass_final, last.pass_final);
+  log_.info("  groups by DCP class: easy {}, hopeless {}, expanded {}", easy, hopeless, expanded);
+  log_.info("  sandbox jobs: {} run; expanding every group with a failure would have run {} ({:.0f}% saved)", jobs,
+            unpruned, unpruned > 0 ? 100.0 * static_cast<double>(unpruned - jobs) / static_cast<double>(unpruned) : 0.0);
+}
+
+}  // namespace leap::app

@@ -1,0 +1,27 @@
+// The progress line rank 0 prints after every RL step, and the summary at the end of a run:
+// pass rates, DCP classes, sandbox jobs (with what expanding every group would have cost),
+// tokens per second, the split of time and an ETA.
+#pragma once
+
+#include <vector>
+
+#include "common/log.h"
+#include "mpi/coordinator.h"
+
+namespace leap::app {
+
+class TrainProgress {
+ public:
+  TrainProgress(int total_steps, int max_turns, const Logger& log) : total_(total_steps), max_turns_(max_turns), log_(log) {}
+  void add(const mpi::StepReport& report);
+  void summary() const;
+
+ private:
+  int total_;
+  int max_turns_;
+  const Logger& log_;
+  std::vector<mpi::StepReport> steps_;
+  double elapsed_ = 0;
+};
+
+}  // namespace leap::app

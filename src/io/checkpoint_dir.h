@@ -1,0 +1,33 @@
+// Run checkpoints (DESIGN.md, Checkpoints): RUN/checkpoints/step_NNNNNN/ holds
+//   model.safetensors + config.json   the policy, in Hugging Face names (opens in transformers);
+//   optimizer.safetensors             AdamW's first and second moments, named like the weights;
+//   state.json                        step, optimizer step count, RNG and sampler state, the
+//                                     DCP state, and anything else the caller puts there.
+// A checkpoint is written into a temporary folder and renamed into place, so a crash never
+// leaves a half-written one; only the newest `keep` are kept.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "model/optimizer.h"
+#include "model/transformer.h"
+
+namespace leap::io {
+
+std::string checkpoint_dir_name(int64_t step);  // "step_000042"
+
+// Writes RUN/checkpoints/step_NNNNNN and prunes older ones beyond `keep`.
+Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
+                       model::AdamW& optimizer, const nlohmann::json& state, int keep);
+
+// The newest complete checkpoint folder of a run, or not_found saying so.
+Expected<std::string> latest_checkpoint(const std::string& run_dir);
+
+// Reads a checkpoint into a model and optimizer of the same shape; returns its state.json.
+// Corrupt, truncated or mismatched files are invalid_input naming the file.
+Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer);
+
+}  // namespace leap::io

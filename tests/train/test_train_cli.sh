@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `leap train` as a user runs it: a short RL run on 4 ranks (2 policy, 2 sandbox with worker
+# processes) and on 1 rank (sandbox in-process), each read back with h5py; a run folder that
+# already holds trajectories is refused; bad layouts exit 2 on every rank.
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$here/../.."
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/model" && cp "$here/tiny_config.json" "$tmp/model/config.json"
+fail=0
+common=(--suite "$src/tasks/level1.jsonl" --model "$tmp/model" --train.random_init --train.steps 2 --train.batch_tasks 2 --rl.group_size 4
+        --sampler.max_new_tokens 48 --sandbox.device cpu --train.check_replicas_every 1 --log.level warn)
+
+run() {  # run NAME NP ARGS...
+  local name="$1" np="$2"; shift 2
+  if "$src/scripts/mpirun_local.sh" "$np" "$LEAP" train "$@" >"$tmp/$name.log" 2>&1; then echo "ok   $name"
+  else echo "FAIL $name"; tail -20 "$tmp/$name.log"; fail=1; fi
+}
+
+run four-ranks 4 --config "$src/configs/demo.ini" "${common[@]}" --run.out_dir "$tmp/run4"
+/usr/bin/python3 "$here/check_run.py" "$tmp/run4" 2 2 4 2 || fail=1
+run one-rank 1 "${common[@]}" --run.out_dir "$tmp/run1"
+/usr/bin/python3 "$here/check_run.py" "$tmp/run1" 2 2 4 1 || fail=1
+
+# An existing run is never overwritten.
+if "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${common[@]}" --run.out_dir "$tmp/run1" >"$tmp/again.log" 2>&1; then
+  echo "FAIL rerun into an existing run folder succeeded"; fail=1
+elif grep -q "already exists" "$tmp/again.log"; then echo "ok   existing-run-refused"
+else echo "FAIL existing-run message"; cat "$tmp/again.log"; fail=1; fi
+
+# A layout without a policy rank: exit 2 on every rank, with the fix in the message.
+"$src/scripts/mpirun_local.sh" 2 "$LEAP" train "${common[@]}" --mpi.sandbox_ranks 2 --run.out_dir "$tmp/bad" >"$tmp/bad.log" 2>&1
+if grep -q "leaves no policy rank" "$tmp/bad.log" && [ ! -e "$tmp/bad/trajectories.h5" ]; then echo "ok   bad-layout"
+else echo "FAIL bad-layout"; cat "$tmp/bad.log"; fail=1; fi
+
+[ "$fail" = 0 ] && echo "all train CLI checks passed"
+exit $fail
