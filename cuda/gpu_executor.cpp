@@ -180,9 +180,19 @@ class GpuExecutor final : public sandbox::Executor {
       cudaGetLastError();
       return internal_error("cudaMalloc of " + std::to_string(bytes) + " bytes: " + cuda_text(e));
     }
+    sizes_[reinterpret_cast<uint64_t>(p)] = bytes;
     return reinterpret_cast<uint64_t>(p);
   }
-  void release(uint64_t address) override { cudaFree(reinterpret_cast<void*>(address)); }
+  // Scrubbed before it is freed: a later job's kernel reading out of bounds in reused device
+  // memory must not find a reference's outputs there.
+  void release(uint64_t address) override {
+    auto it = sizes_.find(address);
+    if (it != sizes_.end()) {
+      cudaMemset(reinterpret_cast<void*>(address), 0, it->second);
+      sizes_.erase(it);
+    }
+    cudaFree(reinterpret_cast<void*>(address));
+  }
   Status write(uint64_t address, const void* data, size_t bytes) override {
     cudaError_t e = cudaMemcpy(reinterpret_cast<void*>(address), data, bytes, cudaMemcpyHostToDevice);
     return e == cudaSuccess ? Status::ok() : internal_error("cudaMemcpy to device: " + cuda_text(e));
@@ -278,6 +288,7 @@ class GpuExecutor final : public sandbox::Executor {
   size_t flush_bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::map<uint64_t, size_t> sizes_;  // live allocations
   bool broken_ = false;
   bool timing_ = false;
 };

@@ -5,7 +5,8 @@
 // Invariants:
 //  - argument layout comes from the kernel's PTX parameter list (the same NVRTC source compiled
 //    to PTX, through the shared compile cache), as on the CPU path;
-//  - every buffer gets guard zones (guard_bytes), because a GPU does not check accesses;
+//  - every buffer gets guard zones (guard_bytes), because a GPU does not check accesses, and is
+//    zeroed before it is freed, so no job finds another's data in reused device memory;
 //  - any error at a synchronisation marks the executor broken: the CUDA context may be
 //    corrupted, so the worker replies and exits, and the supervisor starts a fresh one;
 //  - timing (DESIGN.md): warm-ups, then at least 10 timed runs or 25 ms, an L2 flush before

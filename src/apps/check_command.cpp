@@ -11,8 +11,7 @@
 #include "common/fs_util.h"
 #include "cuda/device_probe.h"
 #include "sandbox/sandbox_config.h"
-#include "sandbox/verifier.h"
-#include "sandbox/worker_pool.h"
+#include "sandbox/sandbox_service.h"
 #include "tasks/suite.h"
 
 namespace leap::app {
@@ -55,12 +54,9 @@ int run_check(const std::vector<std::string>& args) {
   // One job at a time here: a single worker is enough, and starts faster.
   config.workers = 1;
 
-  sandbox::WorkerPoolOptions pool_options;
-  pool_options.config = config;
-  auto pool = sandbox::WorkerPool::start(pool_options);
-  if (!pool) return fail(internal_error("starting the sandbox: " + pool.status().message()));
-  sandbox::Verifier verifier(**pool, config);
-  sandbox::VerifyResult r = verifier.verify(**task, *answer);
+  auto sandbox = sandbox::SandboxService::start(config);
+  if (!sandbox) return fail(internal_error("starting the sandbox: " + sandbox.status().message()));
+  sandbox::VerifyResult r = (*sandbox)->verify(**task, *answer);
 
   nlohmann::json out;
   out["verdict"] = std::string(sandbox::verdict_name(r.verdict));

@@ -39,14 +39,6 @@ const tasks::BufferSpec* find_spec(const tasks::Task& task, const std::string& n
     if (b.name == name) return &b;
   return nullptr;
 }
-
-std::string sizes_text(const tasks::Params& params) {
-  std::string out;
-  for (const auto& [k, v] : params)
-    if (std::holds_alternative<int64_t>(v)) out += fmt::format("{}{}={}", out.empty() ? "" : ", ", k, std::get<int64_t>(v));
-  return out;
-}
-
 }  // namespace
 
 Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
@@ -90,9 +82,9 @@ Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
       const double cv = tasks::read_element(c.bytes.data(), c.dtype, first);
       const double rv = tasks::read_element(r.bytes.data(), r.dtype, first);
       result.message = fmt::format(
-          "wrong output in '{}' ({}): {} of {} elements differ; first at index {}{}: got {}, "
+          "wrong output in '{}': {} of {} elements differ; first at index {}{}: got {}, "
           "expected {} (atol {}, rtol {})",
-          c.name, sizes_text(params), mismatches, n, first,
+          c.name, mismatches, n, first,
           multi_index(find_spec(task, c.name), params, first), cv, rv, task.atol, task.rtol);
       if (unwritten)
         result.message += fmt::format("; {} elements were never written (still NaN)", unwritten);

@@ -107,12 +107,7 @@ ExecOutcome CpuExecutor::launch(const Program& program, const PlannedLaunch& lau
   ropts.check_schedules = options_.check_schedules;
   ptx::RunResult r = ptx::launch(ptx_program.module(), kernel->name, dims, args, *memory_, ropts);
   if (r.outcome == ptx::RunOutcome::kOk) return {};
-  std::string msg = r.message;
-  if (r.outcome == ptx::RunOutcome::kTimeout)
-    msg = fmt::format("{} (instruction budget of {} thread-instructions exhausted: an endless loop, "
-                      "or far too much work per thread)",
-                      msg, options_.instruction_budget);
-  return {verdict_of(r.outcome), msg};
+  return {verdict_of(r.outcome), r.message};  // names the instruction, thread and address
 }
 
 }  // namespace leap::sandbox

@@ -123,7 +123,7 @@ TEST_F(VerifyVerdicts, EndlessLoopIsTimeout) {
   if (i < n) out[i] = x[i] * alpha;
 })",
                 kGoodLaunch),
-         Verdict::kTimeout, "instruction budget");
+         Verdict::kTimeout, "budget");
 }
 
 TEST_F(VerifyVerdicts, WritingNothingIsWrongAnswer) {

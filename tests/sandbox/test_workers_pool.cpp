@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "sandbox/sandbox_service.h"
 #include "sandbox/verifier.h"
 #include "sandbox/worker_pool.h"
 #include "verify_fixture.h"
@@ -137,6 +138,22 @@ TEST(WorkersPool, ServesManyThreads) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 6);
   EXPECT_EQ(pool->worker_pids().size(), 2u);
+}
+
+TEST(WorkersPool, ServiceQueuesSubmissionsAndDrainsOnDestruction) {
+  SandboxConfig config;
+  config.device = "cpu";
+  auto service = SandboxService::start(config, std::string(LEAP_BINARY_DIR) + "/src/apps/leap");
+  ASSERT_TRUE(service.has_value()) << service.status().message();
+  auto task = testing::relu_scale_task();
+  std::vector<std::future<VerifyResult>> results;
+  for (int i = 0; i < 5; ++i) results.push_back((*service)->submit(task, answer(kGoodKernel, kGoodLaunch)));
+  results.push_back((*service)->submit(task, "no code"));
+  auto last = (*service)->submit(task, answer(kGoodKernel, kGoodLaunch));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(verdict_name(results[i].get().verdict), "OK");
+  EXPECT_EQ(verdict_name(results[5].get().verdict), "FORMAT_ERROR");
+  service->reset();  // the destructor finishes what is queued
+  EXPECT_EQ(verdict_name(last.get().verdict), "OK");
 }
 
 }  // namespace

@@ -1,0 +1,58 @@
+// SandboxService: pool + verifier + a small dispatch queue for submit().
+#include "sandbox/sandbox_service.h"
+
+namespace leap::sandbox {
+
+Expected<std::unique_ptr<SandboxService>> SandboxService::start(const SandboxConfig& config,
+                                                               const std::string& leap_binary) {
+  WorkerPoolOptions o;
+  o.leap_binary = leap_binary;
+  o.config = config;
+  LEAP_ASSIGN_OR_RETURN(auto pool, WorkerPool::start(o));
+  std::unique_ptr<SandboxService> s(new SandboxService());
+  s->pool_ = std::move(pool);
+  s->verifier_ = std::make_unique<Verifier>(*s->pool_, config);
+  for (int i = 0; i < config.workers; ++i) s->dispatchers_.emplace_back([p = s.get()] { p->dispatch(); });
+  return s;
+}
+
+SandboxService::~SandboxService() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : dispatchers_) t.join();
+}
+
+VerifyResult SandboxService::verify(const tasks::Task& task, std::string_view completion) {
+  return verifier_->verify(task, completion);
+}
+
+std::future<VerifyResult> SandboxService::submit(tasks::Task task, std::string completion) {
+  std::packaged_task<VerifyResult()> job(
+      [this, task = std::move(task), completion = std::move(completion)] { return verifier_->verify(task, completion); });
+  auto future = job.get_future();
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(job));
+  }
+  wake_.notify_one();
+  return future;
+}
+
+void SandboxService::dispatch() {
+  for (;;) {
+    std::packaged_task<VerifyResult()> job;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued is done
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    job();
+  }
+}
+
+}  // namespace leap::sandbox
