@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
-#include <map>
 
 #include "common/check.h"
 #include "mpi/grad_reduce.h"
@@ -23,10 +21,6 @@ void announce(Control::Kind kind, int64_t step, int turn, MPI_Comm world) {
   broadcast(c, 0, world);
 }
 
-bool is_sandbox_error(const SandboxOutcome& o) {
-  return o.verdict == static_cast<int32_t>(sandbox::Verdict::kSandboxError);
-}
-
 }  // namespace
 
 int64_t prompt_budget(int64_t context, int64_t max_new_tokens) {
@@ -42,8 +36,8 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
       opts_(opts),
       seed_(seed),
       policy_(policy),
-      local_verifier_(local_verifier),
       log_(log),
+      dispatcher_(topo, local_verifier, opts.sandbox_retries, log),
       dcp_(rl.dcp.options(rl.rl.max_turns)),
       sampler_([&] {
         std::vector<int> pool;
@@ -52,11 +46,8 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
         return pool;
       }(), seed),
       prompts_(rl.prompt.options(opts.prompt_budget), [&policy](std::string_view t) { return policy.count_tokens(t); }),
-      policy_ranks_(topo.world_ranks_of(Role::kPolicy)),
-      sandbox_ranks_(topo.world_ranks_of(Role::kSandbox)) {
+      policy_ranks_(topo.world_ranks_of(Role::kPolicy)) {
   LEAP_CHECK(topo.is_coordinator(), "the Coordinator runs on world rank 0 only");
-  LEAP_CHECK(!sandbox_ranks_.empty() || local_verifier_ != nullptr,
-             "without sandbox ranks the coordinator needs an in-process verifier");
 }
 
 Status Coordinator::rollout(StepState& state, const std::vector<RolloutItem>& items, int64_t step, int turn) {
@@ -79,59 +70,8 @@ Status Coordinator::rollout(StepState& state, const std::vector<RolloutItem>& it
 }
 
 Status Coordinator::verify_turn(StepState& state, int64_t step, int turn) {
-  announce(Control::Kind::kSandbox, step, turn, topo_.world);
-  std::deque<SandboxJob> queue;
-  for (auto& j : state.sandbox_jobs()) queue.push_back(std::move(j));
-  const size_t total = queue.size();
-  std::map<int64_t, int> attempts;
-  std::map<int64_t, SandboxJob> by_uid;
-  for (const auto& j : queue) by_uid[j.uid] = j;
-  std::vector<SandboxOutcome> done;
-
-  auto accept = [&](const SandboxOutcome& o) {
-    if (is_sandbox_error(o) && attempts[o.uid]++ < opts_.sandbox_retries) {
-      log_.warn("sandbox error on sample {} (retrying): {}", o.uid, o.feedback.substr(0, 200));
-      queue.push_back(by_uid[o.uid]);
-      return;
-    }
-    done.push_back(o);
-  };
-
-  if (sandbox_ranks_.empty()) {
-    while (!queue.empty()) {
-      std::vector<SandboxJob> batch(queue.begin(), queue.end());
-      queue.clear();
-      for (const auto& o : local_verifier_->verify(batch)) accept(o);
-    }
-    return state.add_outcomes(done);
-  }
-
-  // Sandbox ranks pull: each message carries finished results and free slots. A rank that
-  // asks while the queue is empty waits for a retry or for the end-of-turn reply.
-  std::map<int, int32_t> waiting;  // world rank -> free slots, ranks blocked on a reply
-  size_t in_flight = 0;
-  while (done.size() < total || waiting.size() < sandbox_ranks_.size()) {
-    int from = -1;
-    auto msg = recv<SandboxResults>(MPI_ANY_SOURCE, topo_.world, &from);
-    if (!msg) return msg.status().with_context("from sandbox rank " + std::to_string(from));
-    in_flight -= msg->results.size();
-    for (const auto& o : msg->results) accept(o);
-    waiting[from] = msg->free_slots;
-    // Hand out queued jobs to every waiting rank with free slots.
-    for (auto it = waiting.begin(); it != waiting.end() && !queue.empty();) {
-      SandboxJobs jobs;
-      while (!queue.empty() && static_cast<int32_t>(jobs.jobs.size()) < std::max(1, it->second)) {
-        jobs.jobs.push_back(queue.front());
-        queue.pop_front();
-      }
-      in_flight += jobs.jobs.size();
-      send(jobs, it->first, topo_.world);
-      it = waiting.erase(it);
-    }
-  }
-  LEAP_CHECK(in_flight == 0 && queue.empty(), "sandbox queue not drained");
-  for (const auto& [rank, slots] : waiting) send(SandboxJobs{}, rank, topo_.world);  // the turn is over
-  return state.add_outcomes(done);
+  LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher_.dispatch(state.sandbox_jobs(), step, turn));
+  return state.add_outcomes(outcomes);
 }
 
 TrainReport Coordinator::train(const StepState& state, int64_t step) {

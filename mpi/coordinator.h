@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "io/trajectory_file.h"
 #include "mpi/engines.h"
+#include "mpi/job_dispatch.h"
 #include "mpi/step_state.h"
 #include "mpi/topology.h"
 #include "rl/rl_config.h"
@@ -67,12 +68,12 @@ class Coordinator {
   CoordinatorOptions opts_;
   uint64_t seed_;
   PolicyEngine& policy_;
-  VerifyEngine* local_verifier_;
   const Logger& log_;
+  JobDispatcher dispatcher_;
   rl::DcpController dcp_;
   tasks::TaskSampler sampler_;
   rl::PromptBuilder prompts_;
-  std::vector<int> policy_ranks_, sandbox_ranks_;
+  std::vector<int> policy_ranks_;
 };
 
 // Serve loops of the other ranks; they return when the coordinator calls stop().

@@ -1,0 +1,32 @@
+// Rank 0's side of the sandbox: a batch of jobs goes to the sandbox ranks, which pull from a
+// queue held here, or to an in-process verifier when the run has no sandbox ranks. Used by the
+// RL coordinator for every turn and by SFT to verify augmented and broken references.
+// A SANDBOX_ERROR (the infrastructure's fault) is re-queued up to `retries` times.
+// Collective protocol: dispatch() announces a kSandbox phase to every rank (Control broadcast),
+// and every sandbox rank runs serve_sandbox() (coordinator.h) meanwhile.
+#pragma once
+
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "mpi/engines.h"
+#include "mpi/topology.h"
+
+namespace leap::mpi {
+
+class JobDispatcher {
+ public:
+  JobDispatcher(const Topology& topo, VerifyEngine* local_verifier, int retries, const Logger& log);
+  // Verdicts for `jobs`, in no particular order (match them by uid).
+  Expected<std::vector<SandboxOutcome>> dispatch(const std::vector<SandboxJob>& jobs, int64_t step, int turn);
+
+ private:
+  const Topology& topo_;
+  VerifyEngine* local_;
+  int retries_;
+  const Logger& log_;
+  std::vector<int> sandbox_ranks_;
+};
+
+}  // namespace leap::mpi
