@@ -153,9 +153,13 @@ VerifyResult Verifier::verify(const tasks::Task& task, std::string_view completi
     }
     if (result.verdict == Verdict::kOk) {
       result.speedup = speedup;
-      result.feedback = fmt::format(
-          "passed {} trials; time {:.4g} ms, reference {:.4g} ms, speedup {:.2f}x", trials.size(),
-          *report.candidate_ms, *report.reference_ms, speedup);
+      // Inside the noise band the two are equally fast; the policy should not chase noise.
+      const char* verdict_on_speed = speedup > 1 + config_.noise_band   ? "faster than the reference"
+                                     : speedup < 1 - config_.noise_band ? "slower than the reference"
+                                                                        : "as fast as the reference (within noise)";
+      result.feedback = fmt::format("passed {} trials; time {:.4g} ms, reference {:.4g} ms, speedup {:.2f}x: {}",
+                                    trials.size(), *report.candidate_ms, *report.reference_ms, speedup,
+                                    verdict_on_speed);
     }
   } else if (result.verdict == Verdict::kOk) {
     result.feedback = fmt::format("passed {} trials (CPU interpreter: not timed)", trials.size());

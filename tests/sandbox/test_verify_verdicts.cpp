@@ -44,6 +44,7 @@ class VerifyVerdicts : public ::testing::Test {
 LocalChannel* VerifyVerdicts::channel_ = nullptr;
 
 TEST_F(VerifyVerdicts, CorrectAnswerPasses) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   VerifyResult r = verify(answer(kGoodKernel, kGoodLaunch));
   EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
   EXPECT_LE(r.max_abs_err, 1e-6);
@@ -52,16 +53,19 @@ TEST_F(VerifyVerdicts, CorrectAnswerPasses) {
 }
 
 TEST_F(VerifyVerdicts, NoCodeBlockIsFormatError) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect("I would write a kernel that applies relu.", Verdict::kFormatError, "no ```cuda code block");
 }
 
 TEST_F(VerifyVerdicts, SyntaxErrorIsCompileError) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer("__global__ void k(const float* x, float* out, float alpha, int n) { out[0] = x[0] }",
                 kGoodLaunch),
          Verdict::kCompileError, "error");
 }
 
 TEST_F(VerifyVerdicts, CallingAHostFunctionIsCompileError) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(std::string("float host_relu(float v) { return v > 0 ? v : 0; }\n") +
                     "__global__ void k(const float* x, float* out, float alpha, int n) {\n"
                     "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -71,11 +75,13 @@ TEST_F(VerifyVerdicts, CallingAHostFunctionIsCompileError) {
 }
 
 TEST_F(VerifyVerdicts, HostRuntimeCallIsFormatError) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(std::string(kGoodKernel) + "\nvoid run(float* d) { cudaMalloc(&d, 4); }", kGoodLaunch),
          Verdict::kFormatError, "cudaMalloc");
 }
 
 TEST_F(VerifyVerdicts, BadLaunchLines) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256)>>>(x, out, alpha, n)\n"), Verdict::kFormatError,
          "takes GRID, BLOCK");
   expect(answer(kGoodKernel, "// launch: kk<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n"), Verdict::kLaunchError,
@@ -87,6 +93,7 @@ TEST_F(VerifyVerdicts, BadLaunchLines) {
 }
 
 TEST_F(VerifyVerdicts, LimitsAreLaunchErrors) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 2048), 2048>>>(x, out, alpha, n)\n"), Verdict::kLaunchError,
          "block.x = 2048");
   expect(answer(kGoodKernel, "// scratch: huge f32[n * n * n]\n" + std::string(kGoodLaunch)), Verdict::kLaunchError,
@@ -96,6 +103,7 @@ TEST_F(VerifyVerdicts, LimitsAreLaunchErrors) {
 }
 
 TEST_F(VerifyVerdicts, OutOfBoundsWriteIsMemoryViolation) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   out[i] = (i < n ? fmaxf(x[i], 0.f) : 0.f) * alpha;
@@ -105,6 +113,7 @@ TEST_F(VerifyVerdicts, OutOfBoundsWriteIsMemoryViolation) {
 }
 
 TEST_F(VerifyVerdicts, OutOfBoundsReadIsMemoryViolation) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   // The last thread reads x[n], one past the end. (A load whose value only feeds a guarded
   // store would be moved under the guard by the compiler, so the value is used by every thread.)
   expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
@@ -116,6 +125,7 @@ TEST_F(VerifyVerdicts, OutOfBoundsReadIsMemoryViolation) {
 }
 
 TEST_F(VerifyVerdicts, EndlessLoopIsTimeout) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   volatile int spin = 1;
@@ -126,12 +136,28 @@ TEST_F(VerifyVerdicts, EndlessLoopIsTimeout) {
          Verdict::kTimeout, "budget");
 }
 
+TEST_F(VerifyVerdicts, MissingBarrierIsRuntimeError) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  // Threads read a neighbour's shared-memory slot with no __syncthreads() after the writes.
+  expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  __shared__ float s[256];
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  s[threadIdx.x] = i < n ? x[i] : 0.f;
+  float v = s[255 - threadIdx.x];
+  if (i < n) out[i] = fmaxf(s[threadIdx.x], 0.f) * alpha + 0.f * v;
+})",
+                kGoodLaunch),
+         Verdict::kRuntimeError, "__syncthreads");
+}
+
 TEST_F(VerifyVerdicts, WritingNothingIsWrongAnswer) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer("__global__ void k(const float* x, float* out, float alpha, int n) { }", kGoodLaunch),
          Verdict::kWrongAnswer, "never written");
 }
 
 TEST_F(VerifyVerdicts, WritingHalfTheOutputIsWrongAnswer) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n / 2) out[i] = fmaxf(x[i], 0.f) * alpha;
@@ -141,6 +167,7 @@ TEST_F(VerifyVerdicts, WritingHalfTheOutputIsWrongAnswer) {
 }
 
 TEST_F(VerifyVerdicts, ModifyingAnInputIsWrongAnswer) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(R"(__global__ void k(float* x, float* out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) { x[i] = fmaxf(x[i], 0.f); out[i] = x[i] * alpha; }
@@ -150,6 +177,7 @@ TEST_F(VerifyVerdicts, ModifyingAnInputIsWrongAnswer) {
 }
 
 TEST_F(VerifyVerdicts, WrongFormulaIsWrongAnswer) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = fmaxf(x[i], 0.f) + alpha;
@@ -159,12 +187,14 @@ TEST_F(VerifyVerdicts, WrongFormulaIsWrongAnswer) {
 }
 
 TEST_F(VerifyVerdicts, CorrectOnlyForMultiplesOfTheBlockSizeIsWrongAnswer) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   // n / 256 blocks: the last 1000 - 768 elements are never written at the ragged CPU size.
   expect(answer(kGoodKernel, "// launch: k<<<n / 256, 256>>>(x, out, alpha, n)\n"), Verdict::kWrongAnswer,
          "first at index 768");
 }
 
 TEST_F(VerifyVerdicts, ReferenceOutputsAreComputedOnceAndCached) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   Verifier v(*channel_, config);
   ASSERT_EQ(verdict_name(v.verify(task_, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");

@@ -44,6 +44,7 @@ std::unique_ptr<WorkerPool> start_pool(SandboxConfig config) {
 }
 
 TEST(WorkersPool, VerifiesThroughWorkerProcesses) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   auto pool = start_pool(config);
   ASSERT_TRUE(pool);
@@ -57,6 +58,7 @@ TEST(WorkersPool, VerifiesThroughWorkerProcesses) {
 }
 
 TEST(WorkersPool, RunawayJobTimesOutAndItsWorkerIsReplaced) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   config.workers = 1;
   config.run_timeout_s = 1.0;
@@ -81,6 +83,7 @@ TEST(WorkersPool, RunawayJobTimesOutAndItsWorkerIsReplaced) {
 }
 
 TEST(WorkersPool, WorkerKilledMidJobIsRespawnedAndTheJobRetried) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   config.workers = 1;
   config.instruction_budget = int64_t{1} << 40;  // the slow answer runs about a second
@@ -103,6 +106,7 @@ TEST(WorkersPool, WorkerKilledMidJobIsRespawnedAndTheJobRetried) {
 }
 
 TEST(WorkersPool, WorkerKilledOnEveryAttemptIsSandboxError) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   config.workers = 1;
   config.instruction_budget = int64_t{1} << 40;
@@ -126,6 +130,7 @@ TEST(WorkersPool, WorkerKilledOnEveryAttemptIsSandboxError) {
 }
 
 TEST(WorkersPool, ServesManyThreads) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   auto pool = start_pool(config);
   ASSERT_TRUE(pool);
@@ -141,6 +146,7 @@ TEST(WorkersPool, ServesManyThreads) {
 }
 
 TEST(WorkersPool, ServiceQueuesSubmissionsAndDrainsOnDestruction) {
+  LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   config.device = "cpu";
   auto service = SandboxService::start(config, std::string(LEAP_BINARY_DIR) + "/src/apps/leap");

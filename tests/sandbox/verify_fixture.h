@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "sandbox/nvrtc_compiler.h"
 #include "tasks/task.h"
 
 namespace leap::sandbox::testing {
@@ -39,3 +40,8 @@ inline const char* kGoodKernel = R"(__global__ void k(const float* __restrict__ 
 inline const char* kGoodLaunch = "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n";
 
 }  // namespace leap::sandbox::testing
+
+// Tests that compile kernels skip in builds without NVRTC (LEAP_CUDA=OFF).
+#define LEAP_SKIP_WITHOUT_NVRTC() \
+  if (!::leap::sandbox::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC"
+
