@@ -6,18 +6,6 @@
 
 namespace leap::mpi {
 
-SandboxOutcome to_outcome(int64_t uid, const sandbox::VerifyResult& r) {
-  SandboxOutcome o;
-  o.uid = uid;
-  o.verdict = static_cast<int32_t>(r.verdict);
-  o.max_abs_err = r.max_abs_err;
-  o.compile_ms = r.compile_ms;
-  o.exec_ms = r.exec_ms;
-  o.speedup = r.speedup ? *r.speedup : -1;
-  o.feedback = r.feedback;
-  return o;
-}
-
 Expected<std::unique_ptr<SandboxEngine>> SandboxEngine::start(const tasks::Suite& suite,
                                                               const sandbox::SandboxConfig& config,
                                                               const std::string& leap_binary) {

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "mpi/engines.h"
+#include "mpi/outcome.h"
 #include "sandbox/verifier.h"
 #include "sandbox/worker_pool.h"
 #include "tasks/suite.h"
@@ -31,8 +32,5 @@ class SandboxEngine final : public VerifyEngine {
   sandbox::Verifier verifier_;
   int slots_;
 };
-
-// The message form of a verdict.
-SandboxOutcome to_outcome(int64_t uid, const sandbox::VerifyResult& r);
 
 }  // namespace leap::mpi

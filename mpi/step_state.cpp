@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "common/rng.h"
+#include "mpi/outcome.h"
 
 namespace leap::mpi {
 
@@ -49,7 +50,7 @@ std::vector<RolloutItem> StepState::make_turn(int turn, const tasks::Suite& suit
       SampleState& sample = groups_[g].samples[s];
       if (!sample.active) continue;
       std::vector<rl::PreviousTurn> history;
-      for (const auto& r : sample.turns) history.push_back({r.completion.text, r.outcome.feedback});
+      for (const auto& r : sample.turns) history.push_back(rl::previous_turn(r.completion.text, to_verify_result(r.outcome)));
       rl::BuiltPrompt p = prompts.build(task, history);
       if (!p.fits) {
         sample.active = false;
