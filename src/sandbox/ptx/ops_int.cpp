@@ -276,6 +276,29 @@ uint32_t h_prmt(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   r[in.d] = d;
   return pc + 1;
 }
+// prmt with a mode (aux: 1 f4e, 2 b4e, 3 rc8, 4 ecl, 5 ecr, 6 rc16): the selectors come from
+// the low bits of c as the PTX ISA tables give them.
+uint32_t h_prmt_mode(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
+  const uint64_t bytes = (r[in.b] << 32) | (r[in.a] & 0xffffffffu);
+  const uint32_t s = static_cast<uint32_t>(r[in.c]) & 3;
+  uint32_t sel[4];
+  switch (in.aux) {
+    case 1: for (uint32_t i = 0; i < 4; ++i) sel[i] = (s + i) & 7; break;
+    case 2: for (uint32_t i = 0; i < 4; ++i) sel[i] = (s + 8 - i) & 7; break;
+    case 3: for (uint32_t i = 0; i < 4; ++i) sel[i] = s; break;
+    case 4: for (uint32_t i = 0; i < 4; ++i) sel[i] = std::max(i, s); break;
+    case 5: for (uint32_t i = 0; i < 4; ++i) sel[i] = std::min(i, s); break;
+    default: {
+      const uint32_t lo = (s & 1) * 2;
+      sel[0] = lo; sel[1] = lo + 1; sel[2] = lo; sel[3] = lo + 1;
+      break;
+    }
+  }
+  uint32_t d = 0;
+  for (int i = 0; i < 4; ++i) d |= static_cast<uint32_t>((bytes >> (8 * sel[i])) & 0xff) << (8 * i);
+  r[in.d] = d;
+  return pc + 1;
+}
 uint32_t h_lop3(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   const uint32_t a = static_cast<uint32_t>(r[in.a]), b = static_cast<uint32_t>(r[in.b]),
                  c = static_cast<uint32_t>(r[in.c]);
@@ -628,6 +651,15 @@ bool select_int(const OpSpec& op, Selection* sel) {
   else if (b == "bfe") sel->fn = LEAP_INT_DISPATCH(h_bfe, t);
   else if (b == "bfi") sel->fn = LEAP_INT_DISPATCH(h_bfi, t);
   else if (b == "prmt" && t == Type::kB32 && op.mods.empty()) sel->fn = &h_prmt;
+  else if (b == "prmt" && t == Type::kB32 && op.mods.size() == 1) {
+    static const char* const kModes[] = {"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"};
+    for (uint32_t i = 0; i < 6; ++i) {
+      if (op.has(kModes[i])) {
+        sel->fn = &h_prmt_mode;
+        sel->aux = i + 1;
+      }
+    }
+  }
   else if (b == "lop3" && t == Type::kB32) sel->fn = &h_lop3;
   else if (b == "shf" && t == Type::kB32) {
     const bool left = op.has("l");
