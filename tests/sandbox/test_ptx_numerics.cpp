@@ -335,5 +335,35 @@ __global__ void media(const int* a, const int* b, int* out, int n) {
   }
 }
 
+TEST_F(PtxNumerics, PrmtModesFollowThePtxTables) {
+  auto c = compile(compiler_, R"(
+__global__ void modes(unsigned a, unsigned b, unsigned* out) {
+  unsigned s = threadIdx.x, d[6];
+  asm("prmt.b32.f4e %0, %1, %2, %3;" : "=r"(d[0]) : "r"(a), "r"(b), "r"(s));
+  asm("prmt.b32.b4e %0, %1, %2, %3;" : "=r"(d[1]) : "r"(a), "r"(b), "r"(s));
+  asm("prmt.b32.rc8 %0, %1, %2, %3;" : "=r"(d[2]) : "r"(a), "r"(b), "r"(s));
+  asm("prmt.b32.ecl %0, %1, %2, %3;" : "=r"(d[3]) : "r"(a), "r"(b), "r"(s));
+  asm("prmt.b32.ecr %0, %1, %2, %3;" : "=r"(d[4]) : "r"(a), "r"(b), "r"(s));
+  asm("prmt.b32.rc16 %0, %1, %2, %3;" : "=r"(d[5]) : "r"(a), "r"(b), "r"(s));
+  for (int k = 0; k < 6; ++k) out[6 * threadIdx.x + k] = d[k];
+}
+)", {"modes"});
+  ASSERT_TRUE(c.status.empty()) << c.status;
+  uint64_t dout = upload(mem_, std::vector<uint32_t>(24));
+  auto r = launch(*c.module, c.name("modes"), dims(1, 4),
+                  Args().add<uint32_t>(0x33221100u).add<uint32_t>(0x77665544u).ptr(dout).list(), mem_);
+  ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
+  auto out = download<uint32_t>(mem_, dout, 24);
+  // Byte k of {b, a} is 0xkk * 0x11; the PTX ISA's tables, written out (d.b3 d.b2 d.b1 d.b0).
+  const uint32_t want[4][6] = {
+      {0x33221100, 0x55667700, 0x00000000, 0x33221100, 0x00000000, 0x11001100},
+      {0x44332211, 0x66770011, 0x11111111, 0x33221111, 0x11111100, 0x33223322},
+      {0x55443322, 0x77001122, 0x22222222, 0x33222222, 0x22221100, 0x11001100},
+      {0x66554433, 0x00112233, 0x33333333, 0x33333333, 0x33221100, 0x33223322}};
+  for (int s = 0; s < 4; ++s) {
+    for (int k = 0; k < 6; ++k) EXPECT_EQ(out[6 * s + k], want[s][k]) << "selector " << s << " mode " << k;
+  }
+}
+
 }  // namespace
 }  // namespace leap::sandbox::ptx
