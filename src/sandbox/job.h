@@ -43,6 +43,9 @@ struct JobReport {
   std::vector<std::vector<tasks::BufferData>> outputs;
   std::optional<double> candidate_ms;  // median time of the plan (GPU, when timed)
   std::optional<double> reference_ms;
+  // Set by the worker when its executor broke (a sticky device error): it exits after this
+  // report, and the supervisor replaces it at once.
+  bool worker_exiting = false;
 };
 
 }  // namespace leap::sandbox

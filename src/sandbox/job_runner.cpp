@@ -3,15 +3,15 @@
 // long-lived worker. Guard zones hold a fixed byte pattern on both sides of every buffer.
 #include "sandbox/job_runner.h"
 
-#include "sandbox/answer.h"
-#include "sandbox/marshal.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
+
+#include "sandbox/answer.h"
+#include "sandbox/marshal.h"
 
 namespace leap::sandbox {
 

@@ -232,6 +232,7 @@ std::string encode_report(const JobReport& p) {
   }
   put_optional(w, p.candidate_ms);
   put_optional(w, p.reference_ms);
+  w.pod<uint8_t>(p.worker_exiting);
   return w.take();
 }
 
@@ -253,6 +254,7 @@ Expected<JobReport> decode_report(std::string_view payload) {
   }
   p.candidate_ms = get_optional(r);
   p.reference_ms = get_optional(r);
+  p.worker_exiting = r.pod<uint8_t>() != 0;
   LEAP_RETURN_IF_ERROR(r.finish("report"));
   return p;
 }

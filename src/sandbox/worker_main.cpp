@@ -61,8 +61,9 @@ int serve_jobs(Executor& executor, int fd, const SandboxConfig& config) {
     if (!request) return 1;
     arm_cpu_limit(config.limit_cpu_s);
     JobReport report = runner.run(*request);
+    report.worker_exiting = executor.broken();
     if (!wire::write_frame(fd, wire::FrameType::kReport, wire::encode_report(report))) return 1;
-    if (executor.broken()) return 3;
+    if (report.worker_exiting) return 3;
   }
 }
 

@@ -199,6 +199,7 @@ JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost) 
       *lost = true;
       return verdict_report(Verdict::kSandboxError, report.status().message());
     }
+    if (report->worker_exiting) kill_worker(w, &status);  // replaced by run() right away
     return std::move(*report);
   }
 }

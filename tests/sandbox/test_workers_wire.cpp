@@ -77,6 +77,7 @@ TEST(WorkersWire, ReportRoundTrip) {
   out.bytes = {1, 2, 3, 4, 5, 6, 7, 8};
   p.outputs = {{out}, {}};
   p.candidate_ms = 0.5;
+  p.worker_exiting = true;
   auto back = wire::decode_report(wire::encode_report(p));
   ASSERT_TRUE(back.has_value()) << back.status().message();
   EXPECT_EQ(back->outcome.verdict, Verdict::kMemoryViolation);
@@ -92,6 +93,7 @@ TEST(WorkersWire, ReportRoundTrip) {
   EXPECT_TRUE(back->outputs[1].empty());
   EXPECT_EQ(back->candidate_ms, 0.5);
   EXPECT_FALSE(back->reference_ms.has_value());
+  EXPECT_TRUE(back->worker_exiting);
 }
 
 TEST(WorkersWire, CorruptPayloadsAreErrors) {
