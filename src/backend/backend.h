@@ -3,7 +3,9 @@
 //
 // Conventions every implementation keeps:
 // - Argument order: outputs, saved activations, inputs, weights, dimensions (llm.c's order).
-// - Pointers are memory the backend owns (alloc_floats); on the CPU that is host memory.
+// - Float pointers are memory the backend owns (alloc_floats); on the CPU that is host memory.
+//   Integer arrays (tokens, targets, positions, cache slots and lengths) are small and passed
+//   in host memory; a device backend stages them itself.
 // - Row-major layouts. N = number of token rows (B*T), C = model width, H/Hkv query/KV heads,
 //   D = head dimension, V = vocabulary, I = MLP width.
 // - GRADIENT CONVENTION: every backward ACCUMULATES (+=) into each gradient it writes, parameter

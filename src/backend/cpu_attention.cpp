@@ -6,12 +6,11 @@
 // so the query heads sharing a KV head accumulate into dk/dv in one thread: no races, fixed
 // order, deterministic.
 #include <cmath>
-#include <limits>
 #include <vector>
 
 #include "backend/cpu_backend.h"
-#include "backend/cpu_math.h"
 #include "backend/cpu_parallel.h"
+#include "backend/cpu_row_kernels.h"
 #include "cblas.h"
 
 namespace leap::backend {
@@ -30,20 +29,6 @@ inline float dot(const float* a, const float* b, int D) {
 inline void axpy(float* y, float a, const float* x, int D) {
 #pragma omp simd
   for (int d = 0; d < D; ++d) y[d] += a * x[d];
-}
-
-// Softmax of scores[0..n) in place, max-subtracted.
-inline void softmax_inplace(float* s, int n) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int j = 0; j < n; ++j) {
-    s[j] = exp_fast(s[j] - mx);
-    sum += s[j];
-  }
-  float inv = 1.0f / sum;
-  for (int j = 0; j < n; ++j) s[j] *= inv;
 }
 
 }  // namespace
@@ -69,7 +54,7 @@ void CpuBackend::attention_forward(float* out, float* att, const float* q, const
                     kb, KD, 0.0f, pb, T);
         for (int r = 0; r < m; ++r) {
           float* row = pb + static_cast<size_t>(r) * T;
-          softmax_inplace(row, i0 + r + 1);
+          rows::softmax(row, i0 + r + 1);
           for (int j = i0 + r + 1; j < T; ++j) row[j] = 0.0f;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, D, n, 1.0f, pb, T, vb, KD, 0.0f,
@@ -105,10 +90,7 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
             for (int r = 0; r < m; ++r) {
               const float* pr = pb + static_cast<size_t>(r) * T;
               float* dr = ds.data() + static_cast<size_t>(r) * n;
-              float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-              for (int j = 0; j < n; ++j) sum += pr[j] * dr[j];
-              for (int j = 0; j < n; ++j) dr[j] = pr[j] * (dr[j] - sum) * scale;
+              rows::softmax_backward(dr, pr, n, scale);
             }
             // dV += P^T dO; dQ += dS K; dK += dS^T Q.
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, m, 1.0f, pb, T, dob, HD, 1.0f, dv + kv_off,
@@ -138,7 +120,7 @@ void CpuBackend::attention_decode(float* out, const float* q, const float* k_cac
         const size_t base = static_cast<size_t>(slot[r]) * maxT * Hkv * D;
         const float* qr = q + (static_cast<size_t>(r) * H + h) * D;
         for (int j = 0; j < len[r]; ++j) s[j] = dot(qr, k_cache + base + (static_cast<size_t>(j) * Hkv + kvh) * D, D) * scale;
-        softmax_inplace(s.data(), len[r]);
+        rows::softmax(s.data(), len[r]);
         float* o = out + (static_cast<size_t>(r) * H + h) * D;
         for (int d = 0; d < D; ++d) o[d] = 0.0f;
         for (int j = 0; j < len[r]; ++j) axpy(o, s[j], v_cache + base + (static_cast<size_t>(j) * Hkv + kvh) * D, D);

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "backend/cpu_backend.h"
-#include "backend/cpu_math.h"
 #include "backend/cpu_parallel.h"
+#include "backend/cpu_row_kernels.h"
 
 namespace leap::backend {
 
@@ -14,12 +14,7 @@ void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logit
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * V * 4))
   for (int n = 0; n < N; ++n) {
     const float* z = logits + static_cast<size_t>(n) * V;
-    float mx = z[0];
-    for (int v = 1; v < V; ++v) mx = z[v] > mx ? z[v] : mx;
-    float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-    for (int v = 0; v < V; ++v) sum += exp_fast(z[v] - mx);
-    lse[n] = mx + std::log(sum);
+    lse[n] = rows::logsumexp(z, V);
     logprobs[n] = targets[n] >= 0 ? z[targets[n]] - lse[n] : 0.0f;
   }
 }
@@ -33,8 +28,7 @@ void CpuBackend::logprob_backward(float* dlogits, const float* dlogprobs, const 
     if (g == 0.0f) continue;  // masked tokens: nothing flows back
     const float* z = logits + static_cast<size_t>(n) * V;
     float* dz = dlogits + static_cast<size_t>(n) * V;
-    const float l = lse[n];
-    for (int v = 0; v < V; ++v) dz[v] -= g * exp_fast(z[v] - l);
+    rows::softmax_scaled_sub(dz, z, lse[n], g, V);
     dz[targets[n]] += g;
   }
 }

@@ -3,8 +3,8 @@
 #include <cmath>
 
 #include "backend/cpu_backend.h"
-#include "backend/cpu_math.h"
 #include "backend/cpu_parallel.h"
+#include "backend/cpu_row_kernels.h"
 
 namespace leap::backend {
 
@@ -115,12 +115,11 @@ void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
     const float* g = inp + static_cast<size_t>(n) * 2 * I;
     const float* u = g + I;
     float* y = out + static_cast<size_t>(n) * I;
-    for (int i = 0; i < I; ++i) y[i] = g[i] / (1.0f + exp_fast(-g[i])) * u[i];
+    rows::swiglu_forward(y, g, u, I);
   }
 }
 
 void CpuBackend::swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) {
-  // silu(g) = g*s with s = sigmoid(g); silu'(g) = s * (1 + g * (1 - s)).
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * I * 16))
   for (int n = 0; n < N; ++n) {
     const float* g = inp + static_cast<size_t>(n) * 2 * I;
@@ -128,11 +127,7 @@ void CpuBackend::swiglu_backward(float* dinp, const float* dout, const float* in
     float* dg = dinp + static_cast<size_t>(n) * 2 * I;
     float* du = dg + I;
     const float* dy = dout + static_cast<size_t>(n) * I;
-    for (int i = 0; i < I; ++i) {
-      float s = 1.0f / (1.0f + exp_fast(-g[i]));
-      dg[i] += dy[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
-      du[i] += dy[i] * g[i] * s;
-    }
+    rows::swiglu_backward(dg, du, dy, g, u, I);
   }
 }
 
