@@ -432,12 +432,26 @@ RunResult launch(const Module& module, std::string_view kernel, const LaunchDims
 
   uint64_t budget_left = options.instruction_budget;
   uint64_t block_index = 0;
+  // Starting a block costs host time in proportion to its memory (filling shared and local
+  // memory, copying register templates), which instructions alone would not bound: a launch of
+  // a million one-thread blocks with large shared memory must time out too. So each block is
+  // charged one instruction per 64 bytes it initialises.
+  const uint64_t block_cost =
+      (x.shared.size() + x.local.size() + x.regs.size() * sizeof(uint64_t)) / 64;
   for (uint32_t bz = 0; bz < dims.grid[2] && !x.failed(); ++bz) {
     for (uint32_t by = 0; by < dims.grid[1] && !x.failed(); ++by) {
       for (uint32_t bx = 0; bx < dims.grid[0] && !x.failed(); ++bx) {
         x.block_id[0] = bx;
         x.block_id[1] = by;
         x.block_id[2] = bz;
+        if (budget_left < block_cost) {
+          x.fail(RunOutcome::kTimeout,
+                 "instruction budget exhausted after " + std::to_string(x.executed) +
+                     " thread-instructions, starting block (" + std::to_string(bx) + "," +
+                     std::to_string(by) + "," + std::to_string(bz) + ")");
+          break;
+        }
+        budget_left -= block_cost;
         run_block(x, options.check_schedules && (block_index++ % 2 == 1), &budget_left);
       }
     }
