@@ -52,6 +52,23 @@ TEST_F(VerifyVerdicts, CorrectAnswerPasses) {
   EXPECT_GT(r.compile_ms + r.exec_ms, 0.0);
 }
 
+TEST_F(VerifyVerdicts, TemplateKernelsAndMultiLaunchPlansWithScratch) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  // Pass 1 (a template instance) writes relu(x) to a scratch buffer; pass 2 scales it into out.
+  VerifyResult r = verify(answer(R"(template <int B>
+__global__ void relu_to(const float* x, float* tmp, int n) {
+  int i = blockIdx.x * B + threadIdx.x;
+  if (i < n) tmp[i] = fmaxf(x[i], 0.f);
+}
+__global__ void scale(const float* tmp, float* out, float alpha, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = tmp[i] * alpha;
+})",
+                    "// scratch: tmp f32[n]\n"
+                    "// launch: relu_to<128><<<cdiv(n, 128), 128>>>(x, tmp, n)\n"
+                    "// launch: scale<<<3, 64>>>(tmp, out, alpha, n)\n"));
+  EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
+}
+
 TEST_F(VerifyVerdicts, NoCodeBlockIsFormatError) {
   LEAP_SKIP_WITHOUT_NVRTC();
   expect("I would write a kernel that applies relu.", Verdict::kFormatError, "no ```cuda code block");
