@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -256,6 +257,62 @@ TEST(ExpFast, RelativeErrorAgainstLibm) {
   EXPECT_EQ(exp_fast(0.0f), 1.0f);
   EXPECT_LT(exp_fast(-1000.0f), 1e-37f);  // clamped, never NaN or negative
   EXPECT_GE(exp_fast(-1000.0f), 0.0f);
+}
+
+}  // namespace
+}  // namespace leap::backend
+
+namespace leap::backend {
+namespace {
+
+// Sizes large enough that the ops fork threads (and call sgemm from several threads at once):
+// the per-(sequence, head) work is the same whatever the thread count, so the results are
+// bit-identical between one and two threads.
+TEST(Threads, AttentionIsIdenticalOnOneAndTwoThreads) {
+  const int B = 2, T = 130, H = 4, Hkv = 2, D = 16;
+  auto q = randn(B * T * H * D, 31), k = randn(B * T * Hkv * D, 32), v = randn(B * T * Hkv * D, 33);
+  auto dout = randn(B * T * H * D, 34);
+  auto run = [&](int threads, std::vector<float>* out, std::vector<float>* grads) {
+    CpuBackend be(threads);
+    std::vector<float> att(static_cast<size_t>(B) * H * T * T);
+    out->assign(q.size(), 0.0f);
+    be.attention_forward(out->data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
+    std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
+    be.attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), att.data(), q.data(), k.data(), v.data(), B,
+                          T, H, Hkv, D);
+    *grads = dq;
+    grads->insert(grads->end(), dk.begin(), dk.end());
+    grads->insert(grads->end(), dv.begin(), dv.end());
+  };
+  std::vector<float> o1, g1, o2, g2;
+  run(1, &o1, &g1);
+  run(2, &o2, &g2);
+  EXPECT_EQ(0, std::memcmp(o1.data(), o2.data(), o1.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(g1.data(), g2.data(), g1.size() * sizeof(float)));
+}
+
+// The threaded GEMM (rows of C split over threads) agrees with the single-threaded one.
+TEST(Threads, MatmulAgreesOnOneAndTwoThreads) {
+  const int N = 300, IC = 96, OC = 80;
+  auto inp = randn(N * IC, 41), w = randn(OC * IC, 42), dout = randn(N * OC, 43);
+  auto run = [&](int threads, std::vector<float>* all) {
+    CpuBackend be(threads);
+    std::vector<float> out(N * OC), dinp(inp.size(), 0.0f), dw(w.size(), 0.0f);
+    be.matmul_forward(out.data(), inp.data(), w.data(), nullptr, N, IC, OC);
+    be.matmul_backward(dinp.data(), dw.data(), nullptr, dout.data(), inp.data(), w.data(), N, IC, OC);
+    *all = out;
+    all->insert(all->end(), dinp.begin(), dinp.end());
+    all->insert(all->end(), dw.begin(), dw.end());
+  };
+  std::vector<float> a, b;
+  run(1, &a);
+  run(2, &b);
+  double worst = 0, ref = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    worst = std::fmax(worst, std::fabs(a[i] - b[i]));
+    ref = std::fmax(ref, std::fabs(a[i]));
+  }
+  EXPECT_LE(worst / ref, 1e-6);
 }
 
 }  // namespace
