@@ -1014,6 +1014,41 @@ __global__ void matmul_f16_bias(const __half* __restrict__ A, const __half* __re
 // launch: matmul_f16_bias<32><<<(cdiv(n, 32), cdiv(m, 32)), (32, 32)>>>(A, B, bias, C, m, n, k)""", 2e-3, 2e-3))
 
 
+L2.append(task(
+    "L2/linear_residual", 2, "fused_matmul",
+    "Residual linear layer: Y[i][j] = X[i][j] + b[j] + sum over p < d of X[i][p] * W[p][j], for every i < m and "
+    "j < d. X is [m, d], W is [d, d], b is [d], Y is [m, d], all f32 (accumulate in f32).",
+    {"m": 2048, "d": 1024}, {"m": 29, "d": 37},
+    [buf("X", "f32", ["m", "d"], "in"), buf("W", "f32", ["d", "d"], "in"), buf("b", "f32", ["d"], "in"),
+     buf("Y", "f32", ["m", "d"], "out")],
+    tiled_matmul("linear_residual", ", const float* __restrict__ bias",
+                 "A[(size_t)row * k + col] + acc + bias[col]") + """
+// launch: linear_residual<<<(cdiv(d, 16), cdiv(m, 16)), (16, 16)>>>(X, W, b, Y, m, d, d)""", 2e-3, 2e-3))
+
+L2.append(task(
+    "L2/dequant_matvec", 2, "fused_matmul",
+    "Matrix-vector product with 8-bit weights: y[i] = scale[i] * sum over j < k of (Wq[i][j] - 128) * x[j], for "
+    "every i < m. Wq is u8 [m, k] (values 0..255, zero point 128), scale is f32 [m], x is f32 [k], y is f32 [m]; "
+    "accumulate in f32.",
+    {"m": 8192, "k": 4096}, {"m": 53, "k": 301},
+    [buf("Wq", "u8", ["m", "k"], "in", "randint(0,255)"), buf("scale", "f32", ["m"], "in", "uniform(0.001,0.02)"),
+     buf("x", "f32", ["k"], "in"), buf("y", "f32", ["m"], "out")],
+    """
+// One warp per row: lanes dequantise their share of the row, a shuffle tree sums the lanes.
+__global__ void dequant_matvec(const unsigned char* __restrict__ Wq, const float* __restrict__ scale,
+                               const float* __restrict__ x, float* __restrict__ y, int m, int k) {
+  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= m) return;
+  const unsigned char* w = Wq + (size_t)row * k;
+  float acc = 0.f;
+  for (int j = lane; j < k; j += 32) acc += (float)((int)w[j] - 128) * x[j];
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  if (lane == 0) y[row] = scale[row] * acc;
+}
+// launch: dequant_matvec<<<cdiv(m, 8), 256>>>(Wq, scale, x, y, m, k)""", 1e-3, 1e-4, "heldout"))
+
+
 def rows2(tid, family, text, params, cpu_params, bufs, code, atol, rtol, split="train"):
     L2.append(task(tid, 2, family, text, params, cpu_params, bufs, code, atol, rtol, split))
 

@@ -282,6 +282,21 @@ std::map<std::string, HostFn> host_implementations() {
       linear("A", "W", "bias", "C", [](double v) { return std::max(v, 0.0); });
   h["L2/gelu_linear"] = linear("X", "W", "b", "Y", gelu_tanh);
   h["L2/matmul_f16_bias"] = linear("A", "B", "bias", "C", [](double v) { return v; });
+  h["L2/linear_residual"] = [](const Ctx& c) {
+    const int64_t m = c.i("m"), d = c.i("d");
+    Vec r = matmul(c["X"], c["W"], m, d, d);
+    for (int64_t i = 0; i < m * d; ++i) r[i] += c["X"][i] + c["b"][i % d];
+    c.b["Y"] = r;
+  };
+  h["L2/dequant_matvec"] = [](const Ctx& c) {
+    const int64_t m = c.i("m"), k = c.i("k");
+    Vec& y = c.out("y", m);
+    for (int64_t i = 0; i < m; ++i) {
+      double acc = 0;
+      for (int64_t j = 0; j < k; ++j) acc += (c["Wq"][i * k + j] - 128) * c["x"][j];
+      y[i] = c["scale"][i] * acc;
+    }
+  };
   h["L2/residual_rmsnorm"] = [](const Ctx& c) {
     const int64_t R = c.i("rows"), d = c.i("d");
     Vec& hh = c.out("h", R * d);
