@@ -25,6 +25,7 @@
 #include "mpi/coordinator.h"
 #include "mpi/policy_replica.h"
 #include "mpi/sandbox_engine.h"
+#include "mpi/sft_trainer.h"
 #include "rl/rl_config.h"
 #include "sandbox/sandbox_config.h"
 #include "tasks/suite.h"
@@ -44,6 +45,7 @@ struct TrainConfig {
   model::OptimConfig optim;
   rl::RlSections rl;
   sandbox::SandboxConfig sandbox;
+  mpi::SftOptions sft;
   void declare(OptionSet& opts) {
     app.declare(opts);
     train.declare(opts);
@@ -53,6 +55,7 @@ struct TrainConfig {
     optim.declare(opts);
     rl.declare(opts);
     sandbox.declare(opts);
+    sft.declare(opts);
   }
 };
 
@@ -98,6 +101,53 @@ std::string run_fingerprint(const TrainConfig& c, const model::ModelConfig& m) {
                      m.vocab_size);
 }
 
+// SFT: rank 0 builds the material (verifying through the sandbox ranks or in-process) while the
+// other ranks serve; then every policy rank gets the material and trains; rank 0 saves.
+Status run_sft(const TrainConfig& c, const mpi::Topology& topo, PolicyState& policy, mpi::VerifyEngine* local_sandbox,
+               int64_t prompt_budget, const Logger& log) {
+  mpi::TrainWork material;
+  if (topo.is_coordinator()) {
+    mpi::JobDispatcher dispatcher(topo, local_sandbox, 1, log);
+    rl::PromptBuilder prompts(c.rl.prompt.options(prompt_budget),
+                              [&](std::string_view t) { return policy.tokenizer.encode(t, true).size(); });
+    auto suite = tasks::load_suite(c.tasks.suite);
+    if (!suite) return suite.status();
+    mpi::SftMaterialStats stats;
+    auto examples = mpi::build_sft_material(*suite, prompts, policy.tokenizer, dispatcher, c.sft,
+                                            static_cast<uint64_t>(c.app.run.seed),
+                                            static_cast<size_t>(policy.model->config().max_position_embeddings), &stats);
+    if (!examples) LEAP_FATAL("building the SFT material: " << examples.status().message());
+    log.info("sft material: {} train tasks -> {} references, {} verified rewrites ({} dropped), {} repair turns "
+             "({} dropped), {} longer than the context",
+             stats.tasks, stats.references, stats.rewrites, stats.rewrites_dropped, stats.repairs,
+             stats.repairs_dropped, stats.too_long);
+    if (stats.references < stats.tasks)
+      log.warn("{} task(s) have no example that fits the context: raise max_position_embeddings or shorten prompts",
+               stats.tasks - stats.references);
+    material.samples = std::move(*examples);
+    mpi::Control stop{mpi::Control::Kind::kStop, 0, 0};
+    mpi::broadcast(stop, 0, topo.world);
+  } else if (topo.self().role == mpi::Role::kPolicy) {
+    LEAP_RETURN_IF_ERROR(mpi::serve_policy(topo, *policy.replica));
+  } else {
+    return mpi::serve_sandbox(topo, *local_sandbox);
+  }
+  mpi::broadcast(material, 0, topo.role_comm);
+  auto report = mpi::train_sft(*policy.model, *policy.optimizer, material.samples, c.train.steps,
+                               c.train.micro_batch_seqs, c.sft, static_cast<uint64_t>(c.app.run.seed), topo.role_comm,
+                               log);
+  if (!topo.is_coordinator()) return Status::ok();
+  log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report.steps, report.first_loss, report.last_loss);
+  LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, report.steps - 1, *policy.model, *policy.optimizer,
+                                           nlohmann::json{{"mode", "sft"}, {"seed", c.app.run.seed}},
+                                           c.train.keep_checkpoints));
+  if (!c.sft.save_to.empty()) {
+    LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model));
+    log.info("policy written to {}", c.sft.save_to);
+  }
+  return Status::ok();
+}
+
 // Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
 // its code.
 int finish(const Status& st, const Logger& log) {
@@ -118,8 +168,6 @@ int run_train(const std::vector<std::string>& args) {
     std::fprintf(stderr, "leap train: error: %s\n", st.message().c_str());
     return st.exit_code();
   }
-  if (c.train.mode == "sft") return run_not_built("train --mode sft");
-
   MPI_CHECK(MPI_Init(nullptr, nullptr));
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -162,7 +210,8 @@ int run_train(const std::vector<std::string>& args) {
     else setup = engine.status().with_context("starting the sandbox workers");
   }
   std::unique_ptr<io::TrajectoryFile> out;
-  if (setup && topo->is_coordinator()) {
+  const bool sft = c.train.mode == "sft";
+  if (setup && topo->is_coordinator() && !sft) {
     std::error_code ec;
     fs::create_directories(c.app.run.out_dir, ec);
     io::SwmrMode swmr = io::SwmrMode::kAuto;
@@ -183,11 +232,16 @@ int run_train(const std::vector<std::string>& args) {
 
   // ---- the run -----------------------------------------------------------------------------
   Status result;
-  if (topo->is_coordinator()) {
+  const int64_t budget = policy.model ? mpi::prompt_budget(policy.model->config().max_position_embeddings,
+                                                           c.sampler.max_new_tokens)
+                                      : 0;
+  if (sft) {
+    result = run_sft(c, *topo, policy, sandbox.get(), budget, log);
+  } else if (topo->is_coordinator()) {
     mpi::CoordinatorOptions co;
     co.batch_tasks = c.train.batch_tasks;
     co.check_replicas_every = c.train.check_replicas_every;
-    co.prompt_budget = mpi::prompt_budget(policy.model->config().max_position_embeddings, c.sampler.max_new_tokens);
+    co.prompt_budget = budget;
     mpi::Coordinator coord(*topo, *suite, c.rl, co, static_cast<uint64_t>(c.app.run.seed), *policy.replica,
                            sandbox.get(), log);
     TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log);

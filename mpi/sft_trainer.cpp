@@ -1,0 +1,175 @@
+// SFT material (verified rewrites and repair turns) and the data-parallel SFT loop.
+#include "mpi/sft_trainer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "common/rng.h"
+#include "model/token_batch.h"
+#include "mpi/grad_reduce.h"
+#include "mpi/outcome.h"
+#include "mpi/work_balance.h"
+#include "rl/sft_examples.h"
+#include "tasks/task_sampler.h"
+
+namespace leap::mpi {
+
+void SftOptions::declare(OptionSet& opts) {
+  opts.add("sft.batch_seqs", &batch_seqs, 16, "SFT: examples per optimizer step, over all policy ranks.", {.min = 1});
+  opts.add("sft.augment", &augment, 2,
+           "SFT: verified rewrites of each reference (renamed kernels and variables, other block sizes).",
+           {.min = 0, .max = 16});
+  opts.add("sft.repairs", &repairs, true,
+           "SFT: add repair turns (a broken reference, the sandbox's real feedback, the fix).");
+  opts.add("sft.log_every", &log_every, 10, "SFT: log the loss every N steps.", {.min = 1});
+  opts.add("sft.save_to", &save_to, std::string(""),
+           "SFT: also write the final policy (config.json + model.safetensors) to this folder.");
+}
+
+namespace {
+
+TrainSample make_sample(const model::Tokenizer& tok, const rl::PromptBuilder& prompts, const rl::BuiltPrompt& prompt,
+                        const std::string& answer) {
+  TrainSample s;
+  s.tokens = tok.encode(prompt.text, true);
+  s.prompt_len = static_cast<int32_t>(s.tokens.size());
+  std::string full = prompts.render_example(prompt, answer);
+  auto rest = tok.encode(std::string_view(full).substr(prompt.text.size()), true);
+  s.tokens.insert(s.tokens.end(), rest.begin(), rest.end());
+  return s;
+}
+
+}  // namespace
+
+Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite, const rl::PromptBuilder& prompts,
+                                                      const model::Tokenizer& tokenizer, JobDispatcher& dispatcher,
+                                                      const SftOptions& opts, uint64_t seed, size_t max_tokens,
+                                                      SftMaterialStats* stats) {
+  struct Candidate {
+    int task;
+    std::string answer;
+    bool broken;
+  };
+  std::vector<Candidate> candidates;
+  Rng rng(seed, 0x5f7);
+  for (size_t i = 0; i < suite.tasks.size(); ++i) {
+    const tasks::Task& t = suite.tasks[i];
+    if (t.split != tasks::Split::kTrain) continue;
+    ++stats->tasks;
+    candidates.push_back({static_cast<int>(i), t.reference, false});
+    for (auto& v : rl::augment_answer(t, t.reference, rng, opts.augment))
+      candidates.push_back({static_cast<int>(i), std::move(v.answer), false});
+    if (opts.repairs)
+      for (auto& v : rl::break_answer(t, t.reference)) candidates.push_back({static_cast<int>(i), std::move(v.answer), true});
+  }
+  std::vector<SandboxJob> jobs;
+  for (size_t c = 0; c < candidates.size(); ++c)
+    jobs.push_back({static_cast<int64_t>(c), candidates[c].task, candidates[c].answer});
+  LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher.dispatch(jobs, -1, 0));
+
+  std::vector<TrainSample> out;
+  for (const auto& o : outcomes) {
+    const Candidate& c = candidates[static_cast<size_t>(o.uid)];
+    const tasks::Task& t = suite.tasks[static_cast<size_t>(c.task)];
+    const bool ok = o.verdict == static_cast<int32_t>(sandbox::Verdict::kOk);
+    const bool is_reference = !c.broken && c.answer == t.reference;
+    if (is_reference && !ok)
+      return internal_error(fmt::format("the reference of {} does not pass the sandbox ({}): {}", t.id,
+                                        sandbox::verdict_name(static_cast<sandbox::Verdict>(o.verdict)), o.feedback));
+    if (!c.broken) {
+      if (!ok) {
+        ++stats->rewrites_dropped;
+        continue;
+      }
+      rl::BuiltPrompt p = prompts.build(t, {});
+      TrainSample s = make_sample(tokenizer, prompts, p, c.answer);
+      if (!p.fits || s.tokens.size() > max_tokens) {
+        ++stats->too_long;
+        continue;
+      }
+      out.push_back(std::move(s));
+      ++(is_reference ? stats->references : stats->rewrites);
+    } else {
+      if (ok || o.verdict == static_cast<int32_t>(sandbox::Verdict::kSandboxError)) {
+        ++stats->repairs_dropped;  // the "broken" rewrite still passes: nothing to repair
+        continue;
+      }
+      std::vector<rl::PreviousTurn> history = {rl::previous_turn(c.answer, to_verify_result(o))};
+      rl::BuiltPrompt p = prompts.build(t, history);
+      TrainSample s = make_sample(tokenizer, prompts, p, t.reference);
+      if (!p.fits || s.tokens.size() > max_tokens) {
+        ++stats->too_long;
+        continue;
+      }
+      out.push_back(std::move(s));
+      ++stats->repairs;
+    }
+  }
+  // Outcomes arrive in any order; sort by content so every run trains on the same sequence.
+  std::sort(out.begin(), out.end(), [](const TrainSample& a, const TrainSample& b) { return a.tokens < b.tokens; });
+  return out;
+}
+
+SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const std::vector<TrainSample>& examples,
+                    int steps, int micro_batch_seqs, const SftOptions& opts, uint64_t seed, MPI_Comm policy,
+                    const Logger& log) {
+  SftReport report;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(policy, &rank);
+  MPI_Comm_size(policy, &size);
+  std::vector<int> pool(examples.size());
+  for (size_t i = 0; i < pool.size(); ++i) pool[i] = static_cast<int>(i);
+  tasks::TaskSampler sampler(pool, seed ^ 0x5f75f7ull);  // the same draws on every rank
+  double window = 0;
+  int window_n = 0;
+  for (int step = 0; step < steps; ++step) {
+    auto batch = sampler.next_batch(opts.batch_seqs);
+    std::vector<int64_t> weights;
+    double answer_tokens = 0;
+    for (int i : batch) {
+      const auto& e = examples[static_cast<size_t>(i)];
+      weights.push_back(static_cast<int64_t>(e.tokens.size()));
+      answer_tokens += static_cast<double>(e.tokens.size() - static_cast<size_t>(e.prompt_len));
+    }
+    auto owner = balance_by_weight(weights, size);
+    std::vector<const TrainSample*> mine;
+    for (size_t i = 0; i < batch.size(); ++i)
+      if (owner[i] == rank) mine.push_back(&examples[static_cast<size_t>(batch[i])]);
+    model.zero_grad();
+    double loss = 0;
+    for (size_t i = 0; i < mine.size(); i += static_cast<size_t>(micro_batch_seqs)) {
+      std::vector<std::vector<int32_t>> seqs;
+      size_t end = std::min(mine.size(), i + static_cast<size_t>(micro_batch_seqs));
+      for (size_t j = i; j < end; ++j) seqs.push_back(mine[j]->tokens);
+      auto tb = model::TokenBatch::from_sequences(seqs);
+      std::vector<float> mask(static_cast<size_t>(tb.B) * static_cast<size_t>(tb.T), 0.f);
+      for (size_t j = i; j < end; ++j) {
+        const size_t b = j - i;
+        for (size_t t = static_cast<size_t>(mine[j]->prompt_len); t < mine[j]->tokens.size(); ++t)
+          mask[b * static_cast<size_t>(tb.T) + t] = 1.f;
+      }
+      auto l = model.sft_step(tb, mask.data(), static_cast<float>(answer_tokens));
+      LEAP_CHECK(l.has_value(), "SFT step failed: " << l.status().message());
+      loss += *l;
+    }
+    allreduce_sum(model.grads(), model.num_params(), policy);
+    model::StepStats st = optimizer.step();
+    loss = allreduce_sum(loss, policy);
+    if (step == 0) report.first_loss = loss;
+    report.last_loss = loss;
+    report.steps = step + 1;
+    window += loss;
+    ++window_n;
+    if ((step + 1) % opts.log_every == 0 || step + 1 == steps) {
+      log.info("sft step {}/{} | loss {:.4f} (mean of last {}) | grad norm {:.3f} | lr {:.2e}", step + 1, steps,
+               window / window_n, window_n, st.grad_norm, st.lr);
+      window = 0;
+      window_n = 0;
+    }
+  }
+  return report;
+}
+
+}  // namespace leap::mpi
