@@ -7,7 +7,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
-#include <csignal>
 #include <cstring>
 
 #include "sandbox/job_runner.h"
@@ -38,7 +37,9 @@ void arm_cpu_limit(int64_t seconds) {
 
 Status apply_worker_limits(const SandboxConfig& config, bool gpu) {
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  // No PR_SET_PDEATHSIG: it fires when the spawning *thread* exits, and workers are respawned
+  // from whichever thread saw the old one die. An orphaned worker sees end of file on its socket
+  // instead (the supervisor's end closes when it exits) and stops after its current job.
   LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE"));
   if (config.limit_file_mb > 0)
     LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(config.limit_file_mb) << 20, "RLIMIT_FSIZE"));

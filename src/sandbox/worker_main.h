@@ -14,7 +14,7 @@ namespace leap::sandbox {
 inline constexpr int kWorkerFd = 3;
 
 // RLIMIT_CORE 0, RLIMIT_FSIZE, RLIMIT_NOFILE, and RLIMIT_AS for CPU workers only (CUDA needs
-// a large virtual address space); no new privileges; killed when the supervisor dies.
+// a large virtual address space); no new privileges.
 Status apply_worker_limits(const SandboxConfig& config, bool gpu);
 
 // Serves jobs on `fd` until end of file. Returns the process exit code: 0 on a clean end, 3 when
