@@ -5,6 +5,7 @@
 // allocations), and every failure must carry a message.
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "common/rng.h"
 #include "ptx_test_util.h"
@@ -123,6 +124,44 @@ TEST(PtxRobustness, RandomMutantsNeverCrashTheInterpreter) {
   EXPECT_GT(parsed, 100);
   EXPECT_GT(ran_ok, 10);
   EXPECT_GT(failed, 10);
+}
+
+TEST(PtxRobustness, IndependentLaunchesRunConcurrently) {
+  // One compiler shared by four threads; each thread its own module, memory and launches. The
+  // interpreter keeps no state outside these objects, so the results match a serial run.
+  if (!nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  NvrtcCompiler compiler;
+  std::vector<std::thread> threads;
+  std::vector<int> good(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string src = "__global__ void fill(int* out, int n) {\n"
+                              "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                              "  if (i < n) out[i] = i * " + std::to_string(t + 2) + ";\n}\n";
+      auto c = compile(compiler, src, {"fill"});
+      if (!c.status.empty()) return;
+      for (int rep = 0; rep < 5; ++rep) {
+        GlobalMemory mem;
+        const uint64_t out = mem.allocate(1000 * sizeof(int));
+        std::vector<std::vector<uint8_t>> args(2);
+        args[0].resize(8);
+        std::memcpy(args[0].data(), &out, 8);
+        const int n = 1000;
+        args[1].resize(4);
+        std::memcpy(args[1].data(), &n, 4);
+        LaunchDims d;
+        d.grid[0] = 8;
+        d.block[0] = 128;
+        if (launch(*c.module, c.name("fill"), d, args, mem).outcome != RunOutcome::kOk) return;
+        const int* p = reinterpret_cast<const int*>(mem.host_pointer(out));
+        bool ok = true;
+        for (int i = 0; i < n; ++i) ok &= p[i] == i * (t + 2);
+        good[t] += ok;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(good[t], 5) << "thread " << t;
 }
 
 }  // namespace
