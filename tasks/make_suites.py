@@ -6,10 +6,12 @@ reference kernels are unreadable once escaped into one JSON line. Invariants it 
 prompt ends with the exact buffer layout and the launch-argument names, generated from the same
 buffer list the loader validates; cpu_params are small and not multiples of 32; each reference
 is a complete answer (one ```cuda block, device code only, launch and scratch lines).
-Run it from anywhere: `python3 tasks/make_suites.py` (standard library only).
+Run it from anywhere: `python3 tasks/make_suites.py` (standard library only); `--check` only
+compares the committed files with what it would write (a test runs that).
 """
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -1391,16 +1393,33 @@ __global__ void adam_step(float* __restrict__ p, const float* __restrict__ g, fl
       "heldout")
 
 
-def write_suite(name, tasks):
+def suite_text(tasks):
     ids = [t["id"] for t in tasks]
     assert len(ids) == len(set(ids)), "duplicate task ids"
-    with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
-        for t in tasks:
-            f.write(json.dumps(t, ensure_ascii=False) + "\n")
-    held = sum(t["split"] == "heldout" for t in tasks)
-    print(f"{name}: {len(tasks)} tasks, {held} heldout")
+    return "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in tasks)
+
+
+def main(argv):
+    """Writes the suites, or with --check exits 1 when the committed files differ from them."""
+    check = "--check" in argv
+    stale = []
+    for name, tasks in (("level1.jsonl", L1), ("level2.jsonl", L2)):
+        path = os.path.join(HERE, name)
+        text = suite_text(tasks)
+        if check:
+            with open(path, encoding="utf-8") as f:
+                if f.read() != text:
+                    stale.append(name)
+            continue
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        held = sum(t["split"] == "heldout" for t in tasks)
+        print(f"{name}: {len(tasks)} tasks, {held} heldout")
+    if stale:
+        print("out of date with make_suites.py: " + ", ".join(stale) + " (run python3 tasks/make_suites.py)")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    write_suite("level1.jsonl", L1)
-    write_suite("level2.jsonl", L2)
+    sys.exit(main(sys.argv[1:]))
