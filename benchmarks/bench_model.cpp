@@ -1,11 +1,13 @@
 // Google Benchmark programs for the policy on the CPU backend: one training step (forward,
 // backward, AdamW) and batched KV-cache sampling, at the configuration of issue 3:
 // d=256, 4 layers, 8 heads (2 KV heads), T=256, B=8, byte vocabulary (262).
-// After the benchmarks it prints the per-op split of one training step and the peak RSS.
+// After the benchmarks it prints the per-op split of a training step and of sampling, and the
+// peak RSS.
 // Threads: OMP_NUM_THREADS / OPENBLAS_NUM_THREADS, or --threads=N (first argument).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -20,7 +22,6 @@ namespace leap::bench {
 namespace {
 
 constexpr int kB = 8, kT = 256, kPrompt = 32;
-int g_threads = 0;  // set once in main before any benchmark runs
 
 model::ModelConfig bench_config() {
   model::ModelConfig c;
@@ -53,8 +54,8 @@ void train_step(model::Transformer& m, model::AdamW& opt, const model::TokenBatc
   opt.step();
 }
 
-void BM_TrainStep(benchmark::State& state) {
-  backend::CpuBackend be(g_threads);
+void BM_TrainStep(benchmark::State& state, int threads) {
+  backend::CpuBackend be(threads);
   model::Transformer m(bench_config(), be);
   m.init_random(1);
   model::AdamW opt(model::OptimConfig{.lr = 1e-4, .weight_decay = 0.1}, m);
@@ -64,8 +65,8 @@ void BM_TrainStep(benchmark::State& state) {
   state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kB) * kT, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_Sample(benchmark::State& state) {
-  backend::CpuBackend be(g_threads);
+void BM_Sample(benchmark::State& state, int threads) {
+  backend::CpuBackend be(threads);
   model::Transformer m(bench_config(), be);
   m.init_random(1);
   model::Sampler sampler(m, nullptr);
@@ -86,12 +87,16 @@ void BM_Sample(benchmark::State& state) {
       benchmark::Counter(static_cast<double>(kB) * (kT - kPrompt), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-BENCHMARK(BM_TrainStep)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
-BENCHMARK(BM_Sample)->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+void register_benchmarks(int threads) {
+  benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep, threads)
+      ->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+  benchmark::RegisterBenchmark("BM_Sample", BM_Sample, threads)
+      ->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+}
 
 // Per-op split of a training step, timed through TimedBackend (after a warm-up step).
-void print_op_split() {
-  backend::CpuBackend cpu(g_threads);
+void print_op_split(int threads) {
+  backend::CpuBackend cpu(threads);
   TimedBackend be(cpu);
   model::Transformer m(bench_config(), be);
   m.init_random(1);
@@ -113,22 +118,55 @@ void print_op_split() {
               100.0 * (total - be.seconds[0]) / total);
 }
 
+// Per-op split of one generate() call (prefill + 224 decode steps for 8 sequences).
+void print_sample_split(int threads) {
+  backend::CpuBackend cpu(threads);
+  TimedBackend be(cpu);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  model::Sampler sampler(m, nullptr);
+  model::SamplerConfig sc;
+  sc.max_new_tokens = kT - kPrompt;
+  sc.stop_at_eos = false;
+  std::vector<std::vector<int32_t>> prompts(kB, std::vector<int32_t>(kPrompt, 65));
+  Rng rng(3);
+  if (!sampler.generate(prompts, sc, rng)) std::abort();  // warm-up: allocates the cache
+  be.reset();
+  auto t0 = std::chrono::steady_clock::now();
+  if (!sampler.generate(prompts, sc, rng)) std::abort();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double total = 0;
+  for (double x : be.seconds) total += x;
+  std::printf("\nper-op split of sampling (8 x %d new tokens, %.1f ms wall, %.1f ms in ops):\n", kT - kPrompt,
+              1e3 * wall, 1e3 * total);
+  for (size_t k = 0; k < be.seconds.size(); ++k)
+    std::printf("  %-24s %8.2f ms  %5.1f%%\n", op_kind_name(static_cast<OpKind>(k)), 1e3 * be.seconds[k],
+                100.0 * be.seconds[k] / wall);
+  std::printf("  %-24s %8.2f ms  %5.1f%%\n", "outside ops (sampling)", 1e3 * (wall - total),
+              100.0 * (wall - total) / wall);
+}
+
 }  // namespace
 }  // namespace leap::bench
 
 int main(int argc, char** argv) {
   bool split = true;
+  int threads = 0;  // 0: the OpenMP default (OMP_NUM_THREADS or all cores)
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) leap::bench::g_threads = std::atoi(argv[i] + 10);
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
     else if (std::strcmp(argv[i], "--no_split") == 0) split = false;
     else args.push_back(argv[i]);
   }
   int n = static_cast<int>(args.size());
+  leap::bench::register_benchmarks(threads);
   benchmark::Initialize(&n, args.data());
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  if (split) leap::bench::print_op_split();
+  if (split) {
+    leap::bench::print_op_split(threads);
+    leap::bench::print_sample_split(threads);
+  }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::printf("peak RSS: %.1f MiB\n", ru.ru_maxrss / 1024.0);

@@ -1,6 +1,6 @@
 // CpuBackend causal grouped-query attention: full-sequence forward/backward (training, prefill)
 // on single-threaded sgemm calls per (sequence, head) and row block, and single-token decode
-// against a KV cache with plain loops. Query head h reads KV head h / (H / Hkv) (HF's
+// against a KV cache on sgemm calls per (row, KV head). Query head h reads KV head h / (H / Hkv) (HF's
 // repeat_kv). Only the causal lower triangle is computed; att keeps the probabilities.
 // Work is split over (batch, head) for the forward and over (batch, KV head) for the backward,
 // so the query heads sharing a KV head accumulate into dk/dv in one thread: no races, fixed
@@ -18,18 +18,6 @@ namespace {
 
 // Query rows per block: the causal structure is exploited per block (keys [0, i0 + m) only).
 constexpr int kRowBlock = 64;
-
-inline float dot(const float* a, const float* b, int D) {
-  float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-  for (int d = 0; d < D; ++d) s += a[d] * b[d];
-  return s;
-}
-
-inline void axpy(float* y, float a, const float* x, int D) {
-#pragma omp simd
-  for (int d = 0; d < D; ++d) y[d] += a * x[d];
-}
 
 }  // namespace
 
@@ -109,21 +97,25 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
 void CpuBackend::attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache,
                                   const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv, int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const int group = H / Hkv;
-#pragma omp parallel if (worth_threads(static_cast<size_t>(n) * H * maxT * D))
+  const int group = H / Hkv, KD = Hkv * D;
+  size_t work = 0;
+  for (int r = 0; r < n; ++r) work += static_cast<size_t>(len[r]) * H * D * 4;
+  // The query heads sharing a KV head are adjacent in q, so each (row, KV head) is two small
+  // GEMMs that read the cached keys and values once for the whole group.
+#pragma omp parallel if (worth_threads(work))
   {
-    std::vector<float> s(static_cast<size_t>(maxT));
+    std::vector<float> s(static_cast<size_t>(group) * maxT);
 #pragma omp for collapse(2) schedule(static)
     for (int r = 0; r < n; ++r) {
-      for (int h = 0; h < H; ++h) {
-        const int kvh = h / group;
-        const size_t base = static_cast<size_t>(slot[r]) * maxT * Hkv * D;
-        const float* qr = q + (static_cast<size_t>(r) * H + h) * D;
-        for (int j = 0; j < len[r]; ++j) s[j] = dot(qr, k_cache + base + (static_cast<size_t>(j) * Hkv + kvh) * D, D) * scale;
-        rows::softmax(s.data(), len[r]);
-        float* o = out + (static_cast<size_t>(r) * H + h) * D;
-        for (int d = 0; d < D; ++d) o[d] = 0.0f;
-        for (int j = 0; j < len[r]; ++j) axpy(o, s[j], v_cache + base + (static_cast<size_t>(j) * Hkv + kvh) * D, D);
+      for (int kvh = 0; kvh < Hkv; ++kvh) {
+        const int L = len[r];
+        const size_t base = static_cast<size_t>(slot[r]) * maxT * KD + static_cast<size_t>(kvh) * D;
+        const size_t qo = (static_cast<size_t>(r) * H + static_cast<size_t>(kvh) * group) * D;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, group, L, D, scale, q + qo, D, k_cache + base, KD, 0.0f,
+                    s.data(), L);
+        for (int g = 0; g < group; ++g) rows::softmax(s.data() + static_cast<size_t>(g) * L, L);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group, D, L, 1.0f, s.data(), L, v_cache + base, KD,
+                    0.0f, out + qo, D);
       }
     }
   }
