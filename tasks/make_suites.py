@@ -699,7 +699,7 @@ L1.append(task(
     "L1/matvec", 1, "matrix",
     "Matrix-vector product: y[i] = sum over j < k of A[i][j] * x[j], for every i < m. A is [m, k], x is [k], "
     "y is [m], all f32.",
-    {"m": 8192, "k": 4096}, {"m": 67, "k": 301},
+    {"m": 4096, "k": 4096}, {"m": 67, "k": 301},
     [buf("A", "f32", ["m", "k"], "in"), buf("x", "f32", ["k"], "in"), buf("y", "f32", ["m"], "out")],
     """
 // One warp per row: lanes stride along the row, then a shuffle reduction.
@@ -791,7 +791,7 @@ L1.append(task(
     "L1/embedding_gather", 1, "indexing",
     "Embedding lookup: out[t][c] = table[idx[t]][c], for every t < tokens and c < dim. table is f32 "
     "[vocab, dim], idx is i32 [tokens] with values in [0, 999] (vocab >= 1000), out is f32 [tokens, dim].",
-    {"vocab": 32000, "dim": 1024, "tokens": 8192}, {"vocab": 1000, "dim": 19, "tokens": 131},
+    {"vocab": 32000, "dim": 512, "tokens": 8192}, {"vocab": 1000, "dim": 19, "tokens": 131},
     [buf("table", "f32", ["vocab", "dim"], "in"), buf("idx", "i32", ["tokens"], "in", "randint(0,999)"),
      buf("out", "f32", ["tokens", "dim"], "out")],
     """
@@ -1032,7 +1032,7 @@ L2.append(task(
     "Matrix-vector product with 8-bit weights: y[i] = scale[i] * sum over j < k of (Wq[i][j] - 128) * x[j], for "
     "every i < m. Wq is u8 [m, k] (values 0..255, zero point 128), scale is f32 [m], x is f32 [k], y is f32 [m]; "
     "accumulate in f32.",
-    {"m": 8192, "k": 4096}, {"m": 53, "k": 301},
+    {"m": 4096, "k": 4096}, {"m": 53, "k": 301},
     [buf("Wq", "u8", ["m", "k"], "in", "randint(0,255)"), buf("scale", "f32", ["m"], "in", "uniform(0.001,0.02)"),
      buf("x", "f32", ["k"], "in"), buf("y", "f32", ["m"], "out")],
     """
@@ -1157,7 +1157,7 @@ rows2("L2/swiglu_bf16", "fused_activation",
       "SwiGLU on bfloat16: x holds [gate | up] halves per row. With g = (float) x[r][c] and u = (float) "
       "x[r][d + c], out[r][c] = (bf16) (g / (1 + exp(-g)) * u), for every r < rows and c < d; compute in f32 and "
       "round to nearest bf16.",
-      {"rows": 8192, "d": 4096}, {"rows": 17, "d": 333},
+      {"rows": 2048, "d": 4096}, {"rows": 17, "d": 333},
       [buf("x", "bf16", ["rows", "2*d"], "in"), buf("out", "bf16", ["rows", "d"], "out")],
       """
 #include <cuda_bf16.h>
@@ -1174,7 +1174,7 @@ __global__ void swiglu_bf16(const __nv_bfloat16* __restrict__ x, __nv_bfloat16* 
 rows2("L2/bias_gelu_erf", "fused_activation",
       "Bias add then exact GELU: with v = x[r][c] + b[c], out[r][c] = 0.5 * v * (1 + erf(v / sqrt(2))), for every "
       "r < rows and c < cols (f32).",
-      {"rows": 8192, "cols": 3072}, {"rows": 13, "cols": 389},
+      {"rows": 4096, "cols": 3072}, {"rows": 13, "cols": 389},
       [buf("x", "f32", ["rows", "cols"], "in"), buf("b", "f32", ["cols"], "in"), buf("out", "f32", ["rows", "cols"], "out")],
       """
 __global__ void bias_gelu_erf(const float* __restrict__ x, const float* __restrict__ b, float* __restrict__ out,
@@ -1192,7 +1192,7 @@ rows2("L2/cross_entropy", "fused_softmax",
       "logits[r][labels[r]], for every r < batch (compute the log-sum-exp stably, subtracting the row maximum). "
       "logits is f32 [batch, vocab]; labels is i32 [batch] with values in [0, 999] (vocab >= 1000); loss is f32 "
       "[batch].",
-      {"batch": 4096, "vocab": 32000}, {"batch": 7, "vocab": 1009},
+      {"batch": 512, "vocab": 32000}, {"batch": 7, "vocab": 1009},
       [buf("logits", "f32", ["batch", "vocab"], "in"), buf("labels", "i32", ["batch"], "in", "randint(0,999)"),
        buf("loss", "f32", ["batch"], "out")],
       BLOCK_REDUCE + """

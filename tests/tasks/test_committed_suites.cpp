@@ -131,6 +131,11 @@ TEST(CommittedSuites, SizesAndSplits) {
         auto e = buffer_elements(b, t.cpu_params);
         ASSERT_TRUE(e) << t.id;
         EXPECT_LE(*e, 20480) << t.id << " buffer " << b.name << " is large for the interpreter";
+        // GPU sizes: realistic, but each trial's inputs are generated on the host, so at most
+        // 2^24 elements (64 MiB of f32) a buffer keeps a trial's set-up under a second.
+        auto g = buffer_elements(b, t.params);
+        ASSERT_TRUE(g) << t.id;
+        EXPECT_LE(*g, int64_t{1} << 24) << t.id << " buffer " << b.name << " is slow to generate";
       }
       // The prompt names every buffer and parameter the launch lines may use.
       for (const auto& b : t.buffers)
