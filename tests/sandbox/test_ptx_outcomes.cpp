@@ -288,5 +288,27 @@ __global__ void tiny(float* out) {
   EXPECT_LT(r.instructions, o.instruction_budget / 10);  // most of the budget went to set-up
 }
 
+TEST_F(PtxOutcomes, LegacyWarpSynchronousReductionIsAskedForSyncwarp) {
+  // The pre-Volta idiom: a volatile warp reduction that relies on lockstep execution.
+  auto c = compile(compiler_, R"(
+__device__ void warp_reduce(volatile float* s, int tid) {
+  s[tid] += s[tid + 32]; s[tid] += s[tid + 16]; s[tid] += s[tid + 8];
+  s[tid] += s[tid + 4]; s[tid] += s[tid + 2]; s[tid] += s[tid + 1];
+}
+__global__ void legacy_sum(const float* x, float* out) {
+  __shared__ float s[64];
+  s[threadIdx.x] = x[threadIdx.x];
+  __syncthreads();
+  if (threadIdx.x < 32) warp_reduce(s, threadIdx.x);
+  if (threadIdx.x == 0) out[0] = s[0];
+}
+)", {"legacy_sum"});
+  ASSERT_TRUE(c.status.empty()) << c.status;
+  uint64_t dx = upload(mem_, std::vector<float>(64, 1.f)), dout = upload(mem_, std::vector<float>(1));
+  auto r = launch(*c.module, c.name("legacy_sum"), dims(1, 64), Args().ptr(dx).ptr(dout).list(), mem_);
+  ASSERT_EQ(r.outcome, RunOutcome::kRuntimeError) << r.message;
+  EXPECT_NE(r.message.find("__syncwarp"), std::string::npos) << r.message;
+}
+
 }  // namespace
 }  // namespace leap::sandbox::ptx

@@ -90,8 +90,9 @@ struct Exec {
   // Cold paths of resolve(): the messages.
   uint8_t* fault_access(Space s, uint64_t addr, uint32_t size, bool write, const Instr& in,
                         const char* why);
-  uint8_t* race_found(uint64_t addr, bool write, uint16_t other, bool other_wrote,
-                      const Instr& in);
+  // `other` is a thread index + 1 or kMultipleReaders; `other_warp` its warp or kMixedWarps.
+  uint8_t* race_found(uint64_t addr, bool write, uint16_t other, uint16_t other_warp,
+                      bool other_wrote, const Instr& in);
   uint8_t* global_lookup(uint64_t addr, uint32_t size, bool write, const Instr& in);
 
   // Records a shared access for race detection; nullptr (and a failed launch) on a race.
@@ -107,11 +108,12 @@ struct Exec {
       // still is.)
       if (!write && c.writer != 0 && c.writer != me &&
           !((c.writer - 1u) / 32 == warp && c.writer_wepoch != we)) {
-        return race_found(addr + i, write, c.writer, true, in);
+        return race_found(addr + i, write, c.writer, static_cast<uint16_t>((c.writer - 1u) / 32),
+                          true, in);
       }
       if (write) {
         if (c.reader != 0 && c.reader != me && !(c.reader_warp == warp && c.reader_wepoch != we)) {
-          return race_found(addr + i, write, c.reader, false, in);
+          return race_found(addr + i, write, c.reader, c.reader_warp, false, in);
         }
         c.writer = me;
         c.writer_wepoch = we;

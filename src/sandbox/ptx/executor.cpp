@@ -153,17 +153,25 @@ uint8_t* Exec::global_lookup(uint64_t addr, uint32_t size, bool write, const Ins
   return nullptr;
 }
 
-uint8_t* Exec::race_found(uint64_t addr, bool write, uint16_t other, bool other_wrote,
-                          const Instr& in) {
-  const uint32_t saved = cur;
-  std::string me = where();
-  cur = other - 1u;
-  std::string them = where();
-  cur = saved;
-  std::string msg = "shared-memory race at shared address " + hex(addr) + ": " + me + " " +
+uint8_t* Exec::race_found(uint64_t addr, bool write, uint16_t other, uint16_t other_warp,
+                          bool other_wrote, const Instr& in) {
+  std::string them;
+  if (other == kMultipleReaders) {
+    them = other_warp == kMixedWarps ? "threads of other warps"
+                                     : "other threads of warp " + std::to_string(other_warp);
+  } else {
+    const uint32_t saved = cur;
+    cur = other - 1u;
+    them = where();
+    cur = saved;
+  }
+  const bool same_warp = other_warp == cur / 32;
+  std::string msg = "shared-memory race at shared address " + hex(addr) + ": " + where() + " " +
                     (write ? "writes" : "reads") + " it with " + text_of(in) + " after " + them +
-                    " " + (other_wrote ? "wrote" : "read") +
-                    " it with no barrier between (missing __syncthreads()?)";
+                    " " + (other_wrote ? "wrote" : "read") + " it with no barrier between " +
+                    (same_warp ? "(missing __syncthreads() or __syncwarp()? the threads of a warp "
+                                 "do not run in lockstep since Volta, volatile or not)"
+                               : "(missing __syncthreads()?)");
   fail(RunOutcome::kRuntimeError, std::move(msg));
   return nullptr;
 }
