@@ -1,7 +1,9 @@
 // Conversions of dtype_convert.h. The narrowing routine is generic over the IEEE-style layout
-// (exponent bits, mantissa bits), so f16 and bf16 share one audited path: scale |x| so that one
-// unit of the target's last place is 1, round with nearbyint (the default mode is to nearest,
-// ties to even), then encode, letting a carry out of the mantissa bump the exponent.
+// (exponent bits, mantissa bits), so f16 and bf16 share one audited path. It works on the bits
+// of the double (input generation converts millions of values per trial, so no libm calls):
+// the 53-bit significand is shifted right to the target's unit in the last place, rounded to
+// nearest with ties to even on the dropped bits, then encoded, letting a carry out of the
+// mantissa bump the exponent.
 #include "tasks/dtype_convert.h"
 
 #include <cmath>
@@ -12,23 +14,33 @@ namespace leap::tasks {
 namespace {
 
 uint32_t narrow_float_bits(double x, int ebits, int mbits) {
-  const uint32_t sign = std::signbit(x) ? 1u << (ebits + mbits) : 0u;
+  uint64_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const uint32_t sign = (u >> 63) ? 1u << (ebits + mbits) : 0u;
   const uint32_t exp_all_ones = ((1u << ebits) - 1) << mbits;
-  if (std::isnan(x)) return exp_all_ones | (1u << (mbits - 1));  // quiet NaN
-  const double a = std::fabs(x);
-  if (std::isinf(a)) return sign | exp_all_ones;
-  if (a == 0) return sign;
+  const uint64_t abs_bits = u & ~(uint64_t{1} << 63);
+  if (abs_bits >= 0x7FF0000000000000ull) {  // inf or NaN
+    return abs_bits == 0x7FF0000000000000ull ? sign | exp_all_ones
+                                             : exp_all_ones | (1u << (mbits - 1));  // quiet NaN
+  }
   const int bias = (1 << (ebits - 1)) - 1;
   const int emin = 1 - bias;
+  const int e = static_cast<int>(abs_bits >> 52) - 1023;  // unbiased exponent of x
+  // Below half the smallest subnormal (and every double subnormal): rounds to zero.
+  if (e < emin - mbits - 1) return sign;
+  const uint64_t significand = (abs_bits & ((uint64_t{1} << 52) - 1)) | (uint64_t{1} << 52);
   // Exponent of one unit in the last place of the result: fixed in the subnormal range.
-  int e = std::ilogb(a);
   int quantum_exp = (e < emin ? emin : e) - mbits;
-  double m = std::nearbyint(std::ldexp(a, -quantum_exp));  // exact scaling by a power of two
-  if (m >= std::ldexp(1.0, mbits + 1)) {                   // rounding carried into a new binade
-    m = std::ldexp(1.0, mbits);
+  const int shift = quantum_exp - (e - 52);  // bits of the significand below that unit (>= 42)
+  uint64_t m = significand >> shift;
+  const uint64_t rest = significand & ((uint64_t{1} << shift) - 1);
+  const uint64_t half = uint64_t{1} << (shift - 1);
+  if (rest > half || (rest == half && (m & 1))) ++m;
+  if (m == (uint64_t{1} << (mbits + 1))) {  // rounding carried into a new binade
+    m >>= 1;
     ++quantum_exp;
   }
-  const uint32_t mi = static_cast<uint32_t>(m);
+  const auto mi = static_cast<uint32_t>(m);
   if (mi < (1u << mbits)) return sign | mi;  // subnormal (or rounded to zero)
   const int exponent = quantum_exp + mbits;
   if (exponent > bias) return sign | exp_all_ones;  // overflow: infinity

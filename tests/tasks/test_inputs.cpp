@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/rng.h"
 #include "tasks/dtype_convert.h"
 #include "tasks/inputs.h"
 
@@ -63,6 +64,50 @@ TEST(DtypeConvert, RoundTripsEveryF16AndBf16) {
       ASSERT_EQ(bf16_bits_from_double(g), bits) << std::hex << b;
     }
   }
+}
+
+// Property check against the definition of rounding: for random positive doubles across every
+// binade (subnormals and overflow included), the chosen value is at least as close as both of
+// its neighbours, and a tie goes to the even bit pattern.
+void check_nearest_even(uint16_t (*narrow)(double), double (*widen)(uint16_t), int lo_exp,
+                        int hi_exp, uint16_t inf_bits) {
+  leap::Rng rng(99);
+  for (int k = 0; k < 200000; ++k) {
+    double x =
+        std::ldexp(1.0 + rng.uniform(), lo_exp + static_cast<int>(rng.below(hi_exp - lo_exp)));
+    if (k % 7 == 0) {  // exact ties: the midpoint of two adjacent representable values
+      uint16_t b = static_cast<uint16_t>(rng.below(inf_bits - 1));
+      x = 0.5 * (widen(b) + widen(static_cast<uint16_t>(b + 1)));
+    }
+    const uint16_t r = narrow(x);
+    ASSERT_LE(r, inf_bits) << x;
+    if (r == inf_bits) {  // overflow: x is at least the midpoint above the largest finite value
+      const double max_finite = widen(static_cast<uint16_t>(inf_bits - 1));
+      const double next = 2 * max_finite - widen(static_cast<uint16_t>(inf_bits - 2));
+      ASSERT_GE(x, 0.5 * (max_finite + next)) << x;
+      continue;
+    }
+    const double v = widen(r), d = std::fabs(x - v);
+    if (r > 0) {
+      const double below = std::fabs(x - widen(static_cast<uint16_t>(r - 1)));
+      ASSERT_LE(d, below) << x;
+      if (d == below) {
+        ASSERT_EQ(r & 1, 0) << x;
+      }
+    }
+    if (r + 1 < inf_bits) {
+      const double above = std::fabs(x - widen(static_cast<uint16_t>(r + 1)));
+      ASSERT_LE(d, above) << x;
+      if (d == above) {
+        ASSERT_EQ(r & 1, 0) << x;
+      }
+    }
+  }
+}
+
+TEST(DtypeConvert, RoundsToNearestEvenEverywhere) {
+  check_nearest_even(f16_bits_from_double, f16_bits_to_double, -27, 17, 0x7C00);
+  check_nearest_even(bf16_bits_from_double, bf16_bits_to_double, -136, 129, 0x7F80);
 }
 
 TEST(DtypeConvert, IntegersSaturate) {
