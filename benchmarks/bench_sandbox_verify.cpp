@@ -5,8 +5,11 @@
 //  - BM_VerifyLevel1Fresh: every answer is new to the sandbox (a unique comment defeats the
 //    compile cache), so each verification compiles with NVRTC and runs 3 trials in a worker;
 //    reference outputs are already cached (they are computed once per task and trial).
-//  - BM_VerifyLevel1CacheHit: the same answers again: compile-cache hits in the workers and
-//    reference-cache hits in the supervisor; what is left is the protocol and the trials.
+//  - BM_VerifyLevel1CacheHit: the same answers again, with the result cache off: compile-cache
+//    hits in the workers and reference-cache hits in the supervisor; what is left is the
+//    protocol and the 3 trials.
+//  - BM_VerifyLevel1ResultCacheHit: the same answers again with the result cache on (the
+//    default): identical answers are judged without a worker.
 //  - BM_VerifyFormatError: an answer without a code block, rejected before any worker.
 //
 // items_per_second is verifications per second (wall clock). Run from the repository root.
@@ -30,10 +33,10 @@ struct Rank {
   tasks::Suite suite;
 };
 
-// One sandbox rank per worker count, started on first use and kept for the whole program.
-Rank& rank_with(int workers) {
-  static std::map<int, Rank> ranks;
-  Rank& r = ranks[workers];
+// One sandbox rank per (worker count, result cache on/off), started on first use and kept.
+Rank& rank_with(int workers, bool result_cache) {
+  static std::map<std::pair<int, bool>, Rank> ranks;
+  Rank& r = ranks[{workers, result_cache}];
   if (r.pool) return r;
   auto suite = tasks::load_suite("tasks/level1.jsonl");
   if (!suite) {
@@ -45,6 +48,7 @@ Rank& rank_with(int workers) {
   o.leap_binary = std::string(LEAP_BINARY_DIR) + "/src/apps/leap";
   o.config.device = "cpu";
   o.config.workers = workers;
+  if (!result_cache) o.config.result_cache_entries = 0;
   auto pool = WorkerPool::start(o);
   if (!pool) {
     std::fprintf(stderr, "%s\n", pool.status().message().c_str());
@@ -64,13 +68,16 @@ std::string salted(const std::string& reference, uint64_t salt) {
   return out;
 }
 
-void run_batch(benchmark::State& state, bool fresh) {
+void run_batch(benchmark::State& state, bool fresh, bool result_cache) {
   const int workers = static_cast<int>(state.range(0));
   const int clients = static_cast<int>(state.range(1));
-  Rank& r = rank_with(workers);
+  Rank& r = rank_with(workers, result_cache);
   static std::atomic<uint64_t> salt{1};
   const size_t n = r.suite.tasks.size();
   int64_t done = 0, failed = 0;
+  // Repeated answers are measured warm: one untimed pass puts them in the caches.
+  if (!fresh)
+    for (const auto& t : r.suite.tasks) r.verifier->verify(t, salted(t.reference, 0));
   for (auto _ : state) {
     std::atomic<size_t> next{0};
     std::atomic<int64_t> bad{0};
@@ -92,11 +99,12 @@ void run_batch(benchmark::State& state, bool fresh) {
   state.counters["not_ok"] = static_cast<double>(failed);
 }
 
-void BM_VerifyLevel1Fresh(benchmark::State& state) { run_batch(state, true); }
-void BM_VerifyLevel1CacheHit(benchmark::State& state) { run_batch(state, false); }
+void BM_VerifyLevel1Fresh(benchmark::State& state) { run_batch(state, true, true); }
+void BM_VerifyLevel1CacheHit(benchmark::State& state) { run_batch(state, false, false); }
+void BM_VerifyLevel1ResultCacheHit(benchmark::State& state) { run_batch(state, false, true); }
 
 void BM_VerifyFormatError(benchmark::State& state) {
-  Rank& r = rank_with(2);
+  Rank& r = rank_with(2, true);
   const auto& t = r.suite.tasks.front();
   for (auto _ : state) benchmark::DoNotOptimize(r.verifier->verify(t, "no code here"));
   state.SetItemsProcessed(state.iterations());
@@ -105,6 +113,7 @@ void BM_VerifyFormatError(benchmark::State& state) {
 // Args: {workers, client threads}.
 BENCHMARK(BM_VerifyLevel1Fresh)->Args({2, 4})->Args({1, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 BENCHMARK(BM_VerifyLevel1CacheHit)->Args({2, 4})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_VerifyLevel1ResultCacheHit)->Args({2, 4})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_VerifyFormatError)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -25,6 +25,7 @@ struct SandboxConfig {
   double noise_band = 0.05;
   double reverify_speedup = 20.0;
   int64_t reference_cache_mb = 512;
+  int64_t result_cache_entries = 4096;
   // Worker resource limits (setrlimit at the worker's start; 0 = leave as inherited).
   int64_t limit_cpu_s = 300;       // CPU seconds per job
   int64_t limit_file_mb = 64;      // largest file a worker may write

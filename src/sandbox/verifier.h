@@ -10,6 +10,7 @@
 
 #include "sandbox/job_channel.h"
 #include "sandbox/reference_cache.h"
+#include "sandbox/result_cache.h"
 #include "sandbox/sandbox_config.h"
 #include "sandbox/verdict.h"
 
@@ -23,6 +24,7 @@ class Verifier {
   VerifyResult verify(const tasks::Task& task, std::string_view completion);
 
   const ReferenceCache& reference_cache() const { return cache_; }
+  const ResultCache& result_cache() const { return results_; }
 
  private:
   std::vector<TrialSpec> trials_for(uint64_t round) const;
@@ -37,6 +39,7 @@ class Verifier {
   JobChannel& channel_;
   SandboxConfig config_;
   ReferenceCache cache_;
+  ResultCache results_;
 };
 
 // Cuts `text` to at most `max_bytes` bytes on a UTF-8 boundary, marking the cut.

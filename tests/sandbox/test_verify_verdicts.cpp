@@ -207,16 +207,32 @@ TEST_F(VerifyVerdicts, CorrectOnlyForMultiplesOfTheBlockSizeIsWrongAnswer) {
          "first at index 768");
 }
 
-TEST_F(VerifyVerdicts, ReferenceOutputsAreComputedOnceAndCached) {
+TEST_F(VerifyVerdicts, ReferenceOutputsAndResultsAreCached) {
   LEAP_SKIP_WITHOUT_NVRTC();
   SandboxConfig config;
   Verifier v(*channel_, config);
   ASSERT_EQ(verdict_name(v.verify(task_, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
   const uint64_t misses = v.reference_cache().misses();
   EXPECT_EQ(misses, static_cast<uint64_t>(config.trials));
-  ASSERT_EQ(verdict_name(v.verify(task_, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+  // Another answer: it runs, and the reference outputs come from the cache.
+  VerifyResult other = v.verify(task_, answer(std::string(kGoodKernel) + "  // v2", kGoodLaunch));
+  ASSERT_EQ(verdict_name(other.verdict), "OK");
   EXPECT_EQ(v.reference_cache().misses(), misses);
   EXPECT_EQ(v.reference_cache().hits(), static_cast<uint64_t>(config.trials));
+  // The same answer again: judged from the result cache, with nothing run for it.
+  EXPECT_EQ(v.result_cache().hits(), 0u);
+  VerifyResult again = v.verify(task_, answer(std::string(kGoodKernel) + "  // v2", kGoodLaunch));
+  EXPECT_EQ(verdict_name(again.verdict), "OK");
+  EXPECT_EQ(again.feedback, other.feedback);
+  EXPECT_EQ(again.exec_ms, 0.0);
+  EXPECT_EQ(v.result_cache().hits(), 1u);
+  EXPECT_EQ(v.reference_cache().hits(), static_cast<uint64_t>(config.trials));
+  // A wrong answer is cached as wrong; nothing is cached with the cache turned off.
+  config.result_cache_entries = 0;
+  Verifier off(*channel_, config);
+  off.verify(task_, answer(kGoodKernel, kGoodLaunch));
+  off.verify(task_, answer(kGoodKernel, kGoodLaunch));
+  EXPECT_EQ(off.result_cache().hits(), 0u);
 }
 
 }  // namespace

@@ -138,8 +138,11 @@ TEST(WorkersPool, ServesManyThreads) {
   auto task = testing::relu_scale_task();
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;
-  for (int t = 0; t < 6; ++t)
-    threads.emplace_back([&] { ok += v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict == Verdict::kOk; });
+  for (int t = 0; t < 6; ++t) {
+    // Distinct code per thread, so every call really goes to a worker.
+    std::string code = std::string(kGoodKernel) + "  // thread " + std::to_string(t);
+    threads.emplace_back([&, code] { ok += v.verify(task, answer(code, kGoodLaunch)).verdict == Verdict::kOk; });
+  }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 6);
   EXPECT_EQ(pool->worker_pids().size(), 2u);
