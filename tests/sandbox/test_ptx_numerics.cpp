@@ -365,5 +365,88 @@ __global__ void modes(unsigned a, unsigned b, unsigned* out) {
   }
 }
 
+// Directed rounding of an exactly known value v to float: round to nearest, then step once
+// toward the wanted direction when the nearest lies on the wrong side (independent of ours).
+float round_to_float(double v, int mode) {  // 0 rz, 1 rd, 2 ru
+  float r = static_cast<float>(v);
+  if (std::isinf(r) || static_cast<double>(r) == v) return r;
+  const bool above = static_cast<double>(r) > v;
+  if (mode == 0 && (above == (v > 0))) r = std::nextafter(r, 0.0f);
+  if (mode == 1 && above) r = std::nextafter(r, -INFINITY);
+  if (mode == 2 && !above) r = std::nextafter(r, INFINITY);
+  return r;
+}
+uint16_t round_to_half(float v, int mode) {
+  _Float16 h = static_cast<_Float16>(v);
+  const float back = static_cast<float>(h);
+  if (std::isnan(v) || back == v) return std::bit_cast<uint16_t>(h);
+  const bool above = back > v;
+  auto step = [&](bool up) {
+    uint16_t b = std::bit_cast<uint16_t>(h);
+    const bool neg = b & 0x8000;
+    if (std::isinf(back)) {  // overflowed: the largest finite half in the direction of v
+      return static_cast<uint16_t>(neg ? 0xfbff : 0x7bff);
+    }
+    if ((b & 0x7fff) == 0) return static_cast<uint16_t>(up ? 0x0001 : 0x8001);
+    return static_cast<uint16_t>((up != neg) ? b + 1 : b - 1);
+  };
+  if (mode == 0 && (above == (v > 0))) return step(v < 0);
+  if (mode == 1 && above) return step(false);
+  if (mode == 2 && !above) return step(true);
+  return std::bit_cast<uint16_t>(h);
+}
+
+TEST_F(PtxNumerics, DirectedRoundingModes) {
+  auto c = compile(compiler_, R"(
+#include <cuda_fp16.h>
+__global__ void rounding(const float* x, const float* y, const double* z, float* f, unsigned short* h, int* k, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float a = x[i], b = y[i];
+  f[6 * i + 0] = __fmul_rz(a, b); f[6 * i + 1] = __fmul_rd(a, b); f[6 * i + 2] = __fmul_ru(a, b);
+  f[6 * i + 3] = __double2float_rz(z[i]); f[6 * i + 4] = __double2float_rd(z[i]); f[6 * i + 5] = __double2float_ru(z[i]);
+  h[3 * i + 0] = __half_as_ushort(__float2half_rz(a));
+  h[3 * i + 1] = __half_as_ushort(__float2half_rd(a));
+  h[3 * i + 2] = __half_as_ushort(__float2half_ru(a));
+  k[4 * i + 0] = __float2int_rn(a); k[4 * i + 1] = __float2int_rz(a);
+  k[4 * i + 2] = __float2int_rd(a); k[4 * i + 3] = __float2int_ru(a);
+}
+)", {"rounding"});
+  ASSERT_TRUE(c.status.empty()) << c.status;
+  const int n = 400;
+  Rng rng(26);
+  std::vector<float> x(n), y(n);
+  std::vector<double> z(n);
+  for (int i = 0; i < n; ++i) {
+    x[i] = static_cast<float>(rng.normal() * std::pow(10.0, rng.uniform(-6, 5)));
+    y[i] = static_cast<float>(rng.normal() * 3);
+    z[i] = rng.normal() * 1e3;
+  }
+  x[0] = 65519.f;  // rounds to inf in RN and RU, to 65504 in RZ/RD
+  x[1] = -2.5f;    // ties for the integer conversions
+  x[2] = 3.5f;
+  uint64_t dx = upload(mem_, x), dy = upload(mem_, y), dz = upload(mem_, z);
+  uint64_t df = upload(mem_, std::vector<float>(6 * n)), dh = upload(mem_, std::vector<uint16_t>(3 * n)),
+           dk = upload(mem_, std::vector<int>(4 * n));
+  auto r = launch(*c.module, c.name("rounding"), dims(4, 128),
+                  Args().ptr(dx).ptr(dy).ptr(dz).ptr(df).ptr(dh).ptr(dk).add<int>(n).list(), mem_);
+  ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
+  auto f = download<float>(mem_, df, 6 * n);
+  auto h = download<uint16_t>(mem_, dh, 3 * n);
+  auto k = download<int>(mem_, dk, 4 * n);
+  for (int i = 0; i < n; ++i) {
+    const double prod = static_cast<double>(x[i]) * y[i];  // exact
+    for (int m = 0; m < 3; ++m) {
+      ASSERT_EQ(f[6 * i + m], round_to_float(prod, m)) << "mul mode " << m << " i=" << i;
+      ASSERT_EQ(f[6 * i + 3 + m], round_to_float(z[i], m)) << "d2f mode " << m << " i=" << i;
+      ASSERT_EQ(h[3 * i + m], round_to_half(x[i], m)) << "f2h mode " << m << " x=" << x[i];
+    }
+    ASSERT_EQ(k[4 * i + 0], static_cast<int>(std::nearbyint(x[i]))) << x[i];
+    ASSERT_EQ(k[4 * i + 1], static_cast<int>(std::trunc(x[i]))) << x[i];
+    ASSERT_EQ(k[4 * i + 2], static_cast<int>(std::floor(x[i]))) << x[i];
+    ASSERT_EQ(k[4 * i + 3], static_cast<int>(std::ceil(x[i]))) << x[i];
+  }
+}
+
 }  // namespace
 }  // namespace leap::sandbox::ptx
