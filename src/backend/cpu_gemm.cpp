@@ -12,7 +12,7 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
   const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
   const size_t work = static_cast<size_t>(M) * N * K;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (threads <= 1 || M < 2 * 16 || !worth_threads(work / 8)) {
+  if (threads <= 1 || M < 2 * 16 || !worth_threads(work)) {
     cblas_sgemm(CblasRowMajor, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     return;
   }

@@ -269,7 +269,7 @@ namespace {
 // the per-(sequence, head) work is the same whatever the thread count, so the results are
 // bit-identical between one and two threads.
 TEST(Threads, AttentionIsIdenticalOnOneAndTwoThreads) {
-  const int B = 2, T = 130, H = 4, Hkv = 2, D = 16;
+  const int B = 2, T = 260, H = 4, Hkv = 2, D = 16;  // B*H*T*T*D/2 > 4M: the ops fork
   auto q = randn(B * T * H * D, 31), k = randn(B * T * Hkv * D, 32), v = randn(B * T * Hkv * D, 33);
   auto dout = randn(B * T * H * D, 34);
   auto run = [&](int threads, std::vector<float>* out, std::vector<float>* grads) {
@@ -293,7 +293,7 @@ TEST(Threads, AttentionIsIdenticalOnOneAndTwoThreads) {
 
 // The threaded GEMM (rows of C split over threads) agrees with the single-threaded one.
 TEST(Threads, MatmulAgreesOnOneAndTwoThreads) {
-  const int N = 300, IC = 96, OC = 80;
+  const int N = 600, IC = 96, OC = 80;  // N*IC*OC > 4M: the GEMMs split over threads
   auto inp = randn(N * IC, 41), w = randn(OC * IC, 42), dout = randn(N * OC, 43);
   auto run = [&](int threads, std::vector<float>* all) {
     CpuBackend be(threads);
