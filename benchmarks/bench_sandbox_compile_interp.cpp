@@ -51,7 +51,8 @@ std::vector<Source> level1_sources() {
     s.code = ref.substr(a + 7, b - a - 7);
     for (std::sregex_iterator it(s.code.begin(), s.code.end(), launch), end; it != end; ++it) {
       std::string name = (*it)[1];
-      if (std::find(s.kernels.begin(), s.kernels.end(), name) == s.kernels.end()) s.kernels.push_back(name);
+      if (std::find(s.kernels.begin(), s.kernels.end(), name) == s.kernels.end())
+        s.kernels.push_back(name);
     }
     out.push_back(std::move(s));
   }

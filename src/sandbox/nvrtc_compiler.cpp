@@ -31,8 +31,8 @@ bool has_fp16_header(const std::string& dir) {
 
 // NVRTC error lines look like "kernel.cu(3): error: identifier ..." or "error: ...".
 bool is_error_line(std::string_view line) {
-  return line.find(": error") != std::string_view::npos ||
-         line.find("error:") == 0 || line.find(": catastrophic error") != std::string_view::npos;
+  return line.find(": error") != std::string_view::npos || line.find("error:") == 0 ||
+         line.find(": catastrophic error") != std::string_view::npos;
 }
 
 bool is_diagnostic_line(std::string_view line) {
@@ -102,8 +102,8 @@ std::string bound_compile_log(std::string_view raw, size_t max_error_lines, size
     out.push_back('\n');
   }
   if (total_errors > kept_errors) {
-    std::string note = "... (" + std::to_string(total_errors - kept_errors) +
-                       " more errors not shown)\n";
+    std::string note =
+        "... (" + std::to_string(total_errors - kept_errors) + " more errors not shown)\n";
     while (!out.empty() && out.size() + note.size() > max_bytes) {
       size_t cut = out.rfind('\n', out.size() - 2);
       out.resize(cut == std::string::npos ? 0 : cut + 1);
@@ -117,7 +117,9 @@ std::string bound_compile_log(std::string_view raw, size_t max_error_lines, size
 
 #if LEAP_HAVE_NVRTC
 
-bool nvrtc_available() { return true; }
+bool nvrtc_available() {
+  return true;
+}
 
 namespace {
 
@@ -214,7 +216,9 @@ CompileResult NvrtcCompiler::compile_uncached(std::string_view source,
 
 #else  // !LEAP_HAVE_NVRTC
 
-bool nvrtc_available() { return false; }
+bool nvrtc_available() {
+  return false;
+}
 
 CompileResult NvrtcCompiler::compile_uncached(std::string_view, const CompileOptions&) const {
   CompileResult result;
@@ -225,8 +229,8 @@ CompileResult NvrtcCompiler::compile_uncached(std::string_view, const CompileOpt
 #endif
 
 NvrtcCompiler::NvrtcCompiler(CompilerConfig config) : config_(std::move(config)) {
-  include_dir_ = config_.cuda_include_dir.empty() ? find_cuda_include_dir()
-                                                  : config_.cuda_include_dir;
+  include_dir_ =
+      config_.cuda_include_dir.empty() ? find_cuda_include_dir() : config_.cuda_include_dir;
 }
 
 std::string NvrtcCompiler::make_key(std::string_view source, const CompileOptions& options) const {
@@ -275,8 +279,8 @@ std::shared_ptr<const CompileResult> NvrtcCompiler::compile(std::string_view sou
 }
 
 void NvrtcCompiler::insert(const std::string& key, std::shared_ptr<const CompileResult> result) {
-  const size_t bytes = key.size() + result->log.size() + result->ptx.size() +
-                       result->cubin.size() + sizeof(Entry);
+  const size_t bytes =
+      key.size() + result->log.size() + result->ptx.size() + result->cubin.size() + sizeof(Entry);
   if (bytes > config_.cache_max_bytes) return;
   const uint64_t hash = fnv1a64(key);
   std::lock_guard lock(mutex_);

@@ -55,7 +55,7 @@ struct CompileResult {
 struct CompilerConfig {
   // Folder holding cuda_fp16.h and cuda_bf16.h; empty: find_cuda_include_dir().
   std::string cuda_include_dir;
-  size_t cache_max_entries = 1024;  // 0 disables the cache
+  size_t cache_max_entries = 1024;      // 0 disables the cache
   size_t cache_max_bytes = 256u << 20;  // sum of source, log, PTX and CUBIN sizes kept
 };
 

@@ -40,11 +40,13 @@ __global__ void relu_mul(const float* __restrict__ a, const float* __restrict__ 
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = fmaxf(a[i], 0.f) * b[i];
 }
-)", {"relu_mul"});
+)",
+                   {"relu_mul"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 4099;
   auto a = normal(n, 1), b = normal(n, 2);
-  uint64_t da = upload(mem_, a), db = upload(mem_, b), dout = upload(mem_, std::vector<float>(n, NAN));
+  uint64_t da = upload(mem_, a), db = upload(mem_, b),
+           dout = upload(mem_, std::vector<float>(n, NAN));
   auto r = launch(*c.module, c.name("relu_mul"), dims((n + 255) / 256, 256),
                   Args().ptr(da).ptr(db).ptr(dout).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
@@ -71,11 +73,13 @@ __global__ void matmul(const float* A, const float* B, float* C, int M, int N, i
   }
   if (row < M && col < N) C[row * N + col] = acc;
 }
-)", {"matmul"});
+)",
+                   {"matmul"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int M = 37, N = 29, K = 45;
   auto A = normal(M * K, 3), B = normal(K * N, 4);
-  uint64_t dA = upload(mem_, A), dB = upload(mem_, B), dC = upload(mem_, std::vector<float>(M * N, NAN));
+  uint64_t dA = upload(mem_, A), dB = upload(mem_, B),
+           dC = upload(mem_, std::vector<float>(M * N, NAN));
   LaunchDims d;
   d.grid[0] = (N + 15) / 16;
   d.grid[1] = (M + 15) / 16;
@@ -109,12 +113,14 @@ __global__ void block_sum(const float* x, float* out, int n) {
     if (lane == 0) atomicAdd(out, v);
   }
 }
-)", {"block_sum"});
+)",
+                   {"block_sum"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 10007;
   auto x = normal(n, 5);
   uint64_t dx = upload(mem_, x), dout = upload(mem_, std::vector<float>(1, 0.f));
-  auto r = launch(*c.module, c.name("block_sum"), dims(7, 192), Args().ptr(dx).ptr(dout).add<int>(n).list(), mem_);
+  auto r = launch(*c.module, c.name("block_sum"), dims(7, 192),
+                  Args().ptr(dx).ptr(dout).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   double ref = 0;
   for (float v : x) ref += v;
@@ -128,12 +134,14 @@ __global__ void axpy(T alpha, const T* x, T* y, int n) {
   int i = blockIdx.x * BLOCK + threadIdx.x;
   if (i < n) y[i] = alpha * x[i] + y[i];
 }
-)", {"axpy<128, float>", "axpy<64, double>"});
+)",
+                   {"axpy<128, float>", "axpy<64, double>"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 1000;
   auto xf = normal(n, 6), yf = normal(n, 7);
   std::vector<double> xd(xf.begin(), xf.end()), yd(yf.begin(), yf.end());
-  uint64_t dxf = upload(mem_, xf), dyf = upload(mem_, yf), dxd = upload(mem_, xd), dyd = upload(mem_, yd);
+  uint64_t dxf = upload(mem_, xf), dyf = upload(mem_, yf), dxd = upload(mem_, xd),
+           dyd = upload(mem_, yd);
   auto r1 = launch(*c.module, c.name("axpy<128, float>"), dims((n + 127) / 128, 128),
                    Args().add<float>(2.5f).ptr(dxf).ptr(dyf).add<int>(n).list(), mem_);
   ASSERT_EQ(r1.outcome, RunOutcome::kOk) << r1.message;
@@ -160,13 +168,15 @@ __global__ void scale4(const float* __restrict__ x, float* __restrict__ y, float
   }
   if (i == 0) for (int j = n4 * 4; j < n; ++j) y[j] = x[j] * s;
 }
-)", {"scale4"});
+)",
+                   {"scale4"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   EXPECT_NE(c.result->ptx.find("ld.global.nc.v4.f32"), std::string::npos);
   const int n = 1027;
   auto x = normal(n, 8);
   uint64_t dx = upload(mem_, x), dy = upload(mem_, std::vector<float>(n, NAN));
-  auto r = launch(*c.module, c.name("scale4"), dims(3, 128), Args().ptr(dx).ptr(dy).add<float>(0.5f).add<int>(n).list(), mem_);
+  auto r = launch(*c.module, c.name("scale4"), dims(3, 128),
+                  Args().ptr(dx).ptr(dy).add<float>(0.5f).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   auto y = download<float>(mem_, dy, n);
   for (int i = 0; i < n; ++i) ASSERT_EQ(y[i], x[i] * 0.5f) << i;
@@ -187,7 +197,8 @@ __global__ void row_max(const float* x, float* out, int cols) {
   }
   if (threadIdx.x == 0) out[blockIdx.x] = buf[0];
 }
-)", {"row_max"});
+)",
+                   {"row_max"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int rows = 5, cols = 333;
   auto x = normal(rows * cols, 9);
@@ -225,14 +236,16 @@ __global__ void histogram(const int* v, int n, unsigned* hist, int* max_out, flo
   __syncthreads();
   if (threadIdx.x < 16) atomicAdd(&hist[threadIdx.x], local[threadIdx.x]);
 }
-)", {"histogram"});
+)",
+                   {"histogram"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 3001;
   Rng rng(10);
   std::vector<int> v(n);
   for (auto& e : v) e = static_cast<int>(rng.below(100000));
   uint64_t dv = upload(mem_, v), dh = upload(mem_, std::vector<unsigned>(16, 0)),
-           dm = upload(mem_, std::vector<int>(1, -1)), df = upload(mem_, std::vector<float>(1, -1.f));
+           dm = upload(mem_, std::vector<int>(1, -1)),
+           df = upload(mem_, std::vector<float>(1, -1.f));
   auto r = launch(*c.module, c.name("histogram"), dims(4, 96),
                   Args().ptr(dv).add<int>(n).ptr(dh).ptr(dm).ptr(df).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
@@ -263,23 +276,28 @@ __global__ void normalize(const float* x, const float* mx, const float* sum, flo
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < rows * cols) { int r = i / cols; y[i] = expf(x[i] - mx[r]) / sum[r]; }
 }
-)", {"row_stats", "normalize"});
+)",
+                   {"row_stats", "normalize"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int rows = 6, cols = 77;
   auto x = normal(rows * cols, 11);
   uint64_t dx = upload(mem_, x), dm = upload(mem_, std::vector<float>(rows, 0)),
-           ds = upload(mem_, std::vector<float>(rows, 0)), dy = upload(mem_, std::vector<float>(rows * cols, NAN));
-  auto r1 = launch(*c.module, c.name("row_stats"), dims(1, rows), Args().ptr(dx).ptr(dm).ptr(ds).add<int>(cols).list(), mem_);
+           ds = upload(mem_, std::vector<float>(rows, 0)),
+           dy = upload(mem_, std::vector<float>(rows * cols, NAN));
+  auto r1 = launch(*c.module, c.name("row_stats"), dims(1, rows),
+                   Args().ptr(dx).ptr(dm).ptr(ds).add<int>(cols).list(), mem_);
   ASSERT_EQ(r1.outcome, RunOutcome::kOk) << r1.message;
-  auto r2 = launch(*c.module, c.name("normalize"), dims((rows * cols + 63) / 64, 64),
-                   Args().ptr(dx).ptr(dm).ptr(ds).ptr(dy).add<int>(rows).add<int>(cols).list(), mem_);
+  auto r2 =
+      launch(*c.module, c.name("normalize"), dims((rows * cols + 63) / 64, 64),
+             Args().ptr(dx).ptr(dm).ptr(ds).ptr(dy).add<int>(rows).add<int>(cols).list(), mem_);
   ASSERT_EQ(r2.outcome, RunOutcome::kOk) << r2.message;
   auto y = download<float>(mem_, dy, rows * cols);
   for (int i = 0; i < rows; ++i) {
     double m = -INFINITY, s = 0;
     for (int j = 0; j < cols; ++j) m = std::max<double>(m, x[i * cols + j]);
     for (int j = 0; j < cols; ++j) s += std::exp(x[i * cols + j] - m);
-    for (int j = 0; j < cols; ++j) ASSERT_NEAR(y[i * cols + j], std::exp(x[i * cols + j] - m) / s, 1e-6);
+    for (int j = 0; j < cols; ++j)
+      ASSERT_NEAR(y[i * cols + j], std::exp(x[i * cols + j] - m) / s, 1e-6);
   }
 }
 
@@ -296,7 +314,8 @@ __global__ void affine(const float* x, float* y, int* steps, Affine p, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) { y[i] = apply(x[i], p); steps[i] = collatz_steps(i + 1); }
 }
-)", {"affine"});
+)",
+                   {"affine"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   EXPECT_NE(c.result->ptx.find("call.uni"), std::string::npos);
   struct Affine {
@@ -310,15 +329,20 @@ __global__ void affine(const float* x, float* y, int* steps, Affine p, int n) {
   EXPECT_EQ(k->params[3].size, sizeof(Affine));
   const int n = 100;
   auto x = normal(n, 12);
-  uint64_t dx = upload(mem_, x), dy = upload(mem_, std::vector<float>(n, NAN)), dsteps = upload(mem_, std::vector<int>(n, -1));
-  auto r = launch(*c.module, c.name("affine"), dims(2, 64), Args().ptr(dx).ptr(dy).ptr(dsteps).add<Affine>(p).add<int>(n).list(), mem_);
+  uint64_t dx = upload(mem_, x), dy = upload(mem_, std::vector<float>(n, NAN)),
+           dsteps = upload(mem_, std::vector<int>(n, -1));
+  auto r = launch(*c.module, c.name("affine"), dims(2, 64),
+                  Args().ptr(dx).ptr(dy).ptr(dsteps).add<Affine>(p).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   auto y = download<float>(mem_, dy, n);
   auto steps = download<int>(mem_, dsteps, n);
   for (int i = 0; i < n; ++i) {
     ASSERT_EQ(y[i], std::fma(x[i], 1.5f, -3.f) + 0.25f) << i;
     int v = i + 1, s = 0;
-    while (v != 1 && s < 1000) { v = (v & 1) ? 3 * v + 1 : v / 2; ++s; }
+    while (v != 1 && s < 1000) {
+      v = (v & 1) ? 3 * v + 1 : v / 2;
+      ++s;
+    }
     ASSERT_EQ(steps[i], s) << i;
   }
 }
@@ -339,7 +363,8 @@ __global__ void lookup(const int* idx, float* out, unsigned* seen, int n) {
   const int n = 50;
   std::vector<int> idx(n);
   for (int i = 0; i < n; ++i) idx[i] = i * 3;
-  uint64_t di = upload(mem_, idx), dout = upload(mem_, std::vector<float>(n)), dseen = upload(mem_, std::vector<unsigned>(1));
+  uint64_t di = upload(mem_, idx), dout = upload(mem_, std::vector<float>(n)),
+           dseen = upload(mem_, std::vector<unsigned>(1));
   auto args = Args().ptr(di).ptr(dout).ptr(dseen).add<int>(n).list();
   for (unsigned launch_no = 0; launch_no < 3; ++launch_no) {
     auto r = launch(*c.module, c.name("lookup"), dims(1, 64), args, mem_);
@@ -347,7 +372,8 @@ __global__ void lookup(const int* idx, float* out, unsigned* seen, int n) {
     EXPECT_EQ(download<unsigned>(mem_, dseen, 1)[0], launch_no);  // the counter persists
   }
   auto out = download<float>(mem_, dout, n);
-  for (int i = 0; i < n; ++i) ASSERT_EQ(out[i], 2.f * (0.5f + static_cast<float>((i * 3) & 7))) << i;
+  for (int i = 0; i < n; ++i)
+    ASSERT_EQ(out[i], 2.f * (0.5f + static_cast<float>((i * 3) & 7))) << i;
   // A module parsed afresh starts from the initial values again.
   auto again = Module::parse(c.result->ptx);
   ASSERT_TRUE(again.has_value());

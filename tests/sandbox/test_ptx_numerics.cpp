@@ -33,7 +33,9 @@ uint16_t ref_bf16(float f) {
   b += 0x7fff + ((b >> 16) & 1);
   return static_cast<uint16_t>(b >> 16);
 }
-float bf16_value(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
+float bf16_value(uint16_t h) {
+  return std::bit_cast<float>(uint32_t{h} << 16);
+}
 
 TEST_F(PtxNumerics, HalfAndBfloat16ConversionsAndArithmetic) {
   auto c = compile(compiler_, R"(
@@ -52,7 +54,8 @@ __global__ void hb(const float* x, __half* h, __nv_bfloat16* b, float* h_back, f
   __half2 p = __floats2half2_rn(x[i], -x[i]);
   h2[i] = __hfma2(p, p, p);
 }
-)", {"hb"});
+)",
+                   {"hb"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 517;
   Rng rng(21);
@@ -66,8 +69,10 @@ __global__ void hb(const float* x, __half* h, __nv_bfloat16* b, float* h_back, f
   uint64_t dh = upload(mem_, std::vector<uint16_t>(n)), db = upload(mem_, std::vector<uint16_t>(n));
   uint64_t dback = upload(mem_, std::vector<float>(n)), dhs = upload(mem_, std::vector<float>(n)),
            dbs = upload(mem_, std::vector<float>(n)), dh2 = upload(mem_, std::vector<uint32_t>(n));
-  auto r = launch(*c.module, c.name("hb"), dims(5, 128),
-                  Args().ptr(dx).ptr(dh).ptr(db).ptr(dback).ptr(dhs).ptr(dbs).ptr(dh2).add<int>(n).list(), mem_);
+  auto r = launch(
+      *c.module, c.name("hb"), dims(5, 128),
+      Args().ptr(dx).ptr(dh).ptr(db).ptr(dback).ptr(dhs).ptr(dbs).ptr(dh2).add<int>(n).list(),
+      mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   auto h = download<uint16_t>(mem_, dh, n);
   auto b = download<uint16_t>(mem_, db, n);
@@ -79,19 +84,23 @@ __global__ void hb(const float* x, __half* h, __nv_bfloat16* b, float* h_back, f
     const _Float16 ref = static_cast<_Float16>(x[i]);  // the compiler's IEEE conversion
     ASSERT_EQ(h[i], std::bit_cast<uint16_t>(ref)) << i << " x=" << x[i];
     ASSERT_EQ(back[i], static_cast<float>(ref)) << i;
-    const _Float16 sum = static_cast<_Float16>(static_cast<float>(ref) +
-                                               static_cast<float>(static_cast<_Float16>(static_cast<float>(ref) * static_cast<float>(ref))));
+    const _Float16 sum = static_cast<_Float16>(
+        static_cast<float>(ref) + static_cast<float>(static_cast<_Float16>(
+                                      static_cast<float>(ref) * static_cast<float>(ref))));
     if (!std::isnan(static_cast<float>(sum))) {
       ASSERT_EQ(hs[i], static_cast<float>(sum)) << i;
     }
     ASSERT_EQ(b[i], ref_bf16(x[i])) << i;
     ASSERT_EQ(bs[i], bf16_value(ref_bf16(bf16_value(ref_bf16(x[i])) * 2))) << i;
     const _Float16 lo = static_cast<_Float16>(x[i]), hi = static_cast<_Float16>(-x[i]);
-    const _Float16 flo = static_cast<_Float16>(std::fma(static_cast<double>(lo), static_cast<double>(lo), static_cast<double>(lo)));
-    const _Float16 fhi = static_cast<_Float16>(std::fma(static_cast<double>(hi), static_cast<double>(hi), static_cast<double>(hi)));
+    const _Float16 flo = static_cast<_Float16>(
+        std::fma(static_cast<double>(lo), static_cast<double>(lo), static_cast<double>(lo)));
+    const _Float16 fhi = static_cast<_Float16>(
+        std::fma(static_cast<double>(hi), static_cast<double>(hi), static_cast<double>(hi)));
     // NaN results are the canonical 0x7fff, as on the GPU.
     auto expect_half = [](uint32_t got, _Float16 want) {
-      return std::isnan(static_cast<float>(want)) ? got == 0x7fff : got == std::bit_cast<uint16_t>(want);
+      return std::isnan(static_cast<float>(want)) ? got == 0x7fff
+                                                  : got == std::bit_cast<uint16_t>(want);
     };
     ASSERT_TRUE(expect_half(h2[i] & 0xffff, flo)) << i;
     ASSERT_TRUE(expect_half(h2[i] >> 16, fhi)) << i;
@@ -110,22 +119,32 @@ __global__ void math(const float* x, float* out, int n) {
   o[8] = powf(fabsf(v), 1.7f); o[9] = 1.f / (1.f + __expf(-v)); o[10] = v / (v * v + 1.f);
   o[11] = (float)(sqrt((double)fabsf(v)) / (1.0 + (double)v * v));
 }
-)", {"math"});
+)",
+                   {"math"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 300;
   Rng rng(22);
   std::vector<float> x(n);
   for (auto& v : x) v = static_cast<float>(rng.uniform(-8, 8));
   uint64_t dx = upload(mem_, x), dout = upload(mem_, std::vector<float>(12 * n));
-  auto r = launch(*c.module, c.name("math"), dims(3, 128), Args().ptr(dx).ptr(dout).add<int>(n).list(), mem_);
+  auto r = launch(*c.module, c.name("math"), dims(3, 128),
+                  Args().ptr(dx).ptr(dout).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   auto out = download<float>(mem_, dout, 12 * n);
   for (int i = 0; i < n; ++i) {
     const double v = x[i];
-    const double ref[12] = {std::exp(v), std::log(std::fabs(v) + 1e-3), std::sin(v), std::cos(v),
-                            std::tanh(v), std::sqrt(std::fabs(v)), 1 / std::sqrt(std::fabs(v) + 1),
-                            std::erf(v), std::pow(std::fabs(v), 1.7), 1 / (1 + std::exp(-v)),
-                            v / (v * v + 1), std::sqrt(std::fabs(v)) / (1 + v * v)};
+    const double ref[12] = {std::exp(v),
+                            std::log(std::fabs(v) + 1e-3),
+                            std::sin(v),
+                            std::cos(v),
+                            std::tanh(v),
+                            std::sqrt(std::fabs(v)),
+                            1 / std::sqrt(std::fabs(v) + 1),
+                            std::erf(v),
+                            std::pow(std::fabs(v), 1.7),
+                            1 / (1 + std::exp(-v)),
+                            v / (v * v + 1),
+                            std::sqrt(std::fabs(v)) / (1 + v * v)};
     for (int k = 0; k < 12; ++k) {
       ASSERT_NEAR(out[12 * i + k], ref[k], 4e-6 * std::max(1.0, std::fabs(ref[k])))
           << "function " << k << " at x=" << v;
@@ -149,7 +168,8 @@ __global__ void bits(const int* a, const int* b, int* out, long long* wide, int 
   wide[2 * i] = (long long)x * y;
   wide[2 * i + 1] = ((long long)x << 20) / ((long long)(y | 1)) + __popcll((unsigned long long)wide[2 * i]);
 }
-)", {"bits"});
+)",
+                   {"bits"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 200;
   Rng rng(23);
@@ -161,9 +181,11 @@ __global__ void bits(const int* a, const int* b, int* out, long long* wide, int 
   a[0] = INT32_MIN;
   b[0] = -1;
   b[1] = 0;
-  uint64_t da = upload(mem_, a), db = upload(mem_, b), dout = upload(mem_, std::vector<int>(14 * n)),
+  uint64_t da = upload(mem_, a), db = upload(mem_, b),
+           dout = upload(mem_, std::vector<int>(14 * n)),
            dw = upload(mem_, std::vector<int64_t>(2 * n));
-  auto r = launch(*c.module, c.name("bits"), dims(2, 128), Args().ptr(da).ptr(db).ptr(dout).ptr(dw).add<int>(n).list(), mem_);
+  auto r = launch(*c.module, c.name("bits"), dims(2, 128),
+                  Args().ptr(da).ptr(db).ptr(dout).ptr(dw).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   auto out = download<int>(mem_, dout, 14 * n);
   auto wide = download<int64_t>(mem_, dw, 2 * n);
@@ -176,7 +198,8 @@ __global__ void bits(const int* a, const int* b, int* out, long long* wide, int 
     const uint64_t bytes = (uint64_t{uy} << 32) | ux;
     uint32_t perm = 0;
     const uint32_t sel[4] = {0, 4, 1, 5};
-    for (int k = 0; k < 4; ++k) perm |= static_cast<uint32_t>((bytes >> (8 * sel[k])) & 0xff) << (8 * k);
+    for (int k = 0; k < 4; ++k)
+      perm |= static_cast<uint32_t>((bytes >> (8 * sel[k])) & 0xff) << (8 * k);
     const int ref[14] = {
         (x == INT32_MIN && yy == -1) ? x : x / yy,
         (yy == -1) ? 0 : x % yy,
@@ -191,13 +214,16 @@ __global__ void bits(const int* a, const int* b, int* out, long long* wide, int 
         static_cast<int>(ux >> (uy & 31)),
         static_cast<int>(ux << (y & 15)),
         std::min(x, y) ^ std::max(x, y),
-        static_cast<int>(static_cast<uint32_t>(x == INT32_MIN ? x : std::abs(x)) + (x ? std::countr_zero(ux) + 1 : 0)),
+        static_cast<int>(static_cast<uint32_t>(x == INT32_MIN ? x : std::abs(x)) +
+                         (x ? std::countr_zero(ux) + 1 : 0)),
     };
-    for (int k = 0; k < 14; ++k) ASSERT_EQ(out[14 * i + k], ref[k]) << "op " << k << " x=" << x << " y=" << y;
+    for (int k = 0; k < 14; ++k)
+      ASSERT_EQ(out[14 * i + k], ref[k]) << "op " << k << " x=" << x << " y=" << y;
     const int64_t w = int64_t{x} * y;
     ASSERT_EQ(wide[2 * i], w);
-    ASSERT_EQ(wide[2 * i + 1], (static_cast<int64_t>(static_cast<uint64_t>(int64_t{x}) << 20)) / (int64_t{y | 1}) +
-                                   std::popcount(static_cast<uint64_t>(w)));
+    ASSERT_EQ(wide[2 * i + 1],
+              (static_cast<int64_t>(static_cast<uint64_t>(int64_t{x}) << 20)) / (int64_t{y | 1}) +
+                  std::popcount(static_cast<uint64_t>(w)));
   }
 }
 
@@ -219,7 +245,8 @@ __global__ void warp(const int* in, int* out) {
   o[8] = (int)__match_any_sync(0xffffffff, v & 3);
   o[9] = __reduce_add_sync(0xffffffff, v) ^ __reduce_max_sync(0xffffffff, v);
 }
-)", {"warp"});
+)",
+                   {"warp"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int nt = 64;
   Rng rng(24);
@@ -267,11 +294,16 @@ __global__ void ids(int* out) {
   int nthreads = blockDim.x * blockDim.y * blockDim.z;
   out[bx * nthreads + tx] = (threadIdx.z << 16) | (threadIdx.y << 8) | threadIdx.x | (blockIdx.y << 24);
 }
-)", {"ids"});
+)",
+                   {"ids"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   LaunchDims d;
-  d.grid[0] = 2; d.grid[1] = 3; d.grid[2] = 2;
-  d.block[0] = 5; d.block[1] = 3; d.block[2] = 2;
+  d.grid[0] = 2;
+  d.grid[1] = 3;
+  d.grid[2] = 2;
+  d.block[0] = 5;
+  d.block[1] = 3;
+  d.block[2] = 2;
   const int total = 2 * 3 * 2 * 5 * 3 * 2;
   uint64_t dout = upload(mem_, std::vector<int>(total, -1));
   auto r = launch(*c.module, c.name("ids"), d, Args().ptr(dout).list(), mem_);
@@ -283,7 +315,8 @@ __global__ void ids(int* out) {
       for (int bx = 0; bx < 2; ++bx)
         for (int tz = 0; tz < 2; ++tz)
           for (int ty = 0; ty < 3; ++ty)
-            for (int tx = 0; tx < 5; ++tx) ASSERT_EQ(out[idx++], (tz << 16) | (ty << 8) | tx | (by << 24));
+            for (int tx = 0; tx < 5; ++tx)
+              ASSERT_EQ(out[idx++], (tz << 16) | (ty << 8) | tx | (by << 24));
 }
 
 TEST_F(PtxNumerics, MediaAndAddressSpaceIntrinsics) {
@@ -301,7 +334,8 @@ __global__ void media(const int* a, const int* b, int* out, int n) {
   asm("add.sat.s32 %0, %1, %2;" : "=r"(sat) : "r"(x), "r"(y));
   o[7] = sat;
 }
-)", {"media"});
+)",
+                   {"media"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 100;
   Rng rng(25);
@@ -311,16 +345,21 @@ __global__ void media(const int* a, const int* b, int* out, int n) {
     b[i] = static_cast<int>(rng.next_u64());
   }
   uint64_t da = upload(mem_, a), db = upload(mem_, b), dout = upload(mem_, std::vector<int>(8 * n));
-  auto r = launch(*c.module, c.name("media"), dims(1, 128), Args().ptr(da).ptr(db).ptr(dout).add<int>(n).list(), mem_);
+  auto r = launch(*c.module, c.name("media"), dims(1, 128),
+                  Args().ptr(da).ptr(db).ptr(dout).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   auto out = download<int>(mem_, dout, 8 * n);
-  auto s24 = [](int v) { return static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(v) << 8) >> 8); };
+  auto s24 = [](int v) {
+    return static_cast<int64_t>(static_cast<int32_t>(static_cast<uint32_t>(v) << 8) >> 8);
+  };
   for (int i = 0; i < n; ++i) {
     const int x = a[i], y = b[i];
     const uint32_t ux = static_cast<uint32_t>(x), uy = static_cast<uint32_t>(y);
     int64_t dp4 = 5, dp2 = 9;
-    for (int k = 0; k < 4; ++k) dp4 += int64_t{static_cast<int8_t>(ux >> (8 * k))} * static_cast<int8_t>(uy >> (8 * k));
-    for (int k = 0; k < 2; ++k) dp2 += int64_t{static_cast<uint16_t>(ux >> (16 * k))} * static_cast<uint8_t>(uy >> (8 * k));
+    for (int k = 0; k < 4; ++k)
+      dp4 += int64_t{static_cast<int8_t>(ux >> (8 * k))} * static_cast<int8_t>(uy >> (8 * k));
+    for (int k = 0; k < 2; ++k)
+      dp2 += int64_t{static_cast<uint16_t>(ux >> (16 * k))} * static_cast<uint8_t>(uy >> (8 * k));
     const int ref[8] = {
         static_cast<int>(static_cast<uint32_t>(s24(x) * s24(y))),
         static_cast<int>(static_cast<uint32_t>(uint64_t{ux & 0xffffff} * (uy & 0xffffff))),
@@ -331,7 +370,8 @@ __global__ void media(const int* a, const int* b, int* out, int n) {
         2 * 1 + 1,
         static_cast<int>(std::clamp<int64_t>(int64_t{x} + y, INT32_MIN, INT32_MAX)),
     };
-    for (int k = 0; k < 8; ++k) ASSERT_EQ(out[8 * i + k], ref[k]) << "op " << k << " x=" << x << " y=" << y;
+    for (int k = 0; k < 8; ++k)
+      ASSERT_EQ(out[8 * i + k], ref[k]) << "op " << k << " x=" << x << " y=" << y;
   }
 }
 
@@ -347,11 +387,13 @@ __global__ void modes(unsigned a, unsigned b, unsigned* out) {
   asm("prmt.b32.rc16 %0, %1, %2, %3;" : "=r"(d[5]) : "r"(a), "r"(b), "r"(s));
   for (int k = 0; k < 6; ++k) out[6 * threadIdx.x + k] = d[k];
 }
-)", {"modes"});
+)",
+                   {"modes"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   uint64_t dout = upload(mem_, std::vector<uint32_t>(24));
-  auto r = launch(*c.module, c.name("modes"), dims(1, 4),
-                  Args().add<uint32_t>(0x33221100u).add<uint32_t>(0x77665544u).ptr(dout).list(), mem_);
+  auto r =
+      launch(*c.module, c.name("modes"), dims(1, 4),
+             Args().add<uint32_t>(0x33221100u).add<uint32_t>(0x77665544u).ptr(dout).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   auto out = download<uint32_t>(mem_, dout, 24);
   // Byte k of {b, a} is 0xkk * 0x11; the PTX ISA's tables, written out (d.b3 d.b2 d.b1 d.b0).
@@ -361,7 +403,8 @@ __global__ void modes(unsigned a, unsigned b, unsigned* out) {
       {0x55443322, 0x77001122, 0x22222222, 0x33222222, 0x22221100, 0x11001100},
       {0x66554433, 0x00112233, 0x33333333, 0x33333333, 0x33221100, 0x33223322}};
   for (int s = 0; s < 4; ++s) {
-    for (int k = 0; k < 6; ++k) EXPECT_EQ(out[6 * s + k], want[s][k]) << "selector " << s << " mode " << k;
+    for (int k = 0; k < 6; ++k)
+      EXPECT_EQ(out[6 * s + k], want[s][k]) << "selector " << s << " mode " << k;
   }
 }
 
@@ -411,7 +454,8 @@ __global__ void rounding(const float* x, const float* y, const double* z, float*
   k[4 * i + 0] = __float2int_rn(a); k[4 * i + 1] = __float2int_rz(a);
   k[4 * i + 2] = __float2int_rd(a); k[4 * i + 3] = __float2int_ru(a);
 }
-)", {"rounding"});
+)",
+                   {"rounding"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 400;
   Rng rng(26);
@@ -426,7 +470,8 @@ __global__ void rounding(const float* x, const float* y, const double* z, float*
   x[1] = -2.5f;    // ties for the integer conversions
   x[2] = 3.5f;
   uint64_t dx = upload(mem_, x), dy = upload(mem_, y), dz = upload(mem_, z);
-  uint64_t df = upload(mem_, std::vector<float>(6 * n)), dh = upload(mem_, std::vector<uint16_t>(3 * n)),
+  uint64_t df = upload(mem_, std::vector<float>(6 * n)),
+           dh = upload(mem_, std::vector<uint16_t>(3 * n)),
            dk = upload(mem_, std::vector<int>(4 * n));
   auto r = launch(*c.module, c.name("rounding"), dims(4, 128),
                   Args().ptr(dx).ptr(dy).ptr(dz).ptr(df).ptr(dh).ptr(dk).add<int>(n).list(), mem_);

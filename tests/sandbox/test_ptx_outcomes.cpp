@@ -43,8 +43,10 @@ TEST_F(PtxOutcomes, OutOfBoundsWriteIsAMemoryViolation) {
   auto c = compile(compiler_, kCopy, {"copy_all"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 100;
-  uint64_t dx = upload(mem_, std::vector<float>(128, 1.f)), dy = upload(mem_, std::vector<float>(n));
-  auto r = launch(*c.module, c.name("copy_all"), dims(1, 128), Args().ptr(dx).ptr(dy).add<int>(n).list(), mem_);
+  uint64_t dx = upload(mem_, std::vector<float>(128, 1.f)),
+           dy = upload(mem_, std::vector<float>(n));
+  auto r = launch(*c.module, c.name("copy_all"), dims(1, 128),
+                  Args().ptr(dx).ptr(dy).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kMemoryViolation);
   EXPECT_NE(r.message.find("write"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("st.global.f32"), std::string::npos) << r.message;
@@ -57,7 +59,8 @@ TEST_F(PtxOutcomes, OutOfBoundsReadIsAMemoryViolation) {
   ASSERT_TRUE(c.status.empty()) << c.status;
   const int n = 64;
   uint64_t dx = upload(mem_, std::vector<float>(n, 1.f)), dy = upload(mem_, std::vector<float>(n));
-  auto r = launch(*c.module, c.name("copy_shifted"), dims(1, 64), Args().ptr(dx).ptr(dy).add<int>(n).list(), mem_);
+  auto r = launch(*c.module, c.name("copy_shifted"), dims(1, 64),
+                  Args().ptr(dx).ptr(dy).add<int>(n).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kMemoryViolation);
   EXPECT_NE(r.message.find("read"), std::string::npos) << r.message;
   EXPECT_NE(r.message.find("ld.global"), std::string::npos) << r.message;
@@ -70,7 +73,8 @@ TEST_F(PtxOutcomes, OutOfBoundsReadIsAMemoryViolation) {
 TEST_F(PtxOutcomes, MisalignedVectorAccessIsAMemoryViolation) {
   auto c = compile(compiler_, kCopy, {"copy4"});
   ASSERT_TRUE(c.status.empty()) << c.status;
-  uint64_t dx = upload(mem_, std::vector<float>(64, 1.f)), dy = upload(mem_, std::vector<float>(64));
+  uint64_t dx = upload(mem_, std::vector<float>(64, 1.f)),
+           dy = upload(mem_, std::vector<float>(64));
   auto r = launch(*c.module, c.name("copy4"), dims(1, 4), Args().ptr(dx).ptr(dy).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kMemoryViolation);
   EXPECT_NE(r.message.find("misaligned"), std::string::npos) << r.message;
@@ -80,7 +84,8 @@ TEST_F(PtxOutcomes, NullPointerIsAMemoryViolation) {
   auto c = compile(compiler_, kCopy, {"copy_all"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   uint64_t dx = upload(mem_, std::vector<float>(32, 1.f));
-  auto r = launch(*c.module, c.name("copy_all"), dims(1, 32), Args().ptr(dx).ptr(0).add<int>(32).list(), mem_);
+  auto r = launch(*c.module, c.name("copy_all"), dims(1, 32),
+                  Args().ptr(dx).ptr(0).add<int>(32).list(), mem_);
   EXPECT_EQ(r.outcome, RunOutcome::kMemoryViolation) << r.message;
 }
 
@@ -91,16 +96,19 @@ __global__ void spin(volatile int* flag, int* out) {
   while (flag[0] == 0) { ++k; }   // nobody ever sets the flag
   out[threadIdx.x] = k;
 }
-)", {"spin"});
+)",
+                   {"spin"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   uint64_t dflag = upload(mem_, std::vector<int>(1, 0)), dout = upload(mem_, std::vector<int>(64));
   RunOptions o;
   o.instruction_budget = 1'000'000;
-  auto r1 = launch(*c.module, c.name("spin"), dims(2, 64), Args().ptr(dflag).ptr(dout).list(), mem_, o);
+  auto r1 =
+      launch(*c.module, c.name("spin"), dims(2, 64), Args().ptr(dflag).ptr(dout).list(), mem_, o);
   ASSERT_EQ(r1.outcome, RunOutcome::kTimeout) << r1.message;
   EXPECT_LE(r1.instructions, o.instruction_budget);
   EXPECT_GT(r1.instructions, o.instruction_budget * 9 / 10);  // the rest paid for block set-up
-  auto r2 = launch(*c.module, c.name("spin"), dims(2, 64), Args().ptr(dflag).ptr(dout).list(), mem_, o);
+  auto r2 =
+      launch(*c.module, c.name("spin"), dims(2, 64), Args().ptr(dflag).ptr(dout).list(), mem_, o);
   EXPECT_EQ(r2.message, r1.message);  // deterministic, down to the thread and instruction
 }
 
@@ -159,7 +167,8 @@ TEST_F(PtxOutcomes, MissingSyncthreadsIsCaughtAsARace) {
     EXPECT_NE(r.message.find("race"), std::string::npos) << r.message;
     EXPECT_NE(r.message.find("__syncthreads"), std::string::npos) << r.message;
   }
-  auto ok = launch(*c.module, c.name("sum_ok"), dims(2, 128), Args().ptr(dx).ptr(dout).list(), mem_);
+  auto ok =
+      launch(*c.module, c.name("sum_ok"), dims(2, 128), Args().ptr(dx).ptr(dout).list(), mem_);
   ASSERT_EQ(ok.outcome, RunOutcome::kOk) << ok.message;
   auto out = download<float>(mem_, dout, 2);
   for (int b = 0; b < 2; ++b) {
@@ -183,7 +192,8 @@ __global__ void tc(const half* a, const half* b, float* c) {
   wmma::mma_sync(fc, fa, fb, fc);
   wmma::store_matrix_sync(c, fc, 16, wmma::mem_row_major);
 }
-)", {"tc"});
+)",
+                   {"tc"});
   ASSERT_FALSE(c.status.empty());
   EXPECT_NE(c.status.find("parse error"), std::string::npos) << c.status;
   EXPECT_NE(c.status.find("unsupported PTX instruction"), std::string::npos) << c.status;
@@ -215,9 +225,12 @@ TEST_F(PtxOutcomes, WrongArgumentsAreRejectedBeforeRunning) {
 TEST_F(PtxOutcomes, InstructionCountsAreDeterministic) {
   auto c = compile(compiler_, kReductions, {"sum_ok"});
   ASSERT_TRUE(c.status.empty()) << c.status;
-  uint64_t dx = upload(mem_, std::vector<float>(256, 1.f)), dout = upload(mem_, std::vector<float>(2));
-  auto r1 = launch(*c.module, c.name("sum_ok"), dims(2, 128), Args().ptr(dx).ptr(dout).list(), mem_);
-  auto r2 = launch(*c.module, c.name("sum_ok"), dims(2, 128), Args().ptr(dx).ptr(dout).list(), mem_);
+  uint64_t dx = upload(mem_, std::vector<float>(256, 1.f)),
+           dout = upload(mem_, std::vector<float>(2));
+  auto r1 =
+      launch(*c.module, c.name("sum_ok"), dims(2, 128), Args().ptr(dx).ptr(dout).list(), mem_);
+  auto r2 =
+      launch(*c.module, c.name("sum_ok"), dims(2, 128), Args().ptr(dx).ptr(dout).list(), mem_);
   ASSERT_EQ(r1.outcome, RunOutcome::kOk) << r1.message;
   EXPECT_EQ(r1.instructions, r2.instructions);
   EXPECT_GT(r1.instructions, 256u * 10);
@@ -234,13 +247,16 @@ __global__ void trap_if(int* out, int n) {
   if (threadIdx.x == n) __trap();
   out[threadIdx.x] = 1;
 }
-)", {"talk", "trap_if"});
+)",
+                   {"talk", "trap_if"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   uint64_t dout = upload(mem_, std::vector<int>(32, -1));
-  auto r = launch(*c.module, c.name("talk"), dims(1, 32), Args().ptr(dout).add<int>(32).list(), mem_);
+  auto r =
+      launch(*c.module, c.name("talk"), dims(1, 32), Args().ptr(dout).add<int>(32).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
   EXPECT_EQ(download<int>(mem_, dout, 32)[31], 31);
-  auto t = launch(*c.module, c.name("trap_if"), dims(1, 32), Args().ptr(dout).add<int>(5).list(), mem_);
+  auto t =
+      launch(*c.module, c.name("trap_if"), dims(1, 32), Args().ptr(dout).add<int>(5).list(), mem_);
   EXPECT_EQ(t.outcome, RunOutcome::kRuntimeError);
   EXPECT_NE(t.message.find("trap"), std::string::npos) << t.message;
 }
@@ -259,14 +275,16 @@ __global__ void split(int* out) {
     while (out[0] != 12345) { __nanosleep(10); }   // waits for a flag nobody sets
   }
 }
-)", {"split"});
+)",
+                   {"split"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   uint64_t dout = upload(mem_, std::vector<int>(64, 0));
   RunOptions o;
   o.instruction_budget = 100'000;
   auto r = launch(*c.module, c.name("split"), dims(1, 64), Args().ptr(dout).list(), mem_, o);
   EXPECT_NE(r.outcome, RunOutcome::kOk);
-  EXPECT_TRUE(r.outcome == RunOutcome::kTimeout || r.outcome == RunOutcome::kRuntimeError) << r.message;
+  EXPECT_TRUE(r.outcome == RunOutcome::kTimeout || r.outcome == RunOutcome::kRuntimeError)
+      << r.message;
 }
 
 TEST_F(PtxOutcomes, HugeGridsOfTinyBlocksTimeOutToo) {
@@ -278,7 +296,8 @@ __global__ void tiny(float* out) {
   s[threadIdx.x] = 1.f;
   if (blockIdx.x == 0) out[0] = s[0];
 }
-)", {"tiny"});
+)",
+                   {"tiny"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   uint64_t dout = upload(mem_, std::vector<float>(1));
   RunOptions o;
@@ -302,10 +321,13 @@ __global__ void legacy_sum(const float* x, float* out) {
   if (threadIdx.x < 32) warp_reduce(s, threadIdx.x);
   if (threadIdx.x == 0) out[0] = s[0];
 }
-)", {"legacy_sum"});
+)",
+                   {"legacy_sum"});
   ASSERT_TRUE(c.status.empty()) << c.status;
-  uint64_t dx = upload(mem_, std::vector<float>(64, 1.f)), dout = upload(mem_, std::vector<float>(1));
-  auto r = launch(*c.module, c.name("legacy_sum"), dims(1, 64), Args().ptr(dx).ptr(dout).list(), mem_);
+  uint64_t dx = upload(mem_, std::vector<float>(64, 1.f)),
+           dout = upload(mem_, std::vector<float>(1));
+  auto r =
+      launch(*c.module, c.name("legacy_sum"), dims(1, 64), Args().ptr(dx).ptr(dout).list(), mem_);
   ASSERT_EQ(r.outcome, RunOutcome::kRuntimeError) << r.message;
   EXPECT_NE(r.message.find("__syncwarp"), std::string::npos) << r.message;
 }

@@ -48,21 +48,33 @@ std::string mutate(const std::string& ptx, Rng& rng) {
     const size_t k = 8 + rng.below(lines.size() - 8);
     std::string& l = lines[k];
     switch (rng.below(7)) {
-      case 0: lines.erase(lines.begin() + static_cast<long>(k)); break;
-      case 1: lines.insert(lines.begin() + static_cast<long>(k), l); break;
-      case 2: l = std::regex_replace(l, std::regex("%r(d?)[0-9]+"), text("%r$1", rng.below(40)),
-                                     std::regex_constants::format_first_only); break;
-      case 3: l = std::regex_replace(l, std::regex("\\b[0-9]+\\b"), text("", rng.below(5000)),
-                                     std::regex_constants::format_first_only); break;
+      case 0:
+        lines.erase(lines.begin() + static_cast<long>(k));
+        break;
+      case 1:
+        lines.insert(lines.begin() + static_cast<long>(k), l);
+        break;
+      case 2:
+        l = std::regex_replace(l, std::regex("%r(d?)[0-9]+"), text("%r$1", rng.below(40)),
+                               std::regex_constants::format_first_only);
+        break;
+      case 3:
+        l = std::regex_replace(l, std::regex("\\b[0-9]+\\b"), text("", rng.below(5000)),
+                               std::regex_constants::format_first_only);
+        break;
       case 4: {
-        static const char* const kTypes[] = {".u32", ".s32", ".u64", ".f32", ".b16", ".f64", ".pred"};
+        static const char* const kTypes[] = {".u32", ".s32", ".u64", ".f32",
+                                             ".b16", ".f64", ".pred"};
         l = std::regex_replace(l, std::regex("\\.(u|s|b|f)(16|32|64)"), kTypes[rng.below(7)],
                                std::regex_constants::format_first_only);
         break;
       }
-      case 5: l = std::regex_replace(l, std::regex("\\$L__BB[0-9]+_[0-9]+"), text("$L__BB0_", 1 + rng.below(8)));
+      case 5:
+        l = std::regex_replace(l, std::regex("\\$L__BB[0-9]+_[0-9]+"),
+                               text("$L__BB0_", 1 + rng.below(8)));
         break;
-      default: l = std::regex_replace(l, std::regex("\\+[0-9]+\\]"), text("+", rng.below(1 << 20), "]"));
+      default:
+        l = std::regex_replace(l, std::regex("\\+[0-9]+\\]"), text("+", rng.below(1 << 20), "]"));
         break;
     }
   }
@@ -135,9 +147,11 @@ TEST(PtxRobustness, IndependentLaunchesRunConcurrently) {
   std::vector<int> good(4, 0);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      const std::string src = "__global__ void fill(int* out, int n) {\n"
-                              "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                              "  if (i < n) out[i] = i * " + std::to_string(t + 2) + ";\n}\n";
+      const std::string src =
+          "__global__ void fill(int* out, int n) {\n"
+          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "  if (i < n) out[i] = i * " +
+          std::to_string(t + 2) + ";\n}\n";
       auto c = compile(compiler, src, {"fill"});
       if (!c.status.empty()) return;
       for (int rep = 0; rep < 5; ++rep) {

@@ -18,13 +18,13 @@ namespace leap::sandbox::ptx {
 
 Type parse_type(std::string_view s) {
   static const std::pair<std::string_view, Type> kTypes[] = {
-      {".pred", Type::kPred}, {".b8", Type::kB8},     {".b16", Type::kB16},
-      {".b32", Type::kB32},   {".b64", Type::kB64},   {".b128", Type::kB128},
-      {".u8", Type::kU8},     {".u16", Type::kU16},   {".u32", Type::kU32},
-      {".u64", Type::kU64},   {".s8", Type::kS8},     {".s16", Type::kS16},
-      {".s32", Type::kS32},   {".s64", Type::kS64},   {".f16", Type::kF16},
+      {".pred", Type::kPred},   {".b8", Type::kB8},     {".b16", Type::kB16},
+      {".b32", Type::kB32},     {".b64", Type::kB64},   {".b128", Type::kB128},
+      {".u8", Type::kU8},       {".u16", Type::kU16},   {".u32", Type::kU32},
+      {".u64", Type::kU64},     {".s8", Type::kS8},     {".s16", Type::kS16},
+      {".s32", Type::kS32},     {".s64", Type::kS64},   {".f16", Type::kF16},
       {".f16x2", Type::kF16x2}, {".bf16", Type::kBF16}, {".bf16x2", Type::kBF16x2},
-      {".f32", Type::kF32},   {".f64", Type::kF64}};
+      {".f32", Type::kF32},     {".f64", Type::kF64}};
   for (const auto& [name, t] : kTypes) {
     if (s == name) return t;
   }
@@ -33,14 +33,34 @@ Type parse_type(std::string_view s) {
 
 int type_bits(Type t) {
   switch (t) {
-    case Type::kPred: return 1;
-    case Type::kB8: case Type::kU8: case Type::kS8: return 8;
-    case Type::kB16: case Type::kU16: case Type::kS16: case Type::kF16: case Type::kBF16: return 16;
-    case Type::kB32: case Type::kU32: case Type::kS32: case Type::kF32: case Type::kF16x2:
-    case Type::kBF16x2: return 32;
-    case Type::kB64: case Type::kU64: case Type::kS64: case Type::kF64: return 64;
-    case Type::kB128: return 128;
-    case Type::kNone: return 0;
+    case Type::kPred:
+      return 1;
+    case Type::kB8:
+    case Type::kU8:
+    case Type::kS8:
+      return 8;
+    case Type::kB16:
+    case Type::kU16:
+    case Type::kS16:
+    case Type::kF16:
+    case Type::kBF16:
+      return 16;
+    case Type::kB32:
+    case Type::kU32:
+    case Type::kS32:
+    case Type::kF32:
+    case Type::kF16x2:
+    case Type::kBF16x2:
+      return 32;
+    case Type::kB64:
+    case Type::kU64:
+    case Type::kS64:
+    case Type::kF64:
+      return 64;
+    case Type::kB128:
+      return 128;
+    case Type::kNone:
+      return 0;
   }
   return 0;
 }
@@ -83,8 +103,10 @@ OpSpec parse_opcode(std::string_view opcode) {
                w == "rmi" || w == "rpi") {
       op.has_round = true;
       op.int_round = w.size() == 3;
-      op.round = w[1] == 'n' ? Round::kRn : w[1] == 'z' ? Round::kRz : w[1] == 'm' ? Round::kRm
-                                                                                  : Round::kRp;
+      op.round = w[1] == 'n'   ? Round::kRn
+                 : w[1] == 'z' ? Round::kRz
+                 : w[1] == 'm' ? Round::kRm
+                               : Round::kRp;
     } else if (w == "ftz") {
       op.ftz = true;
     } else if (w == "sat" || w == "satfinite") {
@@ -100,7 +122,9 @@ namespace {
 
 constexpr size_t kMaxModuleDataBytes = 64u << 20;  // module .global/.const variables in all
 
-size_t align_up(size_t v, size_t a) { return a <= 1 ? v : (v + a - 1) / a * a; }
+size_t align_up(size_t v, size_t a) {
+  return a <= 1 ? v : (v + a - 1) / a * a;
+}
 
 size_t elem_size(const std::string& type) {
   const int bits = type_bits(parse_type(type));
@@ -110,26 +134,41 @@ size_t var_size(const VarDecl& d) {
   const size_t n = d.array_len > 0 ? static_cast<size_t>(d.array_len) : 1;
   return elem_size(d.type) * (d.array_len == 0 ? 0 : n);
 }
-size_t var_align(const VarDecl& d) { return d.align ? d.align : elem_size(d.type); }
+size_t var_align(const VarDecl& d) {
+  return d.align ? d.align : elem_size(d.type);
+}
 
 struct SpecialName {
   std::string_view name;
   SpecialReg reg;
 };
 constexpr SpecialName kSpecials[] = {
-    {"%tid.x", SpecialReg::kTidX},         {"%tid.y", SpecialReg::kTidY},
-    {"%tid.z", SpecialReg::kTidZ},         {"%ntid.x", SpecialReg::kNtidX},
-    {"%ntid.y", SpecialReg::kNtidY},       {"%ntid.z", SpecialReg::kNtidZ},
-    {"%ctaid.x", SpecialReg::kCtaidX},     {"%ctaid.y", SpecialReg::kCtaidY},
-    {"%ctaid.z", SpecialReg::kCtaidZ},     {"%nctaid.x", SpecialReg::kNctaidX},
-    {"%nctaid.y", SpecialReg::kNctaidY},   {"%nctaid.z", SpecialReg::kNctaidZ},
-    {"%laneid", SpecialReg::kLaneId},      {"%warpid", SpecialReg::kWarpId},
-    {"%nwarpid", SpecialReg::kNwarpId},    {"%lanemask_eq", SpecialReg::kLanemaskEq},
-    {"%lanemask_lt", SpecialReg::kLanemaskLt}, {"%lanemask_le", SpecialReg::kLanemaskLe},
-    {"%lanemask_gt", SpecialReg::kLanemaskGt}, {"%lanemask_ge", SpecialReg::kLanemaskGe},
-    {"%clock", SpecialReg::kClock},        {"%clock64", SpecialReg::kClock64},
-    {"%globaltimer", SpecialReg::kClock64}, {"%smid", SpecialReg::kSmId},
-    {"%nsmid", SpecialReg::kNsmId},        {"%gridid", SpecialReg::kGridId},
+    {"%tid.x", SpecialReg::kTidX},
+    {"%tid.y", SpecialReg::kTidY},
+    {"%tid.z", SpecialReg::kTidZ},
+    {"%ntid.x", SpecialReg::kNtidX},
+    {"%ntid.y", SpecialReg::kNtidY},
+    {"%ntid.z", SpecialReg::kNtidZ},
+    {"%ctaid.x", SpecialReg::kCtaidX},
+    {"%ctaid.y", SpecialReg::kCtaidY},
+    {"%ctaid.z", SpecialReg::kCtaidZ},
+    {"%nctaid.x", SpecialReg::kNctaidX},
+    {"%nctaid.y", SpecialReg::kNctaidY},
+    {"%nctaid.z", SpecialReg::kNctaidZ},
+    {"%laneid", SpecialReg::kLaneId},
+    {"%warpid", SpecialReg::kWarpId},
+    {"%nwarpid", SpecialReg::kNwarpId},
+    {"%lanemask_eq", SpecialReg::kLanemaskEq},
+    {"%lanemask_lt", SpecialReg::kLanemaskLt},
+    {"%lanemask_le", SpecialReg::kLanemaskLe},
+    {"%lanemask_gt", SpecialReg::kLanemaskGt},
+    {"%lanemask_ge", SpecialReg::kLanemaskGe},
+    {"%clock", SpecialReg::kClock},
+    {"%clock64", SpecialReg::kClock64},
+    {"%globaltimer", SpecialReg::kClock64},
+    {"%smid", SpecialReg::kSmId},
+    {"%nsmid", SpecialReg::kNsmId},
+    {"%gridid", SpecialReg::kGridId},
     {"%dynamic_smem_size", SpecialReg::kDynamicSmemSize},
     {"%total_smem_size", SpecialReg::kTotalSmemSize},
 };
@@ -260,7 +299,8 @@ class Decoder {
     const size_t off = align_up(p_.module_data.size(), std::max<size_t>(var_align(v), 1));
     p_.module_data.resize(off + size, 0);
     if (v.init.size() * es > size && size > 0) {
-      return invalid_input("PTX line " + std::to_string(v.line) + ": too many initializers for " + v.name);
+      return invalid_input("PTX line " + std::to_string(v.line) + ": too many initializers for " +
+                           v.name);
     }
     const Type t = parse_type(v.type);
     for (size_t i = 0; i < v.init.size(); ++i) {
@@ -271,7 +311,8 @@ class Decoder {
         std::memcpy(&d, &o.bits, 8);
         bits = std::bit_cast<uint32_t>(static_cast<float>(d));
       } else if (o.kind == Operand::Kind::kF32 && t == Type::kF64) {
-        bits = std::bit_cast<uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(o.bits))));
+        bits = std::bit_cast<uint64_t>(
+            static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(o.bits))));
       } else if (o.kind != Operand::Kind::kInt && o.kind != Operand::Kind::kF32 &&
                  o.kind != Operand::Kind::kF64) {
         return unsupported("PTX line " + std::to_string(v.line) + ": initializer of " + v.name +
@@ -332,12 +373,17 @@ class Decoder {
     }
     for (const Statement& s : f.body) {
       switch (s.kind) {
-        case Statement::Kind::kScopeOpen: scopes_.emplace_back(); break;
+        case Statement::Kind::kScopeOpen:
+          scopes_.emplace_back();
+          break;
         case Statement::Kind::kScopeClose:
           if (scopes_.size() > 1) scopes_.pop_back();
           break;
-        case Statement::Kind::kLabel: break;
-        case Statement::Kind::kDecl: LEAP_RETURN_IF_ERROR(declare(s)); break;
+        case Statement::Kind::kLabel:
+          break;
+        case Statement::Kind::kDecl:
+          LEAP_RETURN_IF_ERROR(declare(s));
+          break;
         case Statement::Kind::kInstruction: {
           Status st = decode_instruction(s);
           if (!st) return st;
@@ -433,7 +479,8 @@ class Decoder {
   }
 
   Status error(const Statement& s, const std::string& what) const {
-    return invalid_input("PTX line " + std::to_string(s.line) + ": " + what + " in '" + s.text + "'");
+    return invalid_input("PTX line " + std::to_string(s.line) + ": " + what + " in '" + s.text +
+                         "'");
   }
   Status unsupported_instr(const Statement& s, const std::string& what) const {
     return unsupported("unsupported PTX " + what + " '" + s.text + "' (line " +
@@ -444,10 +491,14 @@ class Decoder {
   static uint64_t symbol_address(const Symbol& sym, bool generic) {
     if (!generic) return sym.offset;
     switch (sym.space) {
-      case Space::kShared: return kSharedWindow + sym.offset;
-      case Space::kLocal: return kLocalWindow + sym.offset;
-      case Space::kParam: return kParamWindow + sym.offset;
-      default: return sym.offset;
+      case Space::kShared:
+        return kSharedWindow + sym.offset;
+      case Space::kLocal:
+        return kLocalWindow + sym.offset;
+      case Space::kParam:
+        return kParamWindow + sym.offset;
+      default:
+        return sym.offset;
     }
   }
 
@@ -455,11 +506,16 @@ class Decoder {
     const int bits = type_bits(t);
     uint64_t v = o.bits;
     if (t == Type::kF32) {
-      if (o.kind == Operand::Kind::kF64) v = std::bit_cast<uint32_t>(static_cast<float>(std::bit_cast<double>(o.bits)));
-      if (o.kind == Operand::Kind::kInt) v = std::bit_cast<uint32_t>(static_cast<float>(static_cast<int64_t>(o.bits)));
+      if (o.kind == Operand::Kind::kF64)
+        v = std::bit_cast<uint32_t>(static_cast<float>(std::bit_cast<double>(o.bits)));
+      if (o.kind == Operand::Kind::kInt)
+        v = std::bit_cast<uint32_t>(static_cast<float>(static_cast<int64_t>(o.bits)));
     } else if (t == Type::kF64) {
-      if (o.kind == Operand::Kind::kF32) v = std::bit_cast<uint64_t>(static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(o.bits))));
-      if (o.kind == Operand::Kind::kInt) v = std::bit_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(o.bits)));
+      if (o.kind == Operand::Kind::kF32)
+        v = std::bit_cast<uint64_t>(
+            static_cast<double>(std::bit_cast<float>(static_cast<uint32_t>(o.bits))));
+      if (o.kind == Operand::Kind::kInt)
+        v = std::bit_cast<uint64_t>(static_cast<double>(static_cast<int64_t>(o.bits)));
     }
     if (bits > 1 && bits < 64) v &= (1ull << bits) - 1;
     if (bits == 1) v = v != 0;
@@ -563,13 +619,16 @@ class Decoder {
       return ops.size() >= n ? Status::ok() : error(s, "too few operands");
     };
     switch (sel.shape) {
-      case Shape::kNone: break;
+      case Shape::kNone:
+        break;
       case Shape::kBranch: {
         LEAP_RETURN_IF_ERROR(need(1));
         branch_fixups_.emplace_back(static_cast<uint32_t>(p_.code.size()), ops[0].name);
         break;
       }
-      case Shape::kCall: LEAP_RETURN_IF_ERROR(bind_call(s, &in)); break;
+      case Shape::kCall:
+        LEAP_RETURN_IF_ERROR(bind_call(s, &in));
+        break;
       case Shape::kBarrier: {
         LEAP_RETURN_IF_ERROR(need(1));
         LEAP_ASSIGN_OR_RETURN(in.a, source(s, ops[0], Type::kU32));
@@ -663,7 +722,9 @@ class Decoder {
         }
         break;
       }
-      case Shape::kAlu: LEAP_RETURN_IF_ERROR(bind_alu(s, op, imm, &in)); break;
+      case Shape::kAlu:
+        LEAP_RETURN_IF_ERROR(bind_alu(s, op, imm, &in));
+        break;
     }
     p_.code.push_back(in);
     return Status::ok();
@@ -763,7 +824,8 @@ class Decoder {
       }
       ++i;
     }
-    if (i >= ops.size() || ops[i].kind != Operand::Kind::kName) return error(s, "expected a function");
+    if (i >= ops.size() || ops[i].kind != Operand::Kind::kName)
+      return error(s, "expected a function");
     fix.callee = ops[i].name;
     if (!funcs_.count(fix.callee)) return unsupported_instr(s, "indirect call");
     ++i;
@@ -795,7 +857,8 @@ class Decoder {
           return unsupported("unsupported call to external function " + f.callee + " (line " +
                              std::to_string(f.line) + ")");
         }
-        for (const auto& [off, size] : f.results) cs.results.push_back({0, static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+        for (const auto& [off, size] : f.results)
+          cs.results.push_back({0, static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
         continue;
       }
       cs.target_pc = fl.entry_pc;
@@ -871,13 +934,15 @@ class Decoder {
 
 }  // namespace
 
-Expected<Program> decode_module(const ParsedModule& parsed) { return Decoder(parsed).run(); }
+Expected<Program> decode_module(const ParsedModule& parsed) {
+  return Decoder(parsed).run();
+}
 
 bool opcode_supported(std::string_view opcode) {
   const OpSpec op = parse_opcode(opcode);
   Selection sel;
-  const bool known = select_control(op, &sel) || select_memory(op, &sel) ||
-                     select_int(op, &sel) || select_float(op, &sel);
+  const bool known = select_control(op, &sel) || select_memory(op, &sel) || select_int(op, &sel) ||
+                     select_float(op, &sel);
   return known && sel.fn != nullptr;
 }
 

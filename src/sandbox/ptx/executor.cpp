@@ -48,7 +48,9 @@ Expected<Module> Module::parse(std::string_view ptx_text) {
   return m;
 }
 
-const std::vector<KernelInfo>& Module::kernels() const { return impl_->program.kernel_infos; }
+const std::vector<KernelInfo>& Module::kernels() const {
+  return impl_->program.kernel_infos;
+}
 
 const KernelInfo* Module::find_kernel(std::string_view name) const {
   for (const KernelInfo& k : impl_->program.kernel_infos) {
@@ -59,11 +61,16 @@ const KernelInfo* Module::find_kernel(std::string_view name) const {
 
 const char* outcome_name(RunOutcome o) {
   switch (o) {
-    case RunOutcome::kOk: return "OK";
-    case RunOutcome::kMemoryViolation: return "MEMORY_VIOLATION";
-    case RunOutcome::kTimeout: return "TIMEOUT";
-    case RunOutcome::kUnsupported: return "UNSUPPORTED";
-    case RunOutcome::kRuntimeError: return "RUNTIME_ERROR";
+    case RunOutcome::kOk:
+      return "OK";
+    case RunOutcome::kMemoryViolation:
+      return "MEMORY_VIOLATION";
+    case RunOutcome::kTimeout:
+      return "TIMEOUT";
+    case RunOutcome::kUnsupported:
+      return "UNSUPPORTED";
+    case RunOutcome::kRuntimeError:
+      return "RUNTIME_ERROR";
   }
   return "?";
 }
@@ -79,12 +86,18 @@ std::string hex(uint64_t v) {
 }
 const char* space_name(Space s) {
   switch (s) {
-    case Space::kGeneric: return "generic";
-    case Space::kGlobal: return "global";
-    case Space::kShared: return "shared";
-    case Space::kLocal: return "local";
-    case Space::kParam: return "param";
-    case Space::kConst: return "const";
+    case Space::kGeneric:
+      return "generic";
+    case Space::kGlobal:
+      return "global";
+    case Space::kShared:
+      return "shared";
+    case Space::kLocal:
+      return "local";
+    case Space::kParam:
+      return "param";
+    case Space::kConst:
+      return "const";
   }
   return "?";
 }
@@ -109,8 +122,8 @@ uint32_t Exec::fail(RunOutcome o, std::string msg) {
 
 uint8_t* Exec::fault_access(Space s, uint64_t addr, uint32_t size, bool write, const Instr& in,
                             const char* why) {
-  std::string msg = std::string(why) + " " + space_name(s) + (write ? " write" : " read") +
-                    " of " + std::to_string(size) + " bytes at address " + hex(addr);
+  std::string msg = std::string(why) + " " + space_name(s) + (write ? " write" : " read") + " of " +
+                    std::to_string(size) + " bytes at address " + hex(addr);
   if (s == Space::kShared) msg += " (shared memory is " + std::to_string(shared.size()) + " bytes)";
   if (s == Space::kLocal) msg += " (local memory is " + std::to_string(local_bytes) + " bytes)";
   msg += " by " + text_of(in) + " in " + where();
@@ -188,33 +201,60 @@ uint64_t special_value(const Exec& x, SpecialReg r, uint32_t t, uint64_t clock) 
   const LaunchDims& d = x.dims;
   const uint32_t lane = t % 32;
   switch (r) {
-    case SpecialReg::kTidX: return t % d.block[0];
-    case SpecialReg::kTidY: return (t / d.block[0]) % d.block[1];
-    case SpecialReg::kTidZ: return t / (d.block[0] * d.block[1]);
-    case SpecialReg::kNtidX: return d.block[0];
-    case SpecialReg::kNtidY: return d.block[1];
-    case SpecialReg::kNtidZ: return d.block[2];
-    case SpecialReg::kCtaidX: return x.block_id[0];
-    case SpecialReg::kCtaidY: return x.block_id[1];
-    case SpecialReg::kCtaidZ: return x.block_id[2];
-    case SpecialReg::kNctaidX: return d.grid[0];
-    case SpecialReg::kNctaidY: return d.grid[1];
-    case SpecialReg::kNctaidZ: return d.grid[2];
-    case SpecialReg::kLaneId: return lane;
-    case SpecialReg::kWarpId: return t / 32;
-    case SpecialReg::kNwarpId: return (x.block_threads + 31) / 32;
-    case SpecialReg::kLanemaskEq: return 1u << lane;
-    case SpecialReg::kLanemaskLt: return (1u << lane) - 1;
-    case SpecialReg::kLanemaskLe: return static_cast<uint32_t>((2ull << lane) - 1);
-    case SpecialReg::kLanemaskGt: return ~static_cast<uint32_t>((2ull << lane) - 1);
-    case SpecialReg::kLanemaskGe: return ~((1u << lane) - 1);
-    case SpecialReg::kClock: return static_cast<uint32_t>(clock);
-    case SpecialReg::kClock64: return clock;
-    case SpecialReg::kSmId: return 0;
-    case SpecialReg::kNsmId: return 1;
-    case SpecialReg::kGridId: return 0;
-    case SpecialReg::kDynamicSmemSize: return d.dynamic_shared_bytes;
-    case SpecialReg::kTotalSmemSize: return x.shared.size();
+    case SpecialReg::kTidX:
+      return t % d.block[0];
+    case SpecialReg::kTidY:
+      return (t / d.block[0]) % d.block[1];
+    case SpecialReg::kTidZ:
+      return t / (d.block[0] * d.block[1]);
+    case SpecialReg::kNtidX:
+      return d.block[0];
+    case SpecialReg::kNtidY:
+      return d.block[1];
+    case SpecialReg::kNtidZ:
+      return d.block[2];
+    case SpecialReg::kCtaidX:
+      return x.block_id[0];
+    case SpecialReg::kCtaidY:
+      return x.block_id[1];
+    case SpecialReg::kCtaidZ:
+      return x.block_id[2];
+    case SpecialReg::kNctaidX:
+      return d.grid[0];
+    case SpecialReg::kNctaidY:
+      return d.grid[1];
+    case SpecialReg::kNctaidZ:
+      return d.grid[2];
+    case SpecialReg::kLaneId:
+      return lane;
+    case SpecialReg::kWarpId:
+      return t / 32;
+    case SpecialReg::kNwarpId:
+      return (x.block_threads + 31) / 32;
+    case SpecialReg::kLanemaskEq:
+      return 1u << lane;
+    case SpecialReg::kLanemaskLt:
+      return (1u << lane) - 1;
+    case SpecialReg::kLanemaskLe:
+      return static_cast<uint32_t>((2ull << lane) - 1);
+    case SpecialReg::kLanemaskGt:
+      return ~static_cast<uint32_t>((2ull << lane) - 1);
+    case SpecialReg::kLanemaskGe:
+      return ~((1u << lane) - 1);
+    case SpecialReg::kClock:
+      return static_cast<uint32_t>(clock);
+    case SpecialReg::kClock64:
+      return clock;
+    case SpecialReg::kSmId:
+      return 0;
+    case SpecialReg::kNsmId:
+      return 1;
+    case SpecialReg::kGridId:
+      return 0;
+    case SpecialReg::kDynamicSmemSize:
+      return d.dynamic_shared_bytes;
+    case SpecialReg::kTotalSmemSize:
+      return x.shared.size();
   }
   return 0;
 }
@@ -231,10 +271,10 @@ void run_thread(Exec& x, uint32_t t, uint64_t* budget_left) {
   for (;;) {
     if (n == limit) {
       ts.pc = pc;
-      x.fail(RunOutcome::kTimeout,
-             "instruction budget exhausted after " + std::to_string(x.executed + n) +
-                 " thread-instructions (an infinite loop?), at " + x.text_of(code[pc]) + " in " +
-                 x.where());
+      x.fail(RunOutcome::kTimeout, "instruction budget exhausted after " +
+                                       std::to_string(x.executed + n) +
+                                       " thread-instructions (an infinite loop?), at " +
+                                       x.text_of(code[pc]) + " in " + x.where());
       break;
     }
     const Instr& in = code[pc];
@@ -367,16 +407,16 @@ RunResult launch(const Module& module, std::string_view kernel, const LaunchDims
   };
   if (!k) return error(RunOutcome::kRuntimeError, "no kernel named " + std::string(kernel));
   if (args.size() != k->info.params.size()) {
-    return error(RunOutcome::kRuntimeError,
-                 "kernel " + std::string(kernel) + " takes " +
-                     std::to_string(k->info.params.size()) + " arguments, " +
-                     std::to_string(args.size()) + " given");
+    return error(RunOutcome::kRuntimeError, "kernel " + std::string(kernel) + " takes " +
+                                                std::to_string(k->info.params.size()) +
+                                                " arguments, " + std::to_string(args.size()) +
+                                                " given");
   }
   const uint64_t threads = static_cast<uint64_t>(dims.block[0]) * dims.block[1] * dims.block[2];
   if (threads == 0 || threads > 1024 || dims.grid[0] == 0 || dims.grid[1] == 0 ||
       dims.grid[2] == 0) {
-    return error(RunOutcome::kRuntimeError, "invalid launch dimensions (block of " +
-                                                std::to_string(threads) + " threads)");
+    return error(RunOutcome::kRuntimeError,
+                 "invalid launch dimensions (block of " + std::to_string(threads) + " threads)");
   }
 
   Exec x;
@@ -412,16 +452,14 @@ RunResult launch(const Module& module, std::string_view kernel, const LaunchDims
   // The hardware's limits bound what one launch may ask of the host too.
   const size_t shared_bytes = k->shared_static_bytes + dims.dynamic_shared_bytes;
   if (shared_bytes > kMaxSharedBytes) {
-    return error(RunOutcome::kRuntimeError,
-                 "the launch needs " + std::to_string(shared_bytes) +
-                     " bytes of shared memory per block; the limit is " +
-                     std::to_string(kMaxSharedBytes));
+    return error(RunOutcome::kRuntimeError, "the launch needs " + std::to_string(shared_bytes) +
+                                                " bytes of shared memory per block; the limit is " +
+                                                std::to_string(kMaxSharedBytes));
   }
   if (p.local_bytes > kMaxLocalBytesPerThread) {
-    return error(RunOutcome::kRuntimeError,
-                 "the kernel needs " + std::to_string(p.local_bytes) +
-                     " bytes of local memory per thread; the limit is " +
-                     std::to_string(kMaxLocalBytesPerThread));
+    return error(RunOutcome::kRuntimeError, "the kernel needs " + std::to_string(p.local_bytes) +
+                                                " bytes of local memory per thread; the limit is " +
+                                                std::to_string(kMaxLocalBytesPerThread));
   }
   if (static_cast<uint64_t>(p.slot_count) * threads * sizeof(uint64_t) > kMaxRegisterFileBytes) {
     return error(RunOutcome::kRuntimeError, "the kernel's " + std::to_string(p.slot_count) +

@@ -7,8 +7,8 @@
 
 #include <bit>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 
 namespace leap::sandbox::ptx {
 
@@ -34,10 +34,18 @@ inline uint64_t encode_float(double v, int E, int M, Round mode) {
   uint64_t mant = static_cast<uint64_t>(ip);
   bool up = false;
   switch (mode) {
-    case Round::kRn: up = frac > 0.5 || (frac == 0.5 && (mant & 1)); break;
-    case Round::kRz: up = false; break;
-    case Round::kRm: up = sign && frac > 0; break;
-    case Round::kRp: up = !sign && frac > 0; break;
+    case Round::kRn:
+      up = frac > 0.5 || (frac == 0.5 && (mant & 1));
+      break;
+    case Round::kRz:
+      up = false;
+      break;
+    case Round::kRm:
+      up = sign && frac > 0;
+      break;
+    case Round::kRp:
+      up = !sign && frac > 0;
+      break;
   }
   mant += up;
   if (mant >= (uint64_t{2} << M)) {
@@ -45,8 +53,8 @@ inline uint64_t encode_float(double v, int E, int M, Round mode) {
     ++exp;
   }
   if (exp > bias) {  // overflow
-    const bool to_inf = mode == Round::kRn || (mode == Round::kRp && !sign) ||
-                        (mode == Round::kRm && sign);
+    const bool to_inf =
+        mode == Round::kRn || (mode == Round::kRp && !sign) || (mode == Round::kRm && sign);
     if (to_inf) return sign_bit | (exp_all << M);
     return sign_bit | ((exp_all - 1) << M) | ((uint64_t{1} << M) - 1);
   }
@@ -68,7 +76,9 @@ inline float half_to_float(uint16_t h) {
   }
   return sign ? -v : v;
 }
-inline float bf16_to_float(uint16_t b) { return std::bit_cast<float>(uint32_t{b} << 16); }
+inline float bf16_to_float(uint16_t b) {
+  return std::bit_cast<float>(uint32_t{b} << 16);
+}
 
 inline uint16_t double_to_half(double v, Round m = Round::kRn) {
   return static_cast<uint16_t>(encode_float(v, 5, 10, m));

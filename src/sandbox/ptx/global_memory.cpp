@@ -17,7 +17,9 @@ constexpr uint64_t kBase = 0x0000100000000000ull;
 constexpr uint64_t kGap = 1ull << 20;
 }  // namespace
 
-GlobalMemory::GlobalMemory() : impl_(std::make_unique<Impl>()) { impl_->next = kBase; }
+GlobalMemory::GlobalMemory() : impl_(std::make_unique<Impl>()) {
+  impl_->next = kBase;
+}
 GlobalMemory::~GlobalMemory() = default;
 
 uint64_t GlobalMemory::allocate(size_t bytes) {
@@ -28,7 +30,9 @@ uint64_t GlobalMemory::allocate(size_t bytes) {
   return addr;
 }
 
-void GlobalMemory::release(uint64_t address) { impl_->allocations.erase(address); }
+void GlobalMemory::release(uint64_t address) {
+  impl_->allocations.erase(address);
+}
 
 uint8_t* GlobalMemory::host_pointer(uint64_t address) {
   auto it = impl_->allocations.upper_bound(address);

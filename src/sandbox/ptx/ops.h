@@ -16,34 +16,57 @@
 namespace leap::sandbox::ptx {
 
 enum class Type : uint8_t {
-  kNone, kPred, kB8, kB16, kB32, kB64, kB128, kU8, kU16, kU32, kU64, kS8, kS16, kS32, kS64,
-  kF16, kF16x2, kBF16, kBF16x2, kF32, kF64,
+  kNone,
+  kPred,
+  kB8,
+  kB16,
+  kB32,
+  kB64,
+  kB128,
+  kU8,
+  kU16,
+  kU32,
+  kU64,
+  kS8,
+  kS16,
+  kS32,
+  kS64,
+  kF16,
+  kF16x2,
+  kBF16,
+  kBF16x2,
+  kF32,
+  kF64,
 };
 Type parse_type(std::string_view s);  // ".f32" -> kF32; kNone if not a type
 int type_bits(Type t);
-inline bool is_signed(Type t) { return t >= Type::kS8 && t <= Type::kS64; }
-inline bool is_float(Type t) { return t >= Type::kF16; }
+inline bool is_signed(Type t) {
+  return t >= Type::kS8 && t <= Type::kS64;
+}
+inline bool is_float(Type t) {
+  return t >= Type::kF16;
+}
 
 // How operands bind to Instr fields.
 enum class Shape : uint8_t {
-  kAlu,       // d, a, b, c, ... (a pair dest `p|q` binds d and e; sources follow)
-  kLoad,      // d or {v...}, [a+off]
-  kStore,     // [a+off], b or {v...}
-  kAtom,      // d, [a+off], b, c
-  kRed,       // [a+off], b
-  kBranch,    // label -> aux
-  kCall,      // call sites -> aux
-  kNone,      // no operands used (ret, exit, membar)
-  kBarrier,   // a = id, b = count (optional)
-  kCopyAsync, // [a+off] (shared dst), [b+imm] (global src), size in aux
-  kShfl,      // d|e, a, b, c, mask in v[0]
-  kVote,      // d, a (pred), mask in b
+  kAlu,        // d, a, b, c, ... (a pair dest `p|q` binds d and e; sources follow)
+  kLoad,       // d or {v...}, [a+off]
+  kStore,      // [a+off], b or {v...}
+  kAtom,       // d, [a+off], b, c
+  kRed,        // [a+off], b
+  kBranch,     // label -> aux
+  kCall,       // call sites -> aux
+  kNone,       // no operands used (ret, exit, membar)
+  kBarrier,    // a = id, b = count (optional)
+  kCopyAsync,  // [a+off] (shared dst), [b+imm] (global src), size in aux
+  kShfl,       // d|e, a, b, c, mask in v[0]
+  kVote,       // d, a (pred), mask in b
 };
 
 struct OpSpec {
-  std::string base;                 // "add", "ld", "setp", ...
-  std::vector<std::string> mods;    // every other dotted part, in order (without types)
-  std::vector<Type> types;          // the type parts, in order
+  std::string base;               // "add", "ld", "setp", ...
+  std::vector<std::string> mods;  // every other dotted part, in order (without types)
+  std::vector<Type> types;        // the type parts, in order
   Space space = Space::kGeneric;
   bool has_space = false;
   uint32_t vec = 1;

@@ -18,7 +18,9 @@ namespace leap::sandbox::ptx {
 
 namespace {
 
-uint32_t h_bra(Exec&, uint64_t*, const Instr& in, uint32_t) { return in.aux; }
+uint32_t h_bra(Exec&, uint64_t*, const Instr& in, uint32_t) {
+  return in.aux;
+}
 
 uint32_t h_exit(Exec& x, uint64_t*, const Instr&, uint32_t) {
   x.threads[x.cur].status = ThreadStatus::kExited;
@@ -26,7 +28,8 @@ uint32_t h_exit(Exec& x, uint64_t*, const Instr&, uint32_t) {
 }
 
 uint32_t h_trap(Exec& x, uint64_t*, const Instr& in, uint32_t) {
-  return x.fail(RunOutcome::kRuntimeError, "the kernel trapped (" + x.text_of(in) + ") in " + x.where());
+  return x.fail(RunOutcome::kRuntimeError,
+                "the kernel trapped (" + x.text_of(in) + ") in " + x.where());
 }
 
 void copy_params(Exec& x, const std::vector<ParamCopy>& copies) {
@@ -98,10 +101,17 @@ void complete_barrier(Exec& x, const std::vector<uint32_t>& waiting) {
     const Instr& in = x.prog->code[s.pc];
     uint64_t* r = x.regs_of(t);
     switch (in.aux & 0xff) {
-      case 1: r[in.d] = popc; break;
-      case 2: r[in.d] = all; break;
-      case 3: r[in.d] = any; break;
-      default: break;
+      case 1:
+        r[in.d] = popc;
+        break;
+      case 2:
+        r[in.d] = all;
+        break;
+      case 3:
+        r[in.d] = any;
+        break;
+      default:
+        break;
     }
     r[kSlotSink] = 0;
     s.status = ThreadStatus::kRunnable;
@@ -150,10 +160,22 @@ void complete_warp_op(Exec& x, const std::vector<uint32_t>& lanes) {
         int64_t j = lane;
         bool ok = false;
         switch (mode) {
-          case 0: j = static_cast<int64_t>(lane) - b; ok = j >= static_cast<int64_t>(max_lane); break;  // up
-          case 1: j = lane + b; ok = j <= max_lane; break;                                               // down
-          case 2: j = lane ^ b; ok = j <= max_lane; break;                                               // bfly
-          default: j = min_lane | (b & ~segmask); ok = j <= max_lane; break;                             // idx
+          case 0:
+            j = static_cast<int64_t>(lane) - b;
+            ok = j >= static_cast<int64_t>(max_lane);
+            break;  // up
+          case 1:
+            j = lane + b;
+            ok = j <= max_lane;
+            break;  // down
+          case 2:
+            j = lane ^ b;
+            ok = j <= max_lane;
+            break;  // bfly
+          default:
+            j = min_lane | (b & ~segmask);
+            ok = j <= max_lane;
+            break;  // idx
         }
         if (!ok || warp_base + j >= x.block_threads) j = lane;
         r[in.d] = values[j];
@@ -166,15 +188,26 @@ void complete_warp_op(Exec& x, const std::vector<uint32_t>& lanes) {
           if (((mask >> l) & 1) && preds[l]) ballot |= 1u << l;
         }
         switch (mode) {
-          case 0: r[in.d] = ballot == mask; break;               // all
-          case 1: r[in.d] = ballot != 0; break;                  // any
-          case 2: r[in.d] = ballot == 0 || ballot == mask; break;  // uni
-          default: r[in.d] = ballot; break;                      // ballot
+          case 0:
+            r[in.d] = ballot == mask;
+            break;  // all
+          case 1:
+            r[in.d] = ballot != 0;
+            break;  // any
+          case 2:
+            r[in.d] = ballot == 0 || ballot == mask;
+            break;  // uni
+          default:
+            r[in.d] = ballot;
+            break;  // ballot
         }
         break;
       }
-      case WarpOp::kActiveMask: r[in.d] = group; break;
-      case WarpOp::kSyncWarp: break;
+      case WarpOp::kActiveMask:
+        r[in.d] = group;
+        break;
+      case WarpOp::kSyncWarp:
+        break;
       case WarpOp::kRedux: {
         uint64_t acc = 0;
         bool first = true;
@@ -187,14 +220,32 @@ void complete_warp_op(Exec& x, const std::vector<uint32_t>& lanes) {
             continue;
           }
           switch (mode) {
-            case 0: acc = static_cast<uint32_t>(acc + v); break;
-            case 1: acc = std::min<uint32_t>(static_cast<uint32_t>(acc), v); break;
-            case 2: acc = std::max<uint32_t>(static_cast<uint32_t>(acc), v); break;
-            case 3: acc = static_cast<uint32_t>(std::min(static_cast<int32_t>(acc), static_cast<int32_t>(v))); break;
-            case 4: acc = static_cast<uint32_t>(std::max(static_cast<int32_t>(acc), static_cast<int32_t>(v))); break;
-            case 5: acc &= v; break;
-            case 6: acc |= v; break;
-            default: acc ^= v; break;
+            case 0:
+              acc = static_cast<uint32_t>(acc + v);
+              break;
+            case 1:
+              acc = std::min<uint32_t>(static_cast<uint32_t>(acc), v);
+              break;
+            case 2:
+              acc = std::max<uint32_t>(static_cast<uint32_t>(acc), v);
+              break;
+            case 3:
+              acc = static_cast<uint32_t>(
+                  std::min(static_cast<int32_t>(acc), static_cast<int32_t>(v)));
+              break;
+            case 4:
+              acc = static_cast<uint32_t>(
+                  std::max(static_cast<int32_t>(acc), static_cast<int32_t>(v)));
+              break;
+            case 5:
+              acc &= v;
+              break;
+            case 6:
+              acc |= v;
+              break;
+            default:
+              acc ^= v;
+              break;
           }
         }
         r[in.d] = acc;
@@ -300,12 +351,18 @@ bool select_control(const OpSpec& op, Selection* sel) {
   if (b == "redux" && op.has("sync")) {
     const bool sgn = op.type(0) == Type::kS32;
     uint32_t mode = 0;
-    if (op.has("add")) mode = 0;
-    else if (op.has("min")) mode = sgn ? 3 : 1;
-    else if (op.has("max")) mode = sgn ? 4 : 2;
-    else if (op.has("and")) mode = 5;
-    else if (op.has("or")) mode = 6;
-    else if (op.has("xor")) mode = 7;
+    if (op.has("add"))
+      mode = 0;
+    else if (op.has("min"))
+      mode = sgn ? 3 : 1;
+    else if (op.has("max"))
+      mode = sgn ? 4 : 2;
+    else if (op.has("and"))
+      mode = 5;
+    else if (op.has("or"))
+      mode = 6;
+    else if (op.has("xor"))
+      mode = 7;
     sel->aux = static_cast<uint32_t>(WarpOp::kRedux) | (mode << 8);
     sel->fn = type_bits(op.type(0)) == 32 ? &h_park_warp : nullptr;
     sel->shape = Shape::kVote;
@@ -320,6 +377,8 @@ bool select_control(const OpSpec& op, Selection* sel) {
   return false;
 }
 
-bool is_warp_park(Handler h) { return h == &h_park_warp; }
+bool is_warp_park(Handler h) {
+  return h == &h_park_warp;
+}
 
 }  // namespace leap::sandbox::ptx

@@ -24,20 +24,20 @@ using U = std::make_unsigned_t<T>;
 template <class T>
 using W = std::conditional_t<(sizeof(T) < 4), uint32_t, U<T>>;
 
-#define LEAP_INT_BINARY(NAME, EXPR)                                     \
-  template <class T>                                                    \
-  uint32_t NAME(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {     \
-    const T a = get<T>(r, in.a);                                        \
-    const T b = get<T>(r, in.b);                                        \
-    put<T>(r, in.d, static_cast<T>(EXPR));                              \
-    return pc + 1;                                                      \
+#define LEAP_INT_BINARY(NAME, EXPR)                                 \
+  template <class T>                                                \
+  uint32_t NAME(Exec&, uint64_t* r, const Instr& in, uint32_t pc) { \
+    const T a = get<T>(r, in.a);                                    \
+    const T b = get<T>(r, in.b);                                    \
+    put<T>(r, in.d, static_cast<T>(EXPR));                          \
+    return pc + 1;                                                  \
   }
 LEAP_INT_BINARY(h_add, W<T>(a) + W<T>(b))
 LEAP_INT_BINARY(h_sub, W<T>(a) - W<T>(b))
 LEAP_INT_BINARY(h_mul_lo, W<T>(a) * W<T>(b))
 LEAP_INT_BINARY(h_min, a < b ? a : b)
 LEAP_INT_BINARY(h_max, a < b ? b : a)
-LEAP_INT_BINARY(h_and, a & b)
+LEAP_INT_BINARY(h_and, a& b)
 LEAP_INT_BINARY(h_or, a | b)
 LEAP_INT_BINARY(h_xor, a ^ b)
 #undef LEAP_INT_BINARY
@@ -53,9 +53,9 @@ T mul_hi(T a, T b) {
   }
 }
 template <class T>
-using Twice = std::conditional_t<
-    sizeof(T) == 2, std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>,
-    std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
+using Twice =
+    std::conditional_t<sizeof(T) == 2, std::conditional_t<std::is_signed_v<T>, int32_t, uint32_t>,
+                       std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>;
 
 template <class T>
 uint32_t h_mul_hi(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
@@ -65,26 +65,28 @@ uint32_t h_mul_hi(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
 template <class T>
 uint32_t h_mul_wide(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   using D = Twice<T>;
-  put<D>(r, in.d, static_cast<D>(static_cast<D>(get<T>(r, in.a)) * static_cast<D>(get<T>(r, in.b))));
+  put<D>(r, in.d,
+         static_cast<D>(static_cast<D>(get<T>(r, in.a)) * static_cast<D>(get<T>(r, in.b))));
   return pc + 1;
 }
 template <class T>
 uint32_t h_mad_lo(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
-  put<T>(r, in.d, static_cast<T>(W<T>(get<T>(r, in.a)) * W<T>(get<T>(r, in.b)) +
-                                 W<T>(get<T>(r, in.c))));
+  put<T>(r, in.d,
+         static_cast<T>(W<T>(get<T>(r, in.a)) * W<T>(get<T>(r, in.b)) + W<T>(get<T>(r, in.c))));
   return pc + 1;
 }
 template <class T>
 uint32_t h_mad_hi(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
-  put<T>(r, in.d, static_cast<T>(W<T>(mul_hi<T>(get<T>(r, in.a), get<T>(r, in.b))) +
-                                 W<T>(get<T>(r, in.c))));
+  put<T>(r, in.d,
+         static_cast<T>(W<T>(mul_hi<T>(get<T>(r, in.a), get<T>(r, in.b))) + W<T>(get<T>(r, in.c))));
   return pc + 1;
 }
 template <class T>
 uint32_t h_mad_wide(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   using D = Twice<T>;
   using UD = U<D>;
-  const UD prod = static_cast<UD>(static_cast<D>(get<T>(r, in.a)) * static_cast<D>(get<T>(r, in.b)));
+  const UD prod =
+      static_cast<UD>(static_cast<D>(get<T>(r, in.a)) * static_cast<D>(get<T>(r, in.b)));
   put<D>(r, in.d, static_cast<D>(prod + static_cast<UD>(get<D>(r, in.c))));
   return pc + 1;
 }
@@ -116,7 +118,8 @@ uint32_t h_mad_carry(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   const T a = get<T>(r, in.a), b = get<T>(r, in.b);
   const UT prod = kHi ? static_cast<UT>(mul_hi<T>(a, b)) : static_cast<UT>(W<T>(a) * W<T>(b));
   const UT c = static_cast<UT>(r[in.c]);
-  const unsigned __int128 s = static_cast<unsigned __int128>(prod) + c + (kIn ? (r[kSlotCarry] & 1) : 0);
+  const unsigned __int128 s =
+      static_cast<unsigned __int128>(prod) + c + (kIn ? (r[kSlotCarry] & 1) : 0);
   r[in.d] = static_cast<UT>(s);
   if (kOut) r[kSlotCarry] = static_cast<uint64_t>(s >> (8 * sizeof(UT))) & 1;
   return pc + 1;
@@ -209,7 +212,8 @@ uint32_t h_clz(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
 template <class T>
 uint32_t h_brev(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   U<T> a = static_cast<U<T>>(r[in.a]), d = 0;
-  for (size_t i = 0; i < 8 * sizeof(T); ++i) d |= static_cast<U<T>>(((a >> i) & 1) << (8 * sizeof(T) - 1 - i));
+  for (size_t i = 0; i < 8 * sizeof(T); ++i)
+    d |= static_cast<U<T>>(((a >> i) & 1) << (8 * sizeof(T) - 1 - i));
   r[in.d] = d;
   return pc + 1;
 }
@@ -283,14 +287,27 @@ uint32_t h_prmt_mode(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   const uint32_t s = static_cast<uint32_t>(r[in.c]) & 3;
   uint32_t sel[4];
   switch (in.aux) {
-    case 1: for (uint32_t i = 0; i < 4; ++i) sel[i] = (s + i) & 7; break;
-    case 2: for (uint32_t i = 0; i < 4; ++i) sel[i] = (s + 8 - i) & 7; break;
-    case 3: for (uint32_t i = 0; i < 4; ++i) sel[i] = s; break;
-    case 4: for (uint32_t i = 0; i < 4; ++i) sel[i] = std::max(i, s); break;
-    case 5: for (uint32_t i = 0; i < 4; ++i) sel[i] = std::min(i, s); break;
+    case 1:
+      for (uint32_t i = 0; i < 4; ++i) sel[i] = (s + i) & 7;
+      break;
+    case 2:
+      for (uint32_t i = 0; i < 4; ++i) sel[i] = (s + 8 - i) & 7;
+      break;
+    case 3:
+      for (uint32_t i = 0; i < 4; ++i) sel[i] = s;
+      break;
+    case 4:
+      for (uint32_t i = 0; i < 4; ++i) sel[i] = std::max(i, s);
+      break;
+    case 5:
+      for (uint32_t i = 0; i < 4; ++i) sel[i] = std::min(i, s);
+      break;
     default: {
       const uint32_t lo = (s & 1) * 2;
-      sel[0] = lo; sel[1] = lo + 1; sel[2] = lo; sel[3] = lo + 1;
+      sel[0] = lo;
+      sel[1] = lo + 1;
+      sel[2] = lo;
+      sel[3] = lo + 1;
       break;
     }
   }
@@ -341,7 +358,8 @@ uint32_t h_mul24(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
 template <class T>
 uint32_t h_sad(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   const T a = get<T>(r, in.a), b = get<T>(r, in.b);
-  const U<T> diff = a > b ? static_cast<U<T>>(W<T>(a) - W<T>(b)) : static_cast<U<T>>(W<T>(b) - W<T>(a));
+  const U<T> diff =
+      a > b ? static_cast<U<T>>(W<T>(a) - W<T>(b)) : static_cast<U<T>>(W<T>(b) - W<T>(a));
   put<T>(r, in.d, static_cast<T>(W<T>(diff) + W<T>(get<T>(r, in.c))));
   return pc + 1;
 }
@@ -426,12 +444,24 @@ uint32_t h_setp_int(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   const T a = get<T>(r, in.a), b = get<T>(r, in.b);
   bool v = false;
   switch (C) {
-    case Cmp::kEq: v = a == b; break;
-    case Cmp::kNe: v = a != b; break;
-    case Cmp::kLt: v = a < b; break;
-    case Cmp::kLe: v = a <= b; break;
-    case Cmp::kGt: v = a > b; break;
-    case Cmp::kGe: v = a >= b; break;
+    case Cmp::kEq:
+      v = a == b;
+      break;
+    case Cmp::kNe:
+      v = a != b;
+      break;
+    case Cmp::kLt:
+      v = a < b;
+      break;
+    case Cmp::kLe:
+      v = a <= b;
+      break;
+    case Cmp::kGt:
+      v = a > b;
+      break;
+    case Cmp::kGe:
+      v = a >= b;
+      break;
   }
   return set_preds(r, in, v, pc);
 }
@@ -440,7 +470,8 @@ uint32_t h_setp_int(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
 template <class S>
 uint32_t h_cvt_int(Exec&, uint64_t* r, const Instr& in, uint32_t pc) {
   const uint64_t v = static_cast<uint64_t>(static_cast<int64_t>(get<S>(r, in.a)));
-  const uint64_t ext = std::is_signed_v<S> ? v : static_cast<uint64_t>(static_cast<U<S>>(get<S>(r, in.a)));
+  const uint64_t ext =
+      std::is_signed_v<S> ? v : static_cast<uint64_t>(static_cast<U<S>>(get<S>(r, in.a)));
   r[in.d] = in.aux >= 64 ? ext : (ext & ((1ull << in.aux) - 1));
   return pc + 1;
 }
@@ -464,46 +495,82 @@ template <template <class> class F>
 struct ByType {};
 
 // Picks H<T> for an integer PTX type; b-types are unsigned. nullptr for other types.
-#define LEAP_INT_DISPATCH(H, t)                                           \
-  [&]() -> Handler {                                                      \
-    switch (t) {                                                          \
-      case Type::kU16: case Type::kB16: return &H<uint16_t>;              \
-      case Type::kU32: case Type::kB32: return &H<uint32_t>;              \
-      case Type::kU64: case Type::kB64: return &H<uint64_t>;              \
-      case Type::kS16: return &H<int16_t>;                                \
-      case Type::kS32: return &H<int32_t>;                                \
-      case Type::kS64: return &H<int64_t>;                                \
-      default: return nullptr;                                            \
-    }                                                                     \
+#define LEAP_INT_DISPATCH(H, t) \
+  [&]() -> Handler {            \
+    switch (t) {                \
+      case Type::kU16:          \
+      case Type::kB16:          \
+        return &H<uint16_t>;    \
+      case Type::kU32:          \
+      case Type::kB32:          \
+        return &H<uint32_t>;    \
+      case Type::kU64:          \
+      case Type::kB64:          \
+        return &H<uint64_t>;    \
+      case Type::kS16:          \
+        return &H<int16_t>;     \
+      case Type::kS32:          \
+        return &H<int32_t>;     \
+      case Type::kS64:          \
+        return &H<int64_t>;     \
+      default:                  \
+        return nullptr;         \
+    }                           \
   }()
 
-bool is_int(Type t) { return t >= Type::kB8 && t <= Type::kS64 && t != Type::kB128; }
+bool is_int(Type t) {
+  return t >= Type::kB8 && t <= Type::kS64 && t != Type::kB128;
+}
 
 template <Cmp C>
 Handler setp_for(Type t) {
   switch (t) {
-    case Type::kU16: case Type::kB16: return &h_setp_int<uint16_t, C>;
-    case Type::kU32: case Type::kB32: return &h_setp_int<uint32_t, C>;
-    case Type::kU64: case Type::kB64: return &h_setp_int<uint64_t, C>;
-    case Type::kS16: return &h_setp_int<int16_t, C>;
-    case Type::kS32: return &h_setp_int<int32_t, C>;
-    case Type::kS64: return &h_setp_int<int64_t, C>;
-    case Type::kPred: return &h_setp_int<uint8_t, C>;
-    default: return nullptr;
+    case Type::kU16:
+    case Type::kB16:
+      return &h_setp_int<uint16_t, C>;
+    case Type::kU32:
+    case Type::kB32:
+      return &h_setp_int<uint32_t, C>;
+    case Type::kU64:
+    case Type::kB64:
+      return &h_setp_int<uint64_t, C>;
+    case Type::kS16:
+      return &h_setp_int<int16_t, C>;
+    case Type::kS32:
+      return &h_setp_int<int32_t, C>;
+    case Type::kS64:
+      return &h_setp_int<int64_t, C>;
+    case Type::kPred:
+      return &h_setp_int<uint8_t, C>;
+    default:
+      return nullptr;
   }
 }
 
 Handler cvt_int_for(Type src, bool sat) {
   switch (src) {
-    case Type::kU8: case Type::kB8: return sat ? &h_cvt_int_sat<uint8_t> : &h_cvt_int<uint8_t>;
-    case Type::kS8: return sat ? &h_cvt_int_sat<int8_t> : &h_cvt_int<int8_t>;
-    case Type::kU16: case Type::kB16: return sat ? &h_cvt_int_sat<uint16_t> : &h_cvt_int<uint16_t>;
-    case Type::kS16: return sat ? &h_cvt_int_sat<int16_t> : &h_cvt_int<int16_t>;
-    case Type::kU32: case Type::kB32: return sat ? &h_cvt_int_sat<uint32_t> : &h_cvt_int<uint32_t>;
-    case Type::kS32: return sat ? &h_cvt_int_sat<int32_t> : &h_cvt_int<int32_t>;
-    case Type::kU64: case Type::kB64: return sat ? &h_cvt_int_sat<uint64_t> : &h_cvt_int<uint64_t>;
-    case Type::kS64: return sat ? &h_cvt_int_sat<int64_t> : &h_cvt_int<int64_t>;
-    default: return nullptr;
+    case Type::kU8:
+    case Type::kB8:
+      return sat ? &h_cvt_int_sat<uint8_t> : &h_cvt_int<uint8_t>;
+    case Type::kS8:
+      return sat ? &h_cvt_int_sat<int8_t> : &h_cvt_int<int8_t>;
+    case Type::kU16:
+    case Type::kB16:
+      return sat ? &h_cvt_int_sat<uint16_t> : &h_cvt_int<uint16_t>;
+    case Type::kS16:
+      return sat ? &h_cvt_int_sat<int16_t> : &h_cvt_int<int16_t>;
+    case Type::kU32:
+    case Type::kB32:
+      return sat ? &h_cvt_int_sat<uint32_t> : &h_cvt_int<uint32_t>;
+    case Type::kS32:
+      return sat ? &h_cvt_int_sat<int32_t> : &h_cvt_int<int32_t>;
+    case Type::kU64:
+    case Type::kB64:
+      return sat ? &h_cvt_int_sat<uint64_t> : &h_cvt_int<uint64_t>;
+    case Type::kS64:
+      return sat ? &h_cvt_int_sat<int64_t> : &h_cvt_int<int64_t>;
+    default:
+      return nullptr;
   }
 }
 
@@ -529,8 +596,8 @@ bool select_int(const OpSpec& op, Selection* sel) {
     if (sel->fn) return true;
   }
   if (b == "setp" && (is_int(t) || t == Type::kPred)) {
-    static const char* const kNames[] = {"eq", "ne", "lt", "le", "gt", "ge",
-                                         "lo", "ls", "hi", "hs"};
+    static const char* const kNames[] = {"eq", "ne", "lt", "le", "gt",
+                                         "ge", "lo", "ls", "hi", "hs"};
     static const Cmp kCmps[] = {Cmp::kEq, Cmp::kNe, Cmp::kLt, Cmp::kLe, Cmp::kGt,
                                 Cmp::kGe, Cmp::kLt, Cmp::kLe, Cmp::kGt, Cmp::kGe};
     for (size_t i = 0; i < 10; ++i) {
@@ -538,12 +605,24 @@ bool select_int(const OpSpec& op, Selection* sel) {
       Type tt = t;
       if (i >= 6 && is_signed(t)) tt = static_cast<Type>(static_cast<int>(t) - 4);  // s -> u
       switch (kCmps[i]) {
-        case Cmp::kEq: sel->fn = setp_for<Cmp::kEq>(tt); break;
-        case Cmp::kNe: sel->fn = setp_for<Cmp::kNe>(tt); break;
-        case Cmp::kLt: sel->fn = setp_for<Cmp::kLt>(tt); break;
-        case Cmp::kLe: sel->fn = setp_for<Cmp::kLe>(tt); break;
-        case Cmp::kGt: sel->fn = setp_for<Cmp::kGt>(tt); break;
-        case Cmp::kGe: sel->fn = setp_for<Cmp::kGe>(tt); break;
+        case Cmp::kEq:
+          sel->fn = setp_for<Cmp::kEq>(tt);
+          break;
+        case Cmp::kNe:
+          sel->fn = setp_for<Cmp::kNe>(tt);
+          break;
+        case Cmp::kLt:
+          sel->fn = setp_for<Cmp::kLt>(tt);
+          break;
+        case Cmp::kLe:
+          sel->fn = setp_for<Cmp::kLe>(tt);
+          break;
+        case Cmp::kGt:
+          sel->fn = setp_for<Cmp::kGt>(tt);
+          break;
+        case Cmp::kGe:
+          sel->fn = setp_for<Cmp::kGe>(tt);
+          break;
       }
     }
     sel->aux = op.has("and") ? 1 : op.has("or") ? 2 : op.has("xor") ? 3 : 0;
@@ -572,8 +651,10 @@ bool select_int(const OpSpec& op, Selection* sel) {
   }
   if (b == "mul24" || b == "mad24") {
     const bool sgn = is_signed(t);
-    if (b == "mul24") sel->fn = sgn ? &h_mul24<int32_t, false> : &h_mul24<uint32_t, false>;
-    else sel->fn = sgn ? &h_mul24<int32_t, true> : &h_mul24<uint32_t, true>;
+    if (b == "mul24")
+      sel->fn = sgn ? &h_mul24<int32_t, false> : &h_mul24<uint32_t, false>;
+    else
+      sel->fn = sgn ? &h_mul24<int32_t, true> : &h_mul24<uint32_t, true>;
     sel->aux = op.has("hi") ? 1 : 0;
     return true;
   }
@@ -582,75 +663,117 @@ bool select_int(const OpSpec& op, Selection* sel) {
     return true;
   }
   const bool cc = op.has("cc");
-  if (b == "add" && !cc) sel->fn = LEAP_INT_DISPATCH(h_add, t);
-  else if (b == "sub" && !cc) sel->fn = LEAP_INT_DISPATCH(h_sub, t);
-  else if (b == "mul" && op.has("lo")) sel->fn = LEAP_INT_DISPATCH(h_mul_lo, t);
-  else if (b == "mul" && op.has("hi")) sel->fn = LEAP_INT_DISPATCH(h_mul_hi, t);
+  if (b == "add" && !cc)
+    sel->fn = LEAP_INT_DISPATCH(h_add, t);
+  else if (b == "sub" && !cc)
+    sel->fn = LEAP_INT_DISPATCH(h_sub, t);
+  else if (b == "mul" && op.has("lo"))
+    sel->fn = LEAP_INT_DISPATCH(h_mul_lo, t);
+  else if (b == "mul" && op.has("hi"))
+    sel->fn = LEAP_INT_DISPATCH(h_mul_hi, t);
   else if (b == "mul" && op.has("wide")) {
     switch (t) {
-      case Type::kU16: sel->fn = &h_mul_wide<uint16_t>; break;
-      case Type::kS16: sel->fn = &h_mul_wide<int16_t>; break;
-      case Type::kU32: sel->fn = &h_mul_wide<uint32_t>; break;
-      case Type::kS32: sel->fn = &h_mul_wide<int32_t>; break;
-      default: break;
+      case Type::kU16:
+        sel->fn = &h_mul_wide<uint16_t>;
+        break;
+      case Type::kS16:
+        sel->fn = &h_mul_wide<int16_t>;
+        break;
+      case Type::kU32:
+        sel->fn = &h_mul_wide<uint32_t>;
+        break;
+      case Type::kS32:
+        sel->fn = &h_mul_wide<int32_t>;
+        break;
+      default:
+        break;
     }
   } else if ((b == "mad" || b == "madc") && (cc || b == "madc")) {
     const bool hi = op.has("hi");
     const bool in_c = b == "madc";
     const bool is64 = type_bits(t) == 64;
     const bool sgn = is_signed(t);
-#define LEAP_MADC(T) \
-    (hi ? (in_c ? (cc ? &h_mad_carry<T, true, true, true> : &h_mad_carry<T, true, true, false>) \
-                : &h_mad_carry<T, true, false, true>) \
-        : (in_c ? (cc ? &h_mad_carry<T, false, true, true> : &h_mad_carry<T, false, true, false>) \
-                : &h_mad_carry<T, false, false, true>))
+#define LEAP_MADC(T)                                                                            \
+  (hi ? (in_c ? (cc ? &h_mad_carry<T, true, true, true> : &h_mad_carry<T, true, true, false>)   \
+              : &h_mad_carry<T, true, false, true>)                                             \
+      : (in_c ? (cc ? &h_mad_carry<T, false, true, true> : &h_mad_carry<T, false, true, false>) \
+              : &h_mad_carry<T, false, false, true>))
     sel->fn = is64 ? (sgn ? LEAP_MADC(int64_t) : LEAP_MADC(uint64_t))
                    : (sgn ? LEAP_MADC(int32_t) : LEAP_MADC(uint32_t));
 #undef LEAP_MADC
-  } else if (b == "mad" && op.has("lo")) sel->fn = LEAP_INT_DISPATCH(h_mad_lo, t);
-  else if (b == "mad" && op.has("hi")) sel->fn = LEAP_INT_DISPATCH(h_mad_hi, t);
+  } else if (b == "mad" && op.has("lo"))
+    sel->fn = LEAP_INT_DISPATCH(h_mad_lo, t);
+  else if (b == "mad" && op.has("hi"))
+    sel->fn = LEAP_INT_DISPATCH(h_mad_hi, t);
   else if (b == "mad" && op.has("wide")) {
     switch (t) {
-      case Type::kU16: sel->fn = &h_mad_wide<uint16_t>; break;
-      case Type::kS16: sel->fn = &h_mad_wide<int16_t>; break;
-      case Type::kU32: sel->fn = &h_mad_wide<uint32_t>; break;
-      case Type::kS32: sel->fn = &h_mad_wide<int32_t>; break;
-      default: break;
+      case Type::kU16:
+        sel->fn = &h_mad_wide<uint16_t>;
+        break;
+      case Type::kS16:
+        sel->fn = &h_mad_wide<int16_t>;
+        break;
+      case Type::kU32:
+        sel->fn = &h_mad_wide<uint32_t>;
+        break;
+      case Type::kS32:
+        sel->fn = &h_mad_wide<int32_t>;
+        break;
+      default:
+        break;
     }
   } else if (b == "add" || b == "sub" || b == "addc" || b == "subc") {
     const bool sub = b[0] == 's';
     const bool in_c = b.size() == 4;
     const bool is64 = type_bits(t) == 64;
-#define LEAP_CARRY(T) \
-    (sub ? (in_c ? (cc ? &h_carry<T, true, true, true> : &h_carry<T, true, false, true>) \
-                 : &h_carry<T, false, true, true>) \
-         : (in_c ? (cc ? &h_carry<T, true, true, false> : &h_carry<T, true, false, false>) \
-                 : &h_carry<T, false, true, false>))
+#define LEAP_CARRY(T)                                                                    \
+  (sub ? (in_c ? (cc ? &h_carry<T, true, true, true> : &h_carry<T, true, false, true>)   \
+               : &h_carry<T, false, true, true>)                                         \
+       : (in_c ? (cc ? &h_carry<T, true, true, false> : &h_carry<T, true, false, false>) \
+               : &h_carry<T, false, true, false>))
     sel->fn = is64 ? LEAP_CARRY(uint64_t) : LEAP_CARRY(uint32_t);
 #undef LEAP_CARRY
-  } else if (b == "div") sel->fn = LEAP_INT_DISPATCH(h_div, t);
-  else if (b == "rem") sel->fn = LEAP_INT_DISPATCH(h_rem, t);
-  else if (b == "min") sel->fn = LEAP_INT_DISPATCH(h_min, t);
-  else if (b == "max") sel->fn = LEAP_INT_DISPATCH(h_max, t);
-  else if (b == "abs") sel->fn = LEAP_INT_DISPATCH(h_abs, t);
-  else if (b == "neg") sel->fn = LEAP_INT_DISPATCH(h_neg, t);
-  else if (b == "and") sel->fn = LEAP_INT_DISPATCH(h_and, t);
-  else if (b == "or") sel->fn = LEAP_INT_DISPATCH(h_or, t);
-  else if (b == "xor") sel->fn = LEAP_INT_DISPATCH(h_xor, t);
-  else if (b == "not") sel->fn = LEAP_INT_DISPATCH(h_not, t);
-  else if (b == "cnot") sel->fn = LEAP_INT_DISPATCH(h_cnot, t);
-  else if (b == "shl") sel->fn = LEAP_INT_DISPATCH(h_shl, t);
-  else if (b == "shr") sel->fn = LEAP_INT_DISPATCH(h_shr, t);
-  else if (b == "popc") sel->fn = LEAP_INT_DISPATCH(h_popc, t);
-  else if (b == "clz") sel->fn = LEAP_INT_DISPATCH(h_clz, t);
-  else if (b == "brev") sel->fn = LEAP_INT_DISPATCH(h_brev, t);
+  } else if (b == "div")
+    sel->fn = LEAP_INT_DISPATCH(h_div, t);
+  else if (b == "rem")
+    sel->fn = LEAP_INT_DISPATCH(h_rem, t);
+  else if (b == "min")
+    sel->fn = LEAP_INT_DISPATCH(h_min, t);
+  else if (b == "max")
+    sel->fn = LEAP_INT_DISPATCH(h_max, t);
+  else if (b == "abs")
+    sel->fn = LEAP_INT_DISPATCH(h_abs, t);
+  else if (b == "neg")
+    sel->fn = LEAP_INT_DISPATCH(h_neg, t);
+  else if (b == "and")
+    sel->fn = LEAP_INT_DISPATCH(h_and, t);
+  else if (b == "or")
+    sel->fn = LEAP_INT_DISPATCH(h_or, t);
+  else if (b == "xor")
+    sel->fn = LEAP_INT_DISPATCH(h_xor, t);
+  else if (b == "not")
+    sel->fn = LEAP_INT_DISPATCH(h_not, t);
+  else if (b == "cnot")
+    sel->fn = LEAP_INT_DISPATCH(h_cnot, t);
+  else if (b == "shl")
+    sel->fn = LEAP_INT_DISPATCH(h_shl, t);
+  else if (b == "shr")
+    sel->fn = LEAP_INT_DISPATCH(h_shr, t);
+  else if (b == "popc")
+    sel->fn = LEAP_INT_DISPATCH(h_popc, t);
+  else if (b == "clz")
+    sel->fn = LEAP_INT_DISPATCH(h_clz, t);
+  else if (b == "brev")
+    sel->fn = LEAP_INT_DISPATCH(h_brev, t);
   else if (b == "bfind") {
     sel->fn = LEAP_INT_DISPATCH(h_bfind, t);
     sel->aux = op.has("shiftamt") ? 1 : 0;
-  }
-  else if (b == "bfe") sel->fn = LEAP_INT_DISPATCH(h_bfe, t);
-  else if (b == "bfi") sel->fn = LEAP_INT_DISPATCH(h_bfi, t);
-  else if (b == "prmt" && t == Type::kB32 && op.mods.empty()) sel->fn = &h_prmt;
+  } else if (b == "bfe")
+    sel->fn = LEAP_INT_DISPATCH(h_bfe, t);
+  else if (b == "bfi")
+    sel->fn = LEAP_INT_DISPATCH(h_bfi, t);
+  else if (b == "prmt" && t == Type::kB32 && op.mods.empty())
+    sel->fn = &h_prmt;
   else if (b == "prmt" && t == Type::kB32 && op.mods.size() == 1) {
     static const char* const kModes[] = {"f4e", "b4e", "rc8", "ecl", "ecr", "rc16"};
     for (uint32_t i = 0; i < 6; ++i) {
@@ -659,8 +782,8 @@ bool select_int(const OpSpec& op, Selection* sel) {
         sel->aux = i + 1;
       }
     }
-  }
-  else if (b == "lop3" && t == Type::kB32) sel->fn = &h_lop3;
+  } else if (b == "lop3" && t == Type::kB32)
+    sel->fn = &h_lop3;
   else if (b == "shf" && t == Type::kB32) {
     const bool left = op.has("l");
     const bool wrap = op.has("wrap");
@@ -676,7 +799,11 @@ bool select_int(const OpSpec& op, Selection* sel) {
 }
 
 // Exposed to the decoder for vector mov.
-Handler pack_handler() { return &h_pack; }
-Handler unpack_handler() { return &h_unpack; }
+Handler pack_handler() {
+  return &h_pack;
+}
+Handler unpack_handler() {
+  return &h_unpack;
+}
 
 }  // namespace leap::sandbox::ptx

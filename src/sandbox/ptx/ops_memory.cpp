@@ -15,9 +15,9 @@ namespace leap::sandbox::ptx {
 namespace {
 
 template <int kBytes>
-using Bits = std::conditional_t<kBytes == 1, uint8_t,
-             std::conditional_t<kBytes == 2, uint16_t,
-             std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
+using Bits = std::conditional_t<
+    kBytes == 1, uint8_t,
+    std::conditional_t<kBytes == 2, uint16_t, std::conditional_t<kBytes == 4, uint32_t, uint64_t>>>;
 
 // aux: vector length in bits 0-3; for signed loads, the register width to sign-extend to in
 // bits 8-15.
@@ -45,7 +45,8 @@ uint32_t h_st(Exec& x, uint64_t* r, const Instr& in, uint32_t pc) {
   uint8_t* p = x.resolve<S>(addr, kBytes * kN, true, in);
   if (!p) return kStop;
   for (int i = 0; i < kN; ++i) {
-    store_bytes<Bits<kBytes>>(p + i * kBytes, static_cast<Bits<kBytes>>(r[kN == 1 ? in.b : in.v[i]]));
+    store_bytes<Bits<kBytes>>(p + i * kBytes,
+                              static_cast<Bits<kBytes>>(r[kN == 1 ? in.b : in.v[i]]));
   }
   return pc + 1;
 }
@@ -57,7 +58,7 @@ template <AType T>
 constexpr int atype_bytes() {
   return (T == AType::kU64 || T == AType::kS64 || T == AType::kF64) ? 8
          : (T == AType::kF16 || T == AType::kBF16)                  ? 2
-                                                                      : 4;
+                                                                    : 4;
 }
 
 template <AType T, AOp O>
@@ -79,7 +80,8 @@ uint64_t atomic_apply(uint64_t old, uint64_t b, uint64_t c) {
     constexpr int kLanes = (T == AType::kF16x2 || T == AType::kBF16x2) ? 2 : 1;
     uint64_t d = 0;
     for (int i = 0; i < kLanes; ++i) {
-      const uint16_t ho = static_cast<uint16_t>(old >> (16 * i)), hb = static_cast<uint16_t>(b >> (16 * i));
+      const uint16_t ho = static_cast<uint16_t>(old >> (16 * i)),
+                     hb = static_cast<uint16_t>(b >> (16 * i));
       const double o = kBf ? bf16_to_float(ho) : half_to_float(ho);
       const double v = kBf ? bf16_to_float(hb) : half_to_float(hb);
       double res = o;
@@ -92,22 +94,41 @@ uint64_t atomic_apply(uint64_t old, uint64_t b, uint64_t c) {
     if (O == AOp::kCas) return old == b ? c : old;
     return d;
   } else {
-    using I = std::conditional_t<T == AType::kU32, uint32_t,
-              std::conditional_t<T == AType::kS32, int32_t,
-              std::conditional_t<T == AType::kU64, uint64_t, int64_t>>>;
+    using I = std::conditional_t<
+        T == AType::kU32, uint32_t,
+        std::conditional_t<T == AType::kS32, int32_t,
+                           std::conditional_t<T == AType::kU64, uint64_t, int64_t>>>;
     using UI = std::make_unsigned_t<I>;
     const I o = static_cast<I>(old), v = static_cast<I>(b);
     I d = o;
     switch (O) {
-      case AOp::kAdd: d = static_cast<I>(static_cast<UI>(o) + static_cast<UI>(v)); break;
-      case AOp::kMin: d = o < v ? o : v; break;
-      case AOp::kMax: d = o < v ? v : o; break;
-      case AOp::kExch: d = v; break;
-      case AOp::kCas: d = o == v ? static_cast<I>(c) : o; break;
-      case AOp::kAnd: d = o & v; break;
-      case AOp::kOr: d = o | v; break;
-      case AOp::kXor: d = o ^ v; break;
-      case AOp::kInc: d = static_cast<UI>(o) >= static_cast<UI>(v) ? 0 : static_cast<I>(o + 1); break;
+      case AOp::kAdd:
+        d = static_cast<I>(static_cast<UI>(o) + static_cast<UI>(v));
+        break;
+      case AOp::kMin:
+        d = o < v ? o : v;
+        break;
+      case AOp::kMax:
+        d = o < v ? v : o;
+        break;
+      case AOp::kExch:
+        d = v;
+        break;
+      case AOp::kCas:
+        d = o == v ? static_cast<I>(c) : o;
+        break;
+      case AOp::kAnd:
+        d = o & v;
+        break;
+      case AOp::kOr:
+        d = o | v;
+        break;
+      case AOp::kXor:
+        d = o ^ v;
+        break;
+      case AOp::kInc:
+        d = static_cast<UI>(o) >= static_cast<UI>(v) ? 0 : static_cast<I>(o + 1);
+        break;
       case AOp::kDec:
         d = (o == 0 || static_cast<UI>(o) > static_cast<UI>(v)) ? v : static_cast<I>(o - 1);
         break;
@@ -152,7 +173,9 @@ uint32_t h_cp_async(Exec& x, uint64_t* r, const Instr& in, uint32_t pc) {
   std::memset(d + src_size, 0, size - src_size);
   return pc + 1;
 }
-uint32_t h_nop(Exec&, uint64_t*, const Instr&, uint32_t pc) { return pc + 1; }
+uint32_t h_nop(Exec&, uint64_t*, const Instr&, uint32_t pc) {
+  return pc + 1;
+}
 
 // isspacep.space p, a: whether generic address a lies in that space's window (aux: Space).
 uint32_t h_isspacep(Exec& x, uint64_t* r, const Instr& in, uint32_t pc) {
@@ -162,10 +185,18 @@ uint32_t h_isspacep(Exec& x, uint64_t* r, const Instr& in, uint32_t pc) {
   const bool param = (a - kParamWindow) < kWindowSize;
   bool v = false;
   switch (static_cast<Space>(in.aux)) {
-    case Space::kShared: v = shared && (a - kSharedWindow) < x.shared.size(); break;
-    case Space::kLocal: v = local; break;
-    case Space::kParam: v = param; break;
-    default: v = !shared && !local && !param; break;  // global (and const, which lives there)
+    case Space::kShared:
+      v = shared && (a - kSharedWindow) < x.shared.size();
+      break;
+    case Space::kLocal:
+      v = local;
+      break;
+    case Space::kParam:
+      v = param;
+      break;
+    default:
+      v = !shared && !local && !param;
+      break;  // global (and const, which lives there)
   }
   r[in.d] = v;
   return pc + 1;
@@ -173,14 +204,19 @@ uint32_t h_isspacep(Exec& x, uint64_t* r, const Instr& in, uint32_t pc) {
 
 template <Space S>
 Handler ld_for(int bytes, bool sgn, uint32_t n) {
-#define LEAP_LD(B, SG)                                                   \
+#define LEAP_LD(B, SG) \
   (n == 1 ? &h_ld<S, B, SG, 1> : n == 2 ? &h_ld<S, B, SG, 2> : &h_ld<S, B, SG, 4>)
   switch (bytes) {
-    case 1: return sgn ? LEAP_LD(1, true) : LEAP_LD(1, false);
-    case 2: return sgn ? LEAP_LD(2, true) : LEAP_LD(2, false);
-    case 4: return sgn ? LEAP_LD(4, true) : LEAP_LD(4, false);
-    case 8: return LEAP_LD(8, false);
-    default: return nullptr;
+    case 1:
+      return sgn ? LEAP_LD(1, true) : LEAP_LD(1, false);
+    case 2:
+      return sgn ? LEAP_LD(2, true) : LEAP_LD(2, false);
+    case 4:
+      return sgn ? LEAP_LD(4, true) : LEAP_LD(4, false);
+    case 8:
+      return LEAP_LD(8, false);
+    default:
+      return nullptr;
   }
 #undef LEAP_LD
 }
@@ -188,11 +224,16 @@ template <Space S>
 Handler st_for(int bytes, uint32_t n) {
 #define LEAP_ST(B) (n == 1 ? &h_st<S, B, 1> : n == 2 ? &h_st<S, B, 2> : &h_st<S, B, 4>)
   switch (bytes) {
-    case 1: return LEAP_ST(1);
-    case 2: return LEAP_ST(2);
-    case 4: return LEAP_ST(4);
-    case 8: return LEAP_ST(8);
-    default: return nullptr;
+    case 1:
+      return LEAP_ST(1);
+    case 2:
+      return LEAP_ST(2);
+    case 4:
+      return LEAP_ST(4);
+    case 8:
+      return LEAP_ST(8);
+    default:
+      return nullptr;
   }
 #undef LEAP_ST
 }
@@ -215,34 +256,53 @@ Handler atom_op(const OpSpec& op) {
 }
 template <Space S, bool kRet>
 Handler atom_for(const OpSpec& op) {
-  const bool bitwise = op.has("and") || op.has("or") || op.has("xor") || op.has("exch") ||
-                       op.has("cas");
+  const bool bitwise =
+      op.has("and") || op.has("or") || op.has("xor") || op.has("exch") || op.has("cas");
   switch (op.type(0)) {
-    case Type::kU32: return atom_op<S, AType::kU32, kRet>(op);
-    case Type::kB32: return bitwise ? atom_op<S, AType::kU32, kRet>(op) : nullptr;
-    case Type::kS32: return atom_op<S, AType::kS32, kRet>(op);
-    case Type::kU64: return atom_op<S, AType::kU64, kRet>(op);
-    case Type::kB64: return bitwise ? atom_op<S, AType::kU64, kRet>(op) : nullptr;
-    case Type::kS64: return atom_op<S, AType::kS64, kRet>(op);
-    case Type::kF32: return atom_op<S, AType::kF32, kRet>(op);
-    case Type::kF64: return atom_op<S, AType::kF64, kRet>(op);
-    case Type::kF16: return atom_op<S, AType::kF16, kRet>(op);
-    case Type::kBF16: return atom_op<S, AType::kBF16, kRet>(op);
-    case Type::kF16x2: return atom_op<S, AType::kF16x2, kRet>(op);
-    case Type::kBF16x2: return atom_op<S, AType::kBF16x2, kRet>(op);
-    default: return nullptr;
+    case Type::kU32:
+      return atom_op<S, AType::kU32, kRet>(op);
+    case Type::kB32:
+      return bitwise ? atom_op<S, AType::kU32, kRet>(op) : nullptr;
+    case Type::kS32:
+      return atom_op<S, AType::kS32, kRet>(op);
+    case Type::kU64:
+      return atom_op<S, AType::kU64, kRet>(op);
+    case Type::kB64:
+      return bitwise ? atom_op<S, AType::kU64, kRet>(op) : nullptr;
+    case Type::kS64:
+      return atom_op<S, AType::kS64, kRet>(op);
+    case Type::kF32:
+      return atom_op<S, AType::kF32, kRet>(op);
+    case Type::kF64:
+      return atom_op<S, AType::kF64, kRet>(op);
+    case Type::kF16:
+      return atom_op<S, AType::kF16, kRet>(op);
+    case Type::kBF16:
+      return atom_op<S, AType::kBF16, kRet>(op);
+    case Type::kF16x2:
+      return atom_op<S, AType::kF16x2, kRet>(op);
+    case Type::kBF16x2:
+      return atom_op<S, AType::kBF16x2, kRet>(op);
+    default:
+      return nullptr;
   }
 }
 
 template <class F>
 Handler by_space(Space s, F&& f) {
   switch (s) {
-    case Space::kGeneric: return f(std::integral_constant<Space, Space::kGeneric>{});
-    case Space::kGlobal: return f(std::integral_constant<Space, Space::kGlobal>{});
-    case Space::kShared: return f(std::integral_constant<Space, Space::kShared>{});
-    case Space::kLocal: return f(std::integral_constant<Space, Space::kLocal>{});
-    case Space::kParam: return f(std::integral_constant<Space, Space::kParam>{});
-    case Space::kConst: return f(std::integral_constant<Space, Space::kConst>{});
+    case Space::kGeneric:
+      return f(std::integral_constant<Space, Space::kGeneric>{});
+    case Space::kGlobal:
+      return f(std::integral_constant<Space, Space::kGlobal>{});
+    case Space::kShared:
+      return f(std::integral_constant<Space, Space::kShared>{});
+    case Space::kLocal:
+      return f(std::integral_constant<Space, Space::kLocal>{});
+    case Space::kParam:
+      return f(std::integral_constant<Space, Space::kParam>{});
+    case Space::kConst:
+      return f(std::integral_constant<Space, Space::kConst>{});
   }
   return nullptr;
 }
@@ -251,7 +311,8 @@ Handler by_space(Space s, F&& f) {
 
 Handler load_handler(Space s, Type t, uint32_t vec) {
   const int bytes = type_bits(t) / 8;
-  return by_space(s, [&](auto sp) { return ld_for<decltype(sp)::value>(bytes, is_signed(t), vec); });
+  return by_space(s,
+                  [&](auto sp) { return ld_for<decltype(sp)::value>(bytes, is_signed(t), vec); });
 }
 Handler store_handler(Space s, Type t, uint32_t vec) {
   const int bytes = type_bits(t) / 8;

@@ -24,9 +24,12 @@ struct Token {
 };
 
 bool is_ident_start(char c) {
-  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' || c == '.';
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '%' ||
+         c == '.';
 }
-bool is_ident_char(char c) { return is_ident_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool is_ident_char(char c) {
+  return is_ident_start(c) || std::isdigit(static_cast<unsigned char>(c));
+}
 
 Expected<std::vector<Token>> tokenize(std::string_view s) {
   std::vector<Token> out;
@@ -140,7 +143,8 @@ class Parser {
       return Status::ok();
     }
     if (t.text == ".file" || t.text == ".section" || t.text == ".loc") {
-      return unsupported("PTX directive " + std::string(t.text) + " (compile without -G/-lineinfo)");
+      return unsupported("PTX directive " + std::string(t.text) +
+                         " (compile without -G/-lineinfo)");
     }
     if (t.text == ".pragma") {
       while (!accept(";") && peek().kind != Token::Kind::kEnd) ++i_;
@@ -187,7 +191,8 @@ class Parser {
     if (accept("<")) {
       uint64_t n = 0;
       if (!parse_int_literal(next().text, &n)) return error("bad register range");
-      if (n > kMaxRegisters) return unsupported("more than " + std::to_string(kMaxRegisters) + " registers");
+      if (n > kMaxRegisters)
+        return unsupported("more than " + std::to_string(kMaxRegisters) + " registers");
       d->range = static_cast<int64_t>(n);
       LEAP_RETURN_IF_ERROR(expect(">"));
     }
@@ -197,7 +202,8 @@ class Parser {
       } else {
         uint64_t n = 0;
         if (!parse_int_literal(next().text, &n)) return error("bad array length");
-        if (n > (uint64_t{1} << 36)) return unsupported("an array of " + std::to_string(n) + " elements");
+        if (n > (uint64_t{1} << 36))
+          return unsupported("an array of " + std::to_string(n) + " elements");
         d->array_len = static_cast<int64_t>(n);
         LEAP_RETURN_IF_ERROR(expect("]"));
       }
@@ -299,7 +305,8 @@ class Parser {
         if (accept("<")) {
           uint64_t n = 0;
           if (!parse_int_literal(next().text, &n)) return error("bad register range");
-          if (n > kMaxRegisters) return unsupported("more than " + std::to_string(kMaxRegisters) + " registers");
+          if (n > kMaxRegisters)
+            return unsupported("more than " + std::to_string(kMaxRegisters) + " registers");
           d.range = static_cast<int64_t>(n);
           LEAP_RETURN_IF_ERROR(expect(">"));
         }

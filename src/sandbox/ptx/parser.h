@@ -30,8 +30,8 @@ struct VarDecl {
   std::string type;    // ".b32", ".f32", ".pred", ...
   uint32_t align = 0;  // 0: natural
   std::string name;
-  int64_t range = -1;        // `%r<117>`: 117 registers %r0..%r116; -1: a single name
-  int64_t array_len = -1;    // `name[24]`: 24; `name[]`: 0; -1: not an array
+  int64_t range = -1;      // `%r<117>`: 117 registers %r0..%r116; -1: a single name
+  int64_t array_len = -1;  // `name[24]`: 24; `name[]`: 0; -1: not an array
   bool is_extern = false;
   std::vector<Operand> init;  // `= {1, 2, 3}` or `= 5`
   int line = 0;
@@ -41,7 +41,7 @@ struct Statement {
   enum class Kind { kInstruction, kLabel, kDecl, kScopeOpen, kScopeClose };
   Kind kind = Kind::kInstruction;
   int line = 0;
-  std::string text;  // the instruction as written (whitespace collapsed), for messages
+  std::string text;   // the instruction as written (whitespace collapsed), for messages
   std::string guard;  // "%p1" or ""
   bool guard_negated = false;
   std::string opcode;  // "ld.global.v4.f32"; the label name for kLabel

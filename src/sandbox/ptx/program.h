@@ -83,10 +83,33 @@ struct KernelCode {
 
 // Slots whose value is known only at launch or per thread.
 enum class SpecialReg : uint8_t {
-  kTidX, kTidY, kTidZ, kNtidX, kNtidY, kNtidZ, kCtaidX, kCtaidY, kCtaidZ,
-  kNctaidX, kNctaidY, kNctaidZ, kLaneId, kWarpId, kNwarpId, kLanemaskEq, kLanemaskLt,
-  kLanemaskLe, kLanemaskGt, kLanemaskGe, kClock, kClock64, kSmId, kNsmId, kGridId,
-  kDynamicSmemSize, kTotalSmemSize,
+  kTidX,
+  kTidY,
+  kTidZ,
+  kNtidX,
+  kNtidY,
+  kNtidZ,
+  kCtaidX,
+  kCtaidY,
+  kCtaidZ,
+  kNctaidX,
+  kNctaidY,
+  kNctaidZ,
+  kLaneId,
+  kWarpId,
+  kNwarpId,
+  kLanemaskEq,
+  kLanemaskLt,
+  kLanemaskLe,
+  kLanemaskGt,
+  kLanemaskGe,
+  kClock,
+  kClock64,
+  kSmId,
+  kNsmId,
+  kGridId,
+  kDynamicSmemSize,
+  kTotalSmemSize,
 };
 struct SpecialSlot {
   uint32_t slot;
@@ -95,19 +118,19 @@ struct SpecialSlot {
 
 struct Program {
   std::vector<Instr> code;
-  std::vector<std::string> texts;        // source text of each instruction, for messages
+  std::vector<std::string> texts;  // source text of each instruction, for messages
   std::vector<CallSite> calls;
   std::vector<KernelCode> kernels;
   std::vector<KernelInfo> kernel_infos;  // the same infos, in the public form
   uint32_t slot_count = kFirstFreeSlot;
-  std::vector<uint64_t> slot_init;       // the register-file template (constants)
+  std::vector<uint64_t> slot_init;  // the register-file template (constants)
   std::vector<SpecialSlot> special_slots;
   // Initial image of module .global variables, then .const ones from module_const_begin (read
   // only), at global address kModuleGlobalBase. Each launch starts from a fresh copy.
   std::vector<uint8_t> module_data;
   size_t module_const_begin = 0;
   size_t shared_static_bytes = 0;
-  size_t local_bytes = 0;                // per thread: local depots and call param areas
+  size_t local_bytes = 0;  // per thread: local depots and call param areas
   size_t max_call_depth = 0;
 };
 
