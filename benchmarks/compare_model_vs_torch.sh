@@ -15,7 +15,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "== leap CPU backend ($threads threads)"
 "$bench" --threads="$threads" --benchmark_filter=TrainStep --benchmark_format=json --benchmark_out="$tmp/train.json" \
   --benchmark_out_format=json > "$tmp/train.txt"
-grep -A20 "per-op split" "$tmp/train.txt"
+sed -n "/per-op split/,/^peak RSS/p" "$tmp/train.txt"
 leap_train_rss=$(sed -n 's/^peak RSS: \([0-9.]*\) MiB/\1/p' "$tmp/train.txt")
 "$bench" --threads="$threads" --benchmark_filter=Sample --no_split --benchmark_format=json \
   --benchmark_out="$tmp/sample.json" --benchmark_out_format=json > "$tmp/sample.txt"
