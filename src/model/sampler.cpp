@@ -111,6 +111,19 @@ Sampler::~Sampler() = default;
 
 Expected<std::vector<Completion>> Sampler::generate(const std::vector<std::vector<int32_t>>& prompts,
                                                     const SamplerConfig& cfg, Rng& rng) {
+  return run(prompts, cfg, [&rng](int) -> Rng& { return rng; });
+}
+
+Expected<std::vector<Completion>> Sampler::generate(const std::vector<std::vector<int32_t>>& prompts,
+                                                    const SamplerConfig& cfg, std::vector<Rng>& rngs) {
+  if (rngs.size() != prompts.size())
+    return invalid_input(fmt::format("{} generators for {} prompts", rngs.size(), prompts.size()));
+  return run(prompts, cfg, [&rngs](int b) -> Rng& { return rngs[static_cast<size_t>(b)]; });
+}
+
+template <class RngOf>
+Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int32_t>>& prompts,
+                                               const SamplerConfig& cfg, RngOf rng_of) {
   const ModelConfig& mc = model_->config();
   const int B = static_cast<int>(prompts.size()), V = mc.vocab_size;
   if (B == 0) return std::vector<Completion>{};
@@ -142,7 +155,7 @@ Expected<std::vector<Completion>> Sampler::generate(const std::vector<std::vecto
       const int b = active[r];
       Completion& c = out[static_cast<size_t>(b)];
       float lp = 0.0f;
-      const int32_t tok = sample_token(logits.data() + r * V, V, cfg, rng, &lp);
+      const int32_t tok = sample_token(logits.data() + r * V, V, cfg, rng_of(b), &lp);
       c.tokens.push_back(tok);
       c.logprobs.push_back(lp);
       bool done = false;

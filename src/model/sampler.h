@@ -56,8 +56,18 @@ class Sampler {
   // One completion per prompt (each non-empty), in prompt order.
   Expected<std::vector<Completion>> generate(const std::vector<std::vector<int32_t>>& prompts,
                                              const SamplerConfig& cfg, Rng& rng);
+  // The same with one generator per sequence (rngs.size() == prompts.size()): a sequence's
+  // draws then do not depend on the other sequences of the batch, so a sample is the same
+  // whichever batch or rank generates it (the distributed step relies on this).
+  Expected<std::vector<Completion>> generate(const std::vector<std::vector<int32_t>>& prompts,
+                                             const SamplerConfig& cfg, std::vector<Rng>& rngs);
 
  private:
+  // `rng_of(b)` is the generator sequence b draws from.
+  template <class RngOf>
+  Expected<std::vector<Completion>> run(const std::vector<std::vector<int32_t>>& prompts, const SamplerConfig& cfg,
+                                        RngOf rng_of);
+
   Transformer* model_;
   const Tokenizer* tokenizer_;
   std::unique_ptr<KvCache> cache_;  // kept between calls while it is big enough

@@ -106,6 +106,27 @@ TEST_F(Inference, SameSeedSameCompletionsOtherSeedDiffers) {
   EXPECT_TRUE(any_diff);
 }
 
+// With one generator per sequence, a sequence's sample does not depend on its batch.
+TEST_F(Inference, PerSequenceGeneratorsMakeSamplesIndependentOfTheBatch) {
+  auto m = make(tiny_config());
+  Sampler s(*m, &tok);
+  SamplerConfig sc;
+  sc.max_new_tokens = 12;
+  sc.stop_at_eos = false;
+  sc.temperature = 1.3;
+  std::vector<Rng> rngs = {Rng(5, 0), Rng(5, 1), Rng(5, 2)};
+  auto batch = s.generate(prompts, sc, rngs);
+  ASSERT_TRUE(batch.has_value());
+  std::vector<Rng> alone = {Rng(5, 1)};
+  auto single = s.generate({prompts[1]}, sc, alone);
+  ASSERT_TRUE(single.has_value());
+  EXPECT_EQ((*batch)[1].tokens, (*single)[0].tokens);
+  for (size_t i = 0; i < (*single)[0].logprobs.size(); ++i)
+    EXPECT_NEAR((*batch)[1].logprobs[i], (*single)[0].logprobs[i], 1e-5f);
+  std::vector<Rng> too_few = {Rng(1)};
+  EXPECT_FALSE(s.generate(prompts, sc, too_few).has_value());
+}
+
 TEST_F(Inference, TopKOneAndTinyTopPAreGreedy) {
   auto m = make(tiny_config());
   Sampler s(*m, &tok);
