@@ -158,7 +158,7 @@ def main():
         result.update(train_tokens_per_s=rate, train_step_ms=1e3 * sec)
     if "sample" in args.what:
         model.eval()
-        rate, sec = bench_sample(model, max(2, args.iters // 2))
+        rate, sec = bench_sample(model, max(1, args.iters // 3))
         result.update(sample_new_tokens_per_s=rate, sample_ms=1e3 * sec)
     result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print(json.dumps(result))
