@@ -12,9 +12,9 @@ void SandboxConfig::declare(OptionSet& o) {
         "Where candidates run: gpu (timed), cpu (the PTX interpreter) or auto (gpu when one is visible).",
         {.choices = {"auto", "cpu", "gpu"}, .alias = "device"});
   o.add("sandbox.compile_timeout_s", &compile_timeout_s, 60.0,
-        "Wall-clock limit for compiling one job; past it the worker is killed (TIMEOUT).", {.min = 0.1});
+        "Wall-clock limit for compiling one job; past it the worker is killed (TIMEOUT).", {.min = 0.001});
   o.add("sandbox.run_timeout_s", &run_timeout_s, 60.0,
-        "Wall-clock limit for running one job's trials; past it the worker is killed (TIMEOUT).", {.min = 0.1});
+        "Wall-clock limit for running one job's trials; past it the worker is killed (TIMEOUT).", {.min = 0.001});
   o.add("sandbox.trials", &trials, 3, "Trials per candidate, each with fresh seeded inputs.", {.min = 3, .max = 100});
   o.add("sandbox.seed", &seed, int64_t{20260801},
         "Seed of the trial inputs (fixed, so the reference outputs are computed once and cached).");

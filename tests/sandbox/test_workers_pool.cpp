@@ -6,6 +6,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "sandbox/sandbox_service.h"
@@ -127,6 +129,49 @@ TEST(WorkersPool, WorkerKilledOnEveryAttemptIsSandboxError) {
   killer.join();
   EXPECT_EQ(verdict_name(r.verdict), "SANDBOX_ERROR") << r.feedback;
   EXPECT_NE(r.feedback.find("signal 9"), std::string::npos) << r.feedback;
+}
+
+TEST(WorkersPool, CompileTimeoutKillsTheWorkerAndAFailingReferenceIsNotThePolicysFault) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  SandboxConfig config;
+  config.workers = 1;
+  config.compile_timeout_s = 0.001;  // no NVRTC compile is that fast
+  auto pool = start_pool(config);
+  ASSERT_TRUE(pool);
+  const pid_t before = pool->worker_pids().at(0);
+  Verifier v(*pool, config);
+  // The reference is compiled first, times out, and the verdict is the infrastructure's.
+  VerifyResult r = v.verify(testing::relu_scale_task(), answer(kGoodKernel, kGoodLaunch));
+  EXPECT_EQ(verdict_name(r.verdict), "SANDBOX_ERROR") << r.feedback;
+  EXPECT_NE(r.feedback.find("compilation took longer than 0.001 s"), std::string::npos) << r.feedback;
+  EXPECT_GE(pool->stats().timeouts, 1u);
+  ASSERT_EQ(pool->worker_pids().size(), 1u);
+  EXPECT_NE(pool->worker_pids().at(0), before);
+}
+
+TEST(WorkersPool, WorkersRunUnderResourceLimits) {
+  SandboxConfig config;
+  config.workers = 1;
+  config.limit_file_mb = 3;
+  config.limit_open_files = 77;
+  config.limit_memory_mb = 5000;
+  auto pool = start_pool(config);
+  ASSERT_TRUE(pool);
+  std::ifstream in("/proc/" + std::to_string(pool->worker_pids().at(0)) + "/limits");
+  ASSERT_TRUE(in.good());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto soft_limit = [&](const std::string& name) {
+    size_t at = text.find(name);
+    if (at == std::string::npos) return std::string("missing");
+    std::istringstream row(text.substr(at + name.size()));
+    std::string soft;
+    row >> soft;
+    return soft;
+  };
+  EXPECT_EQ(soft_limit("Max core file size"), "0");
+  EXPECT_EQ(soft_limit("Max file size"), std::to_string(3 << 20));
+  EXPECT_EQ(soft_limit("Max open files"), "77");
+  EXPECT_EQ(soft_limit("Max address space"), std::to_string(int64_t{5000} << 20));
 }
 
 TEST(WorkersPool, ServesManyThreads) {
