@@ -79,8 +79,13 @@ class CubinProgram final : public sandbox::Program {
 // while running, exclusive while timing.
 class DeviceLock {
  public:
-  explicit DeviceLock(int device) {
-    std::string path = fmt::format("/tmp/leap-sandbox-gpu{}.lock", device);
+  // Keyed by the PCI bus id, so ranks that see the same GPU under different indices (their
+  // CUDA_VISIBLE_DEVICES differ) share one lock, and different GPUs never do.
+  explicit DeviceLock(const std::string& pci_bus_id) {
+    std::string name = pci_bus_id;
+    for (char& c : name)
+      if (c == ':' || c == '.') c = '_';
+    std::string path = "/tmp/leap-sandbox-gpu-" + name + ".lock";
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   }
   ~DeviceLock() {
@@ -95,20 +100,23 @@ class DeviceLock {
 
  private:
   void take(int op) {
-    if (fd_ < 0) return;
+    if (fd_ < 0 || (held_ && mode_ == op)) return;  // kept across the launches of one plan
     if (held_) ::flock(fd_, LOCK_UN);  // flock converts non-atomically anyway: be explicit
     while (::flock(fd_, op) != 0 && errno == EINTR) {
     }
     held_ = true;
+    mode_ = op;
   }
   int fd_ = -1;
   bool held_ = false;
+  int mode_ = 0;
 };
 
 class GpuExecutor final : public sandbox::Executor {
  public:
-  GpuExecutor(std::shared_ptr<sandbox::NvrtcCompiler> compiler, int device, int sm, size_t l2_bytes)
-      : compiler_(std::move(compiler)), sm_(sm), lock_(device) {
+  GpuExecutor(std::shared_ptr<sandbox::NvrtcCompiler> compiler, const std::string& pci_bus_id, int sm,
+              size_t l2_bytes)
+      : compiler_(std::move(compiler)), sm_(sm), lock_(pci_bus_id) {
     // Writing twice the L2's size evicts everything a previous run left in it.
     flush_bytes_ = std::max<size_t>(l2_bytes * 2, 1 << 20);
     cudaMalloc(&flush_, flush_bytes_);
@@ -206,9 +214,19 @@ class GpuExecutor final : public sandbox::Executor {
                      const std::vector<std::vector<uint8_t>>& args) override {
     auto* k = static_cast<const CubinProgram&>(program).kernel(l.kernel);
     if (!k) return {Verdict::kLaunchError, "no kernel named " + l.kernel};
-    if (!timing_) lock_.shared();
-    if (l.shared_bytes > 48 * 1024 && k->shared_limit_set < static_cast<int>(l.shared_bytes)) {
-      cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(k->handle),
+    if (timing_) return launch_kernel(*k, l, args);
+    // Held shared while this job's kernels run; released by synchronize(), or here when the
+    // launch fails (then no synchronize follows).
+    lock_.shared();
+    ExecOutcome r = launch_kernel(*k, l, args);
+    if (!r.ok()) lock_.release();
+    return r;
+  }
+
+  ExecOutcome launch_kernel(CubinProgram::Kernel& k, const sandbox::PlannedLaunch& l,
+                            const std::vector<std::vector<uint8_t>>& args) {
+    if (l.shared_bytes > 48 * 1024 && k.shared_limit_set < static_cast<int>(l.shared_bytes)) {
+      cudaError_t e = cudaFuncSetAttribute(reinterpret_cast<const void*>(k.handle),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(l.shared_bytes));
       if (e != cudaSuccess) {
@@ -216,11 +234,11 @@ class GpuExecutor final : public sandbox::Executor {
         return {Verdict::kLaunchError, "dynamic shared memory of " + std::to_string(l.shared_bytes) +
                                            " bytes: " + cuda_text(e)};
       }
-      k->shared_limit_set = static_cast<int>(l.shared_bytes);
+      k.shared_limit_set = static_cast<int>(l.shared_bytes);
     }
     std::vector<void*> ptrs;
     for (const auto& a : args) ptrs.push_back(const_cast<uint8_t*>(a.data()));
-    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(k->handle), dim3(l.grid[0], l.grid[1], l.grid[2]),
+    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(k.handle), dim3(l.grid[0], l.grid[1], l.grid[2]),
                                      dim3(l.block[0], l.block[1], l.block[2]), ptrs.data(), l.shared_bytes, stream_);
     if (e != cudaSuccess) {
       cudaGetLastError();
@@ -303,12 +321,14 @@ Expected<std::unique_ptr<sandbox::Executor>> make_gpu_executor(std::shared_ptr<s
     return invalid_input(fmt::format("GPU {} requested but {} visible", device, info.count));
   cudaError_t e = cudaSetDevice(device);
   int major = 0, minor = 0, l2 = 0;
+  char bus_id[32] = {0};
+  if (e == cudaSuccess) e = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
   if (e != cudaSuccess) return internal_error("initialising GPU " + std::to_string(device) + ": " + cuda_text(e));
   return std::unique_ptr<sandbox::Executor>(
-      new GpuExecutor(std::move(compiler), device, major * 10 + minor, static_cast<size_t>(l2)));
+      new GpuExecutor(std::move(compiler), bus_id, major * 10 + minor, static_cast<size_t>(l2)));
 }
 
 }  // namespace leap::cuda
