@@ -31,7 +31,7 @@ int run_worker(const std::vector<std::string>& args) {
   std::unique_ptr<sandbox::Executor> executor;
   if (gpu) {
 #ifdef LEAP_HAVE_CUDA
-    auto made = cuda::make_gpu_executor(compiler);
+    auto made = cuda::make_gpu_executor(compiler, config.gpu_index);
     if (!made) {
       std::fprintf(stderr, "leap worker: %s\n", made.status().message().c_str());
       return 1;

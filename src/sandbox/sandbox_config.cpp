@@ -11,6 +11,10 @@ void SandboxConfig::declare(OptionSet& o) {
   o.add("sandbox.device", &device, std::string("auto"),
         "Where candidates run: gpu (timed), cpu (the PTX interpreter) or auto (gpu when one is visible).",
         {.choices = {"auto", "cpu", "gpu"}, .alias = "device"});
+  o.add("sandbox.gpu_index", &gpu_index, 0,
+        "GPU (index among the visible ones) of this rank's GPU workers; the distributed run sets it "
+        "from the rank's GPU binding.",
+        {.min = 0, .max = 1023});
   o.add("sandbox.compile_timeout_s", &compile_timeout_s, 60.0,
         "Wall-clock limit for compiling one job; past it the worker is killed (TIMEOUT).", {.min = 0.001});
   o.add("sandbox.run_timeout_s", &run_timeout_s, 60.0,
@@ -59,6 +63,7 @@ std::vector<std::string> SandboxConfig::to_args() const {
   return {
       fmt::format("--sandbox.workers={}", workers),
       fmt::format("--sandbox.device={}", device),
+      fmt::format("--sandbox.gpu_index={}", gpu_index),
       fmt::format("--sandbox.compile_timeout_s={}", compile_timeout_s),
       fmt::format("--sandbox.run_timeout_s={}", run_timeout_s),
       fmt::format("--sandbox.trials={}", trials),

@@ -15,6 +15,7 @@ namespace leap::sandbox {
 struct SandboxConfig {
   int workers = 2;
   std::string device = "auto";  // auto | cpu | gpu
+  int gpu_index = 0;            // which visible GPU this rank's GPU workers use
   double compile_timeout_s = 60;
   double run_timeout_s = 60;
   int trials = 3;

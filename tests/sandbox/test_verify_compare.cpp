@@ -96,7 +96,8 @@ TEST(VerifyConfig, WorkerArgumentsReproduceTheConfig) {
   SandboxConfig ca;
   ca.declare(a);
   ASSERT_TRUE(a.parse({"--sandbox.workers=5", "--device=cpu", "--sandbox.noise_band=0.125",
-                       "--sandbox.instruction_budget=12345", "--sandbox.max_launches=4"})
+                       "--sandbox.instruction_budget=12345", "--sandbox.max_launches=4",
+                       "--sandbox.gpu_index=3"})
                   .is_ok());
   OptionSet b;
   SandboxConfig cb;
