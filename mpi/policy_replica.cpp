@@ -18,14 +18,22 @@ size_t PolicyReplica::count_tokens(std::string_view text) const { return tokeniz
 
 std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& items) {
   std::vector<Completion> out;
-  for (const auto& it : items) {
-    // Each item has its own seed, so its completion does not depend on the rank it landed on.
-    Rng rng(it.seed);
-    auto prompt = tokenizer_.encode(it.prompt, true);
-    auto gen = sampler_.generate({prompt}, opts_.sampler, rng);
+  // Batches of micro_batch_seqs sequences share the KV cache's passes; each item draws from its
+  // own seed, so its completion does not depend on the batch or rank it landed in.
+  const size_t batch = static_cast<size_t>(std::max(1, opts_.micro_batch_seqs));
+  for (size_t i = 0; i < items.size(); i += batch) {
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<Rng> rngs;
+    for (size_t j = i; j < std::min(items.size(), i + batch); ++j) {
+      prompts.push_back(tokenizer_.encode(items[j].prompt, true));
+      rngs.emplace_back(items[j].seed);
+    }
+    auto gen = sampler_.generate(prompts, opts_.sampler, rngs);
     LEAP_CHECK(gen.has_value(), "sampling failed: " << gen.status().message());
-    const auto& c = (*gen)[0];
-    out.push_back({it.uid, tokenizer_.decode(c.tokens), std::move(prompt), c.tokens, c.logprobs});
+    for (size_t k = 0; k < prompts.size(); ++k) {
+      const auto& c = (*gen)[k];
+      out.push_back({items[i + k].uid, tokenizer_.decode(c.tokens), std::move(prompts[k]), c.tokens, c.logprobs});
+    }
   }
   return out;
 }
