@@ -56,7 +56,8 @@ Rank& rank_with(int workers, bool result_cache) {
   }
   r.pool = std::move(*pool);
   r.verifier = std::make_unique<Verifier>(*r.pool, o.config);
-  for (const auto& t : r.suite.tasks) r.verifier->verify(t, t.reference);  // reference outputs cached
+  for (const auto& t : r.suite.tasks)
+    r.verifier->verify(t, t.reference);  // reference outputs cached
   return r;
 }
 
@@ -99,9 +100,15 @@ void run_batch(benchmark::State& state, bool fresh, bool result_cache) {
   state.counters["not_ok"] = static_cast<double>(failed);
 }
 
-void BM_VerifyLevel1Fresh(benchmark::State& state) { run_batch(state, true, true); }
-void BM_VerifyLevel1CacheHit(benchmark::State& state) { run_batch(state, false, false); }
-void BM_VerifyLevel1ResultCacheHit(benchmark::State& state) { run_batch(state, false, true); }
+void BM_VerifyLevel1Fresh(benchmark::State& state) {
+  run_batch(state, true, true);
+}
+void BM_VerifyLevel1CacheHit(benchmark::State& state) {
+  run_batch(state, false, false);
+}
+void BM_VerifyLevel1ResultCacheHit(benchmark::State& state) {
+  run_batch(state, false, true);
+}
 
 void BM_VerifyFormatError(benchmark::State& state) {
   Rank& r = rank_with(2, true);
@@ -111,9 +118,22 @@ void BM_VerifyFormatError(benchmark::State& state) {
 }
 
 // Args: {workers, client threads}.
-BENCHMARK(BM_VerifyLevel1Fresh)->Args({2, 4})->Args({1, 2})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
-BENCHMARK(BM_VerifyLevel1CacheHit)->Args({2, 4})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
-BENCHMARK(BM_VerifyLevel1ResultCacheHit)->Args({2, 4})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_VerifyLevel1Fresh)
+    ->Args({2, 4})
+    ->Args({1, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(2);
+BENCHMARK(BM_VerifyLevel1CacheHit)
+    ->Args({2, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
+BENCHMARK(BM_VerifyLevel1ResultCacheHit)
+    ->Args({2, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(3);
 BENCHMARK(BM_VerifyFormatError)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

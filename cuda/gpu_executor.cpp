@@ -9,9 +9,9 @@
 
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
-#include <cerrno>
 #include <sys/file.h>
 #include <unistd.h>
+#include <cerrno>
 
 #include <algorithm>
 #include <map>
@@ -27,7 +27,9 @@ using sandbox::CompileOutcome;
 using sandbox::ExecOutcome;
 using sandbox::Verdict;
 
-std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+std::string cuda_text(cudaError_t e) {
+  return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+}
 
 size_t ptx_type_bytes(const std::string& type) {
   if (type.size() < 3) return 0;
@@ -36,7 +38,8 @@ size_t ptx_type_bytes(const std::string& type) {
 }
 
 // Entry parameter lists from PTX text, by mangled entry name.
-Expected<std::map<std::string, std::vector<sandbox::ptx::ParamInfo>>> entry_params(const std::string& ptx) {
+Expected<std::map<std::string, std::vector<sandbox::ptx::ParamInfo>>> entry_params(
+    const std::string& ptx) {
   LEAP_ASSIGN_OR_RETURN(auto parsed, sandbox::ptx::parse_ptx(ptx));
   std::map<std::string, std::vector<sandbox::ptx::ParamInfo>> out;
   for (const auto& f : parsed.functions) {
@@ -114,8 +117,8 @@ class DeviceLock {
 
 class GpuExecutor final : public sandbox::Executor {
  public:
-  GpuExecutor(std::shared_ptr<sandbox::NvrtcCompiler> compiler, const std::string& pci_bus_id, int sm,
-              size_t l2_bytes)
+  GpuExecutor(std::shared_ptr<sandbox::NvrtcCompiler> compiler, const std::string& pci_bus_id,
+              int sm, size_t l2_bytes)
       : compiler_(std::move(compiler)), sm_(sm), lock_(pci_bus_id) {
     // Writing twice the L2's size evicts everything a previous run left in it.
     flush_bytes_ = std::max<size_t>(l2_bytes * 2, 1 << 20);
@@ -136,7 +139,8 @@ class GpuExecutor final : public sandbox::Executor {
   bool can_time() const override { return true; }
   bool broken() const override { return broken_; }
 
-  CompileOutcome compile(const std::string& source, const std::vector<std::string>& names) override {
+  CompileOutcome compile(const std::string& source,
+                         const std::vector<std::string>& names) override {
     CompileOutcome out;
     sandbox::CompileOptions opts;
     opts.name_expressions = names;
@@ -154,11 +158,13 @@ class GpuExecutor final : public sandbox::Executor {
     }
     auto params = entry_params(ptx->ptx);
     if (!params) {
-      out.outcome = {Verdict::kSandboxError, "reading the PTX parameter lists: " + params.status().message()};
+      out.outcome = {Verdict::kSandboxError,
+                     "reading the PTX parameter lists: " + params.status().message()};
       return out;
     }
     cudaLibrary_t lib = nullptr;
-    cudaError_t e = cudaLibraryLoadData(&lib, cubin->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    cudaError_t e =
+        cudaLibraryLoadData(&lib, cubin->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
     if (e != cudaSuccess) {
       cudaGetLastError();
       out.outcome = {Verdict::kSandboxError, "loading the CUBIN: " + cuda_text(e)};
@@ -202,12 +208,16 @@ class GpuExecutor final : public sandbox::Executor {
     cudaFree(reinterpret_cast<void*>(address));
   }
   Status write(uint64_t address, const void* data, size_t bytes) override {
-    cudaError_t e = cudaMemcpy(reinterpret_cast<void*>(address), data, bytes, cudaMemcpyHostToDevice);
-    return e == cudaSuccess ? Status::ok() : internal_error("cudaMemcpy to device: " + cuda_text(e));
+    cudaError_t e =
+        cudaMemcpy(reinterpret_cast<void*>(address), data, bytes, cudaMemcpyHostToDevice);
+    return e == cudaSuccess ? Status::ok()
+                            : internal_error("cudaMemcpy to device: " + cuda_text(e));
   }
   Status read(uint64_t address, void* data, size_t bytes) override {
-    cudaError_t e = cudaMemcpy(data, reinterpret_cast<const void*>(address), bytes, cudaMemcpyDeviceToHost);
-    return e == cudaSuccess ? Status::ok() : internal_error("cudaMemcpy from device: " + cuda_text(e));
+    cudaError_t e =
+        cudaMemcpy(data, reinterpret_cast<const void*>(address), bytes, cudaMemcpyDeviceToHost);
+    return e == cudaSuccess ? Status::ok()
+                            : internal_error("cudaMemcpy from device: " + cuda_text(e));
   }
 
   ExecOutcome launch(const sandbox::Program& program, const sandbox::PlannedLaunch& l,
@@ -231,19 +241,22 @@ class GpuExecutor final : public sandbox::Executor {
                                            static_cast<int>(l.shared_bytes));
       if (e != cudaSuccess) {
         cudaGetLastError();
-        return {Verdict::kLaunchError, "dynamic shared memory of " + std::to_string(l.shared_bytes) +
+        return {Verdict::kLaunchError, "dynamic shared memory of " +
+                                           std::to_string(l.shared_bytes) +
                                            " bytes: " + cuda_text(e)};
       }
       k.shared_limit_set = static_cast<int>(l.shared_bytes);
     }
     std::vector<void*> ptrs;
     for (const auto& a : args) ptrs.push_back(const_cast<uint8_t*>(a.data()));
-    cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(k.handle), dim3(l.grid[0], l.grid[1], l.grid[2]),
-                                     dim3(l.block[0], l.block[1], l.block[2]), ptrs.data(), l.shared_bytes, stream_);
+    cudaError_t e = cudaLaunchKernel(
+        reinterpret_cast<const void*>(k.handle), dim3(l.grid[0], l.grid[1], l.grid[2]),
+        dim3(l.block[0], l.block[1], l.block[2]), ptrs.data(), l.shared_bytes, stream_);
     if (e != cudaSuccess) {
       cudaGetLastError();
-      return {Verdict::kLaunchError, cuda_text(e) + " (too many registers or too much shared memory "
-                                                    "for this block size?)"};
+      return {Verdict::kLaunchError, cuda_text(e) +
+                                         " (too many registers or too much shared memory "
+                                         "for this block size?)"};
     }
     return {};
   }
@@ -256,7 +269,8 @@ class GpuExecutor final : public sandbox::Executor {
     if (e == cudaSuccess) return {};
     // The context may be corrupted: this worker must be replaced after it replies.
     broken_ = true;
-    if (e == cudaErrorIllegalAddress || e == cudaErrorMisalignedAddress || e == cudaErrorInvalidAddressSpace)
+    if (e == cudaErrorIllegalAddress || e == cudaErrorMisalignedAddress ||
+        e == cudaErrorInvalidAddressSpace)
       return {Verdict::kMemoryViolation, cuda_text(e)};
     return {Verdict::kRuntimeError, cuda_text(e)};
   }
@@ -272,8 +286,8 @@ class GpuExecutor final : public sandbox::Executor {
   }
 
  private:
-  ExecOutcome timed_runs(const std::function<ExecOutcome()>& run_once, const sandbox::TimingOptions& o,
-                         sandbox::Timing* out) {
+  ExecOutcome timed_runs(const std::function<ExecOutcome()>& run_once,
+                         const sandbox::TimingOptions& o, sandbox::Timing* out) {
     for (int i = 0; i < o.warmups; ++i) {
       ExecOutcome r = run_once();
       if (!r.ok()) return r;
@@ -313,8 +327,8 @@ class GpuExecutor final : public sandbox::Executor {
 
 }  // namespace
 
-Expected<std::unique_ptr<sandbox::Executor>> make_gpu_executor(std::shared_ptr<sandbox::NvrtcCompiler> compiler,
-                                                               int device) {
+Expected<std::unique_ptr<sandbox::Executor>> make_gpu_executor(
+    std::shared_ptr<sandbox::NvrtcCompiler> compiler, int device) {
   LEAP_ASSIGN_OR_RETURN(DeviceInfo info, probe_devices());
   if (info.count == 0) return unsupported("no GPU for the GPU executor: " + info.reason);
   if (device < 0 || device >= info.count)
@@ -323,10 +337,13 @@ Expected<std::unique_ptr<sandbox::Executor>> make_gpu_executor(std::shared_ptr<s
   int major = 0, minor = 0, l2 = 0;
   char bus_id[32] = {0};
   if (e == cudaSuccess) e = cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
-  if (e != cudaSuccess) return internal_error("initialising GPU " + std::to_string(device) + ": " + cuda_text(e));
+  if (e != cudaSuccess)
+    return internal_error("initialising GPU " + std::to_string(device) + ": " + cuda_text(e));
   return std::unique_ptr<sandbox::Executor>(
       new GpuExecutor(std::move(compiler), bus_id, major * 10 + minor, static_cast<size_t>(l2)));
 }

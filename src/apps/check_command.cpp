@@ -33,18 +33,21 @@ int run_check(const std::vector<std::string>& args) {
   tasks_config.declare(opts);
   config.declare(opts);
   check.declare(opts);
-  if (int rc = parse_or_exit("check", "--suite FILE --task ID --answer FILE [--device cpu|gpu]", args, opts);
+  if (int rc = parse_or_exit("check", "--suite FILE --task ID --answer FILE [--device cpu|gpu]",
+                             args, opts);
       rc >= 0)
     return rc;
   if (check.task.empty() || check.answer.empty())
-    return fail(invalid_input("--task ID and --answer FILE are required (see `leap check --help`)"));
+    return fail(
+        invalid_input("--task ID and --answer FILE are required (see `leap check --help`)"));
 
   auto suite = tasks::load_suite(tasks_config.suite);
   if (!suite) return fail(suite.status());
   auto task = tasks::find_task(*suite, check.task);
   if (!task) return fail(task.status());
   auto answer = read_file(check.answer);
-  if (!answer) return fail(invalid_input("cannot read the answer file: " + answer.status().message()));
+  if (!answer)
+    return fail(invalid_input("cannot read the answer file: " + answer.status().message()));
 
   auto devices = cuda::probe_devices();
   if (!devices) return fail(devices.status());
@@ -61,7 +64,8 @@ int run_check(const std::vector<std::string>& args) {
   nlohmann::json out;
   out["verdict"] = std::string(sandbox::verdict_name(r.verdict));
   // JSON has no infinity: an error that is not finite (a NaN where a number was due) is null.
-  out["max_abs_err"] = std::isfinite(r.max_abs_err) ? nlohmann::json(r.max_abs_err) : nlohmann::json(nullptr);
+  out["max_abs_err"] =
+      std::isfinite(r.max_abs_err) ? nlohmann::json(r.max_abs_err) : nlohmann::json(nullptr);
   out["speedup"] = r.speedup ? nlohmann::json(*r.speedup) : nlohmann::json(nullptr);
   out["compile_ms"] = r.compile_ms;
   out["exec_ms"] = r.exec_ms;

@@ -28,8 +28,12 @@ std::string quote(std::string_view s) {
   return fmt::format("'{}...'", s.substr(0, kMax));
 }
 
-bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_';
+}
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 bool is_identifier(std::string_view s) {
   if (s.empty() || !is_ident_start(s[0])) return false;
@@ -99,7 +103,8 @@ Expected<std::vector<std::string>> parse_dim(std::string_view s, const char* wha
           return invalid_input(fmt::format("{} {} has {} components; at most 3 (x, y, z)", what,
                                            quote(s), parts.size()));
         for (const auto& p : parts)
-          if (p.empty()) return invalid_input(fmt::format("empty component in {} {}", what, quote(s)));
+          if (p.empty())
+            return invalid_input(fmt::format("empty component in {} {}", what, quote(s)));
         return parts;
       }
     }
@@ -167,7 +172,8 @@ Expected<std::string> extract_code_block(std::string_view completion) {
 Expected<LaunchSpec> parse_launch_line(std::string_view text) {
   text = trim(text);
   auto bad = [&](const std::string& why) {
-    return invalid_input(fmt::format("bad launch line {}: {}; expected {}", quote(text), why, kLaunchForm));
+    return invalid_input(
+        fmt::format("bad launch line {}: {}; expected {}", quote(text), why, kLaunchForm));
   };
   size_t open = text.find("<<<");
   if (open == std::string_view::npos) return bad("no '<<<'");
@@ -175,12 +181,14 @@ Expected<LaunchSpec> parse_launch_line(std::string_view text) {
   if (close == std::string_view::npos) return bad("no '>>>'");
   LaunchSpec spec;
   spec.kernel = std::string(trim(text.substr(0, open)));
-  if (!is_kernel_name(spec.kernel)) return bad("the kernel name " + quote(spec.kernel) + " is not a name");
+  if (!is_kernel_name(spec.kernel))
+    return bad("the kernel name " + quote(spec.kernel) + " is not a name");
   auto config = split_top_level(text.substr(open + 3, close - open - 3));
   if (!config) return bad(config.status().message());
   if (config->size() < 2 || config->size() > 3)
-    return bad(fmt::format("the configuration has {} parts; it takes GRID, BLOCK and optionally SMEM",
-                           config->size()));
+    return bad(
+        fmt::format("the configuration has {} parts; it takes GRID, BLOCK and optionally SMEM",
+                    config->size()));
   auto grid = parse_dim((*config)[0], "grid");
   if (!grid) return bad(grid.status().message());
   auto block = parse_dim((*config)[1], "block");
@@ -198,7 +206,8 @@ Expected<LaunchSpec> parse_launch_line(std::string_view text) {
   int depth = 0;
   for (size_t i = 0; i < rest.size(); ++i) {
     if (rest[i] == '(') ++depth;
-    if (rest[i] == ')' && --depth == 0 && i + 1 != rest.size()) return bad("text after the arguments");
+    if (rest[i] == ')' && --depth == 0 && i + 1 != rest.size())
+      return bad("text after the arguments");
   }
   std::string_view inner = trim(rest.substr(1, rest.size() - 2));
   if (!inner.empty()) {
@@ -214,15 +223,17 @@ Expected<LaunchSpec> parse_launch_line(std::string_view text) {
 Expected<ScratchSpec> parse_scratch_line(std::string_view text) {
   text = trim(text);
   auto bad = [&](const std::string& why) {
-    return invalid_input(fmt::format("bad scratch line {}: {}; expected {} with DTYPE one of "
-                                     "f32, f16, bf16, i32, i64, u8",
-                                     quote(text), why, kScratchForm));
+    return invalid_input(
+        fmt::format("bad scratch line {}: {}; expected {} with DTYPE one of "
+                    "f32, f16, bf16, i32, i64, u8",
+                    quote(text), why, kScratchForm));
   };
   size_t sp = text.find_first_of(" \t");
   if (sp == std::string_view::npos) return bad("no dtype");
   ScratchSpec spec;
   spec.name = std::string(text.substr(0, sp));
-  if (!is_identifier(spec.name)) return bad("the name " + quote(spec.name) + " is not an identifier");
+  if (!is_identifier(spec.name))
+    return bad("the name " + quote(spec.name) + " is not an identifier");
   std::string_view rest = trim(text.substr(sp));
   size_t lb = rest.find('[');
   if (lb == std::string_view::npos || rest.back() != ']') return bad("no [COUNT]");
@@ -263,14 +274,16 @@ Expected<Answer> parse_answer_code(std::string_view code) {
       spec->line = line_no;
       answer.scratch.push_back(std::move(*spec));
     } else if (looks_like_directive(line, "launch") || looks_like_directive(line, "scratch")) {
-      return invalid_input(fmt::format("line {}: {} looks like a launch or scratch line but has no "
-                                       "':'; expected {} or {}",
-                                       line_no, quote(trim(line)), kLaunchForm, kScratchForm));
+      return invalid_input(
+          fmt::format("line {}: {} looks like a launch or scratch line but has no "
+                      "':'; expected {} or {}",
+                      line_no, quote(trim(line)), kLaunchForm, kScratchForm));
     }
   }
   if (answer.launches.empty())
     return invalid_input(fmt::format(
-        "the code block has no launch line: add one per kernel launch, in order, e.g. {}", kLaunchForm));
+        "the code block has no launch line: add one per kernel launch, in order, e.g. {}",
+        kLaunchForm));
   answer.source = std::string(code);
   return answer;
 }

@@ -84,8 +84,8 @@ Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
       result.message = fmt::format(
           "wrong output in '{}': {} of {} elements differ; first at index {}{}: got {}, "
           "expected {} (atol {}, rtol {})",
-          c.name, mismatches, n, first,
-          multi_index(find_spec(task, c.name), params, first), cv, rv, task.atol, task.rtol);
+          c.name, mismatches, n, first, multi_index(find_spec(task, c.name), params, first), cv, rv,
+          task.atol, task.rtol);
       if (unwritten)
         result.message += fmt::format("; {} elements were never written (still NaN)", unwritten);
     }

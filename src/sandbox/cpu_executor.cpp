@@ -24,7 +24,9 @@ class PtxProgram final : public Program {
     return module_.find_kernel(it == lowered_.end() ? name_expression : it->second);
   }
   const ptx::Module& module() const { return module_; }
-  void add_lowered(const std::string& expr, const std::string& lowered) { lowered_[expr] = lowered; }
+  void add_lowered(const std::string& expr, const std::string& lowered) {
+    lowered_[expr] = lowered;
+  }
 
  private:
   ptx::Module module_;
@@ -33,11 +35,16 @@ class PtxProgram final : public Program {
 
 Verdict verdict_of(ptx::RunOutcome o) {
   switch (o) {
-    case ptx::RunOutcome::kOk: return Verdict::kOk;
-    case ptx::RunOutcome::kMemoryViolation: return Verdict::kMemoryViolation;
-    case ptx::RunOutcome::kTimeout: return Verdict::kTimeout;
-    case ptx::RunOutcome::kUnsupported: return Verdict::kUnsupported;
-    case ptx::RunOutcome::kRuntimeError: return Verdict::kRuntimeError;
+    case ptx::RunOutcome::kOk:
+      return Verdict::kOk;
+    case ptx::RunOutcome::kMemoryViolation:
+      return Verdict::kMemoryViolation;
+    case ptx::RunOutcome::kTimeout:
+      return Verdict::kTimeout;
+    case ptx::RunOutcome::kUnsupported:
+      return Verdict::kUnsupported;
+    case ptx::RunOutcome::kRuntimeError:
+      return Verdict::kRuntimeError;
   }
   return Verdict::kSandboxError;
 }
@@ -45,7 +52,9 @@ Verdict verdict_of(ptx::RunOutcome o) {
 }  // namespace
 
 CpuExecutor::CpuExecutor(std::shared_ptr<NvrtcCompiler> compiler, CpuExecutorOptions options)
-    : compiler_(std::move(compiler)), options_(options), memory_(std::make_unique<ptx::GlobalMemory>()) {}
+    : compiler_(std::move(compiler)),
+      options_(options),
+      memory_(std::make_unique<ptx::GlobalMemory>()) {}
 
 CpuExecutor::~CpuExecutor() = default;
 
@@ -75,9 +84,13 @@ CompileOutcome CpuExecutor::compile(const std::string& source,
   return out;
 }
 
-Expected<uint64_t> CpuExecutor::allocate(size_t bytes) { return memory_->allocate(bytes); }
+Expected<uint64_t> CpuExecutor::allocate(size_t bytes) {
+  return memory_->allocate(bytes);
+}
 
-void CpuExecutor::release(uint64_t address) { memory_->release(address); }
+void CpuExecutor::release(uint64_t address) {
+  memory_->release(address);
+}
 
 Status CpuExecutor::write(uint64_t address, const void* data, size_t bytes) {
   if (bytes > memory_->size_of(address)) return internal_error("write past an allocation");

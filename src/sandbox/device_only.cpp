@@ -15,16 +15,18 @@ namespace {
 
 // Headers NVRTC resolves from the toolkit's include folder or its built-ins.
 constexpr std::array<std::string_view, 9> kAllowedHeaders = {
-    "cuda_fp16.h",   "cuda_bf16.h",         "cuda_runtime.h", "cuda_fp8.h",
-    "mma.h",         "cooperative_groups.h", "cuda/std/cstdint", "cuda/std/limits",
-    "cooperative_groups/reduce.h"};
+    "cuda_fp16.h",      "cuda_bf16.h",     "cuda_runtime.h",
+    "cuda_fp8.h",       "mma.h",           "cooperative_groups.h",
+    "cuda/std/cstdint", "cuda/std/limits", "cooperative_groups/reduce.h"};
 
 // Host runtime calls: a kernel never needs them, and their presence means the answer tries to
 // run its own host program.
 constexpr std::array<std::string_view, 14> kHostCalls = {
-    "cudaMalloc",      "cudaMallocManaged", "cudaMallocHost",  "cudaHostAlloc",  "cudaFree",
-    "cudaMemcpy",      "cudaMemcpyAsync",   "cudaMemset",      "cudaDeviceSynchronize",
-    "cudaLaunchKernel", "cudaStreamCreate", "cudaSetDevice",   "cudaDeviceReset", "cudaMemcpyToSymbol"};
+    "cudaMalloc",       "cudaMallocManaged", "cudaMallocHost",
+    "cudaHostAlloc",    "cudaFree",          "cudaMemcpy",
+    "cudaMemcpyAsync",  "cudaMemset",        "cudaDeviceSynchronize",
+    "cudaLaunchKernel", "cudaStreamCreate",  "cudaSetDevice",
+    "cudaDeviceReset",  "cudaMemcpyToSymbol"};
 
 }  // namespace
 
@@ -61,7 +63,9 @@ int line_of(std::string_view text, size_t pos) {
   return line;
 }
 
-bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
 
 // Finds `word` as a whole identifier; npos when absent.
 size_t find_word(std::string_view text, std::string_view word, size_t from = 0) {
@@ -82,7 +86,8 @@ Status check_includes(std::string_view original, std::string_view blanked) {
     while (p < blanked.size() && (blanked[p] == ' ' || blanked[p] == '\t')) ++p;
     if (blanked.compare(p, 7, "include") == 0) {
       size_t eol = original.find('\n', p);
-      std::string_view rest = original.substr(p + 7, eol == std::string_view::npos ? eol : eol - p - 7);
+      std::string_view rest =
+          original.substr(p + 7, eol == std::string_view::npos ? eol : eol - p - 7);
       size_t b = rest.find_first_of("<\"");
       size_t e = b == std::string_view::npos ? b : rest.find_first_of(">\"", b + 1);
       std::string_view header = e == std::string_view::npos ? rest : rest.substr(b + 1, e - b - 1);

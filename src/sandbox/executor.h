@@ -36,7 +36,8 @@ class Program {
   virtual ~Program() = default;
   // The PTX parameter list of a launch line's kernel, or nullptr when the code has no such
   // kernel (a LAUNCH_ERROR for the caller to report).
-  virtual const std::vector<ptx::ParamInfo>* params_of(const std::string& name_expression) const = 0;
+  virtual const std::vector<ptx::ParamInfo>* params_of(
+      const std::string& name_expression) const = 0;
 };
 
 struct CompileOutcome {
@@ -88,8 +89,8 @@ class Executor {
   // Times `run_once` (which launches a whole plan) per DESIGN.md: warm-ups, then at least
   // min_launches timed runs or min_total_ms, each after an L2 flush, with events; the median.
   // A failure of `run_once` is returned as is (the candidate's verdict).
-  virtual ExecOutcome time(const std::function<ExecOutcome()>& run_once, const TimingOptions& options,
-                           Timing* out) {
+  virtual ExecOutcome time(const std::function<ExecOutcome()>& run_once,
+                           const TimingOptions& options, Timing* out) {
     (void)run_once;
     (void)options;
     (void)out;

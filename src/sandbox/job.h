@@ -34,10 +34,10 @@ struct JobRequest {
 };
 
 struct JobReport {
-  ExecOutcome outcome;       // the first failure, or kOk when every trial ran cleanly
-  int failed_trial = -1;     // index into JobRequest::trials of the failure, if any
+  ExecOutcome outcome;    // the first failure, or kOk when every trial ran cleanly
+  int failed_trial = -1;  // index into JobRequest::trials of the failure, if any
   double compile_ms = 0;
-  double exec_ms = 0;        // wall time of the launches, all trials together
+  double exec_ms = 0;  // wall time of the launches, all trials together
   bool compile_cache_hit = false;
   // Per trial (when outcome is OK): the `out` and `inout` buffers after the run.
   std::vector<std::vector<tasks::BufferData>> outputs;

@@ -41,8 +41,10 @@ class TrialBuffers {
   // the kernel sees.
   Expected<uint64_t> add(const uint8_t* bytes, size_t size) {
     std::vector<uint8_t> host(size + 2 * guard_, kGuardByte);
-    if (bytes) std::memcpy(host.data() + guard_, bytes, size);
-    else std::memset(host.data() + guard_, 0, size);
+    if (bytes)
+      std::memcpy(host.data() + guard_, bytes, size);
+    else
+      std::memset(host.data() + guard_, 0, size);
     LEAP_ASSIGN_OR_RETURN(uint64_t base, ex_.allocate(host.size()));
     bases_.push_back(base);
     sizes_.push_back(size);
@@ -63,7 +65,8 @@ class TrialBuffers {
     }
     for (size_t g = host.size(); g-- > guard_ + sizes_[i];) {
       if (host[g] != kGuardByte) {
-        *guard_damage = fmt::format("wrote up to {} bytes past its end", g + 1 - guard_ - sizes_[i]);
+        *guard_damage =
+            fmt::format("wrote up to {} bytes past its end", g + 1 - guard_ - sizes_[i]);
         break;
       }
     }
@@ -96,7 +99,8 @@ ExecOutcome run_plan(Executor& ex, const Program& program, const LaunchPlan& pla
                           "__global__, and spell it as in the code)",
                           l.line, l.kernel)};
     auto args = marshal_args(l, *params, buffers, scratch);
-    if (!args) return {Verdict::kLaunchError, fmt::format("line {}: {}", l.line, args.status().message())};
+    if (!args)
+      return {Verdict::kLaunchError, fmt::format("line {}: {}", l.line, args.status().message())};
     ExecOutcome o = ex.launch(program, l, *args);
     if (!o.ok()) {
       o.message = fmt::format("launch of {} (line {}): {}", l.kernel, l.line, o.message);
@@ -176,7 +180,8 @@ JobReport JobRunner::run(const JobRequest& req) {
     if (!staged) return fail(failure, static_cast<int>(t));
 
     auto t0 = std::chrono::steady_clock::now();
-    ExecOutcome ran = run_plan(executor_, *compiled.program, staged->plan, staged->buffers, staged->scratch);
+    ExecOutcome ran =
+        run_plan(executor_, *compiled.program, staged->plan, staged->buffers, staged->scratch);
     report.exec_ms += ms_since(t0);
     if (!ran.ok()) return fail(ran, static_cast<int>(t));
 
@@ -188,11 +193,13 @@ JobReport JobRunner::run(const JobRequest& req) {
       Status st = device.read_back(i, &bytes, &damage);
       if (!st) return fail(infra("reading results", st), static_cast<int>(t));
       const bool is_task_buffer = i < data.size();
-      const std::string& name = is_task_buffer ? data[i].name : staged->plan.scratch[i - data.size()].name;
+      const std::string& name =
+          is_task_buffer ? data[i].name : staged->plan.scratch[i - data.size()].name;
       if (!damage.empty())
-        return fail({Verdict::kMemoryViolation,
-                     fmt::format("the kernel {} of buffer '{}' (guard zone overwritten)", damage, name)},
-                    static_cast<int>(t));
+        return fail(
+            {Verdict::kMemoryViolation,
+             fmt::format("the kernel {} of buffer '{}' (guard zone overwritten)", damage, name)},
+            static_cast<int>(t));
       if (!is_task_buffer) continue;
       if (data[i].role == tasks::Role::kIn) {
         if (bytes != data[i].bytes) {
@@ -217,7 +224,10 @@ JobReport JobRunner::run(const JobRequest& req) {
     if (req.time && t == 0 && executor_.can_time()) {
       Timing cand;
       ExecOutcome timed = executor_.time(
-          [&] { return run_plan(executor_, *compiled.program, staged->plan, staged->buffers, staged->scratch); },
+          [&] {
+            return run_plan(executor_, *compiled.program, staged->plan, staged->buffers,
+                            staged->scratch);
+          },
           timing_, &cand);
       if (!timed.ok()) return fail(timed, 0);
       report.candidate_ms = cand.median_ms;
@@ -233,21 +243,26 @@ JobReport JobRunner::run(const JobRequest& req) {
 }
 
 ExecOutcome JobRunner::time_reference(const JobRequest& req, const tasks::Params& params,
-                                      const std::vector<tasks::BufferData>& data, const std::string& key) {
+                                      const std::vector<tasks::BufferData>& data,
+                                      const std::string& key) {
   auto code = extract_code_block(req.task.reference);
   if (!code) return infra("the task's reference", code.status());
   auto answer = parse_answer_code(*code);
   if (!answer) return infra("the task's reference", answer.status());
   CompileOutcome compiled = executor_.compile(answer->source, kernel_names(*answer));
   if (!compiled.outcome.ok())
-    return {Verdict::kSandboxError, "the task's reference does not compile: " + compiled.outcome.message};
+    return {Verdict::kSandboxError,
+            "the task's reference does not compile: " + compiled.outcome.message};
   TrialBuffers device(executor_);
   ExecOutcome failure;
   auto staged = stage(*answer, req.task, params, req.limits, data, device, &failure);
   if (!staged) return {Verdict::kSandboxError, "the task's reference: " + failure.message};
   Timing timing;
   ExecOutcome timed = executor_.time(
-      [&] { return run_plan(executor_, *compiled.program, staged->plan, staged->buffers, staged->scratch); },
+      [&] {
+        return run_plan(executor_, *compiled.program, staged->plan, staged->buffers,
+                        staged->scratch);
+      },
       timing_, &timing);
   if (!timed.ok()) return {Verdict::kSandboxError, "timing the task's reference: " + timed.message};
   reference_ms_[key] = timing.median_ms;

@@ -47,8 +47,8 @@ Status eval_dims(const std::vector<std::string>& exprs, const Params& params, co
   return Status::ok();
 }
 
-Expected<PlanArg> resolve_arg(const std::string& text, const tasks::Task& task, const LaunchPlan& plan,
-                              const Params& params) {
+Expected<PlanArg> resolve_arg(const std::string& text, const tasks::Task& task,
+                              const LaunchPlan& plan, const Params& params) {
   PlanArg arg;
   arg.text = text;
   for (size_t b = 0; b < task.buffers.size(); ++b) {
@@ -65,7 +65,8 @@ Expected<PlanArg> resolve_arg(const std::string& text, const tasks::Task& task, 
       return arg;
     }
   }
-  if (auto it = params.find(text); it != params.end() && std::holds_alternative<double>(it->second)) {
+  if (auto it = params.find(text);
+      it != params.end() && std::holds_alternative<double>(it->second)) {
     arg.kind = PlanArg::Kind::kFloat;
     arg.float_value = std::get<double>(it->second);
     return arg;
@@ -94,15 +95,17 @@ Status plan_scratch(const Answer& answer, const tasks::Task& task, const Params&
   for (const auto& s : answer.scratch) {
     auto ctx = fmt::format("line {}: scratch '{}'", s.line, s.name);
     if (!names.insert(s.name).second)
-      return invalid_input(ctx + ": the name is already a buffer, a parameter or another scratch buffer");
+      return invalid_input(ctx +
+                           ": the name is already a buffer, a parameter or another scratch buffer");
     auto count = eval_at(s.count, params, "count");
     if (!count) return count.status().with_context(ctx);
     const int64_t elem = static_cast<int64_t>(tasks::dtype_size(s.dtype));
     if (*count < 1 || *count > limits.max_scratch_bytes / elem ||
         total + *count * elem > limits.max_scratch_bytes)
-      return invalid_input(fmt::format("{}: {} elements of {} exceed the scratch limit of {} bytes "
-                                       "in all (or are < 1)",
-                                       ctx, *count, tasks::dtype_name(s.dtype), limits.max_scratch_bytes));
+      return invalid_input(
+          fmt::format("{}: {} elements of {} exceed the scratch limit of {} bytes "
+                      "in all (or are < 1)",
+                      ctx, *count, tasks::dtype_name(s.dtype), limits.max_scratch_bytes));
     total += *count * elem;
     plan->scratch.push_back({s.name, s.dtype, *count, static_cast<size_t>(*count * elem)});
   }
@@ -119,13 +122,14 @@ Expected<PlannedLaunch> plan_launch(const LaunchSpec& spec, const tasks::Task& t
   LEAP_RETURN_IF_ERROR(eval_dims(spec.block, params, "block", limits.max_block_dim, out.block));
   const int64_t threads = int64_t{out.block[0]} * out.block[1] * out.block[2];
   if (threads > limits.max_threads_per_block)
-    return invalid_input(fmt::format("a block of {}x{}x{} = {} threads exceeds {} threads per block",
-                                     out.block[0], out.block[1], out.block[2], threads,
-                                     limits.max_threads_per_block));
+    return invalid_input(
+        fmt::format("a block of {}x{}x{} = {} threads exceeds {} threads per block", out.block[0],
+                    out.block[1], out.block[2], threads, limits.max_threads_per_block));
   const __int128 blocks = static_cast<__int128>(out.grid[0]) * out.grid[1] * out.grid[2];
   if (blocks > limits.max_blocks_per_launch)
     return invalid_input(fmt::format("a grid of {}x{}x{} blocks exceeds {} blocks per launch",
-                                     out.grid[0], out.grid[1], out.grid[2], limits.max_blocks_per_launch));
+                                     out.grid[0], out.grid[1], out.grid[2],
+                                     limits.max_blocks_per_launch));
   if (!spec.shared_bytes.empty()) {
     LEAP_ASSIGN_OR_RETURN(int64_t smem, eval_at(spec.shared_bytes, params, "shared memory"));
     if (smem < 0 || smem > limits.max_dynamic_shared_bytes)
@@ -150,12 +154,14 @@ Status check_kernels_named(const Answer& answer) {
     if (size_t sep = base.rfind("::"); sep != std::string::npos) base = base.substr(sep + 2);
     bool found = false;
     for (size_t p = code.find(base); p != std::string::npos && !found; p = code.find(base, p + 1)) {
-      found = (p == 0 || !is_ident(code[p - 1])) && (p + base.size() >= code.size() || !is_ident(code[p + base.size()]));
+      found = (p == 0 || !is_ident(code[p - 1])) &&
+              (p + base.size() >= code.size() || !is_ident(code[p + base.size()]));
     }
     if (!found)
-      return invalid_input(fmt::format("line {}: the code defines no __global__ kernel '{}' (define it, "
-                                       "and spell it in the launch line as in the code)",
-                                       l.line, base));
+      return invalid_input(
+          fmt::format("line {}: the code defines no __global__ kernel '{}' (define it, "
+                      "and spell it in the launch line as in the code)",
+                      l.line, base));
   }
   return Status::ok();
 }
@@ -166,13 +172,15 @@ Expected<LaunchPlan> make_launch_plan(const Answer& answer, const tasks::Task& t
                                       const Params& params, const PlanLimits& limits) {
   LaunchPlan plan;
   if (static_cast<int>(answer.launches.size()) > limits.max_launches)
-    return invalid_input(fmt::format("{} launch lines exceed the limit of {}", answer.launches.size(),
-                                     limits.max_launches));
+    return invalid_input(fmt::format("{} launch lines exceed the limit of {}",
+                                     answer.launches.size(), limits.max_launches));
   LEAP_RETURN_IF_ERROR(check_kernels_named(answer));
   LEAP_RETURN_IF_ERROR(plan_scratch(answer, task, params, limits, &plan));
   for (const auto& spec : answer.launches) {
     auto launch = plan_launch(spec, task, plan, params, limits);
-    if (!launch) return launch.status().with_context(fmt::format("line {}: launch of {}", spec.line, spec.kernel));
+    if (!launch)
+      return launch.status().with_context(
+          fmt::format("line {}: launch of {}", spec.line, spec.kernel));
     plan.launches.push_back(std::move(*launch));
   }
   return plan;

@@ -28,7 +28,8 @@ bool scalar_kind(const ptx::ParamInfo& p, char* kind, int* bits) {
 }
 
 Expected<std::vector<uint8_t>> encode_int(int64_t v, char kind, int bits) {
-  if (kind == 'f') return bits == 32 ? bytes_of(static_cast<float>(v)) : bytes_of(static_cast<double>(v));
+  if (kind == 'f')
+    return bits == 32 ? bytes_of(static_cast<float>(v)) : bytes_of(static_cast<double>(v));
   if (bits == 64) return bytes_of(v);
   const int64_t lo = -(int64_t{1} << (bits - 1));
   const int64_t hi = kind == 's' ? (int64_t{1} << (bits - 1)) - 1 : (int64_t{1} << bits) - 1;
@@ -57,16 +58,18 @@ Expected<std::vector<std::vector<uint8_t>>> marshal_args(
     char kind = 0;
     int bits = 0;
     if (!scalar_kind(p, &kind, &bits))
-      return invalid_input(fmt::format("{}: parameter {} is a {}-byte aggregate; launch lines pass "
-                                       "only pointers and scalars",
-                                       ctx, i + 1, p.size));
+      return invalid_input(
+          fmt::format("{}: parameter {} is a {}-byte aggregate; launch lines pass "
+                      "only pointers and scalars",
+                      ctx, i + 1, p.size));
     switch (arg.kind) {
       case PlanArg::Kind::kBuffer:
       case PlanArg::Kind::kScratch: {
         if (bits != 64 || kind == 'f')
-          return invalid_input(fmt::format("{}: a buffer is passed where the kernel declares a "
-                                           "{} ({}-bit) parameter, not a pointer",
-                                           ctx, p.type, bits));
+          return invalid_input(
+              fmt::format("{}: a buffer is passed where the kernel declares a "
+                          "{} ({}-bit) parameter, not a pointer",
+                          ctx, p.type, bits));
         uint64_t addr = arg.kind == PlanArg::Kind::kBuffer ? buffer_addresses.at(arg.index)
                                                            : scratch_addresses.at(arg.index);
         out.push_back(bytes_of(addr));
@@ -74,13 +77,17 @@ Expected<std::vector<std::vector<uint8_t>>> marshal_args(
       }
       case PlanArg::Kind::kFloat:
         if (kind != 'f')
-          return invalid_input(fmt::format("{}: a float is passed where the kernel declares an "
-                                           "integer or pointer parameter ({})",
-                                           ctx, p.type));
-        if (bits == 32) out.push_back(bytes_of(static_cast<float>(arg.float_value)));
-        else if (bits == 64) out.push_back(bytes_of(arg.float_value));
+          return invalid_input(
+              fmt::format("{}: a float is passed where the kernel declares an "
+                          "integer or pointer parameter ({})",
+                          ctx, p.type));
+        if (bits == 32)
+          out.push_back(bytes_of(static_cast<float>(arg.float_value)));
+        else if (bits == 64)
+          out.push_back(bytes_of(arg.float_value));
         else
-          return invalid_input(fmt::format("{}: {}-bit float parameters are not supported", ctx, bits));
+          return invalid_input(
+              fmt::format("{}: {}-bit float parameters are not supported", ctx, bits));
         break;
       case PlanArg::Kind::kInt: {
         if (kind == 'f' && bits == 16)

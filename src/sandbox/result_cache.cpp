@@ -24,7 +24,9 @@ std::optional<VerifyResult> ResultCache::find(const std::string& key) {
 }
 
 void ResultCache::insert(const std::string& key, const VerifyResult& result) {
-  if (max_entries_ == 0 || result.verdict == Verdict::kSandboxError || result.verdict == Verdict::kTimeout) return;
+  if (max_entries_ == 0 || result.verdict == Verdict::kSandboxError ||
+      result.verdict == Verdict::kTimeout)
+    return;
   std::lock_guard lock(mutex_);
   if (index_.count(key)) return;
   lru_.emplace_front(key, result);

@@ -28,10 +28,10 @@ struct SandboxConfig {
   int64_t reference_cache_mb = 512;
   int64_t result_cache_entries = 4096;
   // Worker resource limits (setrlimit at the worker's start; 0 = leave as inherited).
-  int64_t limit_cpu_s = 300;       // CPU seconds per job
-  int64_t limit_file_mb = 64;      // largest file a worker may write
+  int64_t limit_cpu_s = 300;   // CPU seconds per job
+  int64_t limit_file_mb = 64;  // largest file a worker may write
   int64_t limit_open_files = 256;
-  int64_t limit_memory_mb = 16384; // address space of CPU workers; GPU workers get none
+  int64_t limit_memory_mb = 16384;  // address space of CPU workers; GPU workers get none
   // Launch-plan bounds.
   int64_t max_dynamic_shared_bytes = 48 * 1024;
   int64_t max_scratch_mb = 256;

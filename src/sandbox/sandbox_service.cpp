@@ -4,7 +4,7 @@
 namespace leap::sandbox {
 
 Expected<std::unique_ptr<SandboxService>> SandboxService::start(const SandboxConfig& config,
-                                                               const std::string& leap_binary) {
+                                                                const std::string& leap_binary) {
   WorkerPoolOptions o;
   o.leap_binary = leap_binary;
   o.config = config;
@@ -12,7 +12,8 @@ Expected<std::unique_ptr<SandboxService>> SandboxService::start(const SandboxCon
   std::unique_ptr<SandboxService> s(new SandboxService());
   s->pool_ = std::move(pool);
   s->verifier_ = std::make_unique<Verifier>(*s->pool_, config);
-  for (int i = 0; i < config.workers; ++i) s->dispatchers_.emplace_back([p = s.get()] { p->dispatch(); });
+  for (int i = 0; i < config.workers; ++i)
+    s->dispatchers_.emplace_back([p = s.get()] { p->dispatch(); });
   return s;
 }
 
@@ -31,7 +32,9 @@ VerifyResult SandboxService::verify(const tasks::Task& task, std::string_view co
 
 std::future<VerifyResult> SandboxService::submit(tasks::Task task, std::string completion) {
   std::packaged_task<VerifyResult()> job(
-      [this, task = std::move(task), completion = std::move(completion)] { return verifier_->verify(task, completion); });
+      [this, task = std::move(task), completion = std::move(completion)] {
+        return verifier_->verify(task, completion);
+      });
   auto future = job.get_future();
   {
     std::lock_guard lock(mutex_);

@@ -45,13 +45,15 @@ std::vector<TrialSpec> Verifier::trials_for(uint64_t round) const {
     t.trial = static_cast<uint64_t>(i);
     // On a GPU the last trial uses the interpreter's ragged sizes, so bugs only they show are
     // caught there too.
-    t.sizes = channel_.on_gpu() && i + 1 < config_.trials ? tasks::SizeSet::kGpu : tasks::SizeSet::kCpu;
+    t.sizes =
+        channel_.on_gpu() && i + 1 < config_.trials ? tasks::SizeSet::kGpu : tasks::SizeSet::kCpu;
     trials.push_back(t);
   }
   return trials;
 }
 
-ExecOutcome Verifier::reference_outputs(const tasks::Task& task, const std::vector<TrialSpec>& trials,
+ExecOutcome Verifier::reference_outputs(const tasks::Task& task,
+                                        const std::vector<TrialSpec>& trials,
                                         std::vector<std::shared_ptr<const Outputs>>* out) {
   out->assign(trials.size(), nullptr);
   JobRequest req;
@@ -65,14 +67,17 @@ ExecOutcome Verifier::reference_outputs(const tasks::Task& task, const std::vect
   }
   if (missing.empty()) return {};
   auto code = extract_code_block(task.reference);
-  if (!code) return {Verdict::kSandboxError, "task " + task.id + " has no usable reference: " + code.status().message()};
+  if (!code)
+    return {Verdict::kSandboxError,
+            "task " + task.id + " has no usable reference: " + code.status().message()};
   req.task = task;
   req.code = *code;
   req.limits = config_.plan_limits();
   JobReport report = channel_.run(req);
   if (!report.outcome.ok())
-    return {Verdict::kSandboxError, fmt::format("the reference of task {} failed ({}): {}", task.id,
-                                                verdict_name(report.outcome.verdict), report.outcome.message)};
+    return {Verdict::kSandboxError,
+            fmt::format("the reference of task {} failed ({}): {}", task.id,
+                        verdict_name(report.outcome.verdict), report.outcome.message)};
   for (size_t k = 0; k < missing.size(); ++k) {
     auto outputs = std::make_shared<const Outputs>(std::move(report.outputs[k]));
     cache_.insert(ReferenceCache::key(task, trials[missing[k]]), outputs);
@@ -82,8 +87,8 @@ ExecOutcome Verifier::reference_outputs(const tasks::Task& task, const std::vect
 }
 
 void Verifier::run_and_compare(const tasks::Task& task, const Answer& answer,
-                               const std::vector<TrialSpec>& trials, bool time, VerifyResult* result,
-                               JobReport* report) {
+                               const std::vector<TrialSpec>& trials, bool time,
+                               VerifyResult* result, JobReport* report) {
   std::vector<std::shared_ptr<const Outputs>> refs;
   ExecOutcome ref = reference_outputs(task, trials, &refs);
   if (!ref.ok()) {
@@ -103,9 +108,9 @@ void Verifier::run_and_compare(const tasks::Task& task, const Answer& answer,
   if (!report->outcome.ok()) {
     result->verdict = report->outcome.verdict;
     if (result->verdict == Verdict::kCompileError) {
-      result->feedback = "compilation failed:\n" +
-                         bound_compile_log(report->outcome.message, config_.compile_error_lines,
-                                           config_.feedback_bytes);
+      result->feedback = "compilation failed:\n" + bound_compile_log(report->outcome.message,
+                                                                     config_.compile_error_lines,
+                                                                     config_.feedback_bytes);
     } else {
       std::string where = report->failed_trial >= 0
                               ? trial_text(task, trials[report->failed_trial]) + ": "
@@ -115,7 +120,8 @@ void Verifier::run_and_compare(const tasks::Task& task, const Answer& answer,
     return;
   }
   for (size_t t = 0; t < trials.size(); ++t) {
-    Comparison c = compare_outputs(task, tasks::params_for(task, trials[t].sizes), report->outputs[t], *refs[t]);
+    Comparison c = compare_outputs(task, tasks::params_for(task, trials[t].sizes),
+                                   report->outputs[t], *refs[t]);
     result->max_abs_err = std::max(result->max_abs_err, c.max_abs_err);
     if (!c.ok) {
       result->verdict = Verdict::kWrongAnswer;
@@ -139,32 +145,37 @@ VerifyResult Verifier::verify(const tasks::Task& task, std::string_view completi
   const std::vector<TrialSpec> trials = trials_for(0);
   // Launch lines are checked over every size set before any worker is asked.
   for (const auto& t : trials) {
-    auto plan = make_launch_plan(*answer, task, tasks::params_for(task, t.sizes), config_.plan_limits());
+    auto plan =
+        make_launch_plan(*answer, task, tasks::params_for(task, t.sizes), config_.plan_limits());
     if (!plan) {
       result.verdict = Verdict::kLaunchError;
-      result.feedback = bound_feedback(trial_text(task, t) + ": " + plan.status().message(), config_.feedback_bytes);
+      result.feedback = bound_feedback(trial_text(task, t) + ": " + plan.status().message(),
+                                       config_.feedback_bytes);
       return result;
     }
   }
   JobReport report;
   run_and_compare(task, *answer, trials, channel_.on_gpu(), &result, &report);
-  if (result.verdict == Verdict::kOk && report.candidate_ms && report.reference_ms && *report.candidate_ms > 0) {
+  if (result.verdict == Verdict::kOk && report.candidate_ms && report.reference_ms &&
+      *report.candidate_ms > 0) {
     double speedup = *report.reference_ms / *report.candidate_ms;
     if (speedup > config_.reverify_speedup) {
       // Too good to believe: new inputs, all trials again, before the speedup counts.
       JobReport again;
       run_and_compare(task, *answer, trials_for(1), false, &result, &again);
-      if (result.verdict != Verdict::kOk) result.feedback = "re-verification with new inputs: " + result.feedback;
+      if (result.verdict != Verdict::kOk)
+        result.feedback = "re-verification with new inputs: " + result.feedback;
     }
     if (result.verdict == Verdict::kOk) {
       result.speedup = speedup;
       // Inside the noise band the two are equally fast; the policy should not chase noise.
-      const char* verdict_on_speed = speedup > 1 + config_.noise_band   ? "faster than the reference"
-                                     : speedup < 1 - config_.noise_band ? "slower than the reference"
-                                                                        : "as fast as the reference (within noise)";
-      result.feedback = fmt::format("passed {} trials; time {:.4g} ms, reference {:.4g} ms, speedup {:.2f}x: {}",
-                                    trials.size(), *report.candidate_ms, *report.reference_ms, speedup,
-                                    verdict_on_speed);
+      const char* verdict_on_speed = speedup > 1 + config_.noise_band ? "faster than the reference"
+                                     : speedup < 1 - config_.noise_band
+                                         ? "slower than the reference"
+                                         : "as fast as the reference (within noise)";
+      result.feedback = fmt::format(
+          "passed {} trials; time {:.4g} ms, reference {:.4g} ms, speedup {:.2f}x: {}",
+          trials.size(), *report.candidate_ms, *report.reference_ms, speedup, verdict_on_speed);
     }
   } else if (result.verdict == Verdict::kOk) {
     result.feedback = fmt::format("passed {} trials (CPU interpreter: not timed)", trials.size());

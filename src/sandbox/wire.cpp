@@ -87,8 +87,10 @@ void put_params(Writer& w, const tasks::Params& params) {
   for (const auto& [k, v] : params) {
     w.str(k);
     w.pod<uint8_t>(static_cast<uint8_t>(v.index()));
-    if (std::holds_alternative<int64_t>(v)) w.pod(std::get<int64_t>(v));
-    else w.pod(std::get<double>(v));
+    if (std::holds_alternative<int64_t>(v))
+      w.pod(std::get<int64_t>(v));
+    else
+      w.pod(std::get<double>(v));
   }
 }
 
@@ -96,8 +98,10 @@ tasks::Params get_params(Reader& r) {
   tasks::Params params;
   for (uint64_t n = r.count(17); n-- > 0;) {
     std::string k = r.str();
-    if (r.pod<uint8_t>() == 0) params[k] = r.pod<int64_t>();
-    else params[k] = r.pod<double>();
+    if (r.pod<uint8_t>() == 0)
+      params[k] = r.pod<int64_t>();
+    else
+      params[k] = r.pod<double>();
   }
   return params;
 }
@@ -269,7 +273,8 @@ Status write_frame(int fd, FrameType type, std::string_view payload) {
     while (!part.empty()) {
       ssize_t n = ::send(fd, part.data(), part.size(), MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return io_error(std::string("worker channel write failed: ") + std::strerror(errno));
+      if (n <= 0)
+        return io_error(std::string("worker channel write failed: ") + std::strerror(errno));
       part.remove_prefix(static_cast<size_t>(n));
     }
   }
@@ -283,7 +288,8 @@ Status read_exact(int fd, char* out, size_t n, std::chrono::steady_clock::time_p
                   bool at_frame_start) {
   size_t got = 0;
   while (got < n) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return unsupported("timeout");
     pollfd p{fd, POLLIN, 0};
     int rc = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 1 << 30)));
@@ -295,7 +301,8 @@ Status read_exact(int fd, char* out, size_t n, std::chrono::steady_clock::time_p
     if (k < 0 && errno == ECONNRESET) k = 0;
     if (k < 0) return io_error(std::string("worker channel read failed: ") + std::strerror(errno));
     if (k == 0)
-      return got == 0 && at_frame_start ? not_found("worker exited") : io_error("worker channel closed mid-frame");
+      return got == 0 && at_frame_start ? not_found("worker exited")
+                                        : io_error("worker channel closed mid-frame");
     got += static_cast<size_t>(k);
   }
   return Status::ok();
@@ -317,6 +324,8 @@ Expected<Frame> read_frame(int fd, std::chrono::steady_clock::time_point deadlin
   return f;
 }
 
-bool is_timeout(const Status& st) { return st.code() == StatusCode::kUnsupported && st.message() == "timeout"; }
+bool is_timeout(const Status& st) {
+  return st.code() == StatusCode::kUnsupported && st.message() == "timeout";
+}
 
 }  // namespace leap::sandbox::wire

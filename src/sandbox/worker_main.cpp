@@ -42,18 +42,22 @@ Status apply_worker_limits(const SandboxConfig& config, bool gpu) {
   // instead (the supervisor's end closes when it exits) and stops after its current job.
   LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_CORE, 0, "RLIMIT_CORE"));
   if (config.limit_file_mb > 0)
-    LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(config.limit_file_mb) << 20, "RLIMIT_FSIZE"));
+    LEAP_RETURN_IF_ERROR(
+        set_limit(RLIMIT_FSIZE, static_cast<rlim_t>(config.limit_file_mb) << 20, "RLIMIT_FSIZE"));
   if (config.limit_open_files > 0)
-    LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(config.limit_open_files), "RLIMIT_NOFILE"));
+    LEAP_RETURN_IF_ERROR(
+        set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(config.limit_open_files), "RLIMIT_NOFILE"));
   if (!gpu && config.limit_memory_mb > 0)
-    LEAP_RETURN_IF_ERROR(set_limit(RLIMIT_AS, static_cast<rlim_t>(config.limit_memory_mb) << 20, "RLIMIT_AS"));
+    LEAP_RETURN_IF_ERROR(
+        set_limit(RLIMIT_AS, static_cast<rlim_t>(config.limit_memory_mb) << 20, "RLIMIT_AS"));
   return Status::ok();
 }
 
 int serve_jobs(Executor& executor, int fd, const SandboxConfig& config) {
   if (!wire::write_frame(fd, wire::FrameType::kReady, executor.name())) return 1;
   JobRunner runner(executor);
-  runner.set_compiled_callback([fd] { (void)wire::write_frame(fd, wire::FrameType::kCompiled, {}); });
+  runner.set_compiled_callback(
+      [fd] { (void)wire::write_frame(fd, wire::FrameType::kCompiled, {}); });
   for (;;) {
     auto frame = wire::read_frame(fd, std::chrono::steady_clock::time_point::max());
     if (!frame) return frame.status().code() == StatusCode::kNotFound ? 0 : 1;

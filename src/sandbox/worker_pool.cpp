@@ -29,7 +29,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 Clock::time_point after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  return Clock::now() +
+         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 std::string self_executable() {
@@ -39,7 +40,8 @@ std::string self_executable() {
 }
 
 std::string describe_exit(int status) {
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
   if (WIFEXITED(status)) return fmt::format("exited with code {}", WEXITSTATUS(status));
   return "stopped";
 }
@@ -56,7 +58,8 @@ WorkerPool::WorkerPool(WorkerPoolOptions options) : options_(std::move(options))
 
 Expected<std::unique_ptr<WorkerPool>> WorkerPool::start(WorkerPoolOptions options) {
   if (options.config.device != "cpu" && options.config.device != "gpu")
-    return invalid_input("worker pool: sandbox.device must be resolved to cpu or gpu, got " + options.config.device);
+    return invalid_input("worker pool: sandbox.device must be resolved to cpu or gpu, got " +
+                         options.config.device);
   if (options.leap_binary.empty()) options.leap_binary = self_executable();
   if (::access(options.leap_binary.c_str(), X_OK) != 0)
     return not_found("worker pool: cannot execute the leap binary '" + options.leap_binary + "'");
@@ -104,7 +107,8 @@ Status WorkerPool::spawn(Worker& w) {
   ::close(child_end);
   if (rc != 0) {
     ::close(sv[0]);
-    return io_error(fmt::format("posix_spawn of '{}' failed: {}", options_.leap_binary, std::strerror(rc)));
+    return io_error(
+        fmt::format("posix_spawn of '{}' failed: {}", options_.leap_binary, std::strerror(rc)));
   }
   {
     std::lock_guard lock(mutex_);  // worker_pids() reads pids from other threads
@@ -117,7 +121,8 @@ Status WorkerPool::spawn(Worker& w) {
     int status = 0;
     kill_worker(w, &status);
     return internal_error(fmt::format("sandbox worker did not start ({}; {})",
-                                      ready ? "unexpected frame" : ready.status().message(), describe_exit(status)));
+                                      ready ? "unexpected frame" : ready.status().message(),
+                                      describe_exit(status)));
   }
   return Status::ok();
 }
@@ -155,7 +160,8 @@ JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost) 
   if (!wire::write_frame(w.fd, wire::FrameType::kRequest, wire::encode_request(request))) {
     kill_worker(w, &status);
     *lost = true;
-    return verdict_report(Verdict::kSandboxError, "sandbox worker channel broke: " + describe_exit(status));
+    return verdict_report(Verdict::kSandboxError,
+                          "sandbox worker channel broke: " + describe_exit(status));
   }
   bool compiled = false;
   auto deadline = after(cfg.compile_timeout_s);
@@ -168,20 +174,21 @@ JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost) 
       if (timed_out || (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)) {
         ++stats_.timeouts;
         if (!compiled)
-          return verdict_report(Verdict::kTimeout,
-                                fmt::format("compilation took longer than {} s", cfg.compile_timeout_s));
+          return verdict_report(Verdict::kTimeout, fmt::format("compilation took longer than {} s",
+                                                               cfg.compile_timeout_s));
         return verdict_report(
             Verdict::kTimeout,
-            timed_out ? fmt::format("the run took longer than {} s: an endless loop, a deadlock at a "
-                                    "barrier, or far too much work",
-                                    cfg.run_timeout_s)
-                      : fmt::format("the run used more than {} s of CPU time", cfg.limit_cpu_s));
+            timed_out
+                ? fmt::format("the run took longer than {} s: an endless loop, a deadlock at a "
+                              "barrier, or far too much work",
+                              cfg.run_timeout_s)
+                : fmt::format("the run used more than {} s of CPU time", cfg.limit_cpu_s));
       }
       ++stats_.crashes;
       *lost = true;
       return verdict_report(Verdict::kSandboxError,
-                            fmt::format("sandbox worker {} during the job ({})", describe_exit(status),
-                                        frame.status().message()));
+                            fmt::format("sandbox worker {} during the job ({})",
+                                        describe_exit(status), frame.status().message()));
     }
     if (frame->type == wire::FrameType::kCompiled && !compiled) {
       compiled = true;

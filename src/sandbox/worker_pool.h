@@ -26,8 +26,8 @@
 namespace leap::sandbox {
 
 struct WorkerPoolOptions {
-  std::string leap_binary;  // the `leap` executable; empty: this process's own executable
-  SandboxConfig config;     // config.device must be "cpu" or "gpu" (resolved, not "auto")
+  std::string leap_binary;         // the `leap` executable; empty: this process's own executable
+  SandboxConfig config;            // config.device must be "cpu" or "gpu" (resolved, not "auto")
   double startup_timeout_s = 120;  // a GPU worker initialises CUDA before it is ready
 };
 

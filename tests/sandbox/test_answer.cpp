@@ -7,7 +7,9 @@
 namespace leap::sandbox {
 namespace {
 
-std::string block(const std::string& code) { return "Here it is.\n```cuda\n" + code + "```\n"; }
+std::string block(const std::string& code) {
+  return "Here it is.\n```cuda\n" + code + "```\n";
+}
 
 const char* kRelu = R"(__global__ void relu(const float* a, float* out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -50,7 +52,8 @@ TEST(AnswerParse, LaunchAndScratchLines) {
 }
 
 TEST(AnswerParse, TuplesTemplatesSharedMemory) {
-  auto l = parse_launch_line("tile<16, 4><<<(cdiv(n, 16), (m+1)/2), (16, 16), 2*16*16*4>>>(a, b, alpha, (n))");
+  auto l = parse_launch_line(
+      "tile<16, 4><<<(cdiv(n, 16), (m+1)/2), (16, 16), 2*16*16*4>>>(a, b, alpha, (n))");
   ASSERT_TRUE(l.has_value()) << l.status().message();
   EXPECT_EQ(l->kernel, "tile<16, 4>");
   EXPECT_EQ(l->grid, (std::vector<std::string>{"cdiv(n, 16)", "(m+1)/2"}));
@@ -84,8 +87,10 @@ TEST(AnswerParse, BadLaunchLinesSayWhy) {
   for (const auto& c : cases) {
     auto r = parse_launch_line(c.line);
     ASSERT_FALSE(r.has_value()) << c.line;
-    EXPECT_NE(r.status().message().find(c.why), std::string::npos) << c.line << " -> " << r.status().message();
-    EXPECT_NE(r.status().message().find("// launch: NAME<<<GRID, BLOCK[, SMEM]>>>(ARGS)"), std::string::npos);
+    EXPECT_NE(r.status().message().find(c.why), std::string::npos)
+        << c.line << " -> " << r.status().message();
+    EXPECT_NE(r.status().message().find("// launch: NAME<<<GRID, BLOCK[, SMEM]>>>(ARGS)"),
+              std::string::npos);
   }
 }
 

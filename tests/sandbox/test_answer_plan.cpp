@@ -27,8 +27,9 @@ Answer answer_of(const std::string& lines) {
 
 TEST(LaunchPlan, ResolvesArgumentsAndDimensions) {
   auto task = make_task();
-  auto a = answer_of("// scratch: part f32[cdiv(n, 128)]\n"
-                     "// launch: k<<<(cdiv(n, 128), 2), 128, 4*128>>>(x, part, alpha, n - 1, 0.25f)\n");
+  auto a = answer_of(
+      "// scratch: part f32[cdiv(n, 128)]\n"
+      "// launch: k<<<(cdiv(n, 128), 2), 128, 4*128>>>(x, part, alpha, n - 1, 0.25f)\n");
   auto plan = make_launch_plan(a, task, task.params, PlanLimits{});
   ASSERT_TRUE(plan.has_value()) << plan.status().message();
   ASSERT_EQ(plan->scratch.size(), 1u);
@@ -85,7 +86,9 @@ TEST(LaunchPlan, BoundsAreCheckedBeforeAnythingRuns) {
   EXPECT_NE(plan.status().message().find("exceed the limit of 16"), std::string::npos);
 }
 
-ptx::ParamInfo param(const char* type, size_t size) { return {"p", type, size, size}; }
+ptx::ParamInfo param(const char* type, size_t size) {
+  return {"p", type, size, size};
+}
 
 template <class T>
 T read_as(const std::vector<uint8_t>& bytes) {
@@ -97,7 +100,8 @@ T read_as(const std::vector<uint8_t>& bytes) {
 
 TEST(Marshal, LaysOutArgumentsAsTheKernelDeclares) {
   auto task = make_task();
-  auto a = answer_of("// scratch: s i32[4]\n// launch: k<<<1, 1>>>(x, s, alpha, alpha, n, n, -1)\n");
+  auto a =
+      answer_of("// scratch: s i32[4]\n// launch: k<<<1, 1>>>(x, s, alpha, alpha, n, n, -1)\n");
   auto plan = make_launch_plan(a, task, task.params, PlanLimits{});
   ASSERT_TRUE(plan.has_value()) << plan.status().message();
   std::vector<ptx::ParamInfo> params = {param(".u64", 8), param(".u64", 8), param(".f32", 4),
@@ -116,12 +120,14 @@ TEST(Marshal, LaysOutArgumentsAsTheKernelDeclares) {
 
 TEST(Marshal, MismatchesAreLaunchErrors) {
   auto task = make_task();
-  auto plan = make_launch_plan(answer_of("// launch: k<<<1, 1>>>(x, alpha, n)\n"), task, task.params, {});
+  auto plan =
+      make_launch_plan(answer_of("// launch: k<<<1, 1>>>(x, alpha, n)\n"), task, task.params, {});
   ASSERT_TRUE(plan.has_value()) << plan.status().message();
   const auto& l = plan->launches[0];
   auto count = marshal_args(l, {param(".u64", 8)}, {1, 2}, {});
   ASSERT_FALSE(count.has_value());
-  EXPECT_NE(count.status().message().find("takes 1 parameters but the launch line passes 3"), std::string::npos);
+  EXPECT_NE(count.status().message().find("takes 1 parameters but the launch line passes 3"),
+            std::string::npos);
   auto ptr = marshal_args(l, {param(".f32", 4), param(".f32", 4), param(".s32", 4)}, {1, 2}, {});
   ASSERT_FALSE(ptr.has_value());
   EXPECT_NE(ptr.status().message().find("a buffer is passed"), std::string::npos);

@@ -45,11 +45,12 @@ TEST(VerifyGpu, VerdictsAndTiming) {
   ASSERT_TRUE(ok.speedup.has_value()) << ok.feedback;
   EXPECT_GT(*ok.speedup, 0.2);
   EXPECT_LT(*ok.speedup, 5.0);
-  VerifyResult wrong = v.verify(task, answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  VerifyResult wrong =
+      v.verify(task, answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = x[i] * alpha;
 })",
-                                             kGoodLaunch));
+                            kGoodLaunch));
   EXPECT_EQ(verdict_name(wrong.verdict), "WRONG_ANSWER") << wrong.feedback;
 }
 
@@ -61,11 +62,13 @@ TEST(VerifyGpu, UnguardedTailWriteHitsTheGuardZone) {
   Verifier v(*channel, config);
   // Correct at the GPU size (a multiple of 256); at the CPU size it writes 24 elements past
   // the end of `out`, into its guard zone.
-  VerifyResult r = v.verify(testing::relu_scale_task(), answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  VerifyResult r =
+      v.verify(testing::relu_scale_task(),
+               answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   out[i] = (i < n ? fmaxf(x[i], 0.f) : 0.f) * alpha;
 })",
-                                                                 kGoodLaunch));
+                      kGoodLaunch));
   EXPECT_EQ(verdict_name(r.verdict), "MEMORY_VIOLATION") << r.feedback;
   EXPECT_NE(r.feedback.find("past its end"), std::string::npos) << r.feedback;
 }
@@ -82,7 +85,8 @@ TEST(VerifyGpu, EverySuiteReferencePasses) {
     for (const auto& task : suite->tasks) {
       VerifyResult r = v.verify(task, task.reference);
       EXPECT_EQ(verdict_name(r.verdict), "OK") << task.id << ": " << r.feedback;
-      if (r.speedup) std::printf("%-28s speedup %.3f  %s\n", task.id.c_str(), *r.speedup, r.feedback.c_str());
+      if (r.speedup)
+        std::printf("%-28s speedup %.3f  %s\n", task.id.c_str(), *r.speedup, r.feedback.c_str());
     }
   }
 }

@@ -19,7 +19,8 @@ TEST_P(SuiteReferences, EveryReferencePassesOnTheCpu) {
   if (!nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC";
   auto suite = tasks::load_suite(std::string(LEAP_SOURCE_DIR) + "/tasks/" + GetParam());
   ASSERT_TRUE(suite.has_value()) << suite.status().message();
-  LocalChannel channel(std::make_unique<CpuExecutor>(std::make_shared<NvrtcCompiler>(), CpuExecutorOptions{}));
+  LocalChannel channel(
+      std::make_unique<CpuExecutor>(std::make_shared<NvrtcCompiler>(), CpuExecutorOptions{}));
   SandboxConfig config;
   Verifier verifier(channel, config);
   int passed = 0;
@@ -35,7 +36,8 @@ TEST_P(SuiteReferences, EveryReferencePassesOnTheCpu) {
   std::printf("%s: %d of %zu references pass\n", GetParam(), passed, tasks.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Suites, SuiteReferences, ::testing::Values("level1.jsonl", "level2.jsonl"));
+INSTANTIATE_TEST_SUITE_P(Suites, SuiteReferences,
+                         ::testing::Values("level1.jsonl", "level2.jsonl"));
 
 }  // namespace
 }  // namespace leap::sandbox

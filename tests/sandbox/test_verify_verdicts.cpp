@@ -20,7 +20,8 @@ class VerifyVerdicts : public ::testing::Test {
   static void SetUpTestSuite() {
     CpuExecutorOptions o;
     o.instruction_budget = 20'000'000;  // an endless loop ends fast and deterministically
-    channel_ = new LocalChannel(std::make_unique<CpuExecutor>(std::make_shared<NvrtcCompiler>(), o));
+    channel_ =
+        new LocalChannel(std::make_unique<CpuExecutor>(std::make_shared<NvrtcCompiler>(), o));
   }
   static void TearDownTestSuite() {
     delete channel_;
@@ -63,21 +64,23 @@ __global__ void relu_to(const float* x, float* tmp, int n) {
 __global__ void scale(const float* tmp, float* out, float alpha, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) out[i] = tmp[i] * alpha;
 })",
-                    "// scratch: tmp f32[n]\n"
-                    "// launch: relu_to<128><<<cdiv(n, 128), 128>>>(x, tmp, n)\n"
-                    "// launch: scale<<<3, 64>>>(tmp, out, alpha, n)\n"));
+                                 "// scratch: tmp f32[n]\n"
+                                 "// launch: relu_to<128><<<cdiv(n, 128), 128>>>(x, tmp, n)\n"
+                                 "// launch: scale<<<3, 64>>>(tmp, out, alpha, n)\n"));
   EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
 }
 
 TEST_F(VerifyVerdicts, NoCodeBlockIsFormatError) {  // rejected before any compile
-  expect("I would write a kernel that applies relu.", Verdict::kFormatError, "no ```cuda code block");
+  expect("I would write a kernel that applies relu.", Verdict::kFormatError,
+         "no ```cuda code block");
 }
 
 TEST_F(VerifyVerdicts, SyntaxErrorIsCompileError) {
   LEAP_SKIP_WITHOUT_NVRTC();
-  expect(answer("__global__ void k(const float* x, float* out, float alpha, int n) { out[0] = x[0] }",
-                kGoodLaunch),
-         Verdict::kCompileError, "error");
+  expect(
+      answer("__global__ void k(const float* x, float* out, float alpha, int n) { out[0] = x[0] }",
+             kGoodLaunch),
+      Verdict::kCompileError, "error");
 }
 
 TEST_F(VerifyVerdicts, CallingAHostFunctionIsCompileError) {
@@ -91,27 +94,28 @@ TEST_F(VerifyVerdicts, CallingAHostFunctionIsCompileError) {
 }
 
 TEST_F(VerifyVerdicts, HostRuntimeCallIsFormatError) {  // rejected before any compile
-  expect(answer(std::string(kGoodKernel) + "\nvoid run(float* d) { cudaMalloc(&d, 4); }", kGoodLaunch),
-         Verdict::kFormatError, "cudaMalloc");
+  expect(
+      answer(std::string(kGoodKernel) + "\nvoid run(float* d) { cudaMalloc(&d, 4); }", kGoodLaunch),
+      Verdict::kFormatError, "cudaMalloc");
 }
 
 TEST_F(VerifyVerdicts, BadLaunchLines) {
   LEAP_SKIP_WITHOUT_NVRTC();
-  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256)>>>(x, out, alpha, n)\n"), Verdict::kFormatError,
-         "takes GRID, BLOCK");
-  expect(answer(kGoodKernel, "// launch: kk<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n"), Verdict::kLaunchError,
-         "no __global__ kernel 'kk'");
-  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, n)\n"), Verdict::kLaunchError,
-         "takes 4 parameters but the launch line passes 3");
-  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, y)\n"), Verdict::kLaunchError,
-         "argument 'y'");
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256)>>>(x, out, alpha, n)\n"),
+         Verdict::kFormatError, "takes GRID, BLOCK");
+  expect(answer(kGoodKernel, "// launch: kk<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n"),
+         Verdict::kLaunchError, "no __global__ kernel 'kk'");
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, n)\n"),
+         Verdict::kLaunchError, "takes 4 parameters but the launch line passes 3");
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, y)\n"),
+         Verdict::kLaunchError, "argument 'y'");
 }
 
 TEST_F(VerifyVerdicts, LimitsAreLaunchErrors) {  // rejected before any compile
-  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 2048), 2048>>>(x, out, alpha, n)\n"), Verdict::kLaunchError,
-         "block.x = 2048");
-  expect(answer(kGoodKernel, "// scratch: huge f32[n * n * n]\n" + std::string(kGoodLaunch)), Verdict::kLaunchError,
-         "scratch limit");
+  expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 2048), 2048>>>(x, out, alpha, n)\n"),
+         Verdict::kLaunchError, "block.x = 2048");
+  expect(answer(kGoodKernel, "// scratch: huge f32[n * n * n]\n" + std::string(kGoodLaunch)),
+         Verdict::kLaunchError, "scratch limit");
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256, 100000>>>(x, out, alpha, n)\n"),
          Verdict::kLaunchError, "dynamic shared memory");
 }
@@ -166,8 +170,9 @@ TEST_F(VerifyVerdicts, MissingBarrierIsRuntimeError) {
 
 TEST_F(VerifyVerdicts, WritingNothingIsWrongAnswer) {
   LEAP_SKIP_WITHOUT_NVRTC();
-  expect(answer("__global__ void k(const float* x, float* out, float alpha, int n) { }", kGoodLaunch),
-         Verdict::kWrongAnswer, "never written");
+  expect(
+      answer("__global__ void k(const float* x, float* out, float alpha, int n) { }", kGoodLaunch),
+      Verdict::kWrongAnswer, "never written");
 }
 
 TEST_F(VerifyVerdicts, WritingHalfTheOutputIsWrongAnswer) {
@@ -203,8 +208,8 @@ TEST_F(VerifyVerdicts, WrongFormulaIsWrongAnswer) {
 TEST_F(VerifyVerdicts, CorrectOnlyForMultiplesOfTheBlockSizeIsWrongAnswer) {
   LEAP_SKIP_WITHOUT_NVRTC();
   // n / 256 blocks: the last 1000 - 768 elements are never written at the ragged CPU size.
-  expect(answer(kGoodKernel, "// launch: k<<<n / 256, 256>>>(x, out, alpha, n)\n"), Verdict::kWrongAnswer,
-         "first at index 768");
+  expect(answer(kGoodKernel, "// launch: k<<<n / 256, 256>>>(x, out, alpha, n)\n"),
+         Verdict::kWrongAnswer, "first at index 768");
 }
 
 TEST_F(VerifyVerdicts, ReferenceOutputsAndResultsAreCached) {

@@ -26,13 +26,16 @@ using testing::kGoodLaunch;
 // A correct kernel that takes a while on the interpreter: each thread loops `reps` times over an
 // exact, idempotent step (max with its own input), so the result is bit-identical to the reference.
 std::string slow_answer(int reps) {
-  return answer("__global__ void k(const float* x, float* out, float alpha, int n) {\n"
-                "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                "  if (i >= n) return;\n"
-                "  float v = x[i];\n"
-                "  for (int r = 0; r < " + std::to_string(reps) + "; ++r) v = fmaxf(v, x[i]);\n"
-                "  out[i] = fmaxf(v, 0.f) * alpha;\n}",
-                kGoodLaunch);
+  return answer(
+      "__global__ void k(const float* x, float* out, float alpha, int n) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+      "  if (i >= n) return;\n"
+      "  float v = x[i];\n"
+      "  for (int r = 0; r < " +
+          std::to_string(reps) +
+          "; ++r) v = fmaxf(v, x[i]);\n"
+          "  out[i] = fmaxf(v, 0.f) * alpha;\n}",
+      kGoodLaunch);
 }
 
 std::unique_ptr<WorkerPool> start_pool(SandboxConfig config) {
@@ -54,9 +57,12 @@ TEST(WorkersPool, VerifiesThroughWorkerProcesses) {
   Verifier v(*pool, config);
   auto task = testing::relu_scale_task();
   EXPECT_EQ(verdict_name(v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
-  EXPECT_EQ(verdict_name(v.verify(task, answer("__global__ void k(const float* x, float* out, float a, int n) {}",
-                                               kGoodLaunch)).verdict),
-            "WRONG_ANSWER");
+  EXPECT_EQ(
+      verdict_name(
+          v.verify(task, answer("__global__ void k(const float* x, float* out, float a, int n) {}",
+                                kGoodLaunch))
+              .verdict),
+      "WRONG_ANSWER");
 }
 
 TEST(WorkersPool, RunawayJobTimesOutAndItsWorkerIsReplaced) {
@@ -70,11 +76,12 @@ TEST(WorkersPool, RunawayJobTimesOutAndItsWorkerIsReplaced) {
   const pid_t before = pool->worker_pids().at(0);
   Verifier v(*pool, config);
   auto task = testing::relu_scale_task();
-  VerifyResult r = v.verify(task, answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  VerifyResult r =
+      v.verify(task, answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
   volatile int spin = 1;
   while (spin) { }
 })",
-                                         kGoodLaunch));
+                            kGoodLaunch));
   EXPECT_EQ(verdict_name(r.verdict), "TIMEOUT") << r.feedback;
   EXPECT_NE(r.feedback.find("longer than 1 s"), std::string::npos) << r.feedback;
   ASSERT_EQ(pool->worker_pids().size(), 1u);
@@ -143,7 +150,8 @@ TEST(WorkersPool, CompileTimeoutKillsTheWorkerAndAFailingReferenceIsNotThePolicy
   // The reference is compiled first, times out, and the verdict is the infrastructure's.
   VerifyResult r = v.verify(testing::relu_scale_task(), answer(kGoodKernel, kGoodLaunch));
   EXPECT_EQ(verdict_name(r.verdict), "SANDBOX_ERROR") << r.feedback;
-  EXPECT_NE(r.feedback.find("compilation took longer than 0.001 s"), std::string::npos) << r.feedback;
+  EXPECT_NE(r.feedback.find("compilation took longer than 0.001 s"), std::string::npos)
+      << r.feedback;
   EXPECT_GE(pool->stats().timeouts, 1u);
   ASSERT_EQ(pool->worker_pids().size(), 1u);
   EXPECT_NE(pool->worker_pids().at(0), before);
@@ -186,7 +194,8 @@ TEST(WorkersPool, ServesManyThreads) {
   for (int t = 0; t < 6; ++t) {
     // Distinct code per thread, so every call really goes to a worker.
     std::string code = std::string(kGoodKernel) + "  // thread " + std::to_string(t);
-    threads.emplace_back([&, code] { ok += v.verify(task, answer(code, kGoodLaunch)).verdict == Verdict::kOk; });
+    threads.emplace_back(
+        [&, code] { ok += v.verify(task, answer(code, kGoodLaunch)).verdict == Verdict::kOk; });
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), 6);
@@ -201,7 +210,8 @@ TEST(WorkersPool, ServiceQueuesSubmissionsAndDrainsOnDestruction) {
   ASSERT_TRUE(service.has_value()) << service.status().message();
   auto task = testing::relu_scale_task();
   std::vector<std::future<VerifyResult>> results;
-  for (int i = 0; i < 5; ++i) results.push_back((*service)->submit(task, answer(kGoodKernel, kGoodLaunch)));
+  for (int i = 0; i < 5; ++i)
+    results.push_back((*service)->submit(task, answer(kGoodKernel, kGoodLaunch)));
   results.push_back((*service)->submit(task, "no code"));
   auto last = (*service)->submit(task, answer(kGoodKernel, kGoodLaunch));
   for (int i = 0; i < 5; ++i) EXPECT_EQ(verdict_name(results[i].get().verdict), "OK");

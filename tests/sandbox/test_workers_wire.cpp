@@ -22,7 +22,11 @@ JobRequest sample_request() {
   q.task.level = 2;
   q.task.params = {{"n", int64_t{7}}, {"alpha", 0.25}};
   q.task.cpu_params = {{"n", int64_t{3}}, {"alpha", 0.25}};
-  q.task.buffers = {{"a", tasks::DType::kBF16, {"n", "2"}, tasks::Role::kInOut, {tasks::Init::Kind::kUniform, -2, 3}}};
+  q.task.buffers = {{"a",
+                     tasks::DType::kBF16,
+                     {"n", "2"},
+                     tasks::Role::kInOut,
+                     {tasks::Init::Kind::kUniform, -2, 3}}};
   q.task.reference = "```cuda\nref\n```";
   q.task.atol = 1e-3;
   q.task.rtol = 2e-3;
@@ -104,7 +108,8 @@ TEST(WorkersWire, CorruptPayloadsAreErrors) {
   // A count field claiming 2^60 items must not be believed.
   std::string bad = huge;
   uint64_t big = uint64_t{1} << 60;
-  std::memcpy(bad.data() + 8 + 8 + 4 + 4, &big, 8);  // after id, "L1/x" and level: the family length
+  std::memcpy(bad.data() + 8 + 8 + 4 + 4, &big,
+              8);  // after id, "L1/x" and level: the family length
   EXPECT_FALSE(wire::decode_request(bad).has_value());
 }
 
@@ -112,7 +117,8 @@ TEST(WorkersWire, FramesTimeoutsAndEof) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
   std::string payload(1 << 20, 'z');  // larger than a socket buffer: written while read
-  std::thread writer([&] { ASSERT_TRUE(wire::write_frame(sv[0], wire::FrameType::kReport, payload).is_ok()); });
+  std::thread writer(
+      [&] { ASSERT_TRUE(wire::write_frame(sv[0], wire::FrameType::kReport, payload).is_ok()); });
   auto f = wire::read_frame(sv[1], std::chrono::steady_clock::now() + 5s);
   writer.join();
   ASSERT_TRUE(f.has_value()) << f.status().message();

@@ -33,7 +33,8 @@ inline std::string answer(const std::string& body, const std::string& lines) {
   return "Here is my kernel.\n```cuda\n" + body + "\n" + lines + "```\n";
 }
 
-inline const char* kGoodKernel = R"(__global__ void k(const float* __restrict__ x, float* __restrict__ out, float alpha, int n) {
+inline const char* kGoodKernel =
+    R"(__global__ void k(const float* __restrict__ x, float* __restrict__ out, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
 })";
@@ -44,4 +45,3 @@ inline const char* kGoodLaunch = "// launch: k<<<cdiv(n, 256), 256>>>(x, out, al
 // Tests that compile kernels skip in builds without NVRTC (LEAP_CUDA=OFF).
 #define LEAP_SKIP_WITHOUT_NVRTC() \
   if (!::leap::sandbox::nvrtc_available()) GTEST_SKIP() << "this build has no NVRTC"
-
