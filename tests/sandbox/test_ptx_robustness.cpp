@@ -3,6 +3,7 @@
 // duplicated) are parsed and, when they parse, launched on small buffers. Whatever a mutant does,
 // the interpreter must return a result (never crash, hang or touch host memory outside the
 // allocations), and every failure must carry a message.
+#include <cstdlib>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -92,9 +93,13 @@ TEST(PtxRobustness, RandomMutantsNeverCrashTheInterpreter) {
   auto c = compile(compiler, kSources, {"mix"});
   ASSERT_TRUE(c.status.empty()) << c.status;
   const std::string& ptx = c.result->ptx;
-  Rng rng(31);
+  // LEAP_PTX_FUZZ_SEED / LEAP_PTX_FUZZ_TRIALS run other or longer campaigns (e.g. under ASan).
+  const char* seed_env = std::getenv("LEAP_PTX_FUZZ_SEED");
+  const char* trials_env = std::getenv("LEAP_PTX_FUZZ_TRIALS");
+  Rng rng(seed_env ? std::strtoull(seed_env, nullptr, 10) : 31);
+  const int trials = trials_env ? std::atoi(trials_env) : 1500;
   int parsed = 0, ran_ok = 0, failed = 0;
-  for (int trial = 0; trial < 1500; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     const std::string m = mutate(ptx, rng);
     auto module = Module::parse(m);
     if (!module) {
