@@ -46,8 +46,8 @@ model::TokenBatch bench_batch() {
 }
 
 // One optimizer step: zero_grad, forward, backward of a masked mean log-likelihood, AdamW.
-void train_step(model::Transformer& m, model::AdamW& opt, const model::TokenBatch& batch, std::vector<float>& lp,
-                std::vector<float>& dlp) {
+void train_step(model::Transformer& m, model::AdamW& opt, const model::TokenBatch& batch,
+                std::vector<float>& lp, std::vector<float>& dlp) {
   m.zero_grad();
   if (!m.forward(batch, lp.data()).is_ok()) std::abort();
   m.backward(dlp.data());
@@ -62,7 +62,8 @@ void BM_TrainStep(benchmark::State& state, int threads) {
   auto batch = bench_batch();
   std::vector<float> lp(static_cast<size_t>(kB) * kT), dlp(lp.size(), -1.0f / (kB * (kT - 1)));
   for (auto _ : state) train_step(m, opt, batch, lp, dlp);
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kB) * kT, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kB) * kT,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Sample(benchmark::State& state, int threads) {
@@ -83,15 +84,19 @@ void BM_Sample(benchmark::State& state, int threads) {
     if (!out) std::abort();
     benchmark::DoNotOptimize(out->data());
   }
-  state.counters["new_tokens/s"] =
-      benchmark::Counter(static_cast<double>(kB) * (kT - kPrompt), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["new_tokens/s"] = benchmark::Counter(
+      static_cast<double>(kB) * (kT - kPrompt), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void register_benchmarks(int threads) {
   benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep, threads)
-      ->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(3.0)
+      ->UseRealTime();
   benchmark::RegisterBenchmark("BM_Sample", BM_Sample, threads)
-      ->Unit(benchmark::kMillisecond)->MinTime(3.0)->UseRealTime();
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(3.0)
+      ->UseRealTime();
 }
 
 // Per-op split of a training step, timed through TimedBackend (after a warm-up step).
@@ -109,11 +114,11 @@ void print_op_split(int threads) {
   for (int i = 0; i < steps; ++i) train_step(m, opt, batch, lp, dlp);
   double total = 0;
   for (double s : be.seconds) total += s;
-  std::printf("\nper-op split of a training step (B=%d T=%d, mean of %d steps, %.1f ms in ops):\n", kB, kT, steps,
-              1e3 * total / steps);
+  std::printf("\nper-op split of a training step (B=%d T=%d, mean of %d steps, %.1f ms in ops):\n",
+              kB, kT, steps, 1e3 * total / steps);
   for (size_t k = 0; k < be.seconds.size(); ++k)
-    std::printf("  %-24s %8.2f ms  %5.1f%%\n", op_kind_name(static_cast<OpKind>(k)), 1e3 * be.seconds[k] / steps,
-                100.0 * be.seconds[k] / total);
+    std::printf("  %-24s %8.2f ms  %5.1f%%\n", op_kind_name(static_cast<OpKind>(k)),
+                1e3 * be.seconds[k] / steps, 100.0 * be.seconds[k] / total);
   std::printf("  %-24s %8.2f ms  %5.1f%%\n", "outside GEMMs", 1e3 * (total - be.seconds[0]) / steps,
               100.0 * (total - be.seconds[0]) / total);
 }
@@ -137,11 +142,11 @@ void print_sample_split(int threads) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double total = 0;
   for (double x : be.seconds) total += x;
-  std::printf("\nper-op split of sampling (8 x %d new tokens, %.1f ms wall, %.1f ms in ops):\n", kT - kPrompt,
-              1e3 * wall, 1e3 * total);
+  std::printf("\nper-op split of sampling (8 x %d new tokens, %.1f ms wall, %.1f ms in ops):\n",
+              kT - kPrompt, 1e3 * wall, 1e3 * total);
   for (size_t k = 0; k < be.seconds.size(); ++k)
-    std::printf("  %-24s %8.2f ms  %5.1f%%\n", op_kind_name(static_cast<OpKind>(k)), 1e3 * be.seconds[k],
-                100.0 * be.seconds[k] / wall);
+    std::printf("  %-24s %8.2f ms  %5.1f%%\n", op_kind_name(static_cast<OpKind>(k)),
+                1e3 * be.seconds[k], 100.0 * be.seconds[k] / wall);
   std::printf("  %-24s %8.2f ms  %5.1f%%\n", "outside ops (sampling)", 1e3 * (wall - total),
               100.0 * (wall - total) / wall);
 }
@@ -154,9 +159,12 @@ int main(int argc, char** argv) {
   int threads = 0;  // 0: the OpenMP default (OMP_NUM_THREADS or all cores)
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
-    else if (std::strcmp(argv[i], "--no_split") == 0) split = false;
-    else args.push_back(argv[i]);
+    if (std::strncmp(argv[i], "--threads=", 10) == 0)
+      threads = std::atoi(argv[i] + 10);
+    else if (std::strcmp(argv[i], "--no_split") == 0)
+      split = false;
+    else
+      args.push_back(argv[i]);
   }
   int n = static_cast<int>(args.size());
   leap::bench::register_benchmarks(threads);

@@ -33,7 +33,8 @@ Expected<std::vector<int32_t>> parse_token_list(const std::string& text) {
       used = 0;
     }
     if (item.empty() || used != item.size() || v < INT32_MIN || v > INT32_MAX)
-      return invalid_input(fmt::format("--tokens: '{}' is not an integer token id (expected e.g. --tokens 1,2,3)", item));
+      return invalid_input(fmt::format(
+          "--tokens: '{}' is not an integer token id (expected e.g. --tokens 1,2,3)", item));
     ids.push_back(static_cast<int32_t>(v));
     start = end + 1;
   }
@@ -47,14 +48,16 @@ int run_score(const std::vector<std::string>& args) {
   model::ModelOptions model_opts;
   std::string tokens_text;
   model_opts.declare(opts);
-  opts.add("score.tokens", &tokens_text, std::string(""), "Comma-separated token ids to score (at least 2).",
-           {.alias = "tokens"});
-  if (int rc = parse_or_exit("score", "--model DIR --tokens 1,2,3,...", args, opts); rc >= 0) return rc;
+  opts.add("score.tokens", &tokens_text, std::string(""),
+           "Comma-separated token ids to score (at least 2).", {.alias = "tokens"});
+  if (int rc = parse_or_exit("score", "--model DIR --tokens 1,2,3,...", args, opts); rc >= 0)
+    return rc;
   auto fail = [](const Status& st) {
     std::fprintf(stderr, "leap score: error: %s\n", st.message().c_str());
     return st.exit_code();
   };
-  if (model_opts.path.empty()) return fail(invalid_input("--model DIR is required (a folder with config.json)"));
+  if (model_opts.path.empty())
+    return fail(invalid_input("--model DIR is required (a folder with config.json)"));
   auto ids = parse_token_list(tokens_text);
   if (!ids) return fail(ids.status());
   if (ids->size() < 2) return fail(invalid_input("--tokens needs at least 2 token ids"));
@@ -64,7 +67,8 @@ int run_score(const std::vector<std::string>& args) {
   if (!model) return fail(model.status());
   const auto batch = model::TokenBatch::from_sequences({*ids});
   std::vector<float> lp(ids->size());
-  if (Status st = (*model)->forward(batch, lp.data()); !st) return fail(st.with_context("--tokens"));
+  if (Status st = (*model)->forward(batch, lp.data()); !st)
+    return fail(st.with_context("--tokens"));
   std::string out = "{\"logprobs\": [";
   for (size_t t = 1; t < lp.size(); ++t) out += fmt::format("{}{}", t > 1 ? ", " : "", lp[t]);
   out += "]}\n";

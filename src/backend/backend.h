@@ -36,45 +36,47 @@ class Backend {
   virtual void download(float* host, const float* src, size_t n) = 0;
 
   // ---- matmul: out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC); bias may be null ---
-  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
-                              int IC, int OC) = 0;
+  virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
+                              int N, int IC, int OC) = 0;
   // dinp (N, IC) += dout @ weight; dweight (OC, IC) += dout^T @ inp; dbias (OC) += sum_n dout.
   // dinp or dbias may be null (not needed).
-  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                               const float* weight, int N, int IC, int OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                               const float* inp, const float* weight, int N, int IC, int OC) = 0;
 
   // ---- embedding: out (N, C) = wte[tokens[n]]; tokens are checked by the caller -------------
-  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, int N, int C) = 0;
-  virtual void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N, int C) = 0;
+  virtual void embedding_forward(float* out, const int32_t* tokens, const float* wte, int N,
+                                 int C) = 0;
+  virtual void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N,
+                                  int C) = 0;
 
   // ---- RMSNorm (HF Llama): out = inp * rsqrt(mean(inp^2) + eps) * weight; rstd (N) saved ----
-  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
-                               float eps) = 0;
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                               int N, int C, float eps) = 0;
   virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                                 const float* weight, const float* rstd, int N, int C) = 0;
 
   // ---- RoPE, rotate-half convention (HF): x (N, H, D); cos/sin tables (maxT, D/2) ------------
   // Row n is at position pos[n]. out may alias inp.
-  virtual void rope_forward(float* out, const float* inp, const float* cos_table, const float* sin_table,
-                            const int32_t* pos, int N, int H, int D) = 0;
-  virtual void rope_backward(float* dinp, const float* dout, const float* cos_table, const float* sin_table,
-                             const int32_t* pos, int N, int H, int D) = 0;
+  virtual void rope_forward(float* out, const float* inp, const float* cos_table,
+                            const float* sin_table, const int32_t* pos, int N, int H, int D) = 0;
+  virtual void rope_backward(float* dinp, const float* dout, const float* cos_table,
+                             const float* sin_table, const int32_t* pos, int N, int H, int D) = 0;
 
   // ---- causal grouped-query attention over full sequences (training and prefill) -------------
   // q (B, T, H, D), k and v (B, T, Hkv, D), out (B, T, H, D); att (B, H, T, T) keeps the
   // softmax probabilities for the backward (the upper triangle is zero). Query head h reads KV
   // head h / (H / Hkv). Scores are scaled by 1/sqrt(D).
-  virtual void attention_forward(float* out, float* att, const float* q, const float* k, const float* v, int B,
-                                 int T, int H, int Hkv, int D) = 0;
-  virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
-                                  const float* q, const float* k, const float* v, int B, int T, int H, int Hkv,
-                                  int D) = 0;
+  virtual void attention_forward(float* out, float* att, const float* q, const float* k,
+                                 const float* v, int B, int T, int H, int Hkv, int D) = 0;
+  virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout,
+                                  const float* att, const float* q, const float* k, const float* v,
+                                  int B, int T, int H, int Hkv, int D) = 0;
   // Single-token decode against a KV cache: q (n, H, D) for n rows; row r reads the cache slot
   // slot[r] whose first len[r] positions are valid (the current token included).
   // k_cache, v_cache (slots, maxT, Hkv, D). out (n, H, D). Inference only: no backward.
-  virtual void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache,
-                                const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv,
-                                int D) = 0;
+  virtual void attention_decode(float* out, const float* q, const float* k_cache,
+                                const float* v_cache, const int32_t* slot, const int32_t* len,
+                                int n, int maxT, int H, int Hkv, int D) = 0;
 
   // ---- SwiGLU: out (N, I) = silu(inp[:, :I]) * inp[:, I:]; inp (N, 2I) is [gate | up] --------
   virtual void swiglu_forward(float* out, const float* inp, int N, int I) = 0;
@@ -86,23 +88,25 @@ class Backend {
   // ---- LM head tail: fused log-softmax and gather ----------------------------------------------
   // logits (N, V). For rows with targets[n] >= 0: logprobs[n] = logits[n, t] - lse[n], where
   // lse[n] = logsumexp(logits[n, :]); rows with targets[n] < 0 get logprobs[n] = 0.
-  virtual void logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets, int N,
-                               int V) = 0;
+  virtual void logprob_forward(float* logprobs, float* lse, const float* logits,
+                               const int32_t* targets, int N, int V) = 0;
   // dlogits[n, v] += dlogprobs[n] * (1[v == t] - softmax(logits[n])[v]) for rows with t >= 0.
-  virtual void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits, const float* lse,
-                                const int32_t* targets, int N, int V) = 0;
+  virtual void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
+                                const float* lse, const int32_t* targets, int N, int V) = 0;
   // Cross-entropy is -sum(mask * logprobs) / normaliser; its gradient wrt logprobs is
   // -mask / normaliser, fed to logprob_backward (see model/transformer.h).
 
-  // ---- optimizer ---------------------------------------------------------------------------------
-  // Sum of squares of n gradient entries, accumulated in double (for global-norm clipping).
+  // ---- optimizer
+  // --------------------------------------------------------------------------------- Sum of
+  // squares of n gradient entries, accumulated in double (for global-norm clipping).
   virtual double sum_squares(const float* x, size_t n) = 0;
   // AdamW with decoupled weight decay (Loshchilov & Hutter; PyTorch's torch.optim.AdamW):
   //   g = grad * grad_scale; m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
   //   param -= lr * (weight_decay * param + (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)).
   // t is the 1-based step count.
-  virtual void adamw_update(float* params, float* m, float* v, const float* grads, size_t n, float lr, float beta1,
-                            float beta2, float eps, float weight_decay, float grad_scale, int t) = 0;
+  virtual void adamw_update(float* params, float* m, float* v, const float* grads, size_t n,
+                            float lr, float beta1, float beta2, float eps, float weight_decay,
+                            float grad_scale, int t) = 0;
 };
 
 }  // namespace leap::backend

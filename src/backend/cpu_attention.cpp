@@ -1,10 +1,10 @@
 // CpuBackend causal grouped-query attention: full-sequence forward/backward (training, prefill)
 // on single-threaded sgemm calls per (sequence, head) and row block, and single-token decode
-// against a KV cache on sgemm calls per (row, KV head). Query head h reads KV head h / (H / Hkv) (HF's
-// repeat_kv). Only the causal lower triangle is computed; att keeps the probabilities.
-// Work is split over (batch, head) for the forward and over (batch, KV head) for the backward,
-// so the query heads sharing a KV head accumulate into dk/dv in one thread: no races, fixed
-// order, deterministic.
+// against a KV cache on sgemm calls per (row, KV head). Query head h reads KV head h / (H / Hkv)
+// (HF's repeat_kv). Only the causal lower triangle is computed; att keeps the probabilities. Work
+// is split over (batch, head) for the forward and over (batch, KV head) for the backward, so the
+// query heads sharing a KV head accumulate into dk/dv in one thread: no races, fixed order,
+// deterministic.
 #include <cmath>
 #include <vector>
 
@@ -21,12 +21,13 @@ constexpr int kRowBlock = 64;
 
 }  // namespace
 
-void CpuBackend::attention_forward(float* out, float* att, const float* q, const float* k, const float* v, int B,
-                                   int T, int H, int Hkv, int D) {
+void CpuBackend::attention_forward(float* out, float* att, const float* q, const float* k,
+                                   const float* v, int B, int T, int H, int Hkv, int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv;
   const int HD = H * D, KD = Hkv * D;
-#pragma omp parallel for collapse(2) schedule(static) if (worth_threads(static_cast<size_t>(B) * H * T * T * D / 2))
+#pragma omp parallel for collapse(2) \
+    schedule(static) if (worth_threads(static_cast <size_t>(B) * H * T * T * D / 2))
   for (int b = 0; b < B; ++b) {
     for (int h = 0; h < H; ++h) {
       const float* qb = q + static_cast<size_t>(b) * T * HD + static_cast<size_t>(h) * D;
@@ -38,8 +39,8 @@ void CpuBackend::attention_forward(float* out, float* att, const float* q, const
       for (int i0 = 0; i0 < T; i0 += kRowBlock) {
         const int m = T - i0 < kRowBlock ? T - i0 : kRowBlock, n = i0 + m;
         float* pb = p + static_cast<size_t>(i0) * T;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, D, scale, qb + static_cast<size_t>(i0) * HD, HD,
-                    kb, KD, 0.0f, pb, T);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, D, scale,
+                    qb + static_cast<size_t>(i0) * HD, HD, kb, KD, 0.0f, pb, T);
         for (int r = 0; r < m; ++r) {
           float* row = pb + static_cast<size_t>(r) * T;
           rows::softmax(row, i0 + r + 1);
@@ -52,13 +53,13 @@ void CpuBackend::attention_forward(float* out, float* att, const float* q, const
   }
 }
 
-void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
-                                    const float* q, const float* k, const float* v, int B, int T, int H, int Hkv,
-                                    int D) {
+void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float* dout,
+                                    const float* att, const float* q, const float* k,
+                                    const float* v, int B, int T, int H, int Hkv, int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv;
   const int HD = H * D, KD = Hkv * D;
-#pragma omp parallel if (worth_threads(static_cast<size_t>(B) * H * T * T * D))
+#pragma omp parallel if (worth_threads(static_cast <size_t>(B) * H * T * T * D))
   {
     std::vector<float> ds(static_cast<size_t>(kRowBlock) * T);  // dL/dscores of one row block
 #pragma omp for collapse(2) schedule(static)
@@ -73,18 +74,18 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
             const float* pb = p + static_cast<size_t>(i0) * T;
             const float* dob = dout + q_off + static_cast<size_t>(i0) * HD;
             // dP = dO V^T, then the softmax backward dS = P * (dP - sum_j P dP) * scale.
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, D, 1.0f, dob, HD, v + kv_off, KD, 0.0f,
-                        ds.data(), n);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, D, 1.0f, dob, HD, v + kv_off,
+                        KD, 0.0f, ds.data(), n);
             for (int r = 0; r < m; ++r) {
               const float* pr = pb + static_cast<size_t>(r) * T;
               float* dr = ds.data() + static_cast<size_t>(r) * n;
               rows::softmax_backward(dr, pr, n, scale);
             }
             // dV += P^T dO; dQ += dS K; dK += dS^T Q.
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, m, 1.0f, pb, T, dob, HD, 1.0f, dv + kv_off,
-                        KD);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, D, n, 1.0f, ds.data(), n, k + kv_off, KD, 1.0f,
-                        dq + q_off + static_cast<size_t>(i0) * HD, HD);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, m, 1.0f, pb, T, dob, HD,
+                        1.0f, dv + kv_off, KD);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, D, n, 1.0f, ds.data(), n,
+                        k + kv_off, KD, 1.0f, dq + q_off + static_cast<size_t>(i0) * HD, HD);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, D, m, 1.0f, ds.data(), n,
                         q + q_off + static_cast<size_t>(i0) * HD, HD, 1.0f, dk + kv_off, KD);
           }
@@ -94,14 +95,15 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
   }
 }
 
-void CpuBackend::attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache,
-                                  const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv, int D) {
+void CpuBackend::attention_decode(float* out, const float* q, const float* k_cache,
+                                  const float* v_cache, const int32_t* slot, const int32_t* len,
+                                  int n, int maxT, int H, int Hkv, int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv, KD = Hkv * D;
   size_t work = 0;
   for (int r = 0; r < n; ++r) work += static_cast<size_t>(len[r]) * H * D * 4;
-  // The query heads sharing a KV head are adjacent in q, so each (row, KV head) is two small
-  // GEMMs that read the cached keys and values once for the whole group.
+    // The query heads sharing a KV head are adjacent in q, so each (row, KV head) is two small
+    // GEMMs that read the cached keys and values once for the whole group.
 #pragma omp parallel if (worth_threads(work))
   {
     std::vector<float> s(static_cast<size_t>(group) * maxT);
@@ -111,11 +113,11 @@ void CpuBackend::attention_decode(float* out, const float* q, const float* k_cac
         const int L = len[r];
         const size_t base = static_cast<size_t>(slot[r]) * maxT * KD + static_cast<size_t>(kvh) * D;
         const size_t qo = (static_cast<size_t>(r) * H + static_cast<size_t>(kvh) * group) * D;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, group, L, D, scale, q + qo, D, k_cache + base, KD, 0.0f,
-                    s.data(), L);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, group, L, D, scale, q + qo, D,
+                    k_cache + base, KD, 0.0f, s.data(), L);
         for (int g = 0; g < group; ++g) rows::softmax(s.data() + static_cast<size_t>(g) * L, L);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group, D, L, 1.0f, s.data(), L, v_cache + base, KD,
-                    0.0f, out + qo, D);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group, D, L, 1.0f, s.data(), L,
+                    v_cache + base, KD, 0.0f, out + qo, D);
       }
     }
   }

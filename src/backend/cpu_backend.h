@@ -23,44 +23,49 @@ class CpuBackend final : public Backend {
   void upload(float* dst, const float* host, size_t n) override;
   void download(float* host, const float* src, size_t n) override;
 
-  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int IC,
-                      int OC) override;
-  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                       const float* weight, int N, int IC, int OC) override;
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                      int IC, int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int N, int IC, int OC) override;
 
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, int N, int C) override;
-  void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N, int C) override;
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, int N,
+                         int C) override;
+  void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N,
+                          int C) override;
 
   void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
                        float eps) override;
-  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
-                        const float* rstd, int N, int C) override;
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                        const float* weight, const float* rstd, int N, int C) override;
 
   void rope_forward(float* out, const float* inp, const float* cos_table, const float* sin_table,
                     const int32_t* pos, int N, int H, int D) override;
   void rope_backward(float* dinp, const float* dout, const float* cos_table, const float* sin_table,
                      const int32_t* pos, int N, int H, int D) override;
 
-  void attention_forward(float* out, float* att, const float* q, const float* k, const float* v, int B, int T,
-                         int H, int Hkv, int D) override;
-  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att, const float* q,
-                          const float* k, const float* v, int B, int T, int H, int Hkv, int D) override;
+  void attention_forward(float* out, float* att, const float* q, const float* k, const float* v,
+                         int B, int T, int H, int Hkv, int D) override;
+  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
+                          const float* q, const float* k, const float* v, int B, int T, int H,
+                          int Hkv, int D) override;
   void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache,
-                        const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv, int D) override;
+                        const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv,
+                        int D) override;
 
   void swiglu_forward(float* out, const float* inp, int N, int I) override;
   void swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) override;
 
   void add_forward(float* out, const float* a, const float* b, size_t n) override;
 
-  void logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets, int N,
-                       int V) override;
-  void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits, const float* lse,
-                        const int32_t* targets, int N, int V) override;
+  void logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets,
+                       int N, int V) override;
+  void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
+                        const float* lse, const int32_t* targets, int N, int V) override;
 
   double sum_squares(const float* x, size_t n) override;
-  void adamw_update(float* params, float* m, float* v, const float* grads, size_t n, float lr, float beta1,
-                    float beta2, float eps, float weight_decay, float grad_scale, int t) override;
+  void adamw_update(float* params, float* m, float* v, const float* grads, size_t n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, float grad_scale,
+                    int t) override;
 
  private:
   int threads_ = 0;

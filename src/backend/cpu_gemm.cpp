@@ -7,9 +7,10 @@
 
 namespace leap::backend {
 
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-          int ldb, float beta, float* C, int ldc) {
-  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans, tb = trans_b ? CblasTrans : CblasNoTrans;
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc) {
+  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans,
+                        tb = trans_b ? CblasTrans : CblasNoTrans;
   const size_t work = static_cast<size_t>(M) * N * K;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (threads <= 1 || M < 2 * 16 || !worth_threads(work)) {
@@ -25,7 +26,8 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const fl
     const int m0 = blk * rows, m = M - m0 < rows ? M - m0 : rows;
     // Row m0 of op(A): a row of A, or a column of A when A is stored transposed.
     const float* a = trans_a ? A + m0 : A + static_cast<size_t>(m0) * lda;
-    cblas_sgemm(CblasRowMajor, ta, tb, m, N, K, alpha, a, lda, B, ldb, beta, C + static_cast<size_t>(m0) * ldc, ldc);
+    cblas_sgemm(CblasRowMajor, ta, tb, m, N, K, alpha, a, lda, B, ldb, beta,
+                C + static_cast<size_t>(m0) * ldc, ldc);
   }
 }
 

@@ -10,7 +10,7 @@
 namespace leap::backend {
 
 // C (M, N) = alpha * op(A) op(B) + beta * C, row-major, like cblas_sgemm.
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda, const float* B,
-          int ldb, float beta, float* C, int ldc);
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const float* A, int lda,
+          const float* B, int ldb, float beta, float* C, int ldc);
 
 }  // namespace leap::backend

@@ -9,9 +9,9 @@
 
 namespace leap::backend {
 
-void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets, int N,
-                                 int V) {
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * V * 4))
+void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logits,
+                                 const int32_t* targets, int N, int V) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * V * 4))
   for (int n = 0; n < N; ++n) {
     const float* z = logits + static_cast<size_t>(n) * V;
     lse[n] = rows::logsumexp(z, V);
@@ -19,9 +19,9 @@ void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logit
   }
 }
 
-void CpuBackend::logprob_backward(float* dlogits, const float* dlogprobs, const float* logits, const float* lse,
-                                  const int32_t* targets, int N, int V) {
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * V * 4))
+void CpuBackend::logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
+                                  const float* lse, const int32_t* targets, int N, int V) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * V * 4))
   for (int n = 0; n < N; ++n) {
     if (targets[n] < 0) continue;
     const float g = dlogprobs[n];
@@ -50,8 +50,9 @@ double CpuBackend::sum_squares(const float* x, size_t n) {
   return total;
 }
 
-void CpuBackend::adamw_update(float* params, float* m, float* v, const float* grads, size_t n, float lr,
-                              float beta1, float beta2, float eps, float weight_decay, float grad_scale, int t) {
+void CpuBackend::adamw_update(float* params, float* m, float* v, const float* grads, size_t n,
+                              float lr, float beta1, float beta2, float eps, float weight_decay,
+                              float grad_scale, int t) {
   const float bc1 = 1.0f - std::pow(beta1, static_cast<float>(t));
   const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(t));
   const float bc2_sqrt = std::sqrt(bc2);

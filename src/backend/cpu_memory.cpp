@@ -15,8 +15,10 @@ CpuBackend::CpuBackend(int threads) : threads_(threads) {
   // Process-wide library state; one CpuBackend per process is the rule. OpenBLAS stays
   // single-threaded: gemm() (cpu_gemm.h) threads it with OpenMP.
   openblas_set_num_threads(1);
-  if (threads_ > 0) omp_set_num_threads(threads_);
-  else threads_ = omp_get_max_threads();
+  if (threads_ > 0)
+    omp_set_num_threads(threads_);
+  else
+    threads_ = omp_get_max_threads();
 }
 
 float* CpuBackend::alloc_floats(size_t n) {
@@ -28,10 +30,20 @@ float* CpuBackend::alloc_floats(size_t n) {
   return static_cast<float*>(p);
 }
 
-void CpuBackend::free_floats(float* p) { std::free(p); }
-void CpuBackend::zero(float* p, size_t n) { std::memset(p, 0, n * sizeof(float)); }
-void CpuBackend::copy(float* dst, const float* src, size_t n) { std::memmove(dst, src, n * sizeof(float)); }
-void CpuBackend::upload(float* dst, const float* host, size_t n) { copy(dst, host, n); }
-void CpuBackend::download(float* host, const float* src, size_t n) { copy(host, src, n); }
+void CpuBackend::free_floats(float* p) {
+  std::free(p);
+}
+void CpuBackend::zero(float* p, size_t n) {
+  std::memset(p, 0, n * sizeof(float));
+}
+void CpuBackend::copy(float* dst, const float* src, size_t n) {
+  std::memmove(dst, src, n * sizeof(float));
+}
+void CpuBackend::upload(float* dst, const float* host, size_t n) {
+  copy(dst, host, n);
+}
+void CpuBackend::download(float* host, const float* src, size_t n) {
+  copy(host, src, n);
+}
 
 }  // namespace leap::backend

@@ -10,6 +10,8 @@
 
 namespace leap::backend {
 
-inline bool worth_threads(size_t work) { return work >= (size_t{1} << 22); }
+inline bool worth_threads(size_t work) {
+  return work >= (size_t{1} << 22);
+}
 
 }  // namespace leap::backend

@@ -8,8 +8,9 @@
 
 namespace leap::backend {
 
-void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int N, int C) {
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C))
+void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, int N,
+                                   int C) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * C))
   for (int n = 0; n < N; ++n) {
     const float* src = wte + static_cast<size_t>(tokens[n]) * C;
     float* dst = out + static_cast<size_t>(n) * C;
@@ -17,7 +18,8 @@ void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const floa
   }
 }
 
-void CpuBackend::embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N, int C) {
+void CpuBackend::embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N,
+                                    int C) {
   // Rows may repeat a token, so they would race in parallel; the pass is O(N*C) and cheap.
   for (int n = 0; n < N; ++n) {
     float* dst = dwte + static_cast<size_t>(tokens[n]) * C;
@@ -26,9 +28,9 @@ void CpuBackend::embedding_backward(float* dwte, const float* dout, const int32_
   }
 }
 
-void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
-                                 float eps) {
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C * 2))
+void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight,
+                                 int N, int C, float eps) {
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * C * 2))
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<size_t>(n) * C;
     float* y = out + static_cast<size_t>(n) * C;
@@ -44,7 +46,7 @@ void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, cons
 void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
                                   const float* weight, const float* rstd, int N, int C) {
   // dx = r * (w*dy) - r^3/C * x * sum(w*dy*x);  dw += dy * x * r.
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C * 4))
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * C * 4))
   for (int n = 0; n < N; ++n) {
     const float* x = inp + static_cast<size_t>(n) * C;
     const float* dy = dout + static_cast<size_t>(n) * C;
@@ -57,7 +59,7 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout
     for (int c = 0; c < C; ++c) dx[c] += r * weight[c] * dy[c] - k * x[c];
   }
   // The weight gradient sums over rows: one thread per channel block keeps the order fixed.
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * C * 2))
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * C * 2))
   for (int c0 = 0; c0 < C; c0 += 16) {
     int c1 = c0 + 16 < C ? c0 + 16 : C;
     float acc[16] = {};
@@ -70,10 +72,10 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout
   }
 }
 
-void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_table, const float* sin_table,
-                              const int32_t* pos, int N, int H, int D) {
+void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_table,
+                              const float* sin_table, const int32_t* pos, int N, int H, int D) {
   const int half = D / 2;
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * H * D * 2))
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * H * D * 2))
   for (int n = 0; n < N; ++n) {
     const float* cs = cos_table + static_cast<size_t>(pos[n]) * half;
     const float* sn = sin_table + static_cast<size_t>(pos[n]) * half;
@@ -89,11 +91,11 @@ void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_tab
   }
 }
 
-void CpuBackend::rope_backward(float* dinp, const float* dout, const float* cos_table, const float* sin_table,
-                               const int32_t* pos, int N, int H, int D) {
+void CpuBackend::rope_backward(float* dinp, const float* dout, const float* cos_table,
+                               const float* sin_table, const int32_t* pos, int N, int H, int D) {
   // The rotation is orthogonal: its backward is the rotation by -angle.
   const int half = D / 2;
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * H * D * 2))
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * H * D * 2))
   for (int n = 0; n < N; ++n) {
     const float* cs = cos_table + static_cast<size_t>(pos[n]) * half;
     const float* sn = sin_table + static_cast<size_t>(pos[n]) * half;
@@ -110,7 +112,7 @@ void CpuBackend::rope_backward(float* dinp, const float* dout, const float* cos_
 }
 
 void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * I * 16))
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * I * 16))
   for (int n = 0; n < N; ++n) {
     const float* g = inp + static_cast<size_t>(n) * 2 * I;
     const float* u = g + I;
@@ -120,7 +122,7 @@ void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
 }
 
 void CpuBackend::swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) {
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast<size_t>(N) * I * 16))
+#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * I * 16))
   for (int n = 0; n < N; ++n) {
     const float* g = inp + static_cast<size_t>(n) * 2 * I;
     const float* u = g + I;

@@ -38,7 +38,8 @@ LEAP_ROW_CLONES void swiglu_forward(float* y, const float* g, const float* u, in
   for (int i = 0; i < I; ++i) y[i] = g[i] / (1.0f + exp_fast(-g[i])) * u[i];
 }
 
-LEAP_ROW_CLONES void swiglu_backward(float* dg, float* du, const float* dy, const float* g, const float* u, int I) {
+LEAP_ROW_CLONES void swiglu_backward(float* dg, float* du, const float* dy, const float* g,
+                                     const float* u, int I) {
   // silu(g) = g*s with s = sigmoid(g); silu'(g) = s * (1 + g * (1 - s)).
   for (int i = 0; i < I; ++i) {
     const float s = 1.0f / (1.0f + exp_fast(-g[i]));

@@ -27,7 +27,8 @@ Expected<std::map<std::string, std::string>> weight_files(const std::string& dir
   if (!fs::exists(index)) {
     const std::string single = (fs::path(dir) / "model.safetensors").string();
     if (!fs::exists(single))
-      return not_found(fmt::format("{}: neither model.safetensors nor model.safetensors.index.json exists", dir));
+      return not_found(fmt::format(
+          "{}: neither model.safetensors nor model.safetensors.index.json exists", dir));
     return out;  // empty map: everything in the single file
   }
   auto text = read_file(index);
@@ -36,7 +37,8 @@ Expected<std::map<std::string, std::string>> weight_files(const std::string& dir
   if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object())
     return invalid_input(index + ": no 'weight_map' object");
   for (auto it = j["weight_map"].begin(); it != j["weight_map"].end(); ++it) {
-    if (!it.value().is_string()) return invalid_input(fmt::format("{}: weight_map['{}'] is not a file name", index, it.key()));
+    if (!it.value().is_string())
+      return invalid_input(fmt::format("{}: weight_map['{}'] is not a file name", index, it.key()));
     out[it.key()] = (fs::path(dir) / it.value().get<std::string>()).string();
   }
   return out;
@@ -65,7 +67,8 @@ Status load_weights(const std::string& dir, Transformer& model) {
       auto it = map.find(t.name);
       if (it == map.end())
         return invalid_input(fmt::format("{}: tensor '{}' is missing from the weight_map",
-                                         (fs::path(dir) / "model.safetensors.index.json").string(), t.name));
+                                         (fs::path(dir) / "model.safetensors.index.json").string(),
+                                         t.name));
       path = it->second;
     }
     LEAP_ASSIGN_OR_RETURN(const SafetensorsFile* f, file_for(path));
@@ -74,24 +77,28 @@ Status load_weights(const std::string& dir, Transformer& model) {
   }
   // Tensors the config does not explain mean the config and the weights disagree.
   std::vector<std::string> files;
-  if (map.empty()) files.push_back(single);
+  if (map.empty())
+    files.push_back(single);
   else
     for (const auto& [name, path] : map) files.push_back(path);
   for (const auto& path : files) {
     LEAP_ASSIGN_OR_RETURN(const SafetensorsFile* f, file_for(path));
     for (const auto& [name, entry] : f->entries()) {
       if (used.count(name) == 0 && !is_ignorable(name, tied))
-        return invalid_input(fmt::format("{}: tensor '{}' is not part of the model config.json describes "
-                                         "(wrong num_hidden_layers, biases or tie_word_embeddings?)",
-                                         path, name));
+        return invalid_input(
+            fmt::format("{}: tensor '{}' is not part of the model config.json describes "
+                        "(wrong num_hidden_layers, biases or tie_word_embeddings?)",
+                        path, name));
     }
   }
   model.backend().upload(model.params(), host.data(), host.size());
   return Status::ok();
 }
 
-Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir, backend::Backend& backend) {
-  LEAP_ASSIGN_OR_RETURN(ModelConfig cfg, read_model_config((fs::path(dir) / "config.json").string()));
+Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
+                                                  backend::Backend& backend) {
+  LEAP_ASSIGN_OR_RETURN(ModelConfig cfg,
+                        read_model_config((fs::path(dir) / "config.json").string()));
   auto model = std::make_unique<Transformer>(cfg, backend);
   LEAP_RETURN_IF_ERROR(load_weights(dir, *model));
   return model;
@@ -101,11 +108,13 @@ Status save_model(const std::string& dir, const Transformer& model) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error(fmt::format("cannot create {}: {}", dir, ec.message()));
-  LEAP_RETURN_IF_ERROR(write_model_config((fs::path(dir) / "config.json").string(), model.config()));
+  LEAP_RETURN_IF_ERROR(
+      write_model_config((fs::path(dir) / "config.json").string(), model.config()));
   std::vector<float> host(model.num_params());
   model.backend().download(host.data(), model.params(), host.size());
   std::vector<TensorToWrite> tensors;
-  for (const TensorInfo& t : model.layout().tensors()) tensors.push_back({t.name, t.shape, host.data() + t.offset});
+  for (const TensorInfo& t : model.layout().tensors())
+    tensors.push_back({t.name, t.shape, host.data() + t.offset});
   return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors);
 }
 

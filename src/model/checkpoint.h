@@ -15,7 +15,8 @@
 namespace leap::model {
 
 // Reads DIR/config.json and the weights into a new Transformer on `backend`.
-Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir, backend::Backend& backend);
+Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
+                                                  backend::Backend& backend);
 // Loads the weights of DIR (single file or sharded) into an existing model whose config matches.
 Status load_weights(const std::string& dir, Transformer& model);
 // Writes DIR/config.json and DIR/model.safetensors (fp32). DIR is created if missing.

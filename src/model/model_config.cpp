@@ -20,7 +20,8 @@ Status get_int(const json& j, const char* key, int* out, const std::string& wher
     return Status::ok();
   }
   if (!it->is_number_integer())
-    return invalid_input(fmt::format("{}: key '{}' must be an integer, got {}", where, key, it->dump()));
+    return invalid_input(
+        fmt::format("{}: key '{}' must be an integer, got {}", where, key, it->dump()));
   *out = it->get<int>();
   return Status::ok();
 }
@@ -28,7 +29,8 @@ Status get_int(const json& j, const char* key, int* out, const std::string& wher
 Status get_double(const json& j, const char* key, double* out, const std::string& where) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_number()) return invalid_input(fmt::format("{}: key '{}' must be a number", where, key));
+  if (!it->is_number())
+    return invalid_input(fmt::format("{}: key '{}' must be a number", where, key));
   *out = it->get<double>();
   return Status::ok();
 }
@@ -36,7 +38,8 @@ Status get_double(const json& j, const char* key, double* out, const std::string
 Status get_bool(const json& j, const char* key, bool* out, const std::string& where) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return Status::ok();
-  if (!it->is_boolean()) return invalid_input(fmt::format("{}: key '{}' must be true or false", where, key));
+  if (!it->is_boolean())
+    return invalid_input(fmt::format("{}: key '{}' must be true or false", where, key));
   *out = it->get<bool>();
   return Status::ok();
 }
@@ -64,9 +67,10 @@ Status ModelConfig::validate(const std::string& where) const {
   if (num_hidden_layers <= 0) return bad("num_hidden_layers must be > 0");
   if (num_attention_heads <= 0) return bad("num_attention_heads must be > 0");
   if (num_key_value_heads <= 0 || num_attention_heads % num_key_value_heads != 0)
-    return bad(fmt::format("num_key_value_heads {} must divide num_attention_heads {}", num_key_value_heads,
-                           num_attention_heads));
-  if (head_dim <= 0 || head_dim % 2 != 0) return bad(fmt::format("head_dim {} must be even and > 0", head_dim));
+    return bad(fmt::format("num_key_value_heads {} must divide num_attention_heads {}",
+                           num_key_value_heads, num_attention_heads));
+  if (head_dim <= 0 || head_dim % 2 != 0)
+    return bad(fmt::format("head_dim {} must be even and > 0", head_dim));
   if (max_position_embeddings <= 0) return bad("max_position_embeddings must be > 0");
   if (!(rope_theta > 0)) return bad("rope_theta must be > 0");
   if (!(rms_norm_eps > 0)) return bad("rms_norm_eps must be > 0");
@@ -82,10 +86,13 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   json j = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return invalid_input(where + ": not a JSON object");
   ModelConfig c;
-  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) c.model_type = it->get<std::string>();
-  else return invalid_input(where + ": required key 'model_type' is missing (llama or qwen2)");
+  if (auto it = j.find("model_type"); it != j.end() && it->is_string())
+    c.model_type = it->get<std::string>();
+  else
+    return invalid_input(where + ": required key 'model_type' is missing (llama or qwen2)");
   if (c.model_type != "llama" && c.model_type != "qwen2")
-    return invalid_input(fmt::format("{}: model_type '{}' is not supported (llama or qwen2)", where, c.model_type));
+    return invalid_input(
+        fmt::format("{}: model_type '{}' is not supported (llama or qwen2)", where, c.model_type));
   LEAP_RETURN_IF_ERROR(get_int(j, "vocab_size", &c.vocab_size, where, true));
   LEAP_RETURN_IF_ERROR(get_int(j, "hidden_size", &c.hidden_size, where, true));
   LEAP_RETURN_IF_ERROR(get_int(j, "intermediate_size", &c.intermediate_size, where, true));
@@ -96,21 +103,26 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   c.head_dim = c.num_attention_heads > 0 ? c.hidden_size / c.num_attention_heads : 0;
   LEAP_RETURN_IF_ERROR(get_int(j, "head_dim", &c.head_dim, where, false));
   c.max_position_embeddings = 2048;
-  LEAP_RETURN_IF_ERROR(get_int(j, "max_position_embeddings", &c.max_position_embeddings, where, false));
+  LEAP_RETURN_IF_ERROR(
+      get_int(j, "max_position_embeddings", &c.max_position_embeddings, where, false));
   LEAP_RETURN_IF_ERROR(get_double(j, "rms_norm_eps", &c.rms_norm_eps, where));
   LEAP_RETURN_IF_ERROR(get_double(j, "rope_theta", &c.rope_theta, where));
   // transformers v5 moves rope_theta (and the rope type) into rope_parameters.
   for (const char* key : {"rope_parameters", "rope_scaling"}) {
     auto it = j.find(key);
     if (it == j.end() || it->is_null()) continue;
-    if (!it->is_object()) return invalid_input(fmt::format("{}: '{}' must be an object", where, key));
+    if (!it->is_object())
+      return invalid_input(fmt::format("{}: '{}' must be an object", where, key));
     std::string type = "default";
-    if (auto t = it->find("rope_type"); t != it->end() && t->is_string()) type = t->get<std::string>();
-    else if (auto t2 = it->find("type"); t2 != it->end() && t2->is_string()) type = t2->get<std::string>();
+    if (auto t = it->find("rope_type"); t != it->end() && t->is_string())
+      type = t->get<std::string>();
+    else if (auto t2 = it->find("type"); t2 != it->end() && t2->is_string())
+      type = t2->get<std::string>();
     if (type != "default")
-      return unsupported(fmt::format("{}: {}.rope_type '{}' (RoPE scaling) is not supported; only plain RoPE "
-                                     "(rope_type 'default') is implemented",
-                                     where, key, type));
+      return unsupported(
+          fmt::format("{}: {}.rope_type '{}' (RoPE scaling) is not supported; only plain RoPE "
+                      "(rope_type 'default') is implemented",
+                      where, key, type));
     LEAP_RETURN_IF_ERROR(get_double(*it, "rope_theta", &c.rope_theta, where));
   }
   LEAP_RETURN_IF_ERROR(get_bool(j, "tie_word_embeddings", &c.tie_word_embeddings, where));
@@ -121,8 +133,10 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   bool mlp_bias = false;
   LEAP_RETURN_IF_ERROR(get_bool(j, "mlp_bias", &mlp_bias, where));
   if (mlp_bias) return unsupported(where + ": mlp_bias = true is not supported");
-  if (auto it = j.find("hidden_act"); it != j.end() && it->is_string() && it->get<std::string>() != "silu")
-    return unsupported(fmt::format("{}: hidden_act '{}' is not supported (silu)", where, it->get<std::string>()));
+  if (auto it = j.find("hidden_act");
+      it != j.end() && it->is_string() && it->get<std::string>() != "silu")
+    return unsupported(
+        fmt::format("{}: hidden_act '{}' is not supported (silu)", where, it->get<std::string>()));
   bool sliding = false;
   LEAP_RETURN_IF_ERROR(get_bool(j, "use_sliding_window", &sliding, where));
   if (sliding) return unsupported(where + ": use_sliding_window = true is not supported");

@@ -11,8 +11,8 @@ struct ModelOptions {
   std::string path;  // folder with config.json and model.safetensors (or its index)
 
   void declare(OptionSet& opts) {
-    opts.add("model.path", &path, std::string(""), "Policy folder: config.json + model.safetensors (HF layout).",
-             {.alias = "model"});
+    opts.add("model.path", &path, std::string(""),
+             "Policy folder: config.json + model.safetensors (HF layout).", {.alias = "model"});
   }
 };
 

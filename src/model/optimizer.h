@@ -14,15 +14,15 @@
 namespace leap::model {
 
 struct OptimConfig {
-  double lr = 1e-5;          // peak learning rate
-  double min_lr = 0.0;       // end of the cosine
+  double lr = 1e-5;     // peak learning rate
+  double min_lr = 0.0;  // end of the cosine
   int warmup_steps = 0;
-  int total_steps = 0;       // 0 = constant after warm-up
+  int total_steps = 0;  // 0 = constant after warm-up
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
   double weight_decay = 0.0;
-  double grad_clip = 1.0;    // max global L2 norm; 0 = no clipping
+  double grad_clip = 1.0;  // max global L2 norm; 0 = no clipping
 
   // Section [optim].
   void declare(OptionSet& opts);
@@ -32,7 +32,7 @@ struct OptimConfig {
 struct StepStats {
   double grad_norm = 0;  // before clipping
   double lr = 0;
-  int step = 0;          // 1-based count after this step
+  int step = 0;  // 1-based count after this step
 };
 
 class AdamW {

@@ -6,7 +6,9 @@
 namespace leap::model {
 namespace {
 
-std::string layer_name(int l, const char* suffix) { return fmt::format("model.layers.{}.{}", l, suffix); }
+std::string layer_name(int l, const char* suffix) {
+  return fmt::format("model.layers.{}.{}", l, suffix);
+}
 
 }  // namespace
 

@@ -51,7 +51,7 @@ class ParameterLayout {
   explicit ParameterLayout(const ModelConfig& cfg);
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
-  size_t total() const { return total_; }          // floats in the flat buffer
+  size_t total() const { return total_; }            // floats in the flat buffer
   size_t decay_size() const { return decay_size_; }  // leading floats that take weight decay
   const TensorInfo* find(const std::string& name) const;
   ParameterViews views(float* base) const;

@@ -14,7 +14,9 @@ namespace {
 
 using json = nlohmann::json;
 
-size_t dtype_size(DType d) { return d == DType::kF32 ? 4 : 2; }
+size_t dtype_size(DType d) {
+  return d == DType::kF32 ? 4 : 2;
+}
 
 float bf16_to_f32(uint16_t h) {
   uint32_t bits = static_cast<uint32_t>(h) << 16;
@@ -68,54 +70,68 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   if (f.bytes_.size() < 8) return bad("truncated file: no header length");
   uint64_t header_len = 0;
   std::memcpy(&header_len, f.bytes_.data(), 8);
-  if (header_len > f.bytes_.size() - 8) return bad(fmt::format("truncated file: header of {} bytes", header_len));
+  if (header_len > f.bytes_.size() - 8)
+    return bad(fmt::format("truncated file: header of {} bytes", header_len));
   f.data_offset_ = 8 + header_len;
   const size_t data_size = f.bytes_.size() - f.data_offset_;
-  json h = json::parse(f.bytes_.begin() + 8, f.bytes_.begin() + static_cast<std::ptrdiff_t>(f.data_offset_),
-                       nullptr, false);
+  json h =
+      json::parse(f.bytes_.begin() + 8,
+                  f.bytes_.begin() + static_cast<std::ptrdiff_t>(f.data_offset_), nullptr, false);
   if (h.is_discarded() || !h.is_object()) return bad("header is not a JSON object");
   for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__") continue;
     const std::string& name = it.key();
     const json& e = it.value();
-    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
-      return bad(fmt::format("tensor '{}': header entry needs dtype, shape and data_offsets", name));
+    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") ||
+        !e.contains("data_offsets"))
+      return bad(
+          fmt::format("tensor '{}': header entry needs dtype, shape and data_offsets", name));
     SafetensorEntry entry;
     const std::string dtype = e["dtype"].is_string() ? e["dtype"].get<std::string>() : "?";
-    if (dtype == "F32") entry.dtype = DType::kF32;
-    else if (dtype == "F16") entry.dtype = DType::kF16;
-    else if (dtype == "BF16") entry.dtype = DType::kBF16;
-    else return bad(fmt::format("tensor '{}': dtype {} is not supported (F32, BF16, F16)", name, dtype));
+    if (dtype == "F32")
+      entry.dtype = DType::kF32;
+    else if (dtype == "F16")
+      entry.dtype = DType::kF16;
+    else if (dtype == "BF16")
+      entry.dtype = DType::kBF16;
+    else
+      return bad(
+          fmt::format("tensor '{}': dtype {} is not supported (F32, BF16, F16)", name, dtype));
     size_t numel = 1;
     if (!e["shape"].is_array()) return bad(fmt::format("tensor '{}': shape is not a list", name));
     for (const auto& d : e["shape"]) {
-      if (!d.is_number_integer() || d.get<int64_t>() < 0) return bad(fmt::format("tensor '{}': bad shape", name));
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        return bad(fmt::format("tensor '{}': bad shape", name));
       entry.shape.push_back(d.get<int64_t>());
       numel *= static_cast<size_t>(d.get<int64_t>());
     }
     const json& off = e["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned())
+    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
+        !off[1].is_number_unsigned())
       return bad(fmt::format("tensor '{}': data_offsets must be two non-negative integers", name));
     entry.begin = off[0].get<size_t>();
     entry.end = off[1].get<size_t>();
     if (entry.begin > entry.end || entry.end > data_size)
-      return bad(fmt::format("tensor '{}': bytes [{}, {}) lie outside the {} data bytes (truncated file?)", name,
-                             entry.begin, entry.end, data_size));
+      return bad(
+          fmt::format("tensor '{}': bytes [{}, {}) lie outside the {} data bytes (truncated file?)",
+                      name, entry.begin, entry.end, data_size));
     if (entry.end - entry.begin != numel * dtype_size(entry.dtype))
-      return bad(fmt::format("tensor '{}': {} bytes do not hold {} {} values", name, entry.end - entry.begin,
-                             shape_to_string(entry.shape), dtype));
+      return bad(fmt::format("tensor '{}': {} bytes do not hold {} {} values", name,
+                             entry.end - entry.begin, shape_to_string(entry.shape), dtype));
     f.entries_[name] = std::move(entry);
   }
   return f;
 }
 
-Status SafetensorsFile::read_f32(const std::string& name, const std::vector<int64_t>& shape, float* out) const {
+Status SafetensorsFile::read_f32(const std::string& name, const std::vector<int64_t>& shape,
+                                 float* out) const {
   auto it = entries_.find(name);
-  if (it == entries_.end()) return invalid_input(fmt::format("{}: tensor '{}' is missing", path_, name));
+  if (it == entries_.end())
+    return invalid_input(fmt::format("{}: tensor '{}' is missing", path_, name));
   const SafetensorEntry& e = it->second;
   if (e.shape != shape)
-    return invalid_input(fmt::format("{}: tensor '{}' has shape {}, the config needs {}", path_, name,
-                                     shape_to_string(e.shape), shape_to_string(shape)));
+    return invalid_input(fmt::format("{}: tensor '{}' has shape {}, the config needs {}", path_,
+                                     name, shape_to_string(e.shape), shape_to_string(shape)));
   const char* src = bytes_.data() + data_offset_ + e.begin;
   const size_t n = (e.end - e.begin) / dtype_size(e.dtype);
   if (e.dtype == DType::kF32) {
@@ -137,7 +153,8 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
   for (const auto& t : tensors) {
     size_t numel = 1;
     for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
-    h[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + numel * 4}}};
+    h[t.name] = {
+        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + numel * 4}}};
     offset += numel * 4;
   }
   std::string header = h.dump();

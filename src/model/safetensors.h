@@ -35,8 +35,8 @@ class SafetensorsFile {
 
  private:
   std::string path_;
-  std::string bytes_;        // the whole file
-  size_t data_offset_ = 0;   // start of the data section in bytes_
+  std::string bytes_;       // the whole file
+  size_t data_offset_ = 0;  // start of the data section in bytes_
   std::map<std::string, SafetensorEntry> entries_;
 };
 

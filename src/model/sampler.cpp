@@ -10,13 +10,17 @@
 namespace leap::model {
 
 void SamplerConfig::declare(OptionSet& opts) {
-  opts.add("sampler.temperature", &temperature, 1.0, "Sampling temperature; 0 = greedy.", {.min = 0.0});
-  opts.add("sampler.top_p", &top_p, 1.0, "Nucleus sampling: keep the most likely tokens up to this mass.",
+  opts.add("sampler.temperature", &temperature, 1.0, "Sampling temperature; 0 = greedy.",
+           {.min = 0.0});
+  opts.add("sampler.top_p", &top_p, 1.0,
+           "Nucleus sampling: keep the most likely tokens up to this mass.",
            {.min = 0.0, .max = 1.0});
   opts.add("sampler.top_k", &top_k, 0, "Keep only the k most likely tokens; 0 = all.", {.min = 0});
-  opts.add("sampler.max_new_tokens", &max_new_tokens, 512, "Most tokens generated per completion.", {.min = 1});
+  opts.add("sampler.max_new_tokens", &max_new_tokens, 512, "Most tokens generated per completion.",
+           {.min = 1});
   opts.add("sampler.stop", &stop, std::string(""),
-           "Stop strings separated by '||' (\\n for a newline); the completion ends with the first one.");
+           "Stop strings separated by '||' (\\n for a newline); the completion ends with the first "
+           "one.");
   opts.add("sampler.stop_at_eos", &stop_at_eos, true, "End a completion at the EOS token.");
 }
 
@@ -43,15 +47,20 @@ std::vector<std::string> SamplerConfig::stop_strings() const {
 
 const char* stop_reason_name(StopReason r) {
   switch (r) {
-    case StopReason::kEos: return "eos";
-    case StopReason::kStopString: return "stop_string";
-    case StopReason::kMaxTokens: return "max_tokens";
-    case StopReason::kContextFull: return "context_full";
+    case StopReason::kEos:
+      return "eos";
+    case StopReason::kStopString:
+      return "stop_string";
+    case StopReason::kMaxTokens:
+      return "max_tokens";
+    case StopReason::kContextFull:
+      return "context_full";
   }
   return "?";
 }
 
-int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng, float* logprob) {
+int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng,
+                     float* logprob) {
   float mx = logits[0];
   for (int v = 1; v < V; ++v) mx = std::max(mx, logits[v]);
   double sum = 0.0;
@@ -64,11 +73,14 @@ int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& 
     // Candidates ordered by logit (ties by id) when truncation needs an order.
     std::vector<int32_t> idx(static_cast<size_t>(V));
     std::iota(idx.begin(), idx.end(), 0);
-    auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    auto by_logit = [&](int32_t a, int32_t b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    };
     size_t keep = idx.size();
     if (cfg.top_k > 0 && cfg.top_k < V) {
       keep = static_cast<size_t>(cfg.top_k);
-      std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(keep), idx.end(), by_logit);
+      std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(keep), idx.end(),
+                        by_logit);
     } else if (cfg.top_p < 1.0) {
       std::sort(idx.begin(), idx.end(), by_logit);
     }
@@ -106,16 +118,18 @@ int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& 
   return chosen;
 }
 
-Sampler::Sampler(Transformer& model, const Tokenizer* tokenizer) : model_(&model), tokenizer_(tokenizer) {}
+Sampler::Sampler(Transformer& model, const Tokenizer* tokenizer)
+    : model_(&model), tokenizer_(tokenizer) {}
 Sampler::~Sampler() = default;
 
-Expected<std::vector<Completion>> Sampler::generate(const std::vector<std::vector<int32_t>>& prompts,
-                                                    const SamplerConfig& cfg, Rng& rng) {
+Expected<std::vector<Completion>> Sampler::generate(
+    const std::vector<std::vector<int32_t>>& prompts, const SamplerConfig& cfg, Rng& rng) {
   return run(prompts, cfg, [&rng](int) -> Rng& { return rng; });
 }
 
-Expected<std::vector<Completion>> Sampler::generate(const std::vector<std::vector<int32_t>>& prompts,
-                                                    const SamplerConfig& cfg, std::vector<Rng>& rngs) {
+Expected<std::vector<Completion>> Sampler::generate(
+    const std::vector<std::vector<int32_t>>& prompts, const SamplerConfig& cfg,
+    std::vector<Rng>& rngs) {
   if (rngs.size() != prompts.size())
     return invalid_input(fmt::format("{} generators for {} prompts", rngs.size(), prompts.size()));
   return run(prompts, cfg, [&rngs](int b) -> Rng& { return rngs[static_cast<size_t>(b)]; });
@@ -133,19 +147,22 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
     longest = std::max(longest, prompts[b].size());
   }
   if (longest >= static_cast<size_t>(mc.max_position_embeddings))
-    return invalid_input(fmt::format("a prompt of {} tokens leaves no room in max_position_embeddings {}", longest,
-                                     mc.max_position_embeddings));
-  const int maxT = static_cast<int>(
-      std::min<size_t>(longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
+    return invalid_input(
+        fmt::format("a prompt of {} tokens leaves no room in max_position_embeddings {}", longest,
+                    mc.max_position_embeddings));
+  const int maxT = static_cast<int>(std::min<size_t>(
+      longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
   if (!cache_ || cache_->slots < B || cache_->maxT < maxT)
     cache_ = std::make_unique<KvCache>(mc, model_->backend(), B, maxT);
   const int32_t eos = tokenizer_ ? tokenizer_->eos_id() : mc.eos_token_id;
-  const std::vector<std::string> stops = tokenizer_ ? cfg.stop_strings() : std::vector<std::string>{};
+  const std::vector<std::string> stops =
+      tokenizer_ ? cfg.stop_strings() : std::vector<std::string>{};
 
   std::vector<Completion> out(static_cast<size_t>(B));
   std::vector<std::string> text(static_cast<size_t>(B));
   std::vector<float> logits(static_cast<size_t>(B) * V);
-  LEAP_RETURN_IF_ERROR(model_->prefill(TokenBatch::from_sequences(prompts), *cache_, logits.data()));
+  LEAP_RETURN_IF_ERROR(
+      model_->prefill(TokenBatch::from_sequences(prompts), *cache_, logits.data()));
   std::vector<int32_t> active(static_cast<size_t>(B));
   std::iota(active.begin(), active.end(), 0);
 
@@ -169,7 +186,8 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
         t += piece;
         for (const auto& s : stops) {
           // Only a match that ends in the new piece is new.
-          size_t from = t.size() >= s.size() + piece.size() ? t.size() - s.size() - piece.size() + 1 : 0;
+          size_t from =
+              t.size() >= s.size() + piece.size() ? t.size() - s.size() - piece.size() + 1 : 0;
           if (t.find(s, from) != std::string::npos) {
             c.stop_reason = StopReason::kStopString;
             done = true;
@@ -193,7 +211,8 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
     }
     active = next_slots;
     if (active.empty()) break;
-    model_->decode(next_tokens.data(), next_slots.data(), static_cast<int>(active.size()), *cache_, logits.data());
+    model_->decode(next_tokens.data(), next_slots.data(), static_cast<int>(active.size()), *cache_,
+                   logits.data());
   }
   return out;
 }

@@ -27,7 +27,7 @@ struct SamplerConfig {
   double top_p = 1.0;        // nucleus: smallest set of tokens with probability >= top_p
   int top_k = 0;             // 0 = no limit
   int max_new_tokens = 512;
-  std::string stop;          // stop strings separated by "||"; "\n" is a newline
+  std::string stop;  // stop strings separated by "||"; "\n" is a newline
   bool stop_at_eos = true;
 
   // Section [sampler].
@@ -45,7 +45,8 @@ struct Completion {
 };
 
 // Draws one token from a row of logits (V). Writes log p(token) at temperature 1 to *logprob.
-int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng, float* logprob);
+int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng,
+                     float* logprob);
 
 class Sampler {
  public:
@@ -65,8 +66,8 @@ class Sampler {
  private:
   // `rng_of(b)` is the generator sequence b draws from.
   template <class RngOf>
-  Expected<std::vector<Completion>> run(const std::vector<std::vector<int32_t>>& prompts, const SamplerConfig& cfg,
-                                        RngOf rng_of);
+  Expected<std::vector<Completion>> run(const std::vector<std::vector<int32_t>>& prompts,
+                                        const SamplerConfig& cfg, RngOf rng_of);
 
   Transformer* model_;
   const Tokenizer* tokenizer_;

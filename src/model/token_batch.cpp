@@ -7,7 +7,8 @@
 
 namespace leap::model {
 
-TokenBatch TokenBatch::from_sequences(const std::vector<std::vector<int32_t>>& seqs, int32_t pad_id) {
+TokenBatch TokenBatch::from_sequences(const std::vector<std::vector<int32_t>>& seqs,
+                                      int32_t pad_id) {
   TokenBatch b;
   b.B = static_cast<int>(seqs.size());
   for (const auto& s : seqs) b.T = std::max(b.T, static_cast<int>(s.size()));
@@ -25,12 +26,14 @@ Status TokenBatch::validate(int vocab_size) const {
     return invalid_input(fmt::format("token batch arrays do not match B={} T={}", B, T));
   for (int b = 0; b < B; ++b) {
     if (lengths[b] < 1 || lengths[b] > T)
-      return invalid_input(fmt::format("sequence {} has length {}, outside [1, {}]", b, lengths[b], T));
+      return invalid_input(
+          fmt::format("sequence {} has length {}, outside [1, {}]", b, lengths[b], T));
     for (int t = 0; t < lengths[b]; ++t) {
       int32_t id = at(b, t);
       if (id < 0 || id >= vocab_size)
         return invalid_input(
-            fmt::format("token id {} at sequence {} position {} is out of range [0, {})", id, b, t, vocab_size));
+            fmt::format("token id {} at sequence {} position {} is out of range [0, {})", id, b, t,
+                        vocab_size));
     }
   }
   return Status::ok();

@@ -17,7 +17,8 @@ struct TokenBatch {
   std::vector<int32_t> lengths;  // (B); 1 <= lengths[b] <= T
 
   // Pads `seqs` (each non-empty) with pad_id. T = the longest sequence.
-  static TokenBatch from_sequences(const std::vector<std::vector<int32_t>>& seqs, int32_t pad_id = 0);
+  static TokenBatch from_sequences(const std::vector<std::vector<int32_t>>& seqs,
+                                   int32_t pad_id = 0);
   int32_t at(int b, int t) const { return tokens[static_cast<size_t>(b) * T + t]; }
 
   // Every real token in [0, vocab_size), every length in [1, T]; names the bad (b, t).

@@ -40,9 +40,13 @@ void Transformer::init_random(uint64_t seed, float stddev) {
   be_->upload(params_, host.data(), host.size());
 }
 
-void Transformer::zero_grad() { be_->zero(grads_, layout_.total()); }
+void Transformer::zero_grad() {
+  be_->zero(grads_, layout_.total());
+}
 
-const float* Transformer::logits() const { return acts_ ? acts_->logits : nullptr; }
+const float* Transformer::logits() const {
+  return acts_ ? acts_->logits : nullptr;
+}
 
 void Transformer::ensure_rope_tables(int T) {
   if (T <= rope_len_) return;
@@ -148,30 +152,38 @@ void Transformer::forward_blocks(const TokenBatch& batch) {
     float* ln2 = a.ln2 + l * NC;
     float* gu = a.gu + static_cast<size_t>(l) * N * 2 * I;
     float* hm = a.hmlp + static_cast<size_t>(l) * N * I;
-    be_->rmsnorm_forward(ln1, a.rstd1 + l * N, rin, w.ln1 + l * C, N, C, static_cast<float>(cfg_.rms_norm_eps));
-    be_->matmul_forward(q, ln1, w.qw + static_cast<size_t>(l) * HD * C, w.qb ? w.qb + l * HD : nullptr, N, C, HD);
-    be_->matmul_forward(k, ln1, w.kw + static_cast<size_t>(l) * KD * C, w.kb ? w.kb + l * KD : nullptr, N, C, KD);
-    be_->matmul_forward(v, ln1, w.vw + static_cast<size_t>(l) * KD * C, w.vb ? w.vb + l * KD : nullptr, N, C, KD);
+    be_->rmsnorm_forward(ln1, a.rstd1 + l * N, rin, w.ln1 + l * C, N, C,
+                         static_cast<float>(cfg_.rms_norm_eps));
+    be_->matmul_forward(q, ln1, w.qw + static_cast<size_t>(l) * HD * C,
+                        w.qb ? w.qb + l * HD : nullptr, N, C, HD);
+    be_->matmul_forward(k, ln1, w.kw + static_cast<size_t>(l) * KD * C,
+                        w.kb ? w.kb + l * KD : nullptr, N, C, KD);
+    be_->matmul_forward(v, ln1, w.vw + static_cast<size_t>(l) * KD * C,
+                        w.vb ? w.vb + l * KD : nullptr, N, C, KD);
     be_->rope_forward(q, q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
     be_->rope_forward(k, k, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
-    be_->attention_forward(atty, a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B, T, H, Hkv, D);
-    be_->matmul_forward(a.tmp, atty, w.ow + static_cast<size_t>(l) * C * HD, w.ob ? w.ob + l * C : nullptr, N, HD,
-                        C);
+    be_->attention_forward(atty, a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B, T, H,
+                           Hkv, D);
+    be_->matmul_forward(a.tmp, atty, w.ow + static_cast<size_t>(l) * C * HD,
+                        w.ob ? w.ob + l * C : nullptr, N, HD, C);
     be_->add_forward(rmid, rin, a.tmp, NC);
-    be_->rmsnorm_forward(ln2, a.rstd2 + l * N, rmid, w.ln2 + l * C, N, C, static_cast<float>(cfg_.rms_norm_eps));
-    be_->matmul_forward(gu, ln2, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, N, C, 2 * I);
+    be_->rmsnorm_forward(ln2, a.rstd2 + l * N, rmid, w.ln2 + l * C, N, C,
+                         static_cast<float>(cfg_.rms_norm_eps));
+    be_->matmul_forward(gu, ln2, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, N, C,
+                        2 * I);
     be_->swiglu_forward(hm, gu, N, I);
     be_->matmul_forward(a.tmp, hm, w.down + static_cast<size_t>(l) * C * I, nullptr, N, I, C);
     be_->add_forward(a.res + (l + 1) * NC, rmid, a.tmp, NC);
   }
-  be_->rmsnorm_forward(a.lnf, a.rstdf, a.res + L * NC, w.lnf, N, C, static_cast<float>(cfg_.rms_norm_eps));
+  be_->rmsnorm_forward(a.lnf, a.rstdf, a.res + L * NC, w.lnf, N, C,
+                       static_cast<float>(cfg_.rms_norm_eps));
 }
 
 Status Transformer::forward(const TokenBatch& batch, float* logprobs) {
   LEAP_RETURN_IF_ERROR(batch.validate(cfg_.vocab_size));
   if (batch.T > cfg_.max_position_embeddings)
-    return invalid_input(fmt::format("sequence length {} exceeds max_position_embeddings {}", batch.T,
-                                     cfg_.max_position_embeddings));
+    return invalid_input(fmt::format("sequence length {} exceeds max_position_embeddings {}",
+                                     batch.T, cfg_.max_position_embeddings));
   forward_blocks(batch);
   Activations& a = *acts_;
   const int N = batch.B * batch.T, C = cfg_.hidden_size, V = cfg_.vocab_size;
@@ -193,7 +205,8 @@ void Transformer::backward(const float* dlogprobs) {
   LEAP_CHECK(acts_ != nullptr, "backward() without a forward()");
   Activations& a = *acts_;
   const int B = a.B, T = a.T, N = B * T;
-  const int C = cfg_.hidden_size, I = cfg_.intermediate_size, L = cfg_.num_hidden_layers, V = cfg_.vocab_size;
+  const int C = cfg_.hidden_size, I = cfg_.intermediate_size, L = cfg_.num_hidden_layers,
+            V = cfg_.vocab_size;
   const int H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
   const int HD = H * D, KD = Hkv * D;
   const size_t NC = static_cast<size_t>(N) * C;
@@ -234,30 +247,36 @@ void Transformer::backward(const float* dlogprobs) {
     be_->rmsnorm_backward(a.dres, g.ln2 + l * C, a.dln, rmid, w.ln2 + l * C, a.rstd2 + l * N, N, C);
     // Attention branch: dres is now dL/d(res_mid) = dL/d(layer input) through the skip.
     be_->zero(a.datty, static_cast<size_t>(N) * HD);
-    be_->matmul_backward(a.datty, g.ow + static_cast<size_t>(l) * C * HD, g.ob ? g.ob + l * C : nullptr, a.dres,
-                         atty, w.ow + static_cast<size_t>(l) * C * HD, N, HD, C);
+    be_->matmul_backward(a.datty, g.ow + static_cast<size_t>(l) * C * HD,
+                         g.ob ? g.ob + l * C : nullptr, a.dres, atty,
+                         w.ow + static_cast<size_t>(l) * C * HD, N, HD, C);
     be_->zero(a.dq, static_cast<size_t>(N) * HD);
     be_->zero(a.dk, static_cast<size_t>(N) * KD);
     be_->zero(a.dv, static_cast<size_t>(N) * KD);
-    be_->attention_backward(a.dq, a.dk, a.dv, a.datty, a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B,
-                            T, H, Hkv, D);
+    be_->attention_backward(a.dq, a.dk, a.dv, a.datty,
+                            a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B, T, H, Hkv,
+                            D);
     be_->zero(a.dq_pre, static_cast<size_t>(N) * HD);
     be_->zero(a.dk_pre, static_cast<size_t>(N) * KD);
     be_->rope_backward(a.dq_pre, a.dq, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
     be_->rope_backward(a.dk_pre, a.dk, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
     be_->zero(a.dln, NC);
-    be_->matmul_backward(a.dln, g.qw + static_cast<size_t>(l) * HD * C, g.qb ? g.qb + l * HD : nullptr, a.dq_pre,
-                         ln1, w.qw + static_cast<size_t>(l) * HD * C, N, C, HD);
-    be_->matmul_backward(a.dln, g.kw + static_cast<size_t>(l) * KD * C, g.kb ? g.kb + l * KD : nullptr, a.dk_pre,
-                         ln1, w.kw + static_cast<size_t>(l) * KD * C, N, C, KD);
-    be_->matmul_backward(a.dln, g.vw + static_cast<size_t>(l) * KD * C, g.vb ? g.vb + l * KD : nullptr, a.dv,
-                         ln1, w.vw + static_cast<size_t>(l) * KD * C, N, C, KD);
+    be_->matmul_backward(a.dln, g.qw + static_cast<size_t>(l) * HD * C,
+                         g.qb ? g.qb + l * HD : nullptr, a.dq_pre, ln1,
+                         w.qw + static_cast<size_t>(l) * HD * C, N, C, HD);
+    be_->matmul_backward(a.dln, g.kw + static_cast<size_t>(l) * KD * C,
+                         g.kb ? g.kb + l * KD : nullptr, a.dk_pre, ln1,
+                         w.kw + static_cast<size_t>(l) * KD * C, N, C, KD);
+    be_->matmul_backward(a.dln, g.vw + static_cast<size_t>(l) * KD * C,
+                         g.vb ? g.vb + l * KD : nullptr, a.dv, ln1,
+                         w.vw + static_cast<size_t>(l) * KD * C, N, C, KD);
     be_->rmsnorm_backward(a.dres, g.ln1 + l * C, a.dln, rin, w.ln1 + l * C, a.rstd1 + l * N, N, C);
   }
   be_->embedding_backward(g.wte, a.dres, a.tokens.data(), N, C);
 }
 
-Expected<float> Transformer::sft_step(const TokenBatch& batch, const float* mask, float normaliser) {
+Expected<float> Transformer::sft_step(const TokenBatch& batch, const float* mask,
+                                      float normaliser) {
   if (!(normaliser > 0)) return invalid_input("SFT normaliser must be > 0");
   std::vector<float> lp(static_cast<size_t>(batch.B) * batch.T), dlp(lp.size(), 0.0f);
   LEAP_RETURN_IF_ERROR(forward(batch, lp.data()));

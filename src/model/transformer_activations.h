@@ -36,18 +36,18 @@ struct Transformer::Activations {
   float* lp = nullptr;       // (N) log-prob of the next token, row-aligned (row t predicts t+1)
   float* tmp = nullptr;      // (N, C) branch output before the residual add
   // backward scratch, reused by every layer
-  float* dres = nullptr;     // (N, C)
-  float* dln = nullptr;      // (N, C)
-  float* dq = nullptr;       // (N, H*D)
-  float* dk = nullptr;       // (N, Hkv*D)
-  float* dv = nullptr;       // (N, Hkv*D)
-  float* dq_pre = nullptr;   // (N, H*D) before RoPE
-  float* dk_pre = nullptr;   // (N, Hkv*D)
-  float* datty = nullptr;    // (N, H*D)
-  float* dgu = nullptr;      // (N, 2I)
-  float* dh = nullptr;       // (N, I)
-  float* dlogits = nullptr;  // (N, V)
-  float* dlp = nullptr;      // (N)
+  float* dres = nullptr;                               // (N, C)
+  float* dln = nullptr;                                // (N, C)
+  float* dq = nullptr;                                 // (N, H*D)
+  float* dk = nullptr;                                 // (N, Hkv*D)
+  float* dv = nullptr;                                 // (N, Hkv*D)
+  float* dq_pre = nullptr;                             // (N, H*D) before RoPE
+  float* dk_pre = nullptr;                             // (N, Hkv*D)
+  float* datty = nullptr;                              // (N, H*D)
+  float* dgu = nullptr;                                // (N, 2I)
+  float* dh = nullptr;                                 // (N, I)
+  float* dlogits = nullptr;                            // (N, V)
+  float* dlp = nullptr;                                // (N)
   std::vector<int32_t> tokens, targets, pos, lengths;  // (N), (N), (N), (B)
 };
 

@@ -19,8 +19,8 @@ struct DecodeBuffers {
 size_t decode_floats(const ModelConfig& c, int rows) {
   const size_t HD = static_cast<size_t>(c.num_attention_heads) * c.head_dim;
   const size_t KD = static_cast<size_t>(c.num_key_value_heads) * c.head_dim;
-  const size_t per_row = 3 * static_cast<size_t>(c.hidden_size) + 1 + 2 * HD + 2 * KD + 3 * c.intermediate_size +
-                         c.vocab_size;
+  const size_t per_row = 3 * static_cast<size_t>(c.hidden_size) + 1 + 2 * HD + 2 * KD +
+                         3 * c.intermediate_size + c.vocab_size;
   return per_row * rows;
 }
 
@@ -72,9 +72,11 @@ KvCache::~KvCache() {
 
 Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* last_logits) {
   LEAP_RETURN_IF_ERROR(prompts.validate(cfg_.vocab_size));
-  if (prompts.B > cache.slots) return invalid_input(fmt::format("{} prompts for {} cache slots", prompts.B, cache.slots));
+  if (prompts.B > cache.slots)
+    return invalid_input(fmt::format("{} prompts for {} cache slots", prompts.B, cache.slots));
   if (prompts.T > cache.maxT || prompts.T > cfg_.max_position_embeddings)
-    return invalid_input(fmt::format("prompt length {} exceeds the context ({} positions)", prompts.T,
+    return invalid_input(fmt::format("prompt length {} exceeds the context ({} positions)",
+                                     prompts.T,
                                      std::min(cache.maxT, cfg_.max_position_embeddings)));
   ensure_rope_tables(cache.maxT);
   forward_blocks(prompts);
@@ -91,8 +93,8 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
   }
   // Only the last real row of each prompt needs the LM head.
   for (int b = 0; b < B; ++b) {
-    be_->copy(a.tmp + static_cast<size_t>(b) * C, a.lnf + (static_cast<size_t>(b) * T + prompts.lengths[b] - 1) * C,
-              C);
+    be_->copy(a.tmp + static_cast<size_t>(b) * C,
+              a.lnf + (static_cast<size_t>(b) * T + prompts.lengths[b] - 1) * C, C);
     cache.len[b] = prompts.lengths[b];
   }
   be_->matmul_forward(a.logits, a.tmp, param_views().lm_head, nullptr, B, C, V);
@@ -100,9 +102,11 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
   return Status::ok();
 }
 
-void Transformer::decode(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache, float* logits) {
+void Transformer::decode(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache,
+                         float* logits) {
   LEAP_CHECK(n <= cache.slots);
-  const int C = cfg_.hidden_size, I = cfg_.intermediate_size, L = cfg_.num_hidden_layers, V = cfg_.vocab_size;
+  const int C = cfg_.hidden_size, I = cfg_.intermediate_size, L = cfg_.num_hidden_layers,
+            V = cfg_.vocab_size;
   const int H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
   const int HD = H * D, KD = Hkv * D;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
@@ -119,9 +123,12 @@ void Transformer::decode(const int32_t* tokens, const int32_t* slots, int n, KvC
   be_->embedding_forward(d.x, tokens, w.wte, n, C);
   for (int l = 0; l < L; ++l) {
     be_->rmsnorm_forward(d.ln, d.rstd, d.x, w.ln1 + l * C, n, C, eps);
-    be_->matmul_forward(d.q, d.ln, w.qw + static_cast<size_t>(l) * HD * C, w.qb ? w.qb + l * HD : nullptr, n, C, HD);
-    be_->matmul_forward(d.k, d.ln, w.kw + static_cast<size_t>(l) * KD * C, w.kb ? w.kb + l * KD : nullptr, n, C, KD);
-    be_->matmul_forward(d.v, d.ln, w.vw + static_cast<size_t>(l) * KD * C, w.vb ? w.vb + l * KD : nullptr, n, C, KD);
+    be_->matmul_forward(d.q, d.ln, w.qw + static_cast<size_t>(l) * HD * C,
+                        w.qb ? w.qb + l * HD : nullptr, n, C, HD);
+    be_->matmul_forward(d.k, d.ln, w.kw + static_cast<size_t>(l) * KD * C,
+                        w.kb ? w.kb + l * KD : nullptr, n, C, KD);
+    be_->matmul_forward(d.v, d.ln, w.vw + static_cast<size_t>(l) * KD * C,
+                        w.vb ? w.vb + l * KD : nullptr, n, C, KD);
     be_->rope_forward(d.q, d.q, rope_cos_, rope_sin_, pos.data(), n, H, D);
     be_->rope_forward(d.k, d.k, rope_cos_, rope_sin_, pos.data(), n, Hkv, D);
     float* kc = cache.k + l * cache.layer_stride();
@@ -132,11 +139,12 @@ void Transformer::decode(const int32_t* tokens, const int32_t* slots, int n, KvC
       be_->copy(vc + at, d.v + static_cast<size_t>(r) * KD, KD);
     }
     be_->attention_decode(d.atty, d.q, kc, vc, slots, lens.data(), n, cache.maxT, H, Hkv, D);
-    be_->matmul_forward(d.tmp, d.atty, w.ow + static_cast<size_t>(l) * C * HD, w.ob ? w.ob + l * C : nullptr, n, HD,
-                        C);
+    be_->matmul_forward(d.tmp, d.atty, w.ow + static_cast<size_t>(l) * C * HD,
+                        w.ob ? w.ob + l * C : nullptr, n, HD, C);
     be_->add_forward(d.x, d.x, d.tmp, static_cast<size_t>(n) * C);
     be_->rmsnorm_forward(d.ln, d.rstd, d.x, w.ln2 + l * C, n, C, eps);
-    be_->matmul_forward(d.gu, d.ln, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, n, C, 2 * I);
+    be_->matmul_forward(d.gu, d.ln, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, n, C,
+                        2 * I);
     be_->swiglu_forward(d.h, d.gu, n, I);
     be_->matmul_forward(d.tmp, d.h, w.down + static_cast<size_t>(l) * C * I, nullptr, n, I, C);
     be_->add_forward(d.x, d.x, d.tmp, static_cast<size_t>(n) * C);

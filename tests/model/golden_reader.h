@@ -44,8 +44,10 @@ inline double expect_close(const std::string& what, const float* got, const floa
     max_ref = std::fmax(max_ref, std::fabs(want[i]));
   }
   double rel = max_diff / std::fmax(max_ref, 1e-30);
-  std::printf("  %-58s max|diff| %.3e  max|ref| %.3e  rel %.3e\n", what.c_str(), max_diff, max_ref, rel);
-  EXPECT_LE(rel, tol) << what << ": worst at index " << worst << " got " << got[worst] << " want " << want[worst];
+  std::printf("  %-58s max|diff| %.3e  max|ref| %.3e  rel %.3e\n", what.c_str(), max_diff, max_ref,
+              rel);
+  EXPECT_LE(rel, tol) << what << ": worst at index " << worst << " got " << got[worst] << " want "
+                      << want[worst];
   return rel;
 }
 

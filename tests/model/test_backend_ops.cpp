@@ -65,7 +65,8 @@ TEST_F(Ops, MatmulBackward) {
     be.matmul_forward(out.data(), inp.data(), w.data(), b.data(), N, IC, OC);
     return dot(out, r);
   };
-  std::vector<float> dinp(inp.size(), 0.5f), dw(w.size(), 0.25f), db(b.size(), -1.0f);  // += onto these
+  std::vector<float> dinp(inp.size(), 0.5f), dw(w.size(), 0.25f),
+      db(b.size(), -1.0f);  // += onto these
   be.matmul_backward(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(), N, IC, OC);
   for (auto& g : dinp) g -= 0.5f;
   for (auto& g : dw) g -= 0.25f;
@@ -141,8 +142,8 @@ TEST_P(AttentionOps, BackwardWithGqa) {
   };
   loss();
   std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
-  be.attention_backward(dq.data(), dk.data(), dv.data(), r.data(), att.data(), q.data(), k.data(), v.data(), B, T,
-                        H, Hkv, D);
+  be.attention_backward(dq.data(), dk.data(), dv.data(), r.data(), att.data(), q.data(), k.data(),
+                        v.data(), B, T, H, Hkv, D);
   check_fd("attention dq", q, dq, loss);
   check_fd("attention dk", k, dk, loss);
   check_fd("attention dv", v, dv, loss);
@@ -173,18 +174,23 @@ TEST_F(Ops, DecodeAttentionEqualsFullAttention) {
   for (int b = 0; b < B; ++b)
     for (int t = 0; t < T; ++t)
       for (int i = 0; i < Hkv * D; ++i) {
-        kc[(static_cast<size_t>(b) * maxT + t) * Hkv * D + i] = k[(static_cast<size_t>(b) * T + t) * Hkv * D + i];
-        vc[(static_cast<size_t>(b) * maxT + t) * Hkv * D + i] = v[(static_cast<size_t>(b) * T + t) * Hkv * D + i];
+        kc[(static_cast<size_t>(b) * maxT + t) * Hkv * D + i] =
+            k[(static_cast<size_t>(b) * T + t) * Hkv * D + i];
+        vc[(static_cast<size_t>(b) * maxT + t) * Hkv * D + i] =
+            v[(static_cast<size_t>(b) * T + t) * Hkv * D + i];
       }
   for (int t = 0; t < T; ++t) {
     std::vector<int32_t> slot = {1, 0}, len = {t + 1, t + 1};
     std::vector<float> qd(2 * H * D), od(2 * H * D);
     for (int r = 0; r < 2; ++r)
-      for (int i = 0; i < H * D; ++i) qd[r * H * D + i] = q[(static_cast<size_t>(slot[r]) * T + t) * H * D + i];
-    be.attention_decode(od.data(), qd.data(), kc.data(), vc.data(), slot.data(), len.data(), 2, maxT, H, Hkv, D);
+      for (int i = 0; i < H * D; ++i)
+        qd[r * H * D + i] = q[(static_cast<size_t>(slot[r]) * T + t) * H * D + i];
+    be.attention_decode(od.data(), qd.data(), kc.data(), vc.data(), slot.data(), len.data(), 2,
+                        maxT, H, Hkv, D);
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < H * D; ++i)
-        EXPECT_NEAR(od[r * H * D + i], full[(static_cast<size_t>(slot[r]) * T + t) * H * D + i], 1e-5f);
+        EXPECT_NEAR(od[r * H * D + i], full[(static_cast<size_t>(slot[r]) * T + t) * H * D + i],
+                    1e-5f);
   }
 }
 
@@ -226,7 +232,8 @@ TEST_F(Ops, LogprobBackwardAndIgnoredRows) {
 TEST_F(Ops, AdamWMatchesHandWorkedStep) {
   // t=1: m = (1-b1) g, v = (1-b2) g^2, m_hat = g, v_hat = g^2 -> step = lr * g/(|g| + eps).
   std::vector<float> p = {1.0f, -2.0f}, m(2, 0.0f), v(2, 0.0f), g = {0.5f, -4.0f};
-  be.adamw_update(p.data(), m.data(), v.data(), g.data(), 2, 0.1f, 0.9f, 0.95f, 0.0f, 0.5f, 1.0f, 1);
+  be.adamw_update(p.data(), m.data(), v.data(), g.data(), 2, 0.1f, 0.9f, 0.95f, 0.0f, 0.5f, 1.0f,
+                  1);
   EXPECT_NEAR(p[0], 1.0f * (1 - 0.05f) - 0.1f, 1e-6);
   EXPECT_NEAR(p[1], -2.0f * (1 - 0.05f) + 0.1f, 1e-6);
   EXPECT_NEAR(be.sum_squares(g.data(), 2), 16.25, 1e-12);
@@ -278,8 +285,8 @@ TEST(Threads, AttentionIsIdenticalOnOneAndTwoThreads) {
     out->assign(q.size(), 0.0f);
     be.attention_forward(out->data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
     std::vector<float> dq(q.size(), 0.0f), dk(k.size(), 0.0f), dv(v.size(), 0.0f);
-    be.attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), att.data(), q.data(), k.data(), v.data(), B,
-                          T, H, Hkv, D);
+    be.attention_backward(dq.data(), dk.data(), dv.data(), dout.data(), att.data(), q.data(),
+                          k.data(), v.data(), B, T, H, Hkv, D);
     *grads = dq;
     grads->insert(grads->end(), dk.begin(), dk.end());
     grads->insert(grads->end(), dv.begin(), dv.end());
@@ -299,7 +306,8 @@ TEST(Threads, MatmulAgreesOnOneAndTwoThreads) {
     CpuBackend be(threads);
     std::vector<float> out(N * OC), dinp(inp.size(), 0.0f), dw(w.size(), 0.0f);
     be.matmul_forward(out.data(), inp.data(), w.data(), nullptr, N, IC, OC);
-    be.matmul_backward(dinp.data(), dw.data(), nullptr, dout.data(), inp.data(), w.data(), N, IC, OC);
+    be.matmul_backward(dinp.data(), dw.data(), nullptr, dout.data(), inp.data(), w.data(), N, IC,
+                       OC);
     *all = out;
     all->insert(all->end(), dinp.begin(), dinp.end());
     all->insert(all->end(), dw.begin(), dw.end());

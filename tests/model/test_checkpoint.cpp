@@ -14,8 +14,8 @@
 #include "model/checkpoint.h"
 #include "model/model_options.h"
 #include "model/optimizer.h"
-#include "model/sampler.h"
 #include "model/safetensors.h"
+#include "model/sampler.h"
 
 namespace leap::model {
 namespace {
@@ -74,7 +74,8 @@ class Checkpoint : public ::testing::Test {
     auto r = load_model(dir, be);
     ASSERT_FALSE(r.has_value()) << "loaded a bad checkpoint in " << dir;
     EXPECT_EQ(r.status().exit_code(), 2) << r.status().message();
-    for (const auto& p : parts) EXPECT_NE(r.status().message().find(p), std::string::npos) << r.status().message();
+    for (const auto& p : parts)
+      EXPECT_NE(r.status().message().find(p), std::string::npos) << r.status().message();
   }
   backend::CpuBackend be{1};
 };
@@ -116,7 +117,8 @@ TEST_F(Checkpoint, ShardedIndexLoads) {
     store.emplace_back(n);
     ASSERT_TRUE(one->read_f32(name, e.shape, store.back().data()).is_ok());
     int shard = i++ % 2;
-    index["weight_map"][name] = shard ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
+    index["weight_map"][name] =
+        shard ? "model-00002-of-00002.safetensors" : "model-00001-of-00002.safetensors";
   }
   i = 0;
   for (const auto& [name, e] : one->entries()) {
@@ -186,21 +188,25 @@ TEST_F(Checkpoint, WrongShapeAndDtypeAreNamed) {
     for (auto s : e.shape) n *= static_cast<size_t>(s);
     store.emplace_back(n);
     ASSERT_TRUE(f->read_f32(name, e.shape, store.back().data()).is_ok());
-    if (name == "model.norm.weight") all.push_back({name, {3, 16}, z.data()});
-    else all.push_back({name, e.shape, store.back().data()});
+    if (name == "model.norm.weight")
+      all.push_back({name, {3, 16}, z.data()});
+    else
+      all.push_back({name, e.shape, store.back().data()});
   }
   ASSERT_TRUE(write_safetensors(d + "/model.safetensors", all).is_ok());
   expect_bad(d, {"model.norm.weight", "[3, 16]", "[16]"});
 
   json h = {{"x", {{"dtype", "I64"}, {"shape", {1}}, {"data_offsets", {0, 8}}}}};
-  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors", raw_file(h, std::string(8, '\0'))).is_ok());
+  ASSERT_TRUE(
+      write_file_atomic(d + "/model.safetensors", raw_file(h, std::string(8, '\0'))).is_ok());
   expect_bad(d, {"model.safetensors", "'x'", "I64"});
 }
 
 TEST_F(Checkpoint, TruncatedAndGarbledFilesAreErrors) {
   std::string d = saved("trunc", false);
   std::string bytes = *read_file(d + "/model.safetensors");
-  ASSERT_TRUE(write_file_atomic(d + "/model.safetensors", bytes.substr(0, bytes.size() - 100)).is_ok());
+  ASSERT_TRUE(
+      write_file_atomic(d + "/model.safetensors", bytes.substr(0, bytes.size() - 100)).is_ok());
   expect_bad(d, {"model.safetensors", "truncated"});
   ASSERT_TRUE(write_file_atomic(d + "/model.safetensors", bytes.substr(0, 5)).is_ok());
   expect_bad(d, {"truncated"});
@@ -234,7 +240,8 @@ TEST_F(Checkpoint, ConfigThatDoesNotMatchTheTensors) {
 }
 
 TEST(ModelConfigJson, HfConventions) {
-  const std::string base = R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 12,
+  const std::string base =
+      R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 12,
     "num_hidden_layers": 1, "num_attention_heads": 2)";
   auto c = parse_model_config(base + "}", "config.json");
   ASSERT_TRUE(c.has_value()) << c.status().message();
@@ -263,7 +270,8 @@ TEST(ModelConfigJson, HfConventions) {
 }
 
 TEST(ModelConfigJson, UnsupportedAndBadValuesAreClearErrors) {
-  const std::string base = R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 12,
+  const std::string base =
+      R"({"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "intermediate_size": 12,
     "num_hidden_layers": 1, "num_attention_heads": 2)";
   auto expect_err = [&](const std::string& extra, const std::string& part) {
     auto c = parse_model_config(base + extra + "}", "cfg.json");
@@ -302,7 +310,6 @@ TEST_F(Checkpoint, TokenIdsOutOfRangeAreInvalidInput) {
 }  // namespace
 }  // namespace leap::model
 
-
 namespace leap::model {
 namespace {
 
@@ -315,8 +322,8 @@ TEST(ModelOptionSections, DeclareParseAndAlias) {
   mo.declare(opts);
   sc.declare(opts);
   oc.declare(opts);
-  ASSERT_TRUE(opts.parse({"--model", "models/tiny", "--sampler.top_p=0.9", "--sampler.stop=```||END",
-                          "--optim.lr=3e-4", "--optim.warmup_steps=10"})
+  ASSERT_TRUE(opts.parse({"--model", "models/tiny", "--sampler.top_p=0.9",
+                          "--sampler.stop=```||END", "--optim.lr=3e-4", "--optim.warmup_steps=10"})
                   .is_ok());
   EXPECT_EQ(mo.path, "models/tiny");
   EXPECT_DOUBLE_EQ(sc.top_p, 0.9);

@@ -30,7 +30,8 @@ GoldenCase load_case(const std::string& name) {
   GoldenCase c;
   c.dir = testing::golden_dir() + "/" + name;
   auto f = SafetensorsFile::open(c.dir + "/golden.safetensors");
-  EXPECT_TRUE(f.has_value()) << f.status().message() << " (run make_golden.py; ctest does it as a fixture)";
+  EXPECT_TRUE(f.has_value()) << f.status().message()
+                             << " (run make_golden.py; ctest does it as a fixture)";
   if (!f) return c;
   c.golden = std::move(*f);
   EXPECT_EQ(read_all(c.golden, "golden_version").at(0), 1.0f) << "golden file version";
@@ -46,7 +47,8 @@ GoldenCase load_case(const std::string& name) {
 }
 
 // loss = -sum(w * lp) / norm and its gradient wrt lp, as the RL trainer forms them.
-float weighted_loss(const std::vector<float>& lp, const std::vector<float>& w, float norm, std::vector<float>* dlp) {
+float weighted_loss(const std::vector<float>& lp, const std::vector<float>& w, float norm,
+                    std::vector<float>* dlp) {
   double loss = 0;
   dlp->assign(lp.size(), 0.0f);
   for (size_t i = 0; i < lp.size(); ++i) {
@@ -75,7 +77,8 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
   auto want_logits = read_all(c.golden, "logits");
   std::vector<float> got_logits(want_logits.size(), 0.0f);
   for (int b = 0; b < B; ++b)
-    std::memcpy(got_logits.data() + static_cast<size_t>(b) * T * V, m.logits() + static_cast<size_t>(b) * T * V,
+    std::memcpy(got_logits.data() + static_cast<size_t>(b) * T * V,
+                m.logits() + static_cast<size_t>(b) * T * V,
                 sizeof(float) * c.batch.lengths[b] * V);
   expect_close("logits", got_logits.data(), want_logits.data(), got_logits.size());
 
@@ -142,7 +145,8 @@ TEST_P(Golden, RerunIsBitIdentical) {
   EXPECT_EQ(0, std::memcmp(p1.data(), p2.data(), p1.size() * sizeof(float)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Configs, Golden, ::testing::Values("qwen2_gqa_bias_untied", "llama_tied_bias"));
+INSTANTIATE_TEST_SUITE_P(Configs, Golden,
+                         ::testing::Values("qwen2_gqa_bias_untied", "llama_tied_bias"));
 
 }  // namespace
 }  // namespace leap::model

@@ -39,7 +39,8 @@ class Inference : public ::testing::Test {
   }
   backend::CpuBackend be{2};
   ByteTokenizer tok;
-  std::vector<std::vector<int32_t>> prompts = {tok.encode("hello world", false), tok.encode("ab", false),
+  std::vector<std::vector<int32_t>> prompts = {tok.encode("hello world", false),
+                                               tok.encode("ab", false),
                                                tok.encode("__global__ void", false)};
 };
 
@@ -76,9 +77,11 @@ TEST_F(Inference, DecodeLogprobsEqualFullForward) {
 TEST_F(Inference, ForwardDoesNotDependOnEarlierBatchShapes) {
   auto m = make(tiny_config());
   TokenBatch small = TokenBatch::from_sequences(prompts);
-  TokenBatch big = TokenBatch::from_sequences({std::vector<int32_t>(40, 7), std::vector<int32_t>(33, 9), prompts[1],
-                                               prompts[0], prompts[2]});
-  std::vector<float> a(static_cast<size_t>(small.B) * small.T), b(a.size()), scratch(static_cast<size_t>(big.B) * big.T);
+  TokenBatch big =
+      TokenBatch::from_sequences({std::vector<int32_t>(40, 7), std::vector<int32_t>(33, 9),
+                                  prompts[1], prompts[0], prompts[2]});
+  std::vector<float> a(static_cast<size_t>(small.B) * small.T), b(a.size()),
+      scratch(static_cast<size_t>(big.B) * big.T);
   ASSERT_TRUE(m->forward(small, a.data()).is_ok());
   ASSERT_TRUE(m->forward(big, scratch.data()).is_ok());
   ASSERT_TRUE(m->forward(small, b.data()).is_ok());
@@ -95,12 +98,14 @@ TEST_F(Inference, SameSeedSameCompletionsOtherSeedDiffers) {
   sc.max_new_tokens = 16;
   sc.temperature = 1.5;
   Rng a(1), b(1), c(2);
-  auto x = s.generate(prompts, sc, a), y = s.generate(prompts, sc, b), z = s.generate(prompts, sc, c);
+  auto x = s.generate(prompts, sc, a), y = s.generate(prompts, sc, b),
+       z = s.generate(prompts, sc, c);
   ASSERT_TRUE(x && y && z);
   bool any_diff = false;
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ((*x)[i].tokens, (*y)[i].tokens);
-    EXPECT_EQ(0, std::memcmp((*x)[i].logprobs.data(), (*y)[i].logprobs.data(), (*x)[i].logprobs.size() * 4));
+    EXPECT_EQ(0, std::memcmp((*x)[i].logprobs.data(), (*y)[i].logprobs.data(),
+                             (*x)[i].logprobs.size() * 4));
     any_diff |= (*x)[i].tokens != (*z)[i].tokens;
   }
   EXPECT_TRUE(any_diff);
@@ -140,7 +145,8 @@ TEST_F(Inference, TopKOneAndTinyTopPAreGreedy) {
   p0.temperature = 2.0;
   p0.top_p = 1e-6;
   Rng r(3);
-  auto g = s.generate(prompts, greedy, r), a = s.generate(prompts, k1, r), b = s.generate(prompts, p0, r);
+  auto g = s.generate(prompts, greedy, r), a = s.generate(prompts, k1, r),
+       b = s.generate(prompts, p0, r);
   ASSERT_TRUE(g && a && b);
   for (size_t i = 0; i < prompts.size(); ++i) {
     EXPECT_EQ((*g)[i].tokens, (*a)[i].tokens);
@@ -166,7 +172,8 @@ TEST_F(Inference, StopStringEosAndContextEndCompletions) {
   std::string text = tok.decode(ref);
   std::string stop = tok.decode(std::span<const int32_t>(ref.data() + 3, 3));
   // (The option syntax reserves "||" and backslash escapes; skip those rare draws.)
-  ASSERT_TRUE(stop.find("||") == std::string::npos && stop.find('\\') == std::string::npos) << "pick other tokens";
+  ASSERT_TRUE(stop.find("||") == std::string::npos && stop.find('\\') == std::string::npos)
+      << "pick other tokens";
   {
     sc.stop = "zzz-never||" + stop;
     auto stopped = s.generate(one, sc, r);
@@ -209,7 +216,8 @@ TEST_F(Inference, StopStringEosAndContextEndCompletions) {
 
 TEST(SampleToken, FrequenciesFollowTemperatureTopKTopP) {
   // probabilities 0.4, 0.3, 0.2, 0.1
-  const std::vector<float> logits = {std::log(0.4f), std::log(0.3f), std::log(0.2f), std::log(0.1f)};
+  const std::vector<float> logits = {std::log(0.4f), std::log(0.3f), std::log(0.2f),
+                                     std::log(0.1f)};
   auto freq = [&](const SamplerConfig& sc) {
     Rng rng(11);
     std::vector<double> f(4, 0);
