@@ -209,8 +209,20 @@ int run_train(const std::vector<std::string>& args) {
     if (engine) sandbox = std::move(*engine);
     else setup = engine.status().with_context("starting the sandbox workers");
   }
-  std::unique_ptr<io::TrajectoryFile> out;
   const bool sft = c.train.mode == "sft";
+  // Resuming: every policy rank loads the checkpoint's model and optimizer; rank 0 also its state.
+  nlohmann::json resume_state;
+  if (setup && !sft && !c.train.resume.empty()) {
+    auto dir = c.train.resume == "latest" ? io::latest_checkpoint(c.app.run.out_dir) : Expected<std::string>(c.train.resume);
+    setup = dir.status();
+    if (setup && role == mpi::Role::kPolicy) {
+      auto state = io::load_checkpoint(*dir, *policy.model, *policy.optimizer);
+      if (state) resume_state = std::move(*state);
+      else setup = state.status().with_context("resuming from " + *dir);
+      if (setup && topo->is_coordinator()) log.info("resuming from {} (step {})", *dir, resume_state["step"].get<int64_t>());
+    }
+  }
+  std::unique_ptr<io::TrajectoryFile> out;
   if (setup && topo->is_coordinator() && !sft) {
     std::error_code ec;
     fs::create_directories(c.app.run.out_dir, ec);
@@ -218,9 +230,12 @@ int run_train(const std::vector<std::string>& args) {
     io::parse_swmr_mode(c.train.swmr, &swmr);
     std::vector<std::string> ids;
     for (const auto& t : suite->tasks) ids.push_back(t.id);
-    auto file = io::TrajectoryFile::create(
-        c.app.run.out_dir + "/trajectories.h5",
-        {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, run_fingerprint(c, policy.model->config()), ids}, swmr);
+    const std::string path = c.app.run.out_dir + "/trajectories.h5";
+    const std::string fingerprint = run_fingerprint(c, policy.model->config());
+    // On resume, rows past the checkpoint's step are cut first: each step is in the file once.
+    auto file = resume_state.is_null()
+                    ? io::TrajectoryFile::create(path, {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids}, swmr)
+                    : io::TrajectoryFile::resume(path, fingerprint, resume_state["step"].get<int64_t>(), swmr);
     if (file) out = std::move(*file);
     else setup = file.status();
   }
@@ -244,11 +259,18 @@ int run_train(const std::vector<std::string>& args) {
     co.prompt_budget = budget;
     mpi::Coordinator coord(*topo, *suite, c.rl, co, static_cast<uint64_t>(c.app.run.seed), *policy.replica,
                            sandbox.get(), log);
-    TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log);
+    int start_step = 0;
+    if (!resume_state.is_null()) {
+      start_step = resume_state["step"].get<int>() + 1;
+      result = coord.dcp().load_state_json(resume_state.value("dcp", nlohmann::json()));
+      const auto& ts = resume_state.value("task_sampler", nlohmann::json::object());
+      coord.sampler().set_state({ts.value("epoch", int64_t{0}), ts.value("position", int64_t{0})});
+    }
+    TrainProgress progress(c.train.steps - start_step, c.rl.rl.max_turns, log);
     log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}; trajectories in {}",
              c.train.steps, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode,
              c.app.run.out_dir + "/trajectories.h5");
-    for (int step = 0; step < c.train.steps && result.is_ok(); ++step) {
+    for (int step = start_step; step < c.train.steps && result.is_ok(); ++step) {
       auto report = coord.run_step(step, out.get());
       if (!report) {
         result = report.status();

@@ -316,50 +316,113 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
                                                                  const std::string& run_fingerprint,
                                                                  int64_t last_step, SwmrMode swmr) {
   if (!std::filesystem::exists(path)) return not_found("trajectory file '" + path + "' does not exist");
-  auto im = std::make_unique<Impl>();
-  im->path = path;
+  // The old file is only read: its rows up to last_step are copied, step by step, into a fresh
+  // file that then replaces it. A writer killed mid-append may have left the old file's
+  // allocation state behind its data; a fresh file carries none of that, and a crash during the
+  // copy leaves the old file untouched.
   H5Id fapl = file_access_latest();
-  // A writer killed while in SWMR mode leaves the superblock marked "open for writing"; clear
-  // it as h5clear would, since we are the run's only writer by construction.
+  // A writer killed in SWMR mode leaves the superblock marked "open for writing"; clear it as
+  // h5clear would, since this run is the file's only writer by construction.
   hbool_t clear = 1;
   H5Pset(fapl.get(), "clear_status_flags", &clear);
   hid_t f = H5I_INVALID_HID;
   {
     QuietH5Errors quiet;
-    f = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get());
+    f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
   }
   if (f < 0) return invalid_input("cannot open trajectory file '" + path + "' for resuming: not an HDF5 file, or damaged");
-  im->file = H5Id(f, H5Fclose);
-  hid_t root = im->file.get();
-  auto fp = read_string_attr(root, "run_fingerprint");
+  H5Id old(f, H5Fclose);
+  TrajectoryMeta meta;
+  auto fp = read_string_attr(f, "run_fingerprint");
   if (!fp) return invalid_input("'" + path + "' is not a LEAP trajectory file (no run_fingerprint attribute)");
   if (*fp != run_fingerprint)
     return invalid_input("'" + path + "' belongs to another run (its model/seed/suite differ from this config): "
                          "use a fresh run.out_dir, or resume with the config that made it");
-  im->make_types();
-  im->steps = H5Id(H5Dopen2(root, "steps", H5P_DEFAULT), H5Dclose);
-  im->samples = H5Id(H5Dopen2(root, "samples", H5P_DEFAULT), H5Dclose);
-  for (int i = 0; i < 3; ++i) im->text[static_cast<size_t>(i)] = open_text(root, kTextGroups[i]);
-  if (!im->steps.valid() || !im->samples.valid())
-    return invalid_input("'" + path + "' lacks /steps or /samples: not a complete LEAP trajectory file");
+  meta.run_fingerprint = *fp;
+  meta.config_ini = read_string_attr(f, "config").value_or("");
+  meta.version = read_string_attr(f, "version").value_or("");
+  meta.git_commit = read_string_attr(f, "git_commit").value_or("");
+  Impl types;
+  types.make_types();
+  H5Id steps_d(H5Dopen2(f, "steps", H5P_DEFAULT), H5Dclose), samples_d(H5Dopen2(f, "samples", H5P_DEFAULT), H5Dclose);
+  TextColumn ids = open_text(f, "/tasks/id");
+  std::array<TextColumn, 3> text;
+  for (size_t i = 0; i < 3; ++i) text[i] = open_text(f, kTextGroups[i]);
+  if (!steps_d.valid() || !samples_d.valid() || !ids.data.valid() || !text[2].offsets.valid())
+    return invalid_input("'" + path + "' lacks /steps, /samples, /text or /tasks: not a complete LEAP trajectory file");
+  // Texts of rows [first, first + count) of a column whose end offsets are `offs`; reads only
+  // those bytes, so copying a long run costs one pass over the file.
+  auto read_texts = [](TextColumn& col, const std::vector<int64_t>& offs, size_t first, size_t count,
+                       int64_t* cursor) -> std::optional<std::vector<std::string>> {
+    if (offs.size() < first + count) return std::nullopt;
+    const int64_t end = count ? offs[first + count - 1] : *cursor;
+    if (end < *cursor || static_cast<hsize_t>(end) > extent_of(col.data.get())) return std::nullopt;
+    std::string bytes(static_cast<size_t>(end - *cursor), '\0');
+    if (!bytes.empty()) {
+      hsize_t start = static_cast<hsize_t>(*cursor), n = bytes.size();
+      H5Id fspace(H5_CHECK(H5Dget_space(col.data.get())), H5Sclose);
+      H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &start, nullptr, &n, nullptr));
+      H5Id mspace(H5_CHECK(H5Screate_simple(1, &n, nullptr)), H5Sclose);
+      H5_CHECK(H5Dread(col.data.get(), H5T_NATIVE_UINT8, mspace.get(), fspace.get(), H5P_DEFAULT, bytes.data()));
+    }
+    std::vector<std::string> out;
+    int64_t at = *cursor;
+    for (size_t r = first; r < first + count; ++r) {
+      if (offs[r] < at || offs[r] > end) return std::nullopt;
+      out.push_back(bytes.substr(static_cast<size_t>(at - *cursor), static_cast<size_t>(offs[r] - at)));
+      at = offs[r];
+    }
+    *cursor = end;
+    return out;
+  };
+  int64_t id_cursor = 0;
+  auto id_offs = read_all<int64_t>(ids.offsets.get(), H5T_NATIVE_INT64);
+  auto task_ids = read_texts(ids, id_offs, 0, id_offs.size(), &id_cursor);
+  if (!task_ids) return invalid_input("'" + path + "': /tasks/id is damaged");
+  meta.task_ids = std::move(*task_ids);
+  auto steps = read_all<StepRow>(steps_d.get(), types.step_t.get());
+  auto samples = read_all<SampleRow>(samples_d.get(), types.sample_t.get());
 
-  // Cut /steps and /samples to rows with step <= last_step (rows are in step order).
-  auto steps = read_all<StepRow>(im->steps.get(), im->step_t.get());
-  auto samples = read_all<SampleRow>(im->samples.get(), im->sample_t.get());
-  hsize_t keep_steps = 0, keep_samples = 0;
-  while (keep_steps < steps.size() && steps[keep_steps].step <= last_step) ++keep_steps;
-  while (keep_samples < samples.size() && samples[keep_samples].step <= last_step) ++keep_samples;
-  H5_CHECK(H5Dset_extent(im->steps.get(), &keep_steps));
-  H5_CHECK(H5Dset_extent(im->samples.get(), &keep_samples));
-  for (auto& t : im->text) {
-    auto offs = read_all<int64_t>(t.offsets.get(), H5T_NATIVE_INT64);
-    if (offs.size() < keep_samples)
-      return invalid_input("'" + path + "': text offsets are shorter than /samples; the file is damaged");
-    hsize_t rows = keep_samples;
-    hsize_t bytes = keep_samples == 0 ? 0 : static_cast<hsize_t>(offs[keep_samples - 1]);
-    H5_CHECK(H5Dset_extent(t.offsets.get(), &rows));
-    H5_CHECK(H5Dset_extent(t.data.get(), &bytes));
-    t.end = static_cast<int64_t>(bytes);
+  const std::string tmp = path + ".resume.tmp";
+  std::filesystem::remove(tmp);
+  LEAP_ASSIGN_OR_RETURN(auto fresh, create(tmp, meta, SwmrMode::kOff));
+  size_t row = 0;
+  std::array<int64_t, 3> cursor{0, 0, 0};
+  std::array<std::vector<int64_t>, 3> offs;
+  for (size_t i = 0; i < 3; ++i) offs[i] = read_all<int64_t>(text[i].offsets.get(), H5T_NATIVE_INT64);
+  for (const StepRow& st : steps) {
+    if (st.step > last_step) break;
+    size_t first = row;
+    while (row < samples.size() && samples[row].step == st.step) ++row;
+    std::vector<SampleRow> rows(samples.begin() + static_cast<long>(first), samples.begin() + static_cast<long>(row));
+    std::array<std::vector<std::string>, 3> cols;
+    for (size_t i = 0; i < 3; ++i) {
+      auto t = read_texts(text[i], offs[i], first, row - first, &cursor[i]);
+      if (!t) return invalid_input("'" + path + "': text of step " + std::to_string(st.step) + " is damaged");
+      cols[i] = std::move(*t);
+    }
+    std::vector<SampleText> texts;
+    for (size_t k = 0; k < rows.size(); ++k) texts.push_back({cols[0][k], cols[1][k], cols[2][k]});
+    LEAP_RETURN_IF_ERROR(fresh->append_step(st, rows, texts));
+  }
+  LEAP_RETURN_IF_ERROR(fresh->close());
+  old.reset();
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return io_error("cannot replace '" + path + "' with its resumed copy: " + ec.message());
+
+  // Reopen the fresh file for appending, then start SWMR.
+  auto im = std::make_unique<Impl>();
+  im->path = path;
+  hid_t g = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get());
+  if (g < 0) return io_error("cannot reopen '" + path + "' after resuming");
+  im->file = H5Id(g, H5Fclose);
+  im->make_types();
+  im->steps = H5Id(H5_CHECK(H5Dopen2(g, "steps", H5P_DEFAULT)), H5Dclose);
+  im->samples = H5Id(H5_CHECK(H5Dopen2(g, "samples", H5P_DEFAULT)), H5Dclose);
+  for (size_t i = 0; i < 3; ++i) {
+    im->text[i] = open_text(g, kTextGroups[i]);
+    im->text[i].end = cursor[i];
   }
   LEAP_RETURN_IF_ERROR(im->start_swmr(swmr));
   LEAP_RETURN_IF_ERROR(im->flush());

@@ -8,7 +8,7 @@ src="$here/../.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/model" && cp "$here/tiny_config.json" "$tmp/model/config.json"
 fail=0
-common=(--suite "$src/tasks/level1.jsonl" --model "$tmp/model" --train.random_init --train.steps 2 --train.batch_tasks 2 --rl.group_size 4
+common=(--suite "$src/tasks/level1.jsonl" --model "$tmp/model" --train.random_init --train.batch_tasks 2 --rl.group_size 4
         --sampler.max_new_tokens 48 --sandbox.device cpu --train.check_replicas_every 1 --log.level warn)
 
 run() {  # run NAME NP ARGS...
@@ -17,21 +17,41 @@ run() {  # run NAME NP ARGS...
   else echo "FAIL $name"; tail -20 "$tmp/$name.log"; fail=1; fi
 }
 
-run four-ranks 4 --config "$src/configs/demo.ini" "${common[@]}" --run.out_dir "$tmp/run4"
+run four-ranks 4 --config "$src/configs/demo.ini" "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run4"
 /usr/bin/python3 "$here/check_run.py" "$tmp/run4" 2 2 4 2 || fail=1
-run one-rank 1 "${common[@]}" --run.out_dir "$tmp/run1"
+run one-rank 1 "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run1"
 /usr/bin/python3 "$here/check_run.py" "$tmp/run1" 2 2 4 1 || fail=1
 
 # An existing run is never overwritten.
-if "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${common[@]}" --run.out_dir "$tmp/run1" >"$tmp/again.log" 2>&1; then
+if "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run1" >"$tmp/again.log" 2>&1; then
   echo "FAIL rerun into an existing run folder succeeded"; fail=1
 elif grep -q "already exists" "$tmp/again.log"; then echo "ok   existing-run-refused"
 else echo "FAIL existing-run message"; cat "$tmp/again.log"; fail=1; fi
 
 # A layout without a policy rank: exit 2 on every rank, with the fix in the message.
-"$src/scripts/mpirun_local.sh" 2 "$LEAP" train "${common[@]}" --mpi.sandbox_ranks 2 --run.out_dir "$tmp/bad" >"$tmp/bad.log" 2>&1
+"$src/scripts/mpirun_local.sh" 2 "$LEAP" train "${common[@]}" --train.steps 2 --mpi.sandbox_ranks 2 --run.out_dir "$tmp/bad" >"$tmp/bad.log" 2>&1
 if grep -q "leaves no policy rank" "$tmp/bad.log" && [ ! -e "$tmp/bad/trajectories.h5" ]; then echo "ok   bad-layout"
 else echo "FAIL bad-layout"; cat "$tmp/bad.log"; fail=1; fi
+
+# Crash and resume: a 4-rank run killed with SIGKILL (every rank and worker) after its first
+# checkpoint, then resumed with --resume latest, ends with the same trajectories and parameters
+# as a 4-rank run that was never interrupted.
+resume_opts=(--config "$src/configs/demo.ini" "${common[@]}" --train.checkpoint_every 1)
+run straight 4 "${resume_opts[@]}" --train.steps 4 --run.out_dir "$tmp/straight"
+setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train "${resume_opts[@]}" \
+  --train.steps 4 --run.out_dir "$tmp/crash" >"$tmp/crash.log" 2>&1 &
+pid=$!
+for _ in $(seq 600); do [ -e "$tmp/crash/checkpoints/step_000000/state.json" ] && break; sleep 0.1; done
+kill -9 -- -"$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+if [ -e "$tmp/crash/checkpoints/step_000003" ]; then echo "note: the run finished before the kill"
+else echo "ok   killed mid-run after checkpoint $(ls "$tmp/crash/checkpoints" | tail -1)"; fi
+run resumed 4 "${resume_opts[@]}" --train.steps 4 --run.out_dir "$tmp/crash" --resume latest
+/usr/bin/python3 "$here/compare_runs.py" "$tmp/straight" "$tmp/crash" || fail=1
+# Resuming where there is nothing to resume is a clear error, exit 2.
+"$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${common[@]}" --train.steps 4 --run.out_dir "$tmp/empty" --resume latest >"$tmp/empty.log" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -q "nothing to resume" "$tmp/empty.log"; then echo "ok   resume-nothing"
+else echo "FAIL resume-nothing (exit $rc)"; cat "$tmp/empty.log"; fail=1; fi
 
 # SFT warm start on a few tasks: material verified by a sandbox rank, a policy rank trains, the
 # policy is written where asked and opens with `leap score`.
