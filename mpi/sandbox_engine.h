@@ -1,15 +1,13 @@
-// The sandbox behind the VerifyEngine interface: a Verifier over a pool of worker processes,
-// verifying up to `slots` candidates at once (one thread per running job; the pool bounds the
-// concurrency and isolates every candidate in a worker process). Used by sandbox ranks, and by
-// the coordinator itself when a run has no sandbox ranks.
+// The sandbox behind the VerifyEngine interface: a SandboxService (a Verifier over a pool of
+// `leap worker` processes) verifying up to `slots` candidates at once. Used by sandbox ranks,
+// and by rank 0 itself when a run has no sandbox ranks.
 #pragma once
 
 #include <memory>
 
 #include "mpi/engines.h"
 #include "mpi/outcome.h"
-#include "sandbox/verifier.h"
-#include "sandbox/worker_pool.h"
+#include "sandbox/sandbox_service.h"
 #include "tasks/suite.h"
 
 namespace leap::mpi {
@@ -25,11 +23,10 @@ class SandboxEngine final : public VerifyEngine {
   std::vector<SandboxOutcome> verify(const std::vector<SandboxJob>& jobs) override;
 
  private:
-  SandboxEngine(const tasks::Suite& suite, std::unique_ptr<sandbox::WorkerPool> pool,
-                const sandbox::SandboxConfig& config);
+  SandboxEngine(const tasks::Suite& suite, std::unique_ptr<sandbox::SandboxService> service, int slots)
+      : suite_(suite), service_(std::move(service)), slots_(slots) {}
   const tasks::Suite& suite_;
-  std::unique_ptr<sandbox::WorkerPool> pool_;
-  sandbox::Verifier verifier_;
+  std::unique_ptr<sandbox::SandboxService> service_;
   int slots_;
 };
 
