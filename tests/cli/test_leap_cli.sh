@@ -2,19 +2,7 @@
 # The `leap` command as a user meets it: help, version and device detection, and bad input
 # exiting 2 with a message that names the problem. Run by ctest with LEAP set to the binary.
 set -u
-fail=0
-check() {  # check NAME EXPECTED_RC REGEX -- command...
-  local name="$1" want_rc="$2" regex="$3"; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    echo "FAIL $name: exit $rc, wanted $want_rc"; echo "$out" | head -20; fail=1; return
-  fi
-  if ! grep -Eq -- "$regex" <<<"$out"; then
-    echo "FAIL $name: output does not match /$regex/"; echo "$out" | head -20; fail=1; return
-  fi
-  echo "ok   $name"
-}
+source "$(dirname "$0")/check_lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 check help 0 "subcommands:" -- "$LEAP" --help

@@ -3,20 +3,8 @@
 # make_golden.py), and bad input exits 2 with a message naming the problem.
 # Run by ctest with LEAP (the binary) and LEAP_GOLDEN_DIR set.
 set -u
-fail=0
 dir="$LEAP_GOLDEN_DIR/qwen2_gqa_bias_untied/model"
-check() {  # check NAME EXPECTED_RC REGEX -- command...
-  local name="$1" want_rc="$2" regex="$3"; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    echo "FAIL $name: exit $rc, wanted $want_rc"; echo "$out" | head -20; fail=1; return
-  fi
-  if ! grep -Eq -- "$regex" <<<"$out"; then
-    echo "FAIL $name: output does not match /$regex/"; echo "$out" | head -20; fail=1; return
-  fi
-  echo "ok   $name"
-}
+source "$(dirname "$0")/../cli/check_lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # The first sequence of the golden batch, scored by the CLI and by PyTorch.

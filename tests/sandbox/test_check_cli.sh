@@ -2,22 +2,10 @@
 # `leap check` as a user runs it: one JSON object whatever the verdict (exit 0), exit 2 for bad
 # input. Run by ctest with LEAP set to the binary and LEAP_SOURCE_DIR to the source tree.
 set -u
-fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 suite="$LEAP_SOURCE_DIR/tasks/level1.jsonl"
 
-check() {  # check NAME EXPECTED_RC REGEX -- command...
-  local name="$1" want_rc="$2" regex="$3"; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    echo "FAIL $name: exit $rc, wanted $want_rc"; echo "$out" | head -20; fail=1; return
-  fi
-  if ! grep -Eq -- "$regex" <<<"$out"; then
-    echo "FAIL $name: output does not match /$regex/"; echo "$out" | head -20; fail=1; return
-  fi
-  echo "ok   $name"
-}
+source "$(dirname "$0")/../cli/check_lib.sh"
 
 # The first task of the suite and its reference answer, pulled out with the JSON tooling at hand.
 task=$(head -1 "$suite" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')

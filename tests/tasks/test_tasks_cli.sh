@@ -2,19 +2,7 @@
 # `leap tasks list|validate FILE` as a user meets it: the committed suites validate (exit 0 with
 # a count), bad suites exit 2 with a message naming the file, the line and the field.
 set -u
-fail=0
-check() {  # check NAME EXPECTED_RC REGEX -- command...
-  local name="$1" want_rc="$2" regex="$3"; shift 4
-  local out rc
-  out=$("$@" 2>&1); rc=$?
-  if [ "$rc" != "$want_rc" ]; then
-    echo "FAIL $name: exit $rc, wanted $want_rc"; echo "$out" | head -20; fail=1; return
-  fi
-  if ! grep -Eq -- "$regex" <<<"$out"; then
-    echo "FAIL $name: output does not match /$regex/"; echo "$out" | head -20; fail=1; return
-  fi
-  echo "ok   $name"
-}
+source "$(dirname "$0")/../cli/check_lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 L1="$LEAP_SOURCE_DIR/tasks/level1.jsonl"
 L2="$LEAP_SOURCE_DIR/tasks/level2.jsonl"
