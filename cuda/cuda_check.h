@@ -1,5 +1,6 @@
 // CUDA_CHECK / CUBLAS_CHECK / NCCL_CHECK: fatal errors from the CUDA libraries, reported through
-// the one fatal reporter (common/check.h) with rank, host and file:line.
+// the one fatal reporter (common/check.h) with rank, host and file:line. Only for calls that must
+// not fail; a candidate kernel's failure is a verdict, never this.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,4 +14,23 @@
       ::leap::report_fatal(__FILE__, __LINE__, std::string("CUDA error ") +               \
                                                    cudaGetErrorName(leap_cuda_err_) + ": " + \
                                                    cudaGetErrorString(leap_cuda_err_) + " in " #call); \
+  } while (0)
+
+#include <cublasLt.h>
+#include <nccl.h>
+
+#define CUBLAS_CHECK(call)                                                                \
+  do {                                                                                    \
+    cublasStatus_t leap_cublas_st_ = (call);                                              \
+    if (leap_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                         \
+      ::leap::report_fatal(__FILE__, __LINE__, std::string("cuBLAS error ") +             \
+                                                   cublasGetStatusString(leap_cublas_st_) + " in " #call); \
+  } while (0)
+
+#define NCCL_CHECK(call)                                                                  \
+  do {                                                                                    \
+    ncclResult_t leap_nccl_rc_ = (call);                                                  \
+    if (leap_nccl_rc_ != ncclSuccess)                                                     \
+      ::leap::report_fatal(__FILE__, __LINE__, std::string("NCCL error ") +               \
+                                                   ncclGetErrorString(leap_nccl_rc_) + " in " #call); \
   } while (0)

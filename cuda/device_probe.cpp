@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #ifdef LEAP_HAVE_CUDA
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 #endif
 
 namespace leap::cuda {
@@ -16,6 +18,14 @@ Expected<DeviceInfo> probe_devices() {
   return info;
 #else
   info.runtime_cuda_version = CUDART_VERSION;
+  {
+    size_t lt = cublasLtGetVersion();
+    int nccl = 0;
+    ncclGetVersion(&nccl);
+    info.libraries = fmt::format("CUDA runtime {}.{}, cuBLASLt {}.{}.{}, NCCL {}.{}.{}", CUDART_VERSION / 1000,
+                                 CUDART_VERSION % 1000 / 10, lt / 10000, lt / 100 % 100, lt % 100, nccl / 10000,
+                                 nccl / 100 % 100, nccl % 100);
+  }
   if (cudaDriverGetVersion(&info.driver_cuda_version) != cudaSuccess || info.driver_cuda_version == 0) {
     info.driver_cuda_version = 0;
     info.reason = "no CUDA driver installed";

@@ -19,6 +19,7 @@ struct DeviceInfo {
   int runtime_cuda_version = 0;   // the toolkit this binary was built with; 0 = built without CUDA
   std::string reason;             // why there is no device, when count == 0
   std::vector<std::string> names; // one per device: "NVIDIA H200 (sm_90, 139 GiB)"
+  std::string libraries;          // "cuBLASLt 13.0.0, NCCL 2.27.7" (they load without a device)
 };
 
 // Fails only for a driver that is too old for this build.

@@ -32,6 +32,7 @@ int print_version() {
     return dev.status().exit_code();
   }
   std::printf("%s\n", leap::cuda::describe(*dev).c_str());
+  if (!dev->libraries.empty()) std::printf("libraries: %s\n", dev->libraries.c_str());
   return 0;
 }
 

@@ -10,6 +10,12 @@ check no-args 2 "usage: leap" -- "$LEAP"
 check unknown-sub 2 "unknown subcommand 'trian'" -- "$LEAP" trian
 # With no visible device (and on machines without a driver) the binary starts and says so.
 check version-no-device 0 "device: none" -- env CUDA_VISIBLE_DEVICES= "$LEAP" --version
+# Binaries never link the driver (libcuda): they must start on machines without one.
+if ldd "$LEAP" | grep -q 'libcuda\.so'; then echo "FAIL leap links libcuda"; ldd "$LEAP" | grep libcuda; fail=1
+else echo "ok   no-libcuda-link"; fi
+if ldd "$LEAP" | grep -q libcudart; then
+  check version-libraries 0 "libraries: CUDA runtime [0-9.]+, cuBLASLt [0-9.]+, NCCL [0-9.]+" -- "$LEAP" --version
+fi
 check version-commit 0 "commit [0-9a-f]+|commit unknown" -- "$LEAP" --version
 check train-help 0 "--mpi.sandbox_ranks" -- "$LEAP" train --help
 check print-config 0 "^\[mpi\]" -- "$LEAP" train --print-config --mpi.sandbox_ranks=1
