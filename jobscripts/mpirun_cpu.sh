@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# A plain mpirun launcher for a CPU-only node or workstation: NP ranks of `leap train`, the
+# last SANDBOX of them verifying kernels in the PTX interpreter. Nothing here is specific to a
+# container; on a single laptop-class machine prefer scripts/mpirun_local.sh, which also handles
+# running as root and oversubscribed cores.
+# usage: jobscripts/mpirun_cpu.sh NP SANDBOX CONFIG.ini [--section.key=value ...]
+set -euo pipefail
+np="$1"; sandbox="$2"; config="$3"; shift 3
+here="$(cd "$(dirname "$0")/.." && pwd)"
+# One OpenBLAS thread per rank: the CPU backend runs its own OpenMP pool (backend.threads).
+export OPENBLAS_NUM_THREADS=1
+exec mpirun -np "$np" "$here/build/src/apps/leap" train --config "$config" --mpi.sandbox_ranks="$sandbox" "$@"
