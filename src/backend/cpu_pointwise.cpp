@@ -72,8 +72,13 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dout
   }
 }
 
-void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_table,
-                              const float* sin_table, const int32_t* pos, int N, int H, int D) {
+namespace {
+
+// Rotate-half RoPE over (N, H, D) rows. The rotation is orthogonal, so the backward is the same
+// loop with the angle negated (sign = -1), accumulating into dinp instead of writing.
+template <bool kAccumulate>
+void rope_rotate(float* out, const float* inp, const float* cos_table, const float* sin_table, const int32_t* pos,
+                 int N, int H, int D, float sign) {
   const int half = D / 2;
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * H * D * 2))
   for (int n = 0; n < N; ++n) {
@@ -83,32 +88,30 @@ void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_tab
       const float* x = inp + (static_cast<size_t>(n) * H + h) * D;
       float* y = out + (static_cast<size_t>(n) * H + h) * D;
       for (int i = 0; i < half; ++i) {
-        float a = x[i], b = x[i + half];
-        y[i] = a * cs[i] - b * sn[i];
-        y[i + half] = b * cs[i] + a * sn[i];
+        const float a = x[i], b = x[i + half], s = sign * sn[i];
+        const float lo = a * cs[i] - b * s, hi = b * cs[i] + a * s;
+        if constexpr (kAccumulate) {
+          y[i] += lo;
+          y[i + half] += hi;
+        } else {
+          y[i] = lo;
+          y[i + half] = hi;
+        }
       }
     }
   }
 }
 
+}  // namespace
+
+void CpuBackend::rope_forward(float* out, const float* inp, const float* cos_table,
+                              const float* sin_table, const int32_t* pos, int N, int H, int D) {
+  rope_rotate<false>(out, inp, cos_table, sin_table, pos, N, H, D, 1.f);
+}
+
 void CpuBackend::rope_backward(float* dinp, const float* dout, const float* cos_table,
                                const float* sin_table, const int32_t* pos, int N, int H, int D) {
-  // The rotation is orthogonal: its backward is the rotation by -angle.
-  const int half = D / 2;
-#pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * H * D * 2))
-  for (int n = 0; n < N; ++n) {
-    const float* cs = cos_table + static_cast<size_t>(pos[n]) * half;
-    const float* sn = sin_table + static_cast<size_t>(pos[n]) * half;
-    for (int h = 0; h < H; ++h) {
-      const float* dy = dout + (static_cast<size_t>(n) * H + h) * D;
-      float* dx = dinp + (static_cast<size_t>(n) * H + h) * D;
-      for (int i = 0; i < half; ++i) {
-        float a = dy[i], b = dy[i + half];
-        dx[i] += a * cs[i] + b * sn[i];
-        dx[i + half] += b * cs[i] - a * sn[i];
-      }
-    }
-  }
+  rope_rotate<true>(dinp, dout, cos_table, sin_table, pos, N, H, D, -1.f);
 }
 
 void CpuBackend::swiglu_forward(float* out, const float* inp, int N, int I) {
