@@ -111,13 +111,7 @@ TrainReport Coordinator::train(const StepState& state, int64_t step) {
   for (int p = 1; p < n; ++p) {
     auto r = recv<TrainReport>(policy_ranks_[static_cast<size_t>(p)], topo_.world);
     LEAP_CHECK(r.has_value(), r.status().message());
-    total.loss += r->loss;
-    total.tokens += r->tokens;
-    total.clipped += r->clipped;
-    total.ratio_sum += r->ratio_sum;
-    total.ratio_max = std::max(total.ratio_max, r->ratio_max);
-    total.kl_sum += r->kl_sum;
-    total.neg_logp_sum += r->neg_logp_sum;
+    total.merge(*r);
   }
   return total;
 }

@@ -100,7 +100,16 @@ struct TrainWork {
 // What a rank learned from its share, summed by the coordinator.
 struct TrainReport {
   double loss = 0, tokens = 0, clipped = 0, ratio_sum = 0, ratio_max = 0, kl_sum = 0, neg_logp_sum = 0;
-  double grad_norm = 0, lr = 0;
+  double grad_norm = 0, lr = 0;  // the same on every rank: taken from any one
+  void merge(const TrainReport& o) {
+    loss += o.loss;
+    tokens += o.tokens;
+    clipped += o.clipped;
+    ratio_sum += o.ratio_sum;
+    ratio_max = ratio_max > o.ratio_max ? ratio_max : o.ratio_max;
+    kl_sum += o.kl_sum;
+    neg_logp_sum += o.neg_logp_sum;
+  }
 };
 
 struct ErrorReport {
