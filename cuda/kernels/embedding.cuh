@@ -1,0 +1,45 @@
+// Token embedding of the CPU backend: out (N, C) = wte[tokens[n]] (T storage), and its backward
+// into the fp32 table gradient dwte (V, C), ACCUMULATED.
+//
+// The backward is deterministic without atomics: rows that share a token are summed by one
+// thread per channel, in row order. The host groups the rows by token first (it has the tokens
+// in host memory anyway), as a CSR list:
+//   uniq[u]                        the u-th distinct token, u < U (any order);
+//   rows[offsets[u] .. offsets[u+1])  the rows n with tokens[n] == uniq[u], ascending;
+//   offsets (U + 1), offsets[0] = 0, offsets[U] = N.
+//
+// Launch:
+//   embedding_forward:  grid elementwise_blocks(N * C), block kElementwiseThreads, no smem.
+//   embedding_backward: grid (U, cdiv(C, kEmbeddingBackwardThreads)), block
+//                       kEmbeddingBackwardThreads, no smem. U <= 2^31 - 1.
+// Limits: tokens in [0, V) (checked by the caller).
+#pragma once
+
+#include "cuda/kernels/dtype.cuh"
+
+namespace leap::cuda::kernels {
+
+constexpr int kEmbeddingBackwardThreads = 256;
+
+template <class T>
+__global__ void embedding_forward(T* out, const int* tokens, const T* wte, int N, int C) {
+  const u64 n_elems = static_cast<u64>(N) * C;
+  for (u64 i = grid_first(); i < n_elems; i += grid_stride()) {
+    const u64 n = i / C, c = i % C;
+    out[i] = wte[static_cast<u64>(tokens[n]) * C + c];
+  }
+}
+
+template <class T>
+__global__ void embedding_backward(float* dwte, const T* dout, const int* uniq,
+                                   const int* offsets, const int* rows, int C) {
+  const int u = blockIdx.x;
+  const int c = blockIdx.y * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float acc = 0.0f;
+  for (int r = offsets[u]; r < offsets[u + 1]; ++r)
+    acc += to_float(dout[static_cast<u64>(rows[r]) * C + c]);
+  dwte[static_cast<u64>(uniq[u]) * C + c] += acc;
+}
+
+}  // namespace leap::cuda::kernels

@@ -1,0 +1,82 @@
+// RMSNorm (HF Llama) of the CPU backend: out = x * rstd * w with rstd = 1/sqrt(mean(x^2) + eps),
+// rstd (N) saved in fp32. Sums of squares and dot products are fp32 block reductions.
+// The backward ACCUMULATES: dx += rstd * w * dy - (rstd^3 / C) * x * sum(w * dy * x), and
+// dweight (C, fp32) += sum over rows of dy * x * rstd, which is a second kernel so that the
+// column sums run in a fixed order (deterministic, no atomics).
+//
+// Launch:
+//   rmsnorm_forward, rmsnorm_backward: grid N, block kRmsnormThreads, no dynamic smem.
+//   rmsnorm_backward_dweight: grid cdiv(C, 32), block kRmsnormThreads, no dynamic smem; each
+//     block sums 32 channels over all rows (kRmsnormThreads / 32 row lanes, then in order).
+// Limits: none beyond N <= 2^31 - 1 blocks; weight is the compute copy (T).
+#pragma once
+
+#include "cuda/kernels/block_reduce.cuh"
+#include "cuda/kernels/dtype.cuh"
+
+namespace leap::cuda::kernels {
+
+constexpr int kRmsnormThreads = 256;
+
+template <class T>
+__global__ void rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight, int N, int C,
+                                float eps) {
+  __shared__ float scratch[32];
+  const int n = blockIdx.x;
+  if (n >= N) return;
+  const T* x = inp + static_cast<u64>(n) * C;
+  T* y = out + static_cast<u64>(n) * C;
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    const float v = to_float(x[c]);
+    ss += v * v;
+  }
+  ss = block_sum(ss, scratch);
+  const float r = 1.0f / sqrtf(ss / static_cast<float>(C) + eps);
+  if (threadIdx.x == 0) rstd[n] = r;
+  for (int c = threadIdx.x; c < C; c += blockDim.x)
+    y[c] = from_float<T>(to_float(x[c]) * r * to_float(weight[c]));
+}
+
+template <class T>
+__global__ void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const T* weight,
+                                 const float* rstd, int N, int C) {
+  __shared__ float scratch[32];
+  const int n = blockIdx.x;
+  if (n >= N) return;
+  const u64 base = static_cast<u64>(n) * C;
+  float dot = 0.0f;
+  for (int c = threadIdx.x; c < C; c += blockDim.x)
+    dot += to_float(weight[c]) * to_float(dout[base + c]) * to_float(inp[base + c]);
+  dot = block_sum(dot, scratch);
+  const float r = rstd[n];
+  const float k = dot * r * r * r / static_cast<float>(C);
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    const float dx = r * to_float(weight[c]) * to_float(dout[base + c]) - k * to_float(inp[base + c]);
+    dinp[base + c] = from_float<T>(to_float(dinp[base + c]) + dx);
+  }
+}
+
+template <class T>
+__global__ void rmsnorm_backward_dweight(float* dweight, const T* dout, const T* inp,
+                                         const float* rstd, int N, int C) {
+  __shared__ float partial[kRmsnormThreads / 32][33];
+  const int lane = threadIdx.x & 31, row_lane = threadIdx.x >> 5, row_lanes = blockDim.x >> 5;
+  const int c = blockIdx.x * 32 + lane;
+  float acc = 0.0f;
+  if (c < C) {
+    for (int n = row_lane; n < N; n += row_lanes) {
+      const u64 i = static_cast<u64>(n) * C + c;
+      acc += to_float(dout[i]) * to_float(inp[i]) * rstd[n];
+    }
+  }
+  partial[row_lane][lane] = acc;
+  __syncthreads();
+  if (row_lane == 0 && c < C) {
+    float sum = 0.0f;
+    for (int j = 0; j < row_lanes; ++j) sum += partial[j][lane];
+    dweight[c] += sum;
+  }
+}
+
+}  // namespace leap::cuda::kernels

@@ -1,0 +1,41 @@
+// Compiles every kernel header of cuda/kernels with nvcc and instantiates each kernel for the
+// storage types (fp32, bf16) and the head dims the backend dispatches on, so CI catches code
+// that NVRTC accepts and nvcc does not (and the reverse is caught by test_cuda_kernels).
+#include "cuda/kernels/adamw.cuh"
+#include "cuda/kernels/cast.cuh"
+#include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/reduce.cuh"
+#include "cuda/kernels/residual.cuh"
+#include "cuda/kernels/rmsnorm.cuh"
+#include "cuda/kernels/rope.cuh"
+#include "cuda/kernels/swiglu.cuh"
+
+namespace leap::cuda::kernels {
+
+#define LEAP_INSTANTIATE_STORAGE(S)                                                             \
+  template __global__ void cast_from_f32<S>(S*, const float*, u64);                            \
+  template __global__ void cast_to_f32<S>(float*, const S*, u64);                              \
+  template __global__ void add_forward<S>(S*, const S*, const S*, u64);                        \
+  template __global__ void swiglu_forward<S>(S*, const S*, int, int);                          \
+  template __global__ void swiglu_backward<S>(S*, const S*, const S*, int, int);               \
+  template __global__ void rope_forward<S>(S*, const S*, const float*, const float*,           \
+                                           const int*, int, int, int);                         \
+  template __global__ void rope_backward<S>(S*, const S*, const float*, const float*,          \
+                                            const int*, int, int, int);                        \
+  template __global__ void embedding_forward<S>(S*, const int*, const S*, int, int);           \
+  template __global__ void embedding_backward<S>(float*, const S*, const int*, const int*,     \
+                                                 const int*, int);                             \
+  template __global__ void rmsnorm_forward<S>(S*, float*, const S*, const S*, int, int, float); \
+  template __global__ void rmsnorm_backward<S>(S*, const S*, const S*, const S*, const float*, \
+                                               int, int);                                      \
+  template __global__ void rmsnorm_backward_dweight<S>(float*, const S*, const S*,             \
+                                                       const float*, int, int);                \
+  template __global__ void adamw_update<S>(float*, float*, float*, const float*, S*, u64,      \
+                                           float, float, float, float, float, float, int);     \
+  template __global__ void sum_squares_partial<S>(double*, const S*, u64);
+
+LEAP_INSTANTIATE_STORAGE(float)
+LEAP_INSTANTIATE_STORAGE(bf16)
+template __global__ void sum_squares_finish<double>(double*, const double*, int);
+
+}  // namespace leap::cuda::kernels
