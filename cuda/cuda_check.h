@@ -17,7 +17,6 @@
   } while (0)
 
 #include <cublasLt.h>
-#include <nccl.h>
 
 #define CUBLAS_CHECK(call)                                                                \
   do {                                                                                    \
@@ -27,6 +26,10 @@
                                                    cublasGetStatusString(leap_cublas_st_) + " in " #call); \
   } while (0)
 
+// NCCL is optional only in the GPU-only build (LEAP_HAVE_NCCL says whether it was found).
+#ifdef LEAP_HAVE_NCCL
+#include <nccl.h>
+
 #define NCCL_CHECK(call)                                                                  \
   do {                                                                                    \
     ncclResult_t leap_nccl_rc_ = (call);                                                  \
@@ -34,3 +37,4 @@
       ::leap::report_fatal(__FILE__, __LINE__, std::string("NCCL error ") +               \
                                                    ncclGetErrorString(leap_nccl_rc_) + " in " #call); \
   } while (0)
+#endif  // LEAP_HAVE_NCCL

@@ -6,7 +6,9 @@
 #ifdef LEAP_HAVE_CUDA
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#ifdef LEAP_HAVE_NCCL
 #include <nccl.h>
+#endif
 #endif
 
 namespace leap::cuda {
@@ -21,7 +23,9 @@ Expected<DeviceInfo> probe_devices() {
   {
     size_t lt = cublasLtGetVersion();
     int nccl = 0;
+#ifdef LEAP_HAVE_NCCL
     ncclGetVersion(&nccl);
+#endif
     info.libraries = fmt::format("CUDA runtime {}.{}, cuBLASLt {}.{}.{}, NCCL {}.{}.{}", CUDART_VERSION / 1000,
                                  CUDART_VERSION % 1000 / 10, lt / 10000, lt / 100 % 100, lt % 100, nccl / 10000,
                                  nccl / 100 % 100, nccl % 100);

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# benchmarks/gpu_check.sh RESULTS_DIR — the GPU check of LEAP, one command for one GPU machine
+# (sized for about 5 minutes on one H200). It needs only the CUDA toolkit, CMake and Python with
+# PyTorch; the Debian development packages of the full build may be missing. It:
+#   1. prints what is present (GPU, driver, toolkit, CMake, PyTorch, NCCL, optional libraries);
+#   2. configures and builds the GPU-only target (LEAP_GPU_ONLY=ON, sm_90 unless
+#      LEAP_GPU_ARCH says otherwise) into $LEAP_GPU_BUILD (default build-gpu/);
+#   3. runs the checks: device report, backend op parity against this machine's PyTorch,
+#      the sandbox's GPU executor with its timing, a one-rank NCCL communicator;
+#   4. runs the benchmarks: cuBLASLt GEMM throughput, training-step MFU (~124M parameters,
+#      T = 1024), decode at batch 64 against the HBM-bandwidth bound, and PyTorch eager on the
+#      same model;
+#   5. writes every figure into RESULTS_DIR (one JSON per step, their logs, summary.txt).
+# A step that cannot run says why (SKIPPED: reason) and the others still run. The exit code is
+# 1 when a check failed, else 0.
+set -u
+if [[ $# -ne 1 || "$1" == -h || "$1" == --help ]]; then
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+RESULTS="$(mkdir -p "$1" && cd "$1" && pwd)" || { echo "cannot create $1" >&2; exit 2; }
+BUILD="${LEAP_GPU_BUILD:-$ROOT/build-gpu}"
+ARCH="${LEAP_GPU_ARCH:-90}"
+PY="${PYTHON:-python3}"
+export PATH="$PATH:/usr/local/cuda/bin"
+SUMMARY="$RESULTS/summary.txt"
+: > "$SUMMARY"
+failed=0
+
+note() { echo "$*" | tee -a "$SUMMARY"; }
+have() { command -v "$1" > /dev/null 2>&1; }
+
+# ---- 1. what is present ----------------------------------------------------------------------
+{
+  echo "== environment ($(date -u +%FT%TZ), $(hostname))"
+  if have nvidia-smi; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem \
+      --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  else
+    echo "gpu: nvidia-smi not found"
+  fi
+  if have nvcc; then echo "nvcc: $(nvcc --version | tail -n 2 | head -n 1)"; else echo "nvcc: MISSING"; fi
+  if have cmake; then echo "cmake: $(cmake --version | head -n 1)"; else echo "cmake: MISSING"; fi
+  if have "$PY"; then
+    "$PY" - <<'PYEOF' 2>&1
+import importlib.util, sys
+print("python:", sys.version.split()[0])
+try:
+    import torch
+    print("torch:", torch.__version__, "cuda", torch.version.cuda, "device available",
+          torch.cuda.is_available())
+except Exception as e:  # the checks that need it say so later
+    print("torch: MISSING (%s)" % e)
+spec = importlib.util.find_spec("nvidia.nccl")
+print("python nvidia.nccl:", "present" if spec else "absent")
+PYEOF
+  else
+    echo "python: MISSING ($PY)"
+  fi
+  for lib in mpicc h5cc; do
+    if have $lib; then echo "$lib: present"; else echo "$lib: absent (not needed here)"; fi
+  done
+  for h in boost/program_options.hpp nlohmann/json.hpp fmt/format.h cblas.h gtest/gtest.h; do
+    if [[ -e /usr/include/$h || -e /usr/local/include/$h ]]; then echo "$h: present"
+    else echo "$h: absent"; fi
+  done
+  for d in /usr/local/cuda/include /usr/include; do
+    [[ -e $d/nccl.h ]] && echo "nccl.h: $d"
+  done
+} 2>&1 | tee "$RESULTS/environment.txt" | tee -a "$SUMMARY"
+
+if ! have nvcc || ! have cmake; then
+  note "SKIPPED everything: the GPU-only build needs nvcc and cmake"
+  exit 1
+fi
+
+# ---- 2. configure and build the GPU-only target ----------------------------------------------
+cmake_args=(-S "$ROOT" -B "$BUILD" -DLEAP_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release
+            -DCMAKE_CUDA_ARCHITECTURES="$ARCH")
+if have "$PY"; then
+  # PyTorch's wheel ships fmt headers and NCCL; they stand in where Debian's packages are absent.
+  torch_include="$("$PY" -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])' 2>/dev/null)"
+  [[ -n "$torch_include" ]] && cmake_args+=(-DLEAP_EXTRA_INCLUDE="$torch_include")
+  nccl_dir="$("$PY" -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if nvidia.nccl.__file__ else list(nvidia.nccl.__path__)[0])' 2>/dev/null)"
+  if [[ ! -e /usr/local/cuda/include/nccl.h && ! -e /usr/include/nccl.h && -n "$nccl_dir" ]]; then
+    cmake_args+=(-DNCCL_ROOT="$nccl_dir")
+  fi
+fi
+note "== build: cmake ${cmake_args[*]}"
+start=$(date +%s)
+if ! cmake "${cmake_args[@]}" > "$RESULTS/configure.log" 2>&1; then
+  note "FAILED configure (see configure.log):"; tail -n 15 "$RESULTS/configure.log" | tee -a "$SUMMARY"
+  exit 1
+fi
+grep "LEAP" "$RESULTS/configure.log" | tee -a "$SUMMARY"
+if ! cmake --build "$BUILD" -j "$(nproc)" --target leap_gpu_check > "$RESULTS/build.log" 2>&1; then
+  note "FAILED build (see build.log):"; grep -m 20 -E "error|Error" "$RESULTS/build.log" | tee -a "$SUMMARY"
+  exit 1
+fi
+note "build: $(( $(date +%s) - start )) s"
+CHECK="$BUILD/cuda/leap_gpu_check"
+
+# run_step NAME TIMEOUT_S COMMAND...: stdout -> NAME.json, stderr -> NAME.log, verdict in summary.
+run_step() {
+  local name=$1 limit=$2; shift 2
+  local t0=$(date +%s) rc
+  timeout "$limit" "$@" > "$RESULTS/$name.json" 2> "$RESULTS/$name.log"
+  rc=$?
+  local dt=$(( $(date +%s) - t0 ))
+  case $rc in
+    0) note "ok      $name (${dt}s): $(head -c 600 "$RESULTS/$name.json")" ;;
+    3) note "SKIPPED $name: $(tail -n 1 "$RESULTS/$name.log")" ;;
+    124) note "FAILED  $name: timed out after ${limit}s"; failed=1 ;;
+    *) note "FAILED  $name (exit $rc): $(tail -n 3 "$RESULTS/$name.log" | tr '\n' ' ')"
+       [[ -s "$RESULTS/$name.json" ]] && note "        $(head -c 600 "$RESULTS/$name.json")"
+       failed=1 ;;
+  esac
+}
+torch_ok() { have "$PY" && "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
+
+# ---- 3. checks -------------------------------------------------------------------------------
+note "== checks"
+run_step info 60 "$CHECK" info
+if torch_ok; then
+  refdir="$RESULTS/op_reference"
+  if "$PY" "$ROOT/benchmarks/gpu/op_reference.py" "$refdir" > "$RESULTS/op_reference.log" 2>&1; then
+    run_step ops 120 "$CHECK" ops --ref="$refdir"
+  else
+    note "FAILED  op_reference.py (see op_reference.log)"; failed=1
+  fi
+else
+  note "SKIPPED ops: PyTorch with a CUDA device is not available to make the reference"
+fi
+run_step executor 120 "$CHECK" executor --suite="$ROOT/tasks/level1.jsonl"
+run_step nccl 60 "$CHECK" nccl
+
+# ---- 4. benchmarks ---------------------------------------------------------------------------
+note "== benchmarks"
+run_step gemm 60 "$CHECK" gemm
+run_step train 180 "$CHECK" train
+run_step decode 120 "$CHECK" decode
+if torch_ok; then
+  run_step torch_eager 240 "$PY" "$ROOT/benchmarks/gpu/torch_eager.py"
+else
+  note "SKIPPED torch_eager: PyTorch with a CUDA device is not available"
+fi
+if have "$PY"; then
+  "$PY" "$ROOT/benchmarks/gpu/summarize.py" "$RESULTS" 2>&1 | tee -a "$SUMMARY"
+fi
+note "results in $RESULTS"
+exit $failed

@@ -1,0 +1,57 @@
+# The GPU-only build (LEAP_GPU_ONLY=ON), included by the top-level CMakeLists.txt instead of the
+# full build. It needs only the CUDA toolkit and fmt (Debian's libfmt-dev or the headers that
+# PyTorch's wheel ships, found through LEAP_EXTRA_INCLUDE), so benchmarks/gpu_check.sh can build
+# it on GPU machines without the Debian development packages. It builds, in tiers:
+#  - always: the CUDA backend and leap_gpu_check (device report, op parity against PyTorch,
+#    cuBLASLt GEMM throughput, a one-rank NCCL communicator when NCCL is found);
+#  - with nlohmann_json and Boost.program_options: the model library (the train-step and decode
+#    benchmarks) and the sandbox with its GPU executor (the executor check).
+# Nothing here links MPI, HDF5, OpenBLAS or GoogleTest.
+if(NOT LEAP_HAVE_CUDA)
+  message(FATAL_ERROR "LEAP_GPU_ONLY=ON needs nvcc: put the CUDA toolkit's bin/ on PATH")
+endif()
+set(LEAP_EXTRA_INCLUDE "" CACHE PATH "Extra folder with fmt/ and nlohmann/ headers (e.g. PyTorch's include folder)")
+
+find_package(fmt QUIET)
+if(NOT fmt_FOUND)
+  find_path(LEAP_FMT_INCLUDE fmt/format.h HINTS ${LEAP_EXTRA_INCLUDE} NO_DEFAULT_PATH)
+  if(NOT LEAP_FMT_INCLUDE)
+    message(FATAL_ERROR "LEAP_GPU_ONLY: fmt not found: install libfmt-dev, or pass "
+                        "-DLEAP_EXTRA_INCLUDE=<folder holding fmt/format.h> (PyTorch's include folder has one)")
+  endif()
+  add_library(leap_fmt_header_only INTERFACE)
+  target_include_directories(leap_fmt_header_only SYSTEM INTERFACE ${LEAP_FMT_INCLUDE})
+  target_compile_definitions(leap_fmt_header_only INTERFACE FMT_HEADER_ONLY=1)
+  add_library(fmt::fmt ALIAS leap_fmt_header_only)
+endif()
+find_package(nlohmann_json 3.9 QUIET)
+find_package(Boost 1.71 QUIET COMPONENTS program_options)
+set(LEAP_GPU_MODEL_TIER OFF)
+if(nlohmann_json_FOUND AND Boost_FOUND)
+  set(LEAP_GPU_MODEL_TIER ON)
+endif()
+message(STATUS "LEAP_GPU_ONLY: NCCL ${LEAP_HAVE_NCCL}, model and sandbox tier ${LEAP_GPU_MODEL_TIER} "
+               "(needs nlohmann_json: '${nlohmann_json_FOUND}', Boost.program_options: '${Boost_FOUND}')")
+
+# common without MPI: the fatal reporter then just aborts. config.cpp needs Boost.
+add_library(leap_common STATIC src/common/status.cpp src/common/check.cpp src/common/log.cpp
+                               src/common/fs_util.cpp)
+if(LEAP_GPU_MODEL_TIER)
+  target_sources(leap_common PRIVATE src/common/config.cpp)
+  target_link_libraries(leap_common PUBLIC Boost::program_options nlohmann_json::nlohmann_json)
+endif()
+target_include_directories(leap_common PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}
+                                              ${CMAKE_BINARY_DIR}/generated)
+target_link_libraries(leap_common PUBLIC fmt::fmt PRIVATE leap_warnings)
+
+# The op interface only (backend.h, lr_schedule.h): the CPU backend needs OpenBLAS.
+add_library(leap_backend INTERFACE)
+target_include_directories(leap_backend INTERFACE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(leap_backend INTERFACE leap_common)
+
+if(LEAP_GPU_MODEL_TIER)
+  add_subdirectory(src/tasks)
+  add_subdirectory(src/model)
+  add_subdirectory(src/sandbox)
+endif()
+add_subdirectory(cuda)

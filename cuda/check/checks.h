@@ -1,0 +1,27 @@
+// The checks and benchmarks of leap_gpu_check, one function each. Each returns a JsonRecord of
+// its results (printed on stdout, so benchmarks/gpu_check.sh can keep it in RESULTS_DIR) or the
+// Status that says why it could not run. Progress and tables for people go to stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "cuda/check/check_args.h"
+#include "cuda/check/json_record.h"
+
+namespace leap::cuda::check {
+
+struct CheckSpec {
+  std::string name;
+  std::string help;
+  std::vector<ArgSpec> args;
+  Expected<JsonRecord> (*run)(const CheckArgs& args);
+};
+
+// Every check this build has (the model-tier ones only where the model library was built).
+std::vector<CheckSpec> all_checks();
+
+Expected<JsonRecord> run_info(const CheckArgs& args);
+
+}  // namespace leap::cuda::check
