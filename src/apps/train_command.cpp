@@ -8,26 +8,19 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "apps/app_options.h"
 #include "apps/subcommands.h"
-#include "apps/train_options.h"
-#include "apps/train_progress.h"
-#include "backend/cpu_backend.h"
+#include "apps/train_config.h"
+#include "apps/train_rl_loop.h"
 #include "common/check.h"
+#include "common/stop_signal.h"
 #include "cuda/device_probe.h"
 #include "io/checkpoint_dir.h"
 #include "io/trajectory_file.h"
 #include "leap/version.h"
-#include "model/byte_tokenizer.h"
 #include "model/checkpoint.h"
-#include "model/model_options.h"
 #include "mpi/agree.h"
 #include "mpi/coordinator.h"
-#include "mpi/policy_replica.h"
 #include "mpi/sandbox_engine.h"
-#include "mpi/sft_trainer.h"
-#include "rl/rl_config.h"
-#include "sandbox/sandbox_config.h"
 #include "tasks/suite.h"
 
 namespace fs = std::filesystem;
@@ -35,38 +28,6 @@ namespace fs = std::filesystem;
 namespace leap::app {
 
 namespace {
-
-struct TrainConfig {
-  AppOptions app;
-  TrainOptions train;
-  tasks::TasksConfig tasks;
-  model::ModelOptions model;
-  model::SamplerConfig sampler;
-  model::OptimConfig optim;
-  rl::RlSections rl;
-  sandbox::SandboxConfig sandbox;
-  mpi::SftOptions sft;
-  void declare(OptionSet& opts) {
-    app.declare(opts);
-    train.declare(opts);
-    tasks.declare(opts);
-    model.declare(opts);
-    sampler.declare(opts);
-    optim.declare(opts);
-    rl.declare(opts);
-    sandbox.declare(opts);
-    sft.declare(opts);
-  }
-};
-
-// What a policy rank holds: the model and everything that trains or samples it.
-struct PolicyState {
-  std::unique_ptr<backend::CpuBackend> backend;
-  std::unique_ptr<model::Transformer> model;
-  model::ByteTokenizer tokenizer;
-  std::unique_ptr<model::AdamW> optimizer;
-  std::unique_ptr<mpi::PolicyReplica> replica;
-};
 
 Status build_policy(const TrainConfig& c, int threads, PolicyState* p) {
   if (c.model.path.empty())
@@ -148,6 +109,36 @@ Status run_sft(const TrainConfig& c, const mpi::Topology& topo, PolicyState& pol
   return Status::ok();
 }
 
+// The checkpoint a run continues from: "" for a fresh run. `auto` (what a requeued job runs)
+// resumes when the run has a checkpoint and starts fresh when it has none.
+Expected<std::string> resume_dir(const TrainConfig& c) {
+  const std::string& r = c.train.resume;
+  if (r.empty()) return std::string();
+  if (r == "latest" || r == "auto") {
+    auto dir = io::latest_checkpoint(c.app.run.out_dir);
+    if (!dir && r == "auto" && dir.status().code() == StatusCode::kNotFound) return std::string();
+    return dir;
+  }
+  if (!fs::exists(r + "/state.json"))
+    return not_found("--resume " + r + ": not a checkpoint folder (no state.json); give RUN/checkpoints/step_NNNNNN, "
+                     "'latest' or 'auto'");
+  return r;
+}
+
+// A run restarted with --resume auto that never reached its first checkpoint: its trajectory
+// file holds steps no checkpoint can continue. It is renamed, not deleted, so nothing is lost.
+Status set_aside_unresumable(const std::string& path, const Logger& log) {
+  if (!fs::exists(path)) return Status::ok();
+  std::string aside = path + ".unresumable";
+  for (int i = 1; fs::exists(aside); ++i) aside = path + ".unresumable." + std::to_string(i);
+  std::error_code ec;
+  fs::rename(path, aside, ec);
+  if (ec) return io_error("cannot rename " + path + " to " + aside + ": " + ec.message());
+  log.warn("{} had no checkpoint to resume from: starting over; the earlier attempt's steps are kept in {}", path,
+           aside);
+  return Status::ok();
+}
+
 // Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
 // its code.
 int finish(const Status& st, const Logger& log) {
@@ -169,6 +160,8 @@ int run_train(const std::vector<std::string>& args) {
     return st.exit_code();
   }
   MPI_CHECK(MPI_Init(nullptr, nullptr));
+  // From here SIGUSR1/SIGTERM no longer kill a rank: RL runs stop at the next step boundary.
+  StopSignal::install();
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   LogLevel level = LogLevel::kInfo;
@@ -211,17 +204,20 @@ int run_train(const std::vector<std::string>& args) {
   }
   const bool sft = c.train.mode == "sft";
   // Resuming: every policy rank loads the checkpoint's model and optimizer; rank 0 also its state.
+  // All ranks agree that this worked before rank 0 touches the trajectory file, so a bad
+  // checkpoint leaves the run exactly as it was.
   nlohmann::json resume_state;
-  if (setup && !sft && !c.train.resume.empty()) {
-    auto dir = c.train.resume == "latest" ? io::latest_checkpoint(c.app.run.out_dir) : Expected<std::string>(c.train.resume);
+  if (setup && !sft) {
+    auto dir = resume_dir(c);
     setup = dir.status();
-    if (setup && role == mpi::Role::kPolicy) {
+    if (setup && !dir->empty() && role == mpi::Role::kPolicy) {
       auto state = io::load_checkpoint(*dir, *policy.model, *policy.optimizer);
       if (state) resume_state = std::move(*state);
       else setup = state.status().with_context("resuming from " + *dir);
       if (setup && topo->is_coordinator()) log.info("resuming from {} (step {})", *dir, resume_state["step"].get<int64_t>());
     }
   }
+  setup = mpi::agree(setup, MPI_COMM_WORLD);
   std::unique_ptr<io::TrajectoryFile> out;
   if (setup && topo->is_coordinator() && !sft) {
     std::error_code ec;
@@ -232,12 +228,15 @@ int run_train(const std::vector<std::string>& args) {
     for (const auto& t : suite->tasks) ids.push_back(t.id);
     const std::string path = c.app.run.out_dir + "/trajectories.h5";
     const std::string fingerprint = run_fingerprint(c, policy.model->config());
-    // On resume, rows past the checkpoint's step are cut first: each step is in the file once.
-    auto file = resume_state.is_null()
-                    ? io::TrajectoryFile::create(path, {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids}, swmr)
-                    : io::TrajectoryFile::resume(path, fingerprint, resume_state["step"].get<int64_t>(), swmr);
-    if (file) out = std::move(*file);
-    else setup = file.status();
+    if (resume_state.is_null() && c.train.resume == "auto") setup = set_aside_unresumable(path, log);
+    if (setup) {
+      // On resume, rows past the checkpoint's step are cut first: each step is in the file once.
+      auto file = resume_state.is_null()
+                      ? io::TrajectoryFile::create(path, {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids}, swmr)
+                      : io::TrajectoryFile::resume(path, fingerprint, resume_state["step"].get<int64_t>(), swmr);
+      if (file) out = std::move(*file);
+      else setup = file.status();
+    }
   }
   setup = mpi::agree(setup, MPI_COMM_WORLD);
   if (!setup) {
@@ -253,45 +252,7 @@ int run_train(const std::vector<std::string>& args) {
   if (sft) {
     result = run_sft(c, *topo, policy, sandbox.get(), budget, log);
   } else if (topo->is_coordinator()) {
-    mpi::CoordinatorOptions co;
-    co.batch_tasks = c.train.batch_tasks;
-    co.check_replicas_every = c.train.check_replicas_every;
-    co.prompt_budget = budget;
-    mpi::Coordinator coord(*topo, *suite, c.rl, co, static_cast<uint64_t>(c.app.run.seed), *policy.replica,
-                           sandbox.get(), log);
-    int start_step = 0;
-    if (!resume_state.is_null()) {
-      start_step = resume_state["step"].get<int>() + 1;
-      result = coord.dcp().load_state_json(resume_state.value("dcp", nlohmann::json()));
-      const auto& ts = resume_state.value("task_sampler", nlohmann::json::object());
-      coord.sampler().set_state({ts.value("epoch", int64_t{0}), ts.value("position", int64_t{0})});
-    }
-    TrainProgress progress(c.train.steps - start_step, c.rl.rl.max_turns, log);
-    log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}; trajectories in {}",
-             c.train.steps, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode,
-             c.app.run.out_dir + "/trajectories.h5");
-    for (int step = start_step; step < c.train.steps && result.is_ok(); ++step) {
-      auto report = coord.run_step(step, out.get());
-      if (!report) {
-        result = report.status();
-        break;
-      }
-      progress.add(*report);
-      const bool last = step + 1 == c.train.steps;
-      if (last || (c.train.checkpoint_every > 0 && (step + 1) % c.train.checkpoint_every == 0)) {
-        nlohmann::json state;
-        state["dcp"] = coord.dcp().state_json();
-        auto s = coord.sampler().state();
-        state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
-        state["seed"] = c.app.run.seed;
-        result = io::save_checkpoint(c.app.run.out_dir, step, *policy.model, *policy.optimizer, state,
-                                     c.train.keep_checkpoints);
-      }
-    }
-    if (!result.is_ok()) LEAP_FATAL("training stopped: " << result.message());  // aborts every rank
-    coord.stop();
-    if (out) result = out->close();
-    progress.summary();
+    result = run_rl_coordinator({c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log});
   } else if (role == mpi::Role::kPolicy) {
     result = mpi::serve_policy(*topo, *policy.replica);
   } else {

@@ -17,7 +17,7 @@ struct TrainOptions {
   int keep_checkpoints = 3;
   int check_replicas_every = 0;
   bool random_init = false;    // start from config.json with random weights (tests, from-scratch SFT)
-  std::string resume;          // "", "latest", or a checkpoint folder
+  std::string resume;          // "", "latest", "auto", or a checkpoint folder
   std::string swmr = "auto";   // auto | on | off
   void declare(OptionSet& opts);
 };

@@ -1,6 +1,7 @@
 // `leap worker` (hidden): the sandbox's worker process. The supervisor (WorkerPool) starts it
 // with posix_spawn and talks to it on descriptor sandbox::kWorkerFd; it limits its own
 // resources first, then builds its executor (the PTX interpreter, or the GPU) and serves jobs.
+#include <csignal>
 #include <cstdio>
 #include <memory>
 
@@ -15,6 +16,9 @@
 namespace leap::app {
 
 int run_worker(const std::vector<std::string>& args) {
+  // The early-stop signal is meant for the ranks (they checkpoint at a step boundary); a job-wide
+  // USR1 must not kill the workers in the middle of a verification.
+  std::signal(SIGUSR1, SIG_IGN);
   OptionSet opts;
   sandbox::SandboxConfig config;
   config.declare(opts);

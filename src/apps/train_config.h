@@ -1,0 +1,55 @@
+// What `leap train` reads (every section it declares) and what a policy rank holds. Shared by
+// the command (setup, SFT) and the RL loop on rank 0.
+#pragma once
+
+#include <memory>
+
+#include "apps/app_options.h"
+#include "apps/train_options.h"
+#include "backend/cpu_backend.h"
+#include "model/byte_tokenizer.h"
+#include "model/model_options.h"
+#include "model/optimizer.h"
+#include "model/sampler.h"
+#include "model/transformer.h"
+#include "mpi/policy_replica.h"
+#include "mpi/sft_trainer.h"
+#include "rl/rl_config.h"
+#include "sandbox/sandbox_config.h"
+#include "tasks/suite.h"
+
+namespace leap::app {
+
+struct TrainConfig {
+  AppOptions app;
+  TrainOptions train;
+  tasks::TasksConfig tasks;
+  model::ModelOptions model;
+  model::SamplerConfig sampler;
+  model::OptimConfig optim;
+  rl::RlSections rl;
+  sandbox::SandboxConfig sandbox;
+  mpi::SftOptions sft;
+  void declare(OptionSet& opts) {
+    app.declare(opts);
+    train.declare(opts);
+    tasks.declare(opts);
+    model.declare(opts);
+    sampler.declare(opts);
+    optim.declare(opts);
+    rl.declare(opts);
+    sandbox.declare(opts);
+    sft.declare(opts);
+  }
+};
+
+// What a policy rank holds: the model and everything that trains or samples it.
+struct PolicyState {
+  std::unique_ptr<backend::CpuBackend> backend;
+  std::unique_ptr<model::Transformer> model;
+  model::ByteTokenizer tokenizer;
+  std::unique_ptr<model::AdamW> optimizer;
+  std::unique_ptr<mpi::PolicyReplica> replica;
+};
+
+}  // namespace leap::app

@@ -1,0 +1,87 @@
+// See train_rl_loop.h.
+#include "apps/train_rl_loop.h"
+
+#include "apps/train_progress.h"
+#include "common/check.h"
+#include "common/stop_signal.h"
+#include "io/checkpoint_dir.h"
+#include "mpi/coordinator.h"
+
+namespace leap::app {
+
+namespace {
+
+Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
+  const TrainConfig& c = ctx.config;
+  nlohmann::json state;
+  state["dcp"] = coord.dcp().state_json();
+  auto s = coord.sampler().state();
+  state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
+  state["seed"] = c.app.run.seed;
+  return io::save_checkpoint(c.app.run.out_dir, step, *ctx.policy.model, *ctx.policy.optimizer, state,
+                             c.train.keep_checkpoints);
+}
+
+}  // namespace
+
+Status run_rl_coordinator(const RlRunContext& ctx) {
+  const TrainConfig& c = ctx.config;
+  const Logger& log = ctx.log;
+  const StopSignal& stop = StopSignal::install();
+  mpi::CoordinatorOptions co;
+  co.batch_tasks = c.train.batch_tasks;
+  co.check_replicas_every = c.train.check_replicas_every;
+  co.prompt_budget = ctx.prompt_budget;
+  mpi::Coordinator coord(ctx.topo, ctx.suite, c.rl, co, static_cast<uint64_t>(c.app.run.seed), *ctx.policy.replica,
+                         ctx.local_sandbox, log);
+  int start_step = 0;
+  if (!ctx.resume_state.is_null()) {
+    start_step = ctx.resume_state["step"].get<int>() + 1;
+    if (Status st = coord.dcp().load_state_json(ctx.resume_state.value("dcp", nlohmann::json())); !st)
+      LEAP_FATAL("resuming the DCP state: " << st.message());
+    const auto& ts = ctx.resume_state.value("task_sampler", nlohmann::json::object());
+    coord.sampler().set_state({ts.value("epoch", int64_t{0}), ts.value("position", int64_t{0})});
+  }
+  const std::string h5 = c.app.run.out_dir + "/trajectories.h5";
+  if (start_step >= c.train.steps) {
+    log.info("the run in {} is already complete ({} of {} steps): nothing to do", c.app.run.out_dir, start_step,
+             c.train.steps);
+  } else {
+    log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}; trajectories in {}",
+             c.train.steps - start_step, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode, h5);
+  }
+  TrainProgress progress(c.train.steps - start_step, c.rl.rl.max_turns, log);
+  int stopped_by = 0;
+  int64_t last_done = start_step - 1;
+  for (int step = start_step; step < c.train.steps; ++step) {
+    if ((stopped_by = stop.requested()) != 0) break;  // arrived before any step of this run
+    auto report = coord.run_step(step, ctx.out);
+    if (!report) LEAP_FATAL("training stopped at step " << step << ": " << report.status().message());
+    progress.add(*report);
+    last_done = step;
+    // Read the signal once, so the step that saw it is the step that is checkpointed.
+    const int sig = stop.requested();
+    const bool last = step + 1 == c.train.steps;
+    if (last || sig || (c.train.checkpoint_every > 0 && (step + 1) % c.train.checkpoint_every == 0)) {
+      if (Status st = save(ctx, coord, step); !st) LEAP_FATAL("writing the checkpoint of step " << step << ": " << st.message());
+    }
+    if (sig && !last) {
+      stopped_by = sig;
+      break;
+    }
+  }
+  coord.stop();
+  Status closed = ctx.out ? ctx.out->close() : Status::ok();
+  if (last_done >= start_step) progress.summary();
+  if (stopped_by && last_done < start_step) {
+    log.info("stopped by {} before step {}: nothing new to checkpoint; continue with --resume latest (or auto)",
+             signal_name(stopped_by), start_step);
+  } else if (stopped_by) {
+    log.info("stopped by {} after step {}: checkpoint {}/checkpoints/{}, trajectories flushed to {}; continue with "
+             "--resume latest (or --resume auto)",
+             signal_name(stopped_by), last_done, c.app.run.out_dir, io::checkpoint_dir_name(last_done), h5);
+  }
+  return closed;
+}
+
+}  // namespace leap::app

@@ -1,0 +1,34 @@
+// The RL run on rank 0: the coordinator's steps from the first (or the resumed) step to
+// train.steps, the progress line, checkpoints every K steps and at the end, and the graceful
+// stop: when SIGUSR1 or SIGTERM arrived during a step, rank 0 checkpoints that step, closes the
+// HDF5 file and tells the other ranks to stop; `--resume` continues from there.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "apps/train_config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "io/trajectory_file.h"
+#include "mpi/engines.h"
+#include "mpi/topology.h"
+
+namespace leap::app {
+
+struct RlRunContext {
+  const TrainConfig& config;
+  const mpi::Topology& topo;
+  const tasks::Suite& suite;
+  PolicyState& policy;
+  mpi::VerifyEngine* local_sandbox;  // null when sandbox ranks verify
+  io::TrajectoryFile* out;
+  const nlohmann::json& resume_state;  // null for a fresh run
+  int64_t prompt_budget;
+  const Logger& log;
+};
+
+// Runs on rank 0 while the other ranks serve. Errors during a step are fatal (they abort every
+// rank, after saying why); the returned status is the closing of the output.
+Status run_rl_coordinator(const RlRunContext& ctx);
+
+}  // namespace leap::app
