@@ -2,8 +2,11 @@
 // storage types (fp32, bf16) and the head dims the backend dispatches on, so CI catches code
 // that NVRTC accepts and nvcc does not (and the reverse is caught by test_cuda_kernels).
 #include "cuda/kernels/adamw.cuh"
+#include "cuda/kernels/attention.cuh"
+#include "cuda/kernels/attention_decode.cuh"
 #include "cuda/kernels/cast.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/logprob.cuh"
 #include "cuda/kernels/reduce.cuh"
 #include "cuda/kernels/residual.cuh"
 #include "cuda/kernels/rmsnorm.cuh"
@@ -32,10 +35,34 @@ namespace leap::cuda::kernels {
                                                        const float*, int, int);                \
   template __global__ void adamw_update<S>(float*, float*, float*, const float*, S*, u64,      \
                                            float, float, float, float, float, float, int);     \
-  template __global__ void sum_squares_partial<S>(double*, const S*, u64);
+  template __global__ void sum_squares_partial<S>(double*, const S*, u64);                     \
+  template __global__ void logprob_forward<S>(float*, float*, const S*, const int*, int, int); \
+  template __global__ void logprob_backward<S>(S*, const float*, const S*, const float*,       \
+                                               const int*, int, int);                          \
+  template __global__ void kv_cache_write<S>(S*, S*, const S*, const S*, const int*,           \
+                                             const int*, int, int, int, int);                  \
+  template __global__ void attention_decode<S>(S*, const S*, const S*, const S*, const int*,   \
+                                               const int*, int, int, int, int, int);           \
+  template __global__ void attention_backward_delta<S>(float*, const S*, const S*, int, int,   \
+                                                       int, int);
+
+#define LEAP_INSTANTIATE_ATTENTION(S, D)                                                        \
+  template __global__ void attention_forward<S, D>(S*, float*, const S*, const S*, const S*,   \
+                                                   int, int, int, int);                        \
+  template __global__ void attention_backward_dkdv<S, D>(S*, S*, const S*, const float*,       \
+                                                         const float*, const S*, const S*,     \
+                                                         const S*, int, int, int, int);        \
+  template __global__ void attention_backward_dq<S, D>(S*, const S*, const float*,             \
+                                                       const float*, const S*, const S*,       \
+                                                       const S*, int, int, int, int);
 
 LEAP_INSTANTIATE_STORAGE(float)
 LEAP_INSTANTIATE_STORAGE(bf16)
 template __global__ void sum_squares_finish<double>(double*, const double*, int);
+LEAP_INSTANTIATE_ATTENTION(float, 8)
+LEAP_INSTANTIATE_ATTENTION(bf16, 8)
+LEAP_INSTANTIATE_ATTENTION(float, 64)
+LEAP_INSTANTIATE_ATTENTION(bf16, 64)
+LEAP_INSTANTIATE_ATTENTION(bf16, 128)
 
 }  // namespace leap::cuda::kernels

@@ -1,0 +1,181 @@
+// The attention kernels (cuda/kernels/attention.cuh, attention_decode.cuh) in the PTX
+// interpreter against the CPU backend: causal GQA forward with the saved logsumexp, the
+// three-launch backward (delta, dk/dv, dq) accumulating into pre-filled gradients, the KV-cache
+// write and single-token decode. Shapes are odd (T not a multiple of the 32-row tiles) and
+// grouped (H != Hkv); head dims 8 (the tiny test model's) and 16.
+#include <cmath>
+
+#include "backend/cpu_backend.h"
+#include "kernel_lab.h"
+
+namespace leap::cuda::testing {
+namespace {
+
+constexpr int kTile = 32, kThreads = 128;
+
+struct Shape {
+  int B, T, H, Hkv, D;
+};
+
+template <class TypeParam>
+class AttentionKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!sandbox::nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  }
+  void check_forward_backward(const Shape& s, uint64_t seed);
+  KernelLab lab;
+  backend::CpuBackend cpu{1};
+};
+
+using StorageTypes = ::testing::Types<F32, BF16>;
+TYPED_TEST_SUITE(AttentionKernels, StorageTypes);
+
+// Shared memory of the tiled kernels, as the header's *_smem_bytes(D) give it.
+unsigned fwd_smem(int D) { return (kTile * (D + 1) * 3 + kTile * (kTile + 1)) * 4; }
+unsigned dkdv_smem(int D) { return (4 * kTile * (D + 1) + 2 * kTile * (kTile + 1) + 2 * kTile) * 4; }
+unsigned dq_smem(int D) { return (4 * kTile * (D + 1) + kTile * (kTile + 1)) * 4; }
+
+// logsumexp of each causal row's scaled scores, in double, straight from the definition.
+std::vector<float> reference_lse(const std::vector<float>& q, const std::vector<float>& k,
+                                 const Shape& s) {
+  std::vector<float> lse(size_t(s.B) * s.H * s.T);
+  const double scale = 1.0 / std::sqrt(double(s.D));
+  for (int b = 0; b < s.B; ++b)
+    for (int h = 0; h < s.H; ++h)
+      for (int i = 0; i < s.T; ++i) {
+        std::vector<double> sc(i + 1);
+        double mx = -INFINITY;
+        for (int j = 0; j <= i; ++j) {
+          double d = 0;
+          for (int x = 0; x < s.D; ++x)
+            d += double(q[((size_t(b) * s.T + i) * s.H + h) * s.D + x]) *
+                 k[((size_t(b) * s.T + j) * s.Hkv + h / (s.H / s.Hkv)) * s.D + x];
+          sc[j] = d * scale;
+          mx = std::max(mx, sc[j]);
+        }
+        double sum = 0;
+        for (double v : sc) sum += std::exp(v - mx);
+        lse[(size_t(b) * s.H + h) * s.T + i] = float(mx + std::log(sum));
+      }
+  return lse;
+}
+
+template <class TypeParam>
+void AttentionKernels<TypeParam>::check_forward_backward(const Shape& s, uint64_t seed) {
+  const bool bf = TypeParam::kBf16;
+  const std::string d = ", " + std::to_string(s.D);
+  const std::string fwd = inst<TypeParam>("attention_forward", d),
+                    dkdv = inst<TypeParam>("attention_backward_dkdv", d),
+                    dq = inst<TypeParam>("attention_backward_dq", d),
+                    delta = inst<TypeParam>("attention_backward_delta");
+  lab.build("attention.cuh", {fwd, dkdv, dq, delta});
+  const size_t nq = size_t(s.B) * s.T * s.H * s.D, nk = size_t(s.B) * s.T * s.Hkv * s.D;
+  const size_t rows = size_t(s.B) * s.H * s.T;
+  auto q = randn(nq, seed, bf, 1.5f), k = randn(nk, seed + 1, bf, 1.5f),
+       v = randn(nk, seed + 2, bf);
+  auto dout = randn(nq, seed + 3, bf);
+  auto dq0 = randn(nq, seed + 4, bf), dk0 = randn(nk, seed + 5, bf), dv0 = randn(nk, seed + 6, bf);
+
+  std::vector<float> out(nq), att(size_t(s.B) * s.H * s.T * s.T);
+  cpu.attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H,
+                        s.Hkv, s.D);
+  std::vector<float> dq_ref = dq0, dk_ref = dk0, dv_ref = dv0;
+  cpu.attention_backward(dq_ref.data(), dk_ref.data(), dv_ref.data(), dout.data(), att.data(),
+                         q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv, s.D);
+
+  const uint64_t dqd = lab.put(bf, q), dkd = lab.put(bf, k), dvd = lab.put(bf, v);
+  const uint64_t od = lab.put(bf, std::vector<float>(nq)),
+                 lsed = lab.put(false, std::vector<float>(rows));
+  const unsigned qtiles = unsigned((s.T + kTile - 1) / kTile);
+  lab.run(fwd, grid3(qtiles, s.H, s.B, kThreads, fwd_smem(s.D)),
+          Args().ptr(od).ptr(lsed).ptr(dqd).ptr(dkd).ptr(dvd).add<int>(s.B).add<int>(s.T)
+              .add<int>(s.H).add<int>(s.Hkv));
+  const std::string tag = " B" + std::to_string(s.B) + " T" + std::to_string(s.T) + " H" +
+                          std::to_string(s.H) + "/" + std::to_string(s.Hkv) + " D" +
+                          std::to_string(s.D);
+  auto out_got = lab.get(bf, od, nq);
+  expect_nmse("attention_forward out" + tag, out_got, out, TypeParam::kTol);
+  expect_nmse("attention_forward lse (fp32)" + tag, lab.get(false, lsed, rows),
+              reference_lse(q, k, s), bf ? 1e-12 : F32::kTol);
+
+  // The backward runs on the kernel's own forward (out, lse), as the backend will.
+  const uint64_t gout = lab.put(bf, dout), deltad = lab.put(false, std::vector<float>(rows));
+  const uint64_t gq = lab.put(bf, dq0), gk = lab.put(bf, dk0), gv = lab.put(bf, dv0);
+  lab.run(delta, grid3(3, 1, 1, 256),
+          Args().ptr(deltad).ptr(gout).ptr(od).add<int>(s.B).add<int>(s.T).add<int>(s.H)
+              .add<int>(s.D));
+  lab.run(dkdv, grid3(qtiles, s.Hkv, s.B, kThreads, dkdv_smem(s.D)),
+          Args().ptr(gk).ptr(gv).ptr(gout).ptr(lsed).ptr(deltad).ptr(dqd).ptr(dkd).ptr(dvd)
+              .add<int>(s.B).add<int>(s.T).add<int>(s.H).add<int>(s.Hkv));
+  lab.run(dq, grid3(qtiles, s.H, s.B, kThreads, dq_smem(s.D)),
+          Args().ptr(gq).ptr(gout).ptr(lsed).ptr(deltad).ptr(dqd).ptr(dkd).ptr(dvd)
+              .add<int>(s.B).add<int>(s.T).add<int>(s.H).add<int>(s.Hkv));
+  // bf16: delta comes from the bf16-rounded out (as FlashAttention's does); the storage
+  // bound still holds.
+  const double tol = TypeParam::kTol;
+  expect_nmse("attention_backward dq (accumulated)" + tag, lab.get(bf, gq, nq), dq_ref, tol);
+  expect_nmse("attention_backward dk (accumulated)" + tag, lab.get(bf, gk, nk), dk_ref, tol);
+  expect_nmse("attention_backward dv (accumulated)" + tag, lab.get(bf, gv, nk), dv_ref, tol);
+}
+
+TYPED_TEST(AttentionKernels, ForwardBackwardTinyModelShape) {
+  this->check_forward_backward({2, 37, 4, 2, 8}, 40);
+}
+
+TYPED_TEST(AttentionKernels, ForwardBackwardThreeTilesOneKvHead) {
+  this->check_forward_backward({1, 70, 3, 1, 16}, 50);
+}
+
+TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
+  const bool bf = TypeParam::kBf16;
+  this->lab.build("attention_decode.cuh",
+                  {inst<TypeParam>("kv_cache_write"), inst<TypeParam>("attention_decode")});
+  const int slots = 3, maxT = 45, H = 6, Hkv = 2, D = 40, KD = Hkv * D;  // D > 32: two per lane
+  // Prefill-like filling of the caches through the kernel: every (slot, position) row.
+  auto kc = randn(size_t(slots) * maxT * KD, 60, bf), vc = randn(kc.size(), 61, bf);
+  std::vector<int32_t> wslot, wpos;
+  for (int sl = 0; sl < slots; ++sl)
+    for (int t = 0; t < maxT; ++t) {
+      wslot.push_back(sl);
+      wpos.push_back(t);
+    }
+  const int wrows = int(wslot.size());
+  const uint64_t kcd = this->lab.put(bf, std::vector<float>(kc.size())),
+                 vcd = this->lab.put(bf, std::vector<float>(kc.size()));
+  const uint64_t ksrc = this->lab.put(bf, kc), vsrc = this->lab.put(bf, vc),
+                 ws = this->lab.put_raw(wslot), wp = this->lab.put_raw(wpos);
+  this->lab.run(inst<TypeParam>("kv_cache_write"), grid3(5, 1, 1, 256),
+                Args().ptr(kcd).ptr(vcd).ptr(ksrc).ptr(vsrc).ptr(ws).ptr(wp).add<int>(wrows)
+                    .add<int>(maxT).add<int>(Hkv).add<int>(D));
+  ASSERT_EQ(this->lab.get(bf, kcd, kc.size()), kc);
+  ASSERT_EQ(this->lab.get(bf, vcd, vc.size()), vc);
+  // A decode step writes one row at a time: row 1 of the batch to slot 0, position 7.
+  auto krow = randn(KD, 62, bf), vrow = randn(KD, 63, bf);
+  std::vector<int32_t> one_slot = {0}, one_pos = {7};
+  const uint64_t kr = this->lab.put(bf, krow), vr = this->lab.put(bf, vrow),
+                 s1 = this->lab.put_raw(one_slot), p1 = this->lab.put_raw(one_pos);
+  this->lab.run(inst<TypeParam>("kv_cache_write"), grid3(1, 1, 1, 256),
+                Args().ptr(kcd).ptr(vcd).ptr(kr).ptr(vr).ptr(s1).ptr(p1).add<int>(1)
+                    .add<int>(maxT).add<int>(Hkv).add<int>(D));
+  std::copy(krow.begin(), krow.end(), kc.begin() + 7 * KD);
+  std::copy(vrow.begin(), vrow.end(), vc.begin() + 7 * KD);
+  ASSERT_EQ(this->lab.get(bf, kcd, kc.size()), kc);
+
+  // Decode: 4 rows over the 3 slots with ragged lengths (1: a single key; < 4: idle warps).
+  const int n = 4;
+  std::vector<int32_t> slot = {2, 0, 1, 0}, len = {45, 8, 1, 3};
+  auto q = randn(size_t(n) * H * D, 64, bf);
+  std::vector<float> out(q.size());
+  this->cpu.attention_decode(out.data(), q.data(), kc.data(), vc.data(), slot.data(), len.data(),
+                             n, maxT, H, Hkv, D);
+  const uint64_t qd = this->lab.put(bf, q), od = this->lab.put(bf, std::vector<float>(q.size()));
+  const uint64_t sd = this->lab.put_raw(slot), ld = this->lab.put_raw(len);
+  this->lab.run(inst<TypeParam>("attention_decode"), grid3(n * H, 1, 1, 128),
+                Args().ptr(od).ptr(qd).ptr(kcd).ptr(vcd).ptr(sd).ptr(ld).add<int>(n).add<int>(maxT).add<int>(H)
+                    .add<int>(Hkv).add<int>(D));
+  expect_nmse("attention_decode", this->lab.get(bf, od, q.size()), out, TypeParam::kTol);
+}
+
+}  // namespace
+}  // namespace leap::cuda::testing

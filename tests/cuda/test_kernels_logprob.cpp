@@ -1,0 +1,62 @@
+// The fused log-softmax + gather kernels (cuda/kernels/logprob.cuh) in the PTX interpreter
+// against the CPU backend, for fp32 and bf16 logits: a vocabulary wider than the block and
+// than one backward chunk, masked rows (target -1) and a row with zero upstream gradient.
+#include "backend/cpu_backend.h"
+#include "kernel_lab.h"
+
+namespace leap::cuda::testing {
+namespace {
+
+template <class TypeParam>
+class LogprobKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!sandbox::nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  }
+  KernelLab lab;
+  backend::CpuBackend cpu{1};
+};
+
+using StorageTypes = ::testing::Types<F32, BF16>;
+TYPED_TEST_SUITE(LogprobKernels, StorageTypes);
+
+TYPED_TEST(LogprobKernels, ForwardAndAccumulatedBackward) {
+  const bool bf = TypeParam::kBf16;
+  this->lab.build("logprob.cuh",
+                  {inst<TypeParam>("logprob_forward"), inst<TypeParam>("logprob_backward")});
+  const int N = 6, V = 2311;  // > 256 threads per row, and two backward chunks of 2048
+  auto logits = randn(size_t(N) * V, 31, bf, 3.0f);
+  logits[5] = 25.0f;  // one dominant logit: the online max must rescale what came before
+  std::vector<int32_t> targets = {5, -1, 2310, 0, 1234, 77};
+  std::vector<float> dlp = {-0.5f, 0.7f, 1.25f, 0.0f, -2.0f, 0.3f};  // row 3: no gradient
+  auto dlogits0 = randn(logits.size(), 32, bf);
+  std::vector<float> lp(N), lse(N), dlogits = dlogits0;
+  this->cpu.logprob_forward(lp.data(), lse.data(), logits.data(), targets.data(), N, V);
+  this->cpu.logprob_backward(dlogits.data(), dlp.data(), logits.data(), lse.data(),
+                             targets.data(), N, V);
+
+  const uint64_t dz = this->lab.put(bf, logits), dt = this->lab.put_raw(targets);
+  const uint64_t dlp_out = this->lab.put(false, std::vector<float>(N)),
+                 dlse = this->lab.put(false, std::vector<float>(N));
+  this->lab.run(inst<TypeParam>("logprob_forward"), grid3(N, 1, 1, 256),
+                Args().ptr(dlp_out).ptr(dlse).ptr(dz).ptr(dt).add<int>(N).add<int>(V));
+  auto got_lp = this->lab.get(false, dlp_out, N);
+  expect_nmse("logprob_forward lse (fp32)", this->lab.get(false, dlse, N), lse, F32::kTol);
+  expect_nmse("logprob_forward logprobs (fp32)", got_lp, lp, F32::kTol);
+  EXPECT_EQ(got_lp[1], 0.0f) << "a masked row has log-probability 0";
+
+  // The backward reads the CPU's lse, so it is checked on its own.
+  const uint64_t dg = this->lab.put(false, dlp), dl = this->lab.put(false, lse),
+                 ddz = this->lab.put(bf, dlogits0);
+  this->lab.run(inst<TypeParam>("logprob_backward"), grid3(N, (V + 2047) / 2048, 1, 256),
+                Args().ptr(ddz).ptr(dg).ptr(dz).ptr(dl).ptr(dt).add<int>(N).add<int>(V));
+  auto got = this->lab.get(bf, ddz, dlogits.size());
+  expect_nmse("logprob_backward (accumulated)", got, dlogits, TypeParam::kTol);
+  // Masked rows and rows without gradient are left exactly as they were.
+  for (int n : {1, 3})
+    for (int v = 0; v < V; ++v)
+      ASSERT_EQ(got[size_t(n) * V + v], dlogits0[size_t(n) * V + v]) << n << "," << v;
+}
+
+}  // namespace
+}  // namespace leap::cuda::testing
