@@ -39,6 +39,10 @@ namespace leap::cuda::kernels {
   template __global__ void logprob_forward<S>(float*, float*, const S*, const int*, int, int); \
   template __global__ void logprob_backward<S>(S*, const float*, const S*, const float*,       \
                                                const int*, int, int);                          \
+  template __global__ void logprob_chunk_forward<S>(float*, float*, float*, const S*,           \
+                                                    const int*, int, int, int, int, int);      \
+  template __global__ void logprob_chunk_backward<S>(S*, const float*, const S*, const float*, \
+                                                     const int*, int, int, int, int);          \
   template __global__ void kv_cache_write<S>(S*, S*, const S*, const S*, const int*,           \
                                              const int*, int, int, int, int);                  \
   template __global__ void attention_decode<S>(S*, const S*, const S*, const S*, const int*,   \
