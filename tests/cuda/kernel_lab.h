@@ -125,6 +125,32 @@ class KernelLab {
         << kernel << ": " << sandbox::ptx::outcome_name(r.outcome) << ": " << r.message;
   }
 
+  // Evaluates integer constant expressions of a header (its launch-geometry helpers) on the
+  // device, so that tests launch with exactly the geometry the header documents.
+  std::vector<long long> probe(const std::string& header, const std::vector<std::string>& exprs) {
+    std::string src = "#include \"cuda/kernels/" + header + "\"\n" +
+                      "using namespace leap::cuda::kernels;\n" +
+                      "__global__ void leap_probe(long long* out) {\n";
+    for (size_t i = 0; i < exprs.size(); ++i)
+      src += "  out[" + std::to_string(i) + "] = (long long)(" + exprs[i] + ");\n";
+    src += "}\n";
+    sandbox::CompileOptions o;
+    o.name_expressions = {"leap_probe"};
+    o.extra_options = {"-I" + std::string(LEAP_SOURCE_DIR)};
+    auto r = compiler_.compile(src, o);
+    EXPECT_TRUE(r->ok) << r->log;
+    if (!r->ok) return std::vector<long long>(exprs.size(), 0);
+    auto m = sandbox::ptx::Module::parse(r->ptx);
+    EXPECT_TRUE(m.has_value());
+    if (!m) return std::vector<long long>(exprs.size(), 0);
+    GlobalMemory scratch;
+    const uint64_t out = scratch.allocate(exprs.size() * sizeof(long long));
+    auto res = sandbox::ptx::launch(*m, *r->lowered_name("leap_probe"), LaunchDims{},
+                                    Args().ptr(out).list(), scratch);
+    EXPECT_EQ(res.outcome, sandbox::ptx::RunOutcome::kOk) << res.message;
+    return sandbox::ptx::testing::download<long long>(scratch, out, exprs.size());
+  }
+
   GlobalMemory mem;
 
  private:

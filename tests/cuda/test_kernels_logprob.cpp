@@ -41,7 +41,9 @@ TYPED_TEST(LogprobKernels, ForwardAndAccumulatedBackward) {
   const uint64_t dz = this->lab.put(bf, logits), dt = this->lab.put_raw(targets);
   const uint64_t dlp_out = this->lab.put(false, std::vector<float>(N)),
                  dlse = this->lab.put(false, std::vector<float>(N));
-  this->lab.run(inst<TypeParam>("logprob_forward"), grid3(N, 1, 1, 256),
+  const auto g = this->lab.probe("logprob.cuh", {"kLogprobThreads", "kLogprobBackwardChunk"});
+  const unsigned threads = unsigned(g[0]), chunk = unsigned(g[1]);
+  this->lab.run(inst<TypeParam>("logprob_forward"), grid3(N, 1, 1, threads),
                 Args().ptr(dlp_out).ptr(dlse).ptr(dz).ptr(dt).add<int>(N).add<int>(V));
   auto got_lp = this->lab.get(false, dlp_out, N);
   expect_nmse("logprob_forward lse (fp32)", this->lab.get(false, dlse, N), lse, F32::kTol);
@@ -51,7 +53,7 @@ TYPED_TEST(LogprobKernels, ForwardAndAccumulatedBackward) {
   // The backward reads the CPU's lse, so it is checked on its own.
   const uint64_t dg = this->lab.put(false, dlp), dl = this->lab.put(false, lse),
                  ddz = this->lab.put(bf, dlogits0);
-  this->lab.run(inst<TypeParam>("logprob_backward"), grid3(N, (V + 2047) / 2048, 1, 256),
+  this->lab.run(inst<TypeParam>("logprob_backward"), grid3(N, (V + chunk - 1) / chunk, 1, threads),
                 Args().ptr(ddz).ptr(dg).ptr(dz).ptr(dl).ptr(dt).add<int>(N).add<int>(V));
   auto got = this->lab.get(bf, ddz, dlogits.size());
   expect_nmse("logprob_backward (accumulated)", got, dlogits, TypeParam::kTol);
@@ -74,6 +76,8 @@ TYPED_TEST(LogprobKernels, VocabularyChunksMatchTheWholeRow) {
   this->lab.build("logprob.cuh", {inst<TypeParam>("logprob_chunk_forward"),
                                   inst<TypeParam>("logprob_chunk_backward")});
   const int N = 5, V = 2311, kChunk = 1000;  // chunks of 1000, 1000, 311
+  const auto g = this->lab.probe("logprob.cuh", {"kLogprobThreads", "kLogprobBackwardChunk"});
+  const unsigned threads = unsigned(g[0]), chunk = unsigned(g[1]);
   auto logits = randn(size_t(N) * V, 33, bf, 3.0f);
   logits[size_t(2) * V + 1500] = 30.0f;  // row 2's max arrives in the second chunk
   std::vector<int32_t> targets = {999, 1000, 2310, -1, 0};  // on chunk edges, masked
@@ -91,7 +95,7 @@ TYPED_TEST(LogprobKernels, VocabularyChunksMatchTheWholeRow) {
   for (int v0 = 0; v0 < V; v0 += kChunk) {
     const int Vc = std::min(kChunk, V - v0);
     const uint64_t dz = this->lab.put(bf, columns(logits, N, V, v0, Vc));
-    this->lab.run(inst<TypeParam>("logprob_chunk_forward"), grid3(N, 1, 1, 256),
+    this->lab.run(inst<TypeParam>("logprob_chunk_forward"), grid3(N, 1, 1, threads),
                   Args().ptr(dlp_out).ptr(dlse).ptr(run_sum).ptr(dz).ptr(dt).add<int>(N)
                       .add<int>(Vc).add<int>(Vc).add<int>(v0).add<int>(V));
   }
@@ -107,7 +111,8 @@ TYPED_TEST(LogprobKernels, VocabularyChunksMatchTheWholeRow) {
     const int Vc = std::min(kChunk, V - v0);
     const uint64_t dz = this->lab.put(bf, columns(logits, N, V, v0, Vc)),
                    ddz = this->lab.put(bf, columns(dlogits0, N, V, v0, Vc));
-    this->lab.run(inst<TypeParam>("logprob_chunk_backward"), grid3(N, (Vc + 2047) / 2048, 1, 256),
+    this->lab.run(inst<TypeParam>("logprob_chunk_backward"),
+                  grid3(N, (Vc + chunk - 1) / chunk, 1, threads),
                   Args().ptr(ddz).ptr(dg).ptr(dz).ptr(dl).ptr(dt).add<int>(N).add<int>(Vc)
                       .add<int>(Vc).add<int>(v0));
     auto part = this->lab.get(bf, ddz, size_t(N) * Vc);

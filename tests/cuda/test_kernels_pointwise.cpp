@@ -167,7 +167,10 @@ TYPED_TEST(PointwiseKernels, EmbeddingForwardBackwardWithRepeatedTokens) {
                  drows = this->lab.put_raw(g.rows);
   const uint64_t ddo = this->lab.put(bf, dout), ddw = this->lab.put(false, dwte0);
   const unsigned U = unsigned(g.uniq.size());
-  this->lab.run(inst<TypeParam>("embedding_backward"), grid3(U, (C + 255) / 256, 1, 256),
+  const unsigned threads =
+      unsigned(this->lab.probe("embedding.cuh", {"kEmbeddingBackwardThreads"})[0]);
+  this->lab.run(inst<TypeParam>("embedding_backward"),
+                grid3(U, (C + threads - 1) / threads, 1, threads),
                 Args().ptr(ddw).ptr(ddo).ptr(du).ptr(doff).ptr(drows).add<int>(C));
   expect_nmse("embedding_backward (accumulated)", this->lab.get(false, ddw, dwte.size()), dwte,
               F32::kTol);
@@ -187,10 +190,11 @@ TYPED_TEST(PointwiseKernels, RmsnormForwardBackward) {
   this->cpu.rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N,
                              C);
 
+  const unsigned threads = unsigned(this->lab.probe("rmsnorm.cuh", {"kRmsnormThreads"})[0]);
   const uint64_t dxin = this->lab.put(bf, x), dwt = this->lab.put(bf, w);
   const uint64_t o = this->lab.put(bf, std::vector<float>(y.size())),
                  dr = this->lab.put(false, std::vector<float>(N));
-  this->lab.run(inst<TypeParam>("rmsnorm_forward"), grid3(N, 1, 1, 256),
+  this->lab.run(inst<TypeParam>("rmsnorm_forward"), grid3(N, 1, 1, threads),
                 Args().ptr(o).ptr(dr).ptr(dxin).ptr(dwt).add<int>(N).add<int>(C).add<float>(eps));
   expect_nmse("rmsnorm_forward out", this->lab.get(bf, o, y.size()), y, this->kTol);
   expect_nmse("rmsnorm_forward rstd (fp32)", this->lab.get(false, dr, N), rstd, F32::kTol);
@@ -198,9 +202,9 @@ TYPED_TEST(PointwiseKernels, RmsnormForwardBackward) {
   // The backward reads the CPU's rstd, so the two halves are checked independently.
   const uint64_t drs = this->lab.put(false, rstd), ddy = this->lab.put(bf, dy);
   const uint64_t ddx = this->lab.put(bf, dx0), ddw = this->lab.put(false, dw0);
-  this->lab.run(inst<TypeParam>("rmsnorm_backward"), grid3(N, 1, 1, 256),
+  this->lab.run(inst<TypeParam>("rmsnorm_backward"), grid3(N, 1, 1, threads),
                 Args().ptr(ddx).ptr(ddy).ptr(dxin).ptr(dwt).ptr(drs).add<int>(N).add<int>(C));
-  this->lab.run(inst<TypeParam>("rmsnorm_backward_dweight"), grid3((C + 31) / 32, 1, 1, 256),
+  this->lab.run(inst<TypeParam>("rmsnorm_backward_dweight"), grid3((C + 31) / 32, 1, 1, threads),
                 Args().ptr(ddw).ptr(ddy).ptr(dxin).ptr(drs).add<int>(N).add<int>(C));
   expect_nmse("rmsnorm_backward dinp (accumulated)", this->lab.get(bf, ddx, dx.size()), dx,
               this->kTol);
@@ -254,14 +258,16 @@ TYPED_TEST(PointwiseKernels, SumSquaresInDouble) {
   const size_t n = 20011;
   auto x = randn(n, 21, bf, 0.01f);
   const double want = this->cpu.sum_squares(x.data(), n);
-  // sum_squares_blocks(n) = min(cdiv(n, 1024), 1024).
-  const unsigned blocks = unsigned((n + 1023) / 1024);
+  const auto geo = this->lab.probe(
+      "reduce.cuh", {"sum_squares_blocks(" + std::to_string(n) + "ull)", "kSumSquaresThreads"});
+  const unsigned blocks = unsigned(geo[0]), threads = unsigned(geo[1]);
+  ASSERT_GT(blocks, 1u) << "the partial sums should span several blocks";
   const uint64_t dx = this->lab.put(bf, x),
                  part = this->lab.put_raw(std::vector<double>(blocks)),
                  out = this->lab.put_raw(std::vector<double>(1));
-  this->lab.run(inst<TypeParam>("sum_squares_partial"), grid3(blocks, 1, 1, 256),
+  this->lab.run(inst<TypeParam>("sum_squares_partial"), grid3(blocks, 1, 1, threads),
                 Args().ptr(part).ptr(dx).add<uint64_t>(n));
-  this->lab.run("sum_squares_finish<double>", grid3(1, 1, 1, 256),
+  this->lab.run("sum_squares_finish<double>", grid3(1, 1, 1, threads),
                 Args().ptr(out).ptr(part).add<int>(int(blocks)));
   const double got = this->lab.template get_raw<double>(out, 1)[0];
   std::printf("  sum_squares got %.17g want %.17g\n", got, want);
