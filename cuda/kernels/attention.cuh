@@ -131,11 +131,11 @@ __global__ void __launch_bounds__(kAttnThreads)
     m = m_new;
     __syncwarp();  // row r of Ps is written and read by the same four lanes
 #pragma unroll
-    for (int x = 0; x < kPer; ++x) {
-      const int d = sub + 4 * x;
-      float acc = o[x] * alpha;
-      for (int c = 0; c < kAttnBc; ++c) acc += Ps[r * (kAttnBc + 1) + c] * Vs[c * P + d];
-      o[x] = acc;
+    for (int x = 0; x < kPer; ++x) o[x] *= alpha;
+    for (int c = 0; c < kAttnBc; ++c) {  // each probability is read once, o stays in registers
+      const float p = Ps[r * (kAttnBc + 1) + c];
+#pragma unroll
+      for (int x = 0; x < kPer; ++x) o[x] += p * Vs[c * P + sub + 4 * x];
     }
   }
   if (i < T) {
@@ -216,16 +216,13 @@ __global__ void __launch_bounds__(kAttnThreads)
         dSs[c * PP + rr] = ds;
       }
       __syncwarp();  // row c of Ps/dSs is written and read by the same four lanes
+      for (int rr = 0; rr < kAttnBr; ++rr) {
+        const float p = Ps[c * PP + rr], ds = dSs[c * PP + rr];
 #pragma unroll
-      for (int x = 0; x < kPer; ++x) {
-        const int d = sub + 4 * x;
-        float av = dv_acc[x], ak = dk_acc[x];
-        for (int rr = 0; rr < kAttnBr; ++rr) {
-          av += Ps[c * PP + rr] * dOs[rr * P + d];
-          ak += dSs[c * PP + rr] * Qs[rr * P + d];
+        for (int x = 0; x < kPer; ++x) {
+          dv_acc[x] += p * dOs[rr * P + sub + 4 * x];
+          dk_acc[x] += ds * Qs[rr * P + sub + 4 * x];
         }
-        dv_acc[x] = av;
-        dk_acc[x] = ak;
       }
     }
   }
@@ -288,12 +285,10 @@ __global__ void __launch_bounds__(kAttnThreads)
       dSs[r * PS + col] = ds;
     }
     __syncwarp();  // row r of dSs is written and read by the same four lanes
+    for (int cc = 0; cc < kAttnBc; ++cc) {
+      const float ds = dSs[r * PS + cc];
 #pragma unroll
-    for (int x = 0; x < kPer; ++x) {
-      const int d = sub + 4 * x;
-      float acc = dq_acc[x];
-      for (int cc = 0; cc < kAttnBc; ++cc) acc += dSs[r * PS + cc] * Ks[cc * P + d];
-      dq_acc[x] = acc;
+      for (int x = 0; x < kPer; ++x) dq_acc[x] += ds * Ks[cc * P + sub + 4 * x];
     }
   }
   if (i < T) {
