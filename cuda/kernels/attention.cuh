@@ -41,18 +41,17 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
 __host__ __device__ constexpr unsigned attention_forward_smem_bytes(int D) {
-  return static_cast<unsigned>((kAttnBr * (D + 1) + 2 * kAttnBc * (D + 1) + kAttnBr * (kAttnBc + 1)) *
-                               sizeof(float));
+  return static_cast<unsigned>(
+      (kAttnBr * (D + 1) + 2 * kAttnBc * (D + 1) + kAttnBr * (kAttnBc + 1)) * sizeof(float));
 }
 __host__ __device__ constexpr unsigned attention_dkdv_smem_bytes(int D) {
-  return static_cast<unsigned>((2 * kAttnBc * (D + 1) + 2 * kAttnBr * (D + 1) +
-                                2 * kAttnBc * (kAttnBr + 1) + 2 * kAttnBr) *
-                               sizeof(float));
+  return static_cast<unsigned>(
+      (2 * kAttnBc * (D + 1) + 2 * kAttnBr * (D + 1) + 2 * kAttnBc * (kAttnBr + 1) + 2 * kAttnBr) *
+      sizeof(float));
 }
 __host__ __device__ constexpr unsigned attention_dq_smem_bytes(int D) {
-  return static_cast<unsigned>((2 * kAttnBr * (D + 1) + 2 * kAttnBc * (D + 1) +
-                                kAttnBr * (kAttnBc + 1)) *
-                               sizeof(float));
+  return static_cast<unsigned>(
+      (2 * kAttnBr * (D + 1) + 2 * kAttnBc * (D + 1) + kAttnBr * (kAttnBc + 1)) * sizeof(float));
 }
 
 // Copies `rows` rows of D elements (row r at src + r * stride) into a padded fp32 tile
@@ -81,10 +80,10 @@ __global__ void __launch_bounds__(kAttnThreads)
   static_assert(D % 4 == 0 && D >= 4 && D <= 128, "head dim: a multiple of 4 in [4, 128]");
   constexpr int P = D + 1, kPer = D / 4, kCols = kAttnBc / 4;
   extern __shared__ float smem[];
-  float* Qs = smem;                   // (Br, D + 1), pre-scaled by log2(e) / sqrt(D)
-  float* Ks = Qs + kAttnBr * P;       // (Bc, D + 1)
-  float* Vs = Ks + kAttnBc * P;       // (Bc, D + 1)
-  float* Ps = Vs + kAttnBc * P;       // (Br, Bc + 1)
+  float* Qs = smem;              // (Br, D + 1), pre-scaled by log2(e) / sqrt(D)
+  float* Ks = Qs + kAttnBr * P;  // (Bc, D + 1)
+  float* Vs = Ks + kAttnBc * P;  // (Bc, D + 1)
+  float* Ps = Vs + kAttnBc * P;  // (Br, Bc + 1)
   const int b = blockIdx.z, h = blockIdx.y, i0 = blockIdx.x * kAttnBr;
   const int kvh = h / (H / Hkv);
   const int r = threadIdx.x >> 2, sub = threadIdx.x & 3, i = i0 + r;
@@ -168,12 +167,12 @@ __global__ void __launch_bounds__(kAttnThreads)
   static_assert(D % 4 == 0 && D >= 4 && D <= 128, "head dim: a multiple of 4 in [4, 128]");
   constexpr int P = D + 1, PP = kAttnBr + 1, kPer = D / 4, kRows = kAttnBr / 4;
   extern __shared__ float smem[];
-  float* Ks = smem;                // (Bc, D + 1)
-  float* Vs = Ks + kAttnBc * P;    // (Bc, D + 1)
-  float* Qs = Vs + kAttnBc * P;    // (Br, D + 1)
-  float* dOs = Qs + kAttnBr * P;   // (Br, D + 1)
-  float* Ps = dOs + kAttnBr * P;   // (Bc, Br + 1): P transposed
-  float* dSs = Ps + kAttnBc * PP;  // (Bc, Br + 1): dS transposed (without the 1/sqrt(D))
+  float* Ks = smem;                  // (Bc, D + 1)
+  float* Vs = Ks + kAttnBc * P;      // (Bc, D + 1)
+  float* Qs = Vs + kAttnBc * P;      // (Br, D + 1)
+  float* dOs = Qs + kAttnBr * P;     // (Br, D + 1)
+  float* Ps = dOs + kAttnBr * P;     // (Bc, Br + 1): P transposed
+  float* dSs = Ps + kAttnBc * PP;    // (Bc, Br + 1): dS transposed (without the 1/sqrt(D))
   float* lse2 = dSs + kAttnBc * PP;  // (Br) lse in log2 units
   float* dlt = lse2 + kAttnBr;       // (Br) delta
   const int b = blockIdx.z, kvh = blockIdx.y, j0 = blockIdx.x * kAttnBc;
@@ -195,8 +194,8 @@ __global__ void __launch_bounds__(kAttnThreads)
       __syncthreads();  // the previous query tile is no longer read
       load_tile<S, D>(Qs, q + q_off + static_cast<u64>(i0) * qstride, qstride, kAttnBr, T - i0,
                       1.0f);
-      load_tile<S, D>(dOs, dout + q_off + static_cast<u64>(i0) * qstride, qstride, kAttnBr,
-                      T - i0, 1.0f);
+      load_tile<S, D>(dOs, dout + q_off + static_cast<u64>(i0) * qstride, qstride, kAttnBr, T - i0,
+                      1.0f);
       for (int rr = threadIdx.x; rr < kAttnBr; rr += blockDim.x) {
         const bool ok = i0 + rr < T;
         lse2[rr] = ok ? lse[row_off + i0 + rr] * kLog2e : 0.0f;

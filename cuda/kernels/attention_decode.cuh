@@ -91,7 +91,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   float M = neg_inf();
   for (int w = 0; w < kDecodeWarps; ++w) M = fmaxf(M, s_m[w]);
   float Lsum = 0.0f;
-  for (int w = 0; w < kDecodeWarps; ++w) Lsum += s_m[w] == neg_inf() ? 0.0f : s_l[w] * expf(s_m[w] - M);
+  for (int w = 0; w < kDecodeWarps; ++w)
+    Lsum += s_m[w] == neg_inf() ? 0.0f : s_l[w] * expf(s_m[w] - M);
   for (int d = threadIdx.x; d < D; d += blockDim.x) {
     float acc = 0.0f;
     for (int w = 0; w < kDecodeWarps; ++w)

@@ -12,8 +12,12 @@ namespace leap::cuda::kernels {
 using bf16 = __nv_bfloat16;
 using u64 = unsigned long long;
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_float(bf16 x) {
+  return __bfloat162float(x);
+}
 
 template <class T>
 __device__ __forceinline__ T from_float(float x);
@@ -27,10 +31,14 @@ __device__ __forceinline__ bf16 from_float<bf16>(float x) {
 }
 
 // -inf, the identity of max() (math.h's INFINITY is not available under NVRTC).
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
+__device__ __forceinline__ float neg_inf() {
+  return __int_as_float(0xff800000);
+}
 
 // Ceiling division, for grids: usable in host code and in constant expressions.
-__host__ __device__ constexpr u64 cdiv(u64 a, u64 b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr u64 cdiv(u64 a, u64 b) {
+  return (a + b - 1) / b;
+}
 
 // Element-wise kernels: 1-D blocks of kElementwiseThreads, a grid-stride loop, and a grid capped
 // at kElementwiseMaxBlocks (enough to fill an H100 several times over), so any n launches.
@@ -47,6 +55,8 @@ __host__ __device__ constexpr unsigned elementwise_blocks(u64 n) {
 __device__ __forceinline__ u64 grid_first() {
   return static_cast<u64>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
-__device__ __forceinline__ u64 grid_stride() { return static_cast<u64>(gridDim.x) * blockDim.x; }
+__device__ __forceinline__ u64 grid_stride() {
+  return static_cast<u64>(gridDim.x) * blockDim.x;
+}
 
 }  // namespace leap::cuda::kernels

@@ -31,8 +31,8 @@ __global__ void embedding_forward(T* out, const int* tokens, const T* wte, int N
 }
 
 template <class T>
-__global__ void embedding_backward(float* dwte, const T* dout, const int* uniq,
-                                   const int* offsets, const int* rows, int C) {
+__global__ void embedding_backward(float* dwte, const T* dout, const int* uniq, const int* offsets,
+                                   const int* rows, int C) {
   const int u = blockIdx.x;
   const int c = blockIdx.y * blockDim.x + threadIdx.x;
   if (c >= C) return;

@@ -69,9 +69,8 @@ __global__ void logprob_forward(float* logprobs, float* lse, const T* logits, co
 // logsumexp; logprobs[n] holds the target's logit once its chunk has passed, and its
 // log-probability after the last chunk. Chunks run in ascending v0, starting at 0.
 template <class T>
-__global__ void logprob_chunk_forward(float* logprobs, float* lse, float* run_sum,
-                                      const T* logits, const int* targets, int N, int Vc, int ld,
-                                      int v0, int V) {
+__global__ void logprob_chunk_forward(float* logprobs, float* lse, float* run_sum, const T* logits,
+                                      const int* targets, int N, int Vc, int ld, int v0, int V) {
   __shared__ MaxSum scratch[32];
   const int n = blockIdx.x;
   if (n >= N) return;
@@ -107,8 +106,8 @@ __device__ __forceinline__ void softmax_grad_chunk(T* dz, const T* z, float l, f
 // dlogits and logits hold columns [v0, v0 + Vc) of each row, with leading dimension ld.
 template <class T>
 __global__ void logprob_chunk_backward(T* dlogits, const float* dlogprobs, const T* logits,
-                                       const float* lse, const int* targets, int N, int Vc,
-                                       int ld, int v0) {
+                                       const float* lse, const int* targets, int N, int Vc, int ld,
+                                       int v0) {
   const int n = blockIdx.x;
   if (n >= N) return;
   const int t = targets[n];

@@ -52,7 +52,8 @@ __global__ void rmsnorm_backward(T* dinp, const T* dout, const T* inp, const T* 
   const float r = rstd[n];
   const float k = dot * r * r * r / static_cast<float>(C);
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    const float dx = r * to_float(weight[c]) * to_float(dout[base + c]) - k * to_float(inp[base + c]);
+    const float dx =
+        r * to_float(weight[c]) * to_float(dout[base + c]) - k * to_float(inp[base + c]);
     dinp[base + c] = from_float<T>(to_float(dinp[base + c]) + dx);
   }
 }

@@ -9,7 +9,9 @@
 
 namespace leap::cuda::kernels {
 
-__device__ __forceinline__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float sigmoid(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
 
 template <class T>
 __global__ void swiglu_forward(T* out, const T* inp, int N, int I) {

@@ -65,8 +65,7 @@ inline double expect_nmse(const std::string& what, const std::vector<float>& got
   return nmse;
 }
 
-inline LaunchDims grid3(unsigned gx, unsigned gy, unsigned gz, unsigned block,
-                        unsigned smem = 0) {
+inline LaunchDims grid3(unsigned gx, unsigned gy, unsigned gz, unsigned block, unsigned smem = 0) {
   LaunchDims d;
   d.grid[0] = gx;
   d.grid[1] = gy;

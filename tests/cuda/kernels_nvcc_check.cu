@@ -15,50 +15,49 @@
 
 namespace leap::cuda::kernels {
 
-#define LEAP_INSTANTIATE_STORAGE(S)                                                             \
-  template __global__ void cast_from_f32<S>(S*, const float*, u64);                            \
-  template __global__ void cast_to_f32<S>(float*, const S*, u64);                              \
-  template __global__ void add_forward<S>(S*, const S*, const S*, u64);                        \
-  template __global__ void swiglu_forward<S>(S*, const S*, int, int);                          \
-  template __global__ void swiglu_backward<S>(S*, const S*, const S*, int, int);               \
-  template __global__ void rope_forward<S>(S*, const S*, const float*, const float*,           \
-                                           const int*, int, int, int);                         \
-  template __global__ void rope_backward<S>(S*, const S*, const float*, const float*,          \
-                                            const int*, int, int, int);                        \
-  template __global__ void embedding_forward<S>(S*, const int*, const S*, int, int);           \
-  template __global__ void embedding_backward<S>(float*, const S*, const int*, const int*,     \
-                                                 const int*, int);                             \
-  template __global__ void rmsnorm_forward<S>(S*, float*, const S*, const S*, int, int, float); \
-  template __global__ void rmsnorm_backward<S>(S*, const S*, const S*, const S*, const float*, \
-                                               int, int);                                      \
-  template __global__ void rmsnorm_backward_dweight<S>(float*, const S*, const S*,             \
-                                                       const float*, int, int);                \
-  template __global__ void adamw_update<S>(float*, float*, float*, const float*, S*, u64,      \
-                                           float, float, float, float, float, float, int);     \
-  template __global__ void sum_squares_partial<S>(double*, const S*, u64);                     \
-  template __global__ void logprob_forward<S>(float*, float*, const S*, const int*, int, int); \
-  template __global__ void logprob_backward<S>(S*, const float*, const S*, const float*,       \
-                                               const int*, int, int);                          \
-  template __global__ void logprob_chunk_forward<S>(float*, float*, float*, const S*,           \
-                                                    const int*, int, int, int, int, int);      \
-  template __global__ void logprob_chunk_backward<S>(S*, const float*, const S*, const float*, \
-                                                     const int*, int, int, int, int);          \
-  template __global__ void kv_cache_write<S>(S*, S*, const S*, const S*, const int*,           \
-                                             const int*, int, int, int, int);                  \
-  template __global__ void attention_decode<S>(S*, const S*, const S*, const S*, const int*,   \
-                                               const int*, int, int, int, int, int);           \
-  template __global__ void attention_backward_delta<S>(float*, const S*, const S*, int, int,   \
-                                                       int, int);
+#define LEAP_INSTANTIATE_STORAGE(S)                                                               \
+  template __global__ void cast_from_f32<S>(S*, const float*, u64);                               \
+  template __global__ void cast_to_f32<S>(float*, const S*, u64);                                 \
+  template __global__ void add_forward<S>(S*, const S*, const S*, u64);                           \
+  template __global__ void swiglu_forward<S>(S*, const S*, int, int);                             \
+  template __global__ void swiglu_backward<S>(S*, const S*, const S*, int, int);                  \
+  template __global__ void rope_forward<S>(S*, const S*, const float*, const float*, const int*,  \
+                                           int, int, int);                                        \
+  template __global__ void rope_backward<S>(S*, const S*, const float*, const float*, const int*, \
+                                            int, int, int);                                       \
+  template __global__ void embedding_forward<S>(S*, const int*, const S*, int, int);              \
+  template __global__ void embedding_backward<S>(float*, const S*, const int*, const int*,        \
+                                                 const int*, int);                                \
+  template __global__ void rmsnorm_forward<S>(S*, float*, const S*, const S*, int, int, float);   \
+  template __global__ void rmsnorm_backward<S>(S*, const S*, const S*, const S*, const float*,    \
+                                               int, int);                                         \
+  template __global__ void rmsnorm_backward_dweight<S>(float*, const S*, const S*, const float*,  \
+                                                       int, int);                                 \
+  template __global__ void adamw_update<S>(float*, float*, float*, const float*, S*, u64, float,  \
+                                           float, float, float, float, float, int);               \
+  template __global__ void sum_squares_partial<S>(double*, const S*, u64);                        \
+  template __global__ void logprob_forward<S>(float*, float*, const S*, const int*, int, int);    \
+  template __global__ void logprob_backward<S>(S*, const float*, const S*, const float*,          \
+                                               const int*, int, int);                             \
+  template __global__ void logprob_chunk_forward<S>(float*, float*, float*, const S*, const int*, \
+                                                    int, int, int, int, int);                     \
+  template __global__ void logprob_chunk_backward<S>(S*, const float*, const S*, const float*,    \
+                                                     const int*, int, int, int, int);             \
+  template __global__ void kv_cache_write<S>(S*, S*, const S*, const S*, const int*, const int*,  \
+                                             int, int, int, int);                                 \
+  template __global__ void attention_decode<S>(S*, const S*, const S*, const S*, const int*,      \
+                                               const int*, int, int, int, int, int);              \
+  template __global__ void attention_backward_delta<S>(float*, const S*, const S*, int, int, int, \
+                                                       int);
 
-#define LEAP_INSTANTIATE_ATTENTION(S, D)                                                        \
-  template __global__ void attention_forward<S, D>(S*, float*, const S*, const S*, const S*,   \
-                                                   int, int, int, int);                        \
-  template __global__ void attention_backward_dkdv<S, D>(S*, S*, const S*, const float*,       \
-                                                         const float*, const S*, const S*,     \
-                                                         const S*, int, int, int, int);        \
-  template __global__ void attention_backward_dq<S, D>(S*, const S*, const float*,             \
-                                                       const float*, const S*, const S*,       \
-                                                       const S*, int, int, int, int);
+#define LEAP_INSTANTIATE_ATTENTION(S, D)                                                          \
+  template __global__ void attention_forward<S, D>(S*, float*, const S*, const S*, const S*, int, \
+                                                   int, int, int);                                \
+  template __global__ void attention_backward_dkdv<S, D>(S*, S*, const S*, const float*,          \
+                                                         const float*, const S*, const S*,        \
+                                                         const S*, int, int, int, int);           \
+  template __global__ void attention_backward_dq<S, D>(                                           \
+      S*, const S*, const float*, const float*, const S*, const S*, const S*, int, int, int, int);
 
 LEAP_INSTANTIATE_STORAGE(float)
 LEAP_INSTANTIATE_STORAGE(bf16)

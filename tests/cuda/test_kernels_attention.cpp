@@ -11,7 +11,6 @@
 namespace leap::cuda::testing {
 namespace {
 
-
 struct Shape {
   int B, T, H, Hkv, D;
 };
@@ -68,11 +67,10 @@ void AttentionKernels<TypeParam>::check_forward_backward(const Shape& s, uint64_
   // violation in the interpreter).
   const std::string dim = "(" + std::to_string(s.D) + ")";
   const auto g = lab.probe(
-      "attention.cuh",
-      {"kAttnThreads", "kAttnBr", "kAttnBc", "attention_forward_smem_bytes" + dim,
-       "attention_dkdv_smem_bytes" + dim, "attention_dq_smem_bytes" + dim,
-       "elementwise_blocks(" + std::to_string(size_t(s.B) * s.T * s.H) + ")",
-       "kElementwiseThreads"});
+      "attention.cuh", {"kAttnThreads", "kAttnBr", "kAttnBc", "attention_forward_smem_bytes" + dim,
+                        "attention_dkdv_smem_bytes" + dim, "attention_dq_smem_bytes" + dim,
+                        "elementwise_blocks(" + std::to_string(size_t(s.B) * s.T * s.H) + ")",
+                        "kElementwiseThreads"});
   const unsigned threads = unsigned(g[0]), br = unsigned(g[1]), bc = unsigned(g[2]);
   const unsigned fwd_smem = unsigned(g[3]), dkdv_smem = unsigned(g[4]), dq_smem = unsigned(g[5]);
   const size_t nq = size_t(s.B) * s.T * s.H * s.D, nk = size_t(s.B) * s.T * s.Hkv * s.D;
@@ -83,8 +81,8 @@ void AttentionKernels<TypeParam>::check_forward_backward(const Shape& s, uint64_
   auto dq0 = randn(nq, seed + 4, bf), dk0 = randn(nk, seed + 5, bf), dv0 = randn(nk, seed + 6, bf);
 
   std::vector<float> out(nq), att(size_t(s.B) * s.H * s.T * s.T);
-  cpu.attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H,
-                        s.Hkv, s.D);
+  cpu.attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv,
+                        s.D);
   std::vector<float> dq_ref = dq0, dk_ref = dk0, dv_ref = dv0;
   cpu.attention_backward(dq_ref.data(), dk_ref.data(), dv_ref.data(), dout.data(), att.data(),
                          q.data(), k.data(), v.data(), s.B, s.T, s.H, s.Hkv, s.D);
@@ -94,8 +92,16 @@ void AttentionKernels<TypeParam>::check_forward_backward(const Shape& s, uint64_
                  lsed = lab.put(false, std::vector<float>(rows));
   const unsigned qtiles = (unsigned(s.T) + br - 1) / br, ktiles = (unsigned(s.T) + bc - 1) / bc;
   lab.run(fwd, grid3(qtiles, s.H, s.B, threads, fwd_smem),
-          Args().ptr(od).ptr(lsed).ptr(dqd).ptr(dkd).ptr(dvd).add<int>(s.B).add<int>(s.T)
-              .add<int>(s.H).add<int>(s.Hkv));
+          Args()
+              .ptr(od)
+              .ptr(lsed)
+              .ptr(dqd)
+              .ptr(dkd)
+              .ptr(dvd)
+              .add<int>(s.B)
+              .add<int>(s.T)
+              .add<int>(s.H)
+              .add<int>(s.Hkv));
   const std::string tag = " B" + std::to_string(s.B) + " T" + std::to_string(s.T) + " H" +
                           std::to_string(s.H) + "/" + std::to_string(s.Hkv) + " D" +
                           std::to_string(s.D);
@@ -107,15 +113,36 @@ void AttentionKernels<TypeParam>::check_forward_backward(const Shape& s, uint64_
   // The backward runs on the kernel's own forward (out, lse), as the backend will.
   const uint64_t gout = lab.put(bf, dout), deltad = lab.put(false, std::vector<float>(rows));
   const uint64_t gq = lab.put(bf, dq0), gk = lab.put(bf, dk0), gv = lab.put(bf, dv0);
-  lab.run(delta, grid3(unsigned(g[6]), 1, 1, unsigned(g[7])),
-          Args().ptr(deltad).ptr(gout).ptr(od).add<int>(s.B).add<int>(s.T).add<int>(s.H)
-              .add<int>(s.D));
+  lab.run(
+      delta, grid3(unsigned(g[6]), 1, 1, unsigned(g[7])),
+      Args().ptr(deltad).ptr(gout).ptr(od).add<int>(s.B).add<int>(s.T).add<int>(s.H).add<int>(s.D));
   lab.run(dkdv, grid3(ktiles, s.Hkv, s.B, threads, dkdv_smem),
-          Args().ptr(gk).ptr(gv).ptr(gout).ptr(lsed).ptr(deltad).ptr(dqd).ptr(dkd).ptr(dvd)
-              .add<int>(s.B).add<int>(s.T).add<int>(s.H).add<int>(s.Hkv));
+          Args()
+              .ptr(gk)
+              .ptr(gv)
+              .ptr(gout)
+              .ptr(lsed)
+              .ptr(deltad)
+              .ptr(dqd)
+              .ptr(dkd)
+              .ptr(dvd)
+              .add<int>(s.B)
+              .add<int>(s.T)
+              .add<int>(s.H)
+              .add<int>(s.Hkv));
   lab.run(dq, grid3(qtiles, s.H, s.B, threads, dq_smem),
-          Args().ptr(gq).ptr(gout).ptr(lsed).ptr(deltad).ptr(dqd).ptr(dkd).ptr(dvd)
-              .add<int>(s.B).add<int>(s.T).add<int>(s.H).add<int>(s.Hkv));
+          Args()
+              .ptr(gq)
+              .ptr(gout)
+              .ptr(lsed)
+              .ptr(deltad)
+              .ptr(dqd)
+              .ptr(dkd)
+              .ptr(dvd)
+              .add<int>(s.B)
+              .add<int>(s.T)
+              .add<int>(s.H)
+              .add<int>(s.Hkv));
   // bf16: delta comes from the bf16-rounded out (as FlashAttention's does); the storage
   // bound still holds.
   const double tol = TypeParam::kTol;
@@ -133,7 +160,7 @@ TYPED_TEST(AttentionKernels, ForwardBackwardThreeTilesOneKvHead) {
 }
 
 TYPED_TEST(AttentionKernels, ForwardBackwardOneTokenAndOneFullTile) {
-  this->check_forward_backward({3, 1, 2, 2, 8}, 55);   // T = 1, H == Hkv
+  this->check_forward_backward({3, 1, 2, 2, 8}, 55);    // T = 1, H == Hkv
   this->check_forward_backward({1, 32, 4, 1, 12}, 57);  // T exactly one tile; D not a power of 2
 }
 
@@ -156,8 +183,17 @@ TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
   const uint64_t ksrc = this->lab.put(bf, kc), vsrc = this->lab.put(bf, vc),
                  ws = this->lab.put_raw(wslot), wp = this->lab.put_raw(wpos);
   this->lab.run(inst<TypeParam>("kv_cache_write"), grid3(5, 1, 1, 256),
-                Args().ptr(kcd).ptr(vcd).ptr(ksrc).ptr(vsrc).ptr(ws).ptr(wp).add<int>(wrows)
-                    .add<int>(maxT).add<int>(Hkv).add<int>(D));
+                Args()
+                    .ptr(kcd)
+                    .ptr(vcd)
+                    .ptr(ksrc)
+                    .ptr(vsrc)
+                    .ptr(ws)
+                    .ptr(wp)
+                    .add<int>(wrows)
+                    .add<int>(maxT)
+                    .add<int>(Hkv)
+                    .add<int>(D));
   ASSERT_EQ(this->lab.get(bf, kcd, kc.size()), kc);
   ASSERT_EQ(this->lab.get(bf, vcd, vc.size()), vc);
   // A decode step writes one row at a time: row 1 of the batch to slot 0, position 7.
@@ -166,8 +202,17 @@ TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
   const uint64_t kr = this->lab.put(bf, krow), vr = this->lab.put(bf, vrow),
                  s1 = this->lab.put_raw(one_slot), p1 = this->lab.put_raw(one_pos);
   this->lab.run(inst<TypeParam>("kv_cache_write"), grid3(1, 1, 1, 256),
-                Args().ptr(kcd).ptr(vcd).ptr(kr).ptr(vr).ptr(s1).ptr(p1).add<int>(1)
-                    .add<int>(maxT).add<int>(Hkv).add<int>(D));
+                Args()
+                    .ptr(kcd)
+                    .ptr(vcd)
+                    .ptr(kr)
+                    .ptr(vr)
+                    .ptr(s1)
+                    .ptr(p1)
+                    .add<int>(1)
+                    .add<int>(maxT)
+                    .add<int>(Hkv)
+                    .add<int>(D));
   std::copy(krow.begin(), krow.end(), kc.begin() + 7 * KD);
   std::copy(vrow.begin(), vrow.end(), vc.begin() + 7 * KD);
   ASSERT_EQ(this->lab.get(bf, kcd, kc.size()), kc);
@@ -177,14 +222,25 @@ TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
   std::vector<int32_t> slot = {2, 0, 1, 0}, len = {45, 8, 1, 3};
   auto q = randn(size_t(n) * H * D, 64, bf);
   std::vector<float> out(q.size());
-  this->cpu.attention_decode(out.data(), q.data(), kc.data(), vc.data(), slot.data(), len.data(),
-                             n, maxT, H, Hkv, D);
+  this->cpu.attention_decode(out.data(), q.data(), kc.data(), vc.data(), slot.data(), len.data(), n,
+                             maxT, H, Hkv, D);
   const uint64_t qd = this->lab.put(bf, q), od = this->lab.put(bf, std::vector<float>(q.size()));
   const uint64_t sd = this->lab.put_raw(slot), ld = this->lab.put_raw(len);
-  const unsigned decode_threads = unsigned(this->lab.probe("attention_decode.cuh", {"kDecodeThreads"})[0]);
+  const unsigned decode_threads =
+      unsigned(this->lab.probe("attention_decode.cuh", {"kDecodeThreads"})[0]);
   this->lab.run(inst<TypeParam>("attention_decode"), grid3(n * H, 1, 1, decode_threads),
-                Args().ptr(od).ptr(qd).ptr(kcd).ptr(vcd).ptr(sd).ptr(ld).add<int>(n).add<int>(maxT).add<int>(H)
-                    .add<int>(Hkv).add<int>(D));
+                Args()
+                    .ptr(od)
+                    .ptr(qd)
+                    .ptr(kcd)
+                    .ptr(vcd)
+                    .ptr(sd)
+                    .ptr(ld)
+                    .add<int>(n)
+                    .add<int>(maxT)
+                    .add<int>(H)
+                    .add<int>(Hkv)
+                    .add<int>(D));
   expect_nmse("attention_decode", this->lab.get(bf, od, q.size()), out, TypeParam::kTol);
 }
 

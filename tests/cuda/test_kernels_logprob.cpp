@@ -35,8 +35,8 @@ TYPED_TEST(LogprobKernels, ForwardAndAccumulatedBackward) {
   auto dlogits0 = randn(logits.size(), 32, bf);
   std::vector<float> lp(N), lse(N), dlogits = dlogits0;
   this->cpu.logprob_forward(lp.data(), lse.data(), logits.data(), targets.data(), N, V);
-  this->cpu.logprob_backward(dlogits.data(), dlp.data(), logits.data(), lse.data(),
-                             targets.data(), N, V);
+  this->cpu.logprob_backward(dlogits.data(), dlp.data(), logits.data(), lse.data(), targets.data(),
+                             N, V);
 
   const uint64_t dz = this->lab.put(bf, logits), dt = this->lab.put_raw(targets);
   const uint64_t dlp_out = this->lab.put(false, std::vector<float>(N)),
@@ -85,8 +85,8 @@ TYPED_TEST(LogprobKernels, VocabularyChunksMatchTheWholeRow) {
   auto dlogits0 = randn(logits.size(), 34, bf);
   std::vector<float> lp(N), lse(N), dlogits = dlogits0;
   this->cpu.logprob_forward(lp.data(), lse.data(), logits.data(), targets.data(), N, V);
-  this->cpu.logprob_backward(dlogits.data(), dlp.data(), logits.data(), lse.data(),
-                             targets.data(), N, V);
+  this->cpu.logprob_backward(dlogits.data(), dlp.data(), logits.data(), lse.data(), targets.data(),
+                             N, V);
 
   const uint64_t dt = this->lab.put_raw(targets), dg = this->lab.put(false, dlp);
   const uint64_t dlp_out = this->lab.put(false, std::vector<float>(N)),
@@ -96,8 +96,17 @@ TYPED_TEST(LogprobKernels, VocabularyChunksMatchTheWholeRow) {
     const int Vc = std::min(kChunk, V - v0);
     const uint64_t dz = this->lab.put(bf, columns(logits, N, V, v0, Vc));
     this->lab.run(inst<TypeParam>("logprob_chunk_forward"), grid3(N, 1, 1, threads),
-                  Args().ptr(dlp_out).ptr(dlse).ptr(run_sum).ptr(dz).ptr(dt).add<int>(N)
-                      .add<int>(Vc).add<int>(Vc).add<int>(v0).add<int>(V));
+                  Args()
+                      .ptr(dlp_out)
+                      .ptr(dlse)
+                      .ptr(run_sum)
+                      .ptr(dz)
+                      .ptr(dt)
+                      .add<int>(N)
+                      .add<int>(Vc)
+                      .add<int>(Vc)
+                      .add<int>(v0)
+                      .add<int>(V));
   }
   auto got_lse = this->lab.get(false, dlse, N);
   expect_nmse("logprob_chunk_forward lse (fp32)", got_lse, lse, F32::kTol);
@@ -113,8 +122,16 @@ TYPED_TEST(LogprobKernels, VocabularyChunksMatchTheWholeRow) {
                    ddz = this->lab.put(bf, columns(dlogits0, N, V, v0, Vc));
     this->lab.run(inst<TypeParam>("logprob_chunk_backward"),
                   grid3(N, (Vc + chunk - 1) / chunk, 1, threads),
-                  Args().ptr(ddz).ptr(dg).ptr(dz).ptr(dl).ptr(dt).add<int>(N).add<int>(Vc)
-                      .add<int>(Vc).add<int>(v0));
+                  Args()
+                      .ptr(ddz)
+                      .ptr(dg)
+                      .ptr(dz)
+                      .ptr(dl)
+                      .ptr(dt)
+                      .add<int>(N)
+                      .add<int>(Vc)
+                      .add<int>(Vc)
+                      .add<int>(v0));
     auto part = this->lab.get(bf, ddz, size_t(N) * Vc);
     for (int n = 0; n < N; ++n)
       for (int j = 0; j < Vc; ++j) got[size_t(n) * V + v0 + j] = part[size_t(n) * Vc + j];

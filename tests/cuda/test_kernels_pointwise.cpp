@@ -15,7 +15,9 @@ namespace {
 // Element-wise kernels take any grid (grid-stride loops); a few blocks of 256 threads make the
 // loops wrap on these sizes.
 constexpr unsigned kThreads = 256;
-LaunchDims few_blocks() { return grid3(3, 1, 1, kThreads); }
+LaunchDims few_blocks() {
+  return grid3(3, 1, 1, kThreads);
+}
 
 template <class TypeParam>
 class PointwiseKernels : public ::testing::Test {
@@ -92,8 +94,7 @@ TYPED_TEST(PointwiseKernels, SwigluForwardBackward) {
   this->lab.run(inst<TypeParam>("swiglu_backward"), few_blocks(),
                 Args().ptr(g).ptr(dout_d).ptr(di).add<int>(N).add<int>(I));
   expect_nmse("swiglu_forward", this->lab.get(bf, o, out.size()), out, this->kTol);
-  expect_nmse("swiglu_backward (accumulated)", this->lab.get(bf, g, dinp.size()), dinp,
-              this->kTol);
+  expect_nmse("swiglu_backward (accumulated)", this->lab.get(bf, g, dinp.size()), dinp, this->kTol);
 }
 
 TYPED_TEST(PointwiseKernels, RopeForwardInPlaceAndBackward) {
@@ -224,8 +225,8 @@ TYPED_TEST(PointwiseKernels, AdamwTwoStepsAndComputeCopy) {
   int t = 0;
   for (const auto* g : {&g1, &g2}) {
     ++t;
-    this->cpu.adamw_update(pw.data(), m.data(), v.data(), g->data(), n, lr, b1, b2, eps, wd,
-                           scale, t);
+    this->cpu.adamw_update(pw.data(), m.data(), v.data(), g->data(), n, lr, b1, b2, eps, wd, scale,
+                           t);
     const uint64_t dg = this->lab.put(false, *g);
     this->lab.run(inst<TypeParam>("adamw_update"), few_blocks(),
                   Args()
@@ -262,8 +263,7 @@ TYPED_TEST(PointwiseKernels, SumSquaresInDouble) {
       "reduce.cuh", {"sum_squares_blocks(" + std::to_string(n) + "ull)", "kSumSquaresThreads"});
   const unsigned blocks = unsigned(geo[0]), threads = unsigned(geo[1]);
   ASSERT_GT(blocks, 1u) << "the partial sums should span several blocks";
-  const uint64_t dx = this->lab.put(bf, x),
-                 part = this->lab.put_raw(std::vector<double>(blocks)),
+  const uint64_t dx = this->lab.put(bf, x), part = this->lab.put_raw(std::vector<double>(blocks)),
                  out = this->lab.put_raw(std::vector<double>(1));
   this->lab.run(inst<TypeParam>("sum_squares_partial"), grid3(blocks, 1, 1, threads),
                 Args().ptr(part).ptr(dx).add<uint64_t>(n));
