@@ -24,7 +24,7 @@
 // The backward is the three launches delta -> dkdv -> dq (dkdv and dq are independent). Each
 // ACCUMULATES into dq, dk, dv. Recomputing P in both dkdv and dq costs one more pass over the
 // scores than FlashAttention-2's atomic dQ, and buys deterministic gradients.
-// Shared memory above 48 KB (D = 128: forward 53,760 B, dkdv 74,752 B, dq 70,144 B) needs
+// Shared memory above 48 KB (D = 128: forward 53,760 B, dkdv 74,752 B, dq 70,272 B) needs
 // cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first.
 // Limits: D a compile-time multiple of 4, 4 <= D <= 128; H % Hkv == 0; B, H <= 65535.
 // These kernels use fp32 FMAs, no tensor-core instructions, so the PTX interpreter runs them.

@@ -12,9 +12,10 @@
 // Vc columns at a time (logits_chunk = hidden @ W[v0 : v0 + Vc]^T, leading dimension ld) and
 // run logprob_chunk_forward per chunk in ascending v0: it folds the chunk into a running per-row
 // (max, sum) state, picks up the target's logit when it falls in the chunk, and the last chunk
-// leaves lse and logprobs exactly as logprob_forward would. The backward needs only lse, so
-// logprob_chunk_backward is independent per chunk (recompute the chunk's logits, get its
-// dlogits, then the chunk's two GEMMs). logprob_forward/backward are the one-chunk case.
+// leaves lse and logprobs as logprob_forward would (up to the order of the sums). The backward
+// needs only lse, so logprob_chunk_backward is independent per chunk (recompute the chunk's
+// logits, get its dlogits, then the chunk's two GEMMs). logprob_forward/backward are the
+// one-chunk case.
 //
 // Launch:
 //   logprob_forward, logprob_chunk_forward: grid N, block kLogprobThreads, no dynamic smem.
