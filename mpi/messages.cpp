@@ -1,6 +1,9 @@
 // Encoding of every message type, and the blocking send/recv built on MPI_Probe.
 #include "mpi/messages.h"
 
+#include <chrono>
+#include <thread>
+
 #include "common/check.h"
 #include "mpi/wire.h"
 
@@ -114,8 +117,16 @@ void send(const T& msg, int dest, MPI_Comm comm) {
 
 template <class T>
 Expected<T> recv(int source, MPI_Comm comm, int* from) {
+  // Waiting by polling rather than MPI_Probe, so that rank 0 notices another rank's fatal error
+  // (common/check.h) instead of waiting for a message that will never come.
   MPI_Status st;
-  MPI_CHECK(MPI_Probe(source, static_cast<int>(tag_of<T>()), comm, &st));
+  for (int polls = 0;; ++polls) {
+    int ready = 0;
+    MPI_CHECK(MPI_Iprobe(source, static_cast<int>(tag_of<T>()), comm, &ready, &st));
+    if (ready) break;
+    poll_fatal_reports();
+    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   int count = 0;
   MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &count));
   std::vector<uint8_t> bytes(static_cast<size_t>(count));

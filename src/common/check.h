@@ -12,6 +12,14 @@ namespace leap {
 
 [[noreturn]] void report_fatal(const char* file, int line, const std::string& message);
 
+// Errors reach rank 0: report_fatal() on another rank also sends its line to world rank 0 under
+// this tag and gives rank 0 a few seconds to abort the job with it, then aborts by itself (rank
+// 0 may be inside a collective and never look). Rank 0 looks whenever it waits for a message
+// (mpi/messages.cpp's recv), through poll_fatal_reports().
+inline constexpr int kFatalReportTag = 32100;
+// On world rank 0: if another rank reported a fatal error, abort the job with its message.
+void poll_fatal_reports();
+
 // "rank 3 on node017": who is speaking, for fatal errors and rank-aware logs.
 std::string describe_self();
 
