@@ -2,6 +2,7 @@
 #include "rl/sft_examples.h"
 
 #include <algorithm>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -74,6 +75,23 @@ std::string block_literal(const std::string& line) {
   return std::regex_match(parts[1], m, literal) ? std::string(m[1]) : std::string();
 }
 
+// Two adjacent declarations `T a = ...;` / `T b = ...;` that do not read each other's name can
+// trade places without changing what the kernel computes. Returns the first such pair's index.
+std::optional<size_t> independent_declarations(const std::vector<std::string>& lines) {
+  static const std::regex decl(
+      R"(^\s*(?:const\s+)?(?:int|unsigned|float|double|long|size_t|auto)\s+([A-Za-z_]\w*)\s*=\s*(.+);\s*$)");
+  std::smatch a, b;
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    if (!std::regex_match(lines[i], a, decl) || !std::regex_match(lines[i + 1], b, decl)) continue;
+    const std::string rhs_a = a[2], rhs_b = b[2];
+    if (a[1] == b[1] || std::regex_search(rhs_b, std::regex("\\b" + std::string(a[1]) + "\\b")) ||
+        std::regex_search(rhs_a, std::regex("\\b" + std::string(b[1]) + "\\b")))
+      continue;
+    return i;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<AnswerVariant> augment_answer(const tasks::Task& task, const std::string& reference, Rng& rng,
@@ -115,6 +133,12 @@ std::vector<AnswerVariant> augment_answer(const tasks::Task& task, const std::st
     locals = std::move(next);
   }
   if (locals != reference) candidates.push_back({locals, "rename_locals"});
+  // 4. Independent statements in the other order.
+  auto lines = split_lines(reference);
+  if (auto i = independent_declarations(lines)) {
+    std::swap(lines[*i], lines[*i + 1]);
+    candidates.push_back({join_lines(lines), "reorder_statements"});
+  }
 
   // A random subset, without repeats.
   for (size_t i = candidates.size(); i > 1; --i) std::swap(candidates[i - 1], candidates[rng.below(i)]);

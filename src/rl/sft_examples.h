@@ -19,7 +19,8 @@ struct AnswerVariant {
 };
 
 // Up to `max_variants` distinct rewrites of the reference that keep its meaning when they
-// verify: kernel renamed, another block size in the launch lines, local variables renamed.
+// verify: kernel renamed, another block size in the launch lines, local variables renamed,
+// two adjacent independent declarations swapped.
 std::vector<AnswerVariant> augment_answer(const tasks::Task& task, const std::string& reference, Rng& rng,
                                           int max_variants);
 

@@ -35,6 +35,23 @@ TEST(SftExamples, HandWorkedRewrites) {
   ASSERT_TRUE(by_kind.count("rename_kernel"));
   EXPECT_EQ(by_kind["rename_kernel"].find("void copy("), std::string::npos);
 
+  EXPECT_FALSE(by_kind.count("reorder_statements"));  // one declaration: nothing to reorder
+
+  // Two independent declarations swap; a dependent pair does not.
+  std::string two =
+      "```cuda\n__global__ void add2(const float* a, float* out, int n) {\n"
+      "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  int stride = gridDim.x * blockDim.x;\n"
+      "  for (; i < n; i += stride) out[i] = a[i];\n}\n"
+      "// launch: add2<<<cdiv(n, 256), 256>>>(a, out, n)\n```";
+  std::map<std::string, std::string> two_kinds;
+  for (const auto& v : augment_answer(t, two, rng, 10)) two_kinds[v.kind] = v.answer;
+  ASSERT_TRUE(two_kinds.count("reorder_statements"));
+  EXPECT_NE(two_kinds["reorder_statements"].find("  int stride = gridDim.x * blockDim.x;\n  int i = blockIdx.x"),
+            std::string::npos);
+  std::string dependent = two;
+  dependent.replace(dependent.find("gridDim.x * blockDim.x"), 22, "i + gridDim.x * blockDim.x");
+  for (const auto& v : augment_answer(t, dependent, rng, 10)) EXPECT_NE(v.kind, "reorder_statements");
+
   std::map<std::string, std::string> broken;
   for (const auto& v : break_answer(t, ref)) broken[v.kind] = v.answer;
   EXPECT_EQ(broken["no_fence"].find("```"), std::string::npos);
