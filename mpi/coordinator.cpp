@@ -16,11 +16,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void announce(Control::Kind kind, int64_t step, int turn, MPI_Comm world) {
-  Control c{kind, step, turn};
-  broadcast(c, 0, world);
-}
-
 }  // namespace
 
 int64_t prompt_budget(int64_t context, int64_t max_new_tokens) {
@@ -36,8 +31,7 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
       opts_(opts),
       seed_(seed),
       policy_(policy),
-      log_(log),
-      dispatcher_(topo, local_verifier, opts.sandbox_retries, log),
+      turns_(topo, policy, local_verifier, opts.sandbox_retries, log),
       dcp_(rl.dcp.options(rl.rl.max_turns)),
       sampler_([&] {
         std::vector<int> pool;
@@ -45,38 +39,14 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
           if (suite.tasks[i].split == tasks::Split::kTrain) pool.push_back(static_cast<int>(i));
         return pool;
       }(), seed),
-      prompts_(rl.prompt.options(opts.prompt_budget), [&policy](std::string_view t) { return policy.count_tokens(t); }),
-      policy_ranks_(topo.world_ranks_of(Role::kPolicy)) {
+      prompts_(rl.prompt.options(opts.prompt_budget), [&policy](std::string_view t) { return policy.count_tokens(t); }) {
   LEAP_CHECK(topo.is_coordinator(), "the Coordinator runs on world rank 0 only");
-}
-
-Status Coordinator::rollout(StepState& state, const std::vector<RolloutItem>& items, int64_t step, int turn) {
-  announce(Control::Kind::kRollout, step, turn, topo_.world);
-  std::vector<int64_t> weights;
-  for (const auto& it : items) weights.push_back(static_cast<int64_t>(policy_.count_tokens(it.prompt)));
-  const int n = static_cast<int>(policy_ranks_.size());
-  auto owner = balance_by_weight(weights, n);
-  std::vector<RolloutWork> work(static_cast<size_t>(n));
-  for (size_t i = 0; i < items.size(); ++i) work[static_cast<size_t>(owner[i])].items.push_back(items[i]);
-  for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
-  LEAP_RETURN_IF_ERROR(state.add_completions(policy_.generate(work[0].items), 0));
-  for (int p = 1; p < n; ++p) {
-    const int rank = policy_ranks_[static_cast<size_t>(p)];
-    auto r = recv<RolloutResult>(rank, topo_.world);
-    if (!r) return r.status().with_context("rollout results from rank " + std::to_string(rank));
-    LEAP_RETURN_IF_ERROR(state.add_completions(r->completions, rank));
-  }
-  return Status::ok();
-}
-
-Status Coordinator::verify_turn(StepState& state, int64_t step, int turn) {
-  LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher_.dispatch(state.sandbox_jobs(), step, turn));
-  return state.add_outcomes(outcomes);
 }
 
 TrainReport Coordinator::train(const StepState& state, int64_t step) {
   announce(Control::Kind::kTrain, step, 0, topo_.world);
-  const int n = static_cast<int>(policy_ranks_.size());
+  const std::vector<int>& policy_ranks = turns_.policy_ranks();
+  const int n = static_cast<int>(policy_ranks.size());
   const int mb = std::max(1, rl_.rl.mini_batches);
   auto items = state.train_items();
   std::vector<TrainWork> work(static_cast<size_t>(n));
@@ -106,10 +76,10 @@ TrainReport Coordinator::train(const StepState& state, int64_t step) {
       work[static_cast<size_t>(owner[i])].samples.push_back(std::move(s));
     }
   }
-  for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
+  for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks[static_cast<size_t>(p)], topo_.world);
   TrainReport total = policy_.train(work[0], topo_.role_comm);
   for (int p = 1; p < n; ++p) {
-    auto r = recv<TrainReport>(policy_ranks_[static_cast<size_t>(p)], topo_.world);
+    auto r = recv<TrainReport>(policy_ranks[static_cast<size_t>(p)], topo_.world);
     LEAP_CHECK(r.has_value(), r.status().message());
     total.merge(*r);
   }
@@ -118,24 +88,10 @@ TrainReport Coordinator::train(const StepState& state, int64_t step) {
 
 Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out) {
   auto t_step = std::chrono::steady_clock::now();
-  double gen_s = 0, sandbox_s = 0;
+  TurnTimes times;
   StepState state(step, sampler_.next_batch(opts_.batch_tasks),
                   StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
-  for (int turn = 1; turn <= rl_.rl.max_turns; ++turn) {
-    int dropped = 0;
-    auto items = state.make_turn(turn, suite_, prompts_, &dropped);
-    if (dropped > 0) log_.warn("step {} turn {}: {} sample(s) stopped: prompt longer than the context", step, turn, dropped);
-    if (items.empty()) break;
-    auto t0 = std::chrono::steady_clock::now();
-    LEAP_RETURN_IF_ERROR(rollout(state, items, step, turn));
-    gen_s += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    LEAP_RETURN_IF_ERROR(verify_turn(state, step, turn));
-    sandbox_s += seconds_since(t0);
-    if (turn == 1) state.apply_dcp(dcp_);
-    else state.close_turn(turn);
-    if (!state.any_active()) break;
-  }
+  LEAP_RETURN_IF_ERROR(turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, &times));
   state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
   auto t0 = std::chrono::steady_clock::now();
   TrainReport tr = train(state, step);
@@ -152,8 +108,8 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   std::vector<io::SampleText> texts;
   state.fill_rows(&report.row, &rows, &texts);
   io::StepRow& r = report.row;
-  r.gen_s = gen_s;
-  r.sandbox_s = sandbox_s;
+  r.gen_s = times.gen_s;
+  r.sandbox_s = times.sandbox_s;
   r.train_s = train_s;
   r.time_s = seconds_since(t_step);
   r.loss = tr.loss;

@@ -2,7 +2,8 @@
 // policy ranks run serve_policy() and the sandbox ranks serve_sandbox() until told to stop.
 // Every phase starts with a Control broadcast over the world, so all ranks always agree on what
 // comes next and no rank waits on work that will never come:
-//   per turn:  kRollout  rank 0 spreads the turn's prompts over policy ranks, balanced by tokens;
+//   per turn (TurnRunner, shared with the evaluator):
+//              kRollout  rank 0 spreads the turn's prompts over policy ranks, balanced by tokens;
 //              kSandbox  sandbox ranks pull the turn's candidates from rank 0's queue until it
 //                        drains (or rank 0 verifies in-process when there are no sandbox ranks);
 //                        after turn 1 rank 0 applies DCP;
@@ -20,9 +21,9 @@
 #include "common/status.h"
 #include "io/trajectory_file.h"
 #include "mpi/engines.h"
-#include "mpi/job_dispatch.h"
 #include "mpi/step_state.h"
 #include "mpi/topology.h"
+#include "mpi/turn_runner.h"
 #include "rl/rl_config.h"
 #include "tasks/suite.h"
 #include "tasks/task_sampler.h"
@@ -57,9 +58,6 @@ class Coordinator {
   tasks::TaskSampler& sampler() { return sampler_; }
 
  private:
-  // Generates the turn's completions across the policy ranks and files them in `state`.
-  Status rollout(StepState& state, const std::vector<RolloutItem>& items, int64_t step, int turn);
-  Status verify_turn(StepState& state, int64_t step, int turn);
   TrainReport train(const StepState& state, int64_t step);
 
   const Topology& topo_;
@@ -68,12 +66,10 @@ class Coordinator {
   CoordinatorOptions opts_;
   uint64_t seed_;
   PolicyEngine& policy_;
-  const Logger& log_;
-  JobDispatcher dispatcher_;
+  TurnRunner turns_;
   rl::DcpController dcp_;
   tasks::TaskSampler sampler_;
   rl::PromptBuilder prompts_;
-  std::vector<int> policy_ranks_;
 };
 
 // Serve loops of the other ranks; they return when the coordinator calls stop().

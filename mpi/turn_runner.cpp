@@ -1,0 +1,70 @@
+// The generation and verification turns of one step, over the ranks.
+#include "mpi/turn_runner.h"
+
+#include <chrono>
+
+#include "mpi/work_balance.h"
+
+namespace leap::mpi {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+void announce(Control::Kind kind, int64_t step, int turn, MPI_Comm world) {
+  Control c{kind, step, turn};
+  broadcast(c, 0, world);
+}
+
+TurnRunner::TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier, int sandbox_retries,
+                       const Logger& log)
+    : topo_(topo),
+      policy_(policy),
+      log_(log),
+      dispatcher_(topo, local_verifier, sandbox_retries, log),
+      policy_ranks_(topo.world_ranks_of(Role::kPolicy)) {}
+
+Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& items, int turn) {
+  announce(Control::Kind::kRollout, state.step(), turn, topo_.world);
+  std::vector<int64_t> weights;
+  for (const auto& it : items) weights.push_back(static_cast<int64_t>(policy_.count_tokens(it.prompt)));
+  const int n = static_cast<int>(policy_ranks_.size());
+  auto owner = balance_by_weight(weights, n);
+  std::vector<RolloutWork> work(static_cast<size_t>(n));
+  for (size_t i = 0; i < items.size(); ++i) work[static_cast<size_t>(owner[i])].items.push_back(items[i]);
+  for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
+  LEAP_RETURN_IF_ERROR(state.add_completions(policy_.generate(work[0].items), 0));
+  for (int p = 1; p < n; ++p) {
+    const int rank = policy_ranks_[static_cast<size_t>(p)];
+    auto r = recv<RolloutResult>(rank, topo_.world);
+    if (!r) return r.status().with_context("rollout results from rank " + std::to_string(rank));
+    LEAP_RETURN_IF_ERROR(state.add_completions(r->completions, rank));
+  }
+  return Status::ok();
+}
+
+Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
+                             const rl::DcpController& dcp, int max_turns, TurnTimes* times) {
+  const int64_t step = state.step();
+  for (int turn = 1; turn <= max_turns; ++turn) {
+    int dropped = 0;
+    auto items = state.make_turn(turn, suite, prompts, &dropped);
+    if (dropped > 0) log_.warn("step {} turn {}: {} sample(s) stopped: prompt longer than the context", step, turn, dropped);
+    if (items.empty()) break;
+    auto t0 = std::chrono::steady_clock::now();
+    LEAP_RETURN_IF_ERROR(rollout(state, items, turn));
+    times->gen_s += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher_.dispatch(state.sandbox_jobs(), step, turn));
+    LEAP_RETURN_IF_ERROR(state.add_outcomes(outcomes));
+    times->sandbox_s += seconds_since(t0);
+    if (turn == 1) state.apply_dcp(dcp);
+    else state.close_turn(turn);
+    if (!state.any_active()) break;
+  }
+  return Status::ok();
+}
+
+}  // namespace leap::mpi
