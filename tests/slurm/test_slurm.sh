@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# The CPU jobscript under a real Slurm: brings up a private one-node cluster on this machine
+# (munged, slurmctld, slurmd -N localhost, as root, everything in a temporary folder on ports of
+# its own), then
+#  1. submits jobscripts/slurm_cpu.sbatch with sbatch and checks the job's HDF5 file and
+#     checkpoints with h5py (check_run.py);
+#  2. submits the same run again, and once its first checkpoint exists sends the early-stop
+#     signal the way Slurm does before a job's end (scancel --signal=USR1 --batch): the job must
+#     checkpoint, stop cleanly, requeue itself, and the requeued job must resume and finish with
+#     every step exactly once, equal to the uninterrupted run (compare_runs.py);
+#  3. runs a short job through the documented alternative launcher, srun --mpi=pmix;
+#  4. submits with a config that does not exist: the job fails with exit code 2.
+# Every daemon it started is stopped on exit, also on failure. Without root or without the
+# slurm-wlm and munge packages it prints SKIP and exits 77 (ctest's SKIP_RETURN_CODE).
+# Environment: LEAP (the leap binary). LEAP_SLURM_KEEP=1 keeps the temporary folder.
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$(cd "$here/../.." && pwd)"
+: "${LEAP:?set LEAP to the leap binary}"
+LEAP="$(realpath "$LEAP")"  # the jobs run in a folder of their own
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "bringing up slurmd and slurmctld needs root (CI runs as root)"
+for c in munged mungekey slurmctld slurmd sbatch scontrol scancel squeue mpirun; do
+  command -v "$c" >/dev/null || skip "$c not found: install slurm-wlm and munge (scripts/setup_deps.sh)"
+done
+
+tmp=$(mktemp -d /tmp/leap-slurm.XXXXXX)
+chmod 755 "$tmp"  # munged wants its socket's folder reachable by everyone
+daemons=()        # pids of the daemons this test started, stopped in reverse order
+# Only this test's cluster: no setting of an enclosing Slurm job (CI may run inside one) leaks in.
+for v in $(compgen -e | grep -E '^(SLURM_|SBATCH_|SALLOC_|SRUN_)'); do unset "$v"; done
+export SLURM_CONF="$tmp/slurm.conf"
+
+# shellcheck disable=SC2317  # called by the EXIT trap
+stop_all() {
+  # Jobs first, so that no rank outlives the daemons that track it.
+  local jobs=()
+  if [ ${#daemons[@]} -ge 2 ] && mapfile -t jobs < <(squeue -h -o %i 2>/dev/null) && [ ${#jobs[@]} -gt 0 ]; then
+    scancel "${jobs[@]}" 2>/dev/null
+    for _ in $(seq 60); do [ -z "$(squeue -h -t running,completing -o %i 2>/dev/null)" ] && break; sleep 0.5; done
+  fi
+  local i
+  for ((i = ${#daemons[@]} - 1; i >= 0; i--)); do kill "${daemons[i]}" 2>/dev/null; done
+  for ((i = ${#daemons[@]} - 1; i >= 0; i--)); do
+    for _ in $(seq 50); do kill -0 "${daemons[i]}" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "${daemons[i]}" 2>/dev/null
+  done
+  if [ "${LEAP_SLURM_KEEP:-0}" = 1 ]; then echo "kept $tmp"; else rm -rf "$tmp"; fi
+}
+trap stop_all EXIT
+trap "exit 1" INT TERM  # ctest ends a test that runs too long with a signal: clean up then too
+
+fail=0
+die() { echo "FAIL $*"; for f in "$tmp"/log/*.log; do echo "== $f"; tail -n 15 "$f"; done; exit 1; }
+
+# Two free TCP ports next to each other, away from Slurm's defaults (6817/6818).
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+port=""
+for _ in $(seq 100); do
+  p=$((20000 + RANDOM % 20000))
+  if port_free "$p" && port_free $((p + 1)); then port=$p; break; fi
+done
+[ -n "$port" ] || die "no free port pair found"
+
+# --- munge: a key of our own and a socket in the temporary folder -------------------------------
+mkdir -p "$tmp"/{munge,log,state,spool,jobs}
+mungekey -c -k "$tmp/munge/munge.key" || die "mungekey"
+munged -F -f --socket="$tmp/munge/socket" --key-file="$tmp/munge/munge.key" --log-file="$tmp/log/munged.log" \
+  --pid-file="$tmp/munge/munged.pid" --seed-file="$tmp/munge/seed" >/dev/null 2>&1 &
+daemons+=($!)
+for _ in $(seq 50); do [ -S "$tmp/munge/socket" ] && break; sleep 0.1; done
+[ -S "$tmp/munge/socket" ] || die "munged did not start"
+
+# --- Slurm: one node named localhost with more CPUs declared than the machine has (the test's two
+# jobs run side by side); proctrack/linuxproc and task/none need no cgroups. -----------------------
+cat >"$SLURM_CONF" <<EOF
+ClusterName=leaptest
+SlurmctldHost=localhost
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$tmp/munge/socket
+StateSaveLocation=$tmp/state
+SlurmdSpoolDir=$tmp/spool
+SlurmctldPidFile=$tmp/slurmctld.pid
+SlurmdPidFile=$tmp/slurmd.pid
+SlurmctldLogFile=$tmp/log/slurmctld.log
+SlurmdLogFile=$tmp/log/slurmd.log
+PlugStackConfig=$tmp/plugstack.conf
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+SlurmdParameters=config_overrides
+ReturnToService=2
+JobRequeue=1
+KillWait=10
+MinJobAge=600
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=8 RealMemory=2000 State=UNKNOWN
+PartitionName=test Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+EOF
+: >"$tmp/plugstack.conf"
+slurmctld -D -i -f "$SLURM_CONF" >"$tmp/log/slurmctld.out" 2>&1 &
+daemons+=($!)
+slurmd -D -N localhost -f "$SLURM_CONF" >"$tmp/log/slurmd.out" 2>&1 &
+daemons+=($!)
+for _ in $(seq 100); do
+  [ "$(sinfo -h -n localhost -o %t 2>/dev/null)" = idle ] && break
+  sleep 0.3
+done
+[ "$(sinfo -h -n localhost -o %t 2>/dev/null)" = idle ] || die "the node did not come up idle: $(sinfo 2>&1)"
+echo "ok   one-node Slurm up (ports $port, $((port + 1)))"
+
+# --- helpers ---------------------------------------------------------------------------------
+job_field() { scontrol show job "$1" 2>/dev/null | grep -o "\b$2=[^ ]*" | head -1 | cut -d= -f2; }
+final_states=(COMPLETED FAILED CANCELLED TIMEOUT NODE_FAIL OUT_OF_MEMORY BOOT_FAIL DEADLINE)
+# wait_state JOB SECONDS STATE...: waits until the job is in one of the states; fails at once when
+# the job has ended in another.
+wait_state() {
+  local job="$1" secs="$2" s want; shift 2
+  for _ in $(seq $((secs * 2))); do
+    s=$(job_field "$job" JobState)
+    for want in "$@"; do [ "$s" = "$want" ] && return 0; done
+    for want in "${final_states[@]}"; do [ "$s" = "$want" ] && break 2; done
+    sleep 0.5
+  done
+  echo "job $job is $s, wanted $* (waited up to ${secs}s)"; return 1
+}
+
+# The run as a user would submit it, made tiny through the jobscript's documented variables.
+mkdir -p "$tmp/model" && cp "$src/tests/train/tiny_config.json" "$tmp/model/config.json"
+steps=6
+export LEAP_HOME="$src" LEAP_BIN="$LEAP"
+export LEAP_ARGS="--suite $src/tasks/level1.jsonl --model $tmp/model --train.random_init --train.batch_tasks 2
+  --rl.group_size 4 --sampler.max_new_tokens 48 --mpi.sandbox_ranks 1 --sandbox.workers 1 --train.checkpoint_every 1"
+# What mpirun needs on this machine, as for scripts/mpirun_local.sh: root, and loopback TCP.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo
+submit() {  # submit NAME [ARGS...]: the CPU jobscript on 2 tasks (1 policy, 1 sandbox rank)
+  local name="$1"; shift
+  sbatch --parsable -J "$name" -D "$tmp/jobs" --ntasks-per-node=2 --cpus-per-task=1 --output="$tmp/jobs/$name.out" \
+    "$src/jobscripts/slurm_cpu.sbatch" "$@"
+}
+
+# 1 and 2 run side by side: one uninterrupted, one stopped by USR1 and requeued; beside them a
+# short run started by the documented alternative launcher, srun --mpi=pmix.
+straight=$(submit straight "$src/configs/demo.ini" "$tmp/straight" --train.steps $steps) || die "sbatch"
+stopped=$(submit stopped "$src/configs/demo.ini" "$tmp/stopped" --train.steps $steps) || die "sbatch"
+with_srun=$(LEAP_LAUNCHER=srun submit srun "$src/configs/demo.ini" "$tmp/srun" --train.steps 2) || die "sbatch"
+for _ in $(seq 600); do
+  [ -e "$tmp/stopped/checkpoints/step_000000/state.json" ] && break
+  case "$(job_field "$stopped" JobState)" in PENDING|RUNNING|CONFIGURING) sleep 0.2 ;; *) break ;; esac
+done
+[ -e "$tmp/stopped/checkpoints/step_000000/state.json" ] || die "no first checkpoint from job $stopped: $(tail -5 "$tmp/jobs/stopped.out")"
+scancel --signal=USR1 --batch "$stopped" || die "scancel --signal=USR1"
+
+# The job stops at a step boundary, writes that step's checkpoint and requeues itself: Slurm
+# holds a requeued job for a while before it may start again, which gives a look at the folder.
+if wait_state "$stopped" 120 PENDING && [ "$(job_field "$stopped" Restarts)" = 1 ]; then
+  last=$(grep -o "stopped by SIG[A-Z0-9]* after step [0-9]*" "$tmp/jobs/stopped.out" | grep -o "[0-9]*$" | tail -1)
+  if [ -n "$last" ] && [ "$last" -lt $((steps - 1)) ] &&
+     /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/stopped" $((last + 1)) 2 4 1 >"$tmp/partial.txt"; then
+    echo "ok   USR1: stopped after step $last with its checkpoint and $((last + 1)) steps in the HDF5 file; requeued"
+  else
+    echo "FAIL the stopped job's folder (stopped after step '${last}')"; cat "$tmp/partial.txt"; tail -20 "$tmp/jobs/stopped.out"; fail=1
+  fi
+  scontrol update JobId="$stopped" StartTime=now || die "scontrol update StartTime"
+else
+  echo "FAIL job $stopped was not requeued after USR1"; tail -20 "$tmp/jobs/stopped.out"; fail=1
+fi
+
+declare -A job_of=([straight]=$straight [stopped]=$stopped [srun]=$with_srun)
+declare -A steps_of=([straight]=$steps [stopped]=$steps [srun]=2)
+for name in straight stopped srun; do
+  job=${job_of[$name]}
+  wait_state "$job" 180 "${final_states[@]}" >/dev/null
+  state="$(job_field "$job" JobState) $(job_field "$job" ExitCode)"
+  if [ "$state" = "COMPLETED 0:0" ] &&
+     /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/$name" "${steps_of[$name]}" 2 4 1; then
+    echo "ok   job $job ($name): $state"
+  else
+    echo "FAIL job $job ($name): $state"; tail -30 "$tmp/jobs/$name.out"; fail=1
+  fi
+done
+if [ "$(grep -c "resuming from" "$tmp/jobs/stopped.out")" = 1 ] && [ "$(job_field "$stopped" Restarts)" = 1 ]; then
+  echo "ok   the requeued job resumed once from its checkpoint (log appended across both starts)"
+else
+  echo "FAIL requeued job's log"; cat "$tmp/jobs/stopped.out"; fail=1
+fi
+/usr/bin/python3 "$src/tests/train/compare_runs.py" "$tmp/straight" "$tmp/stopped" || fail=1
+
+# 4. A config that does not exist: the job fails at once with exit code 2 and says why.
+bad=$(submit bad "$tmp/missing.ini" "$tmp/bad") || die "sbatch"
+wait_state "$bad" 60 "${final_states[@]}" >/dev/null
+if [ "$(job_field "$bad" ExitCode)" = 2:0 ] && grep -q "missing.ini not found" "$tmp/jobs/bad.out"; then
+  echo "ok   missing config: job failed with exit code 2"
+else
+  echo "FAIL missing config: $(job_field "$bad" JobState) $(job_field "$bad" ExitCode)"; cat "$tmp/jobs/bad.out"; fail=1
+fi
+
+[ "$fail" = 0 ] && echo "all Slurm checks passed"
+exit $fail
