@@ -1,5 +1,6 @@
 // HDF5 trajectory file: compound /steps and /samples, bytes+offsets texts, enum-typed verdict
-// and DCP class, chunked + deflate + extendible datasets, SWMR after everything is created.
+// and DCP class, chunked + deflate + extendible datasets, SWMR after everything is created. The
+// types and the text slicing are shared with the reader (trajectory_schema.h).
 #include "io/trajectory_file.h"
 
 #include <sys/vfs.h>
@@ -9,125 +10,13 @@
 #include <filesystem>
 
 #include "io/h5_check.h"
-#include "sandbox/verdict.h"
+#include "io/trajectory_schema.h"
 
 namespace leap::io {
 
 namespace {
 
 constexpr long kNfsSuperMagic = 0x6969;
-
-// Owns one HDF5 identifier and closes it with the right function.
-class H5Id {
- public:
-  H5Id() = default;
-  H5Id(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
-  H5Id(H5Id&& o) noexcept : id_(o.id_), closer_(o.closer_) { o.id_ = H5I_INVALID_HID; }
-  H5Id& operator=(H5Id&& o) noexcept {
-    reset();
-    id_ = o.id_;
-    closer_ = o.closer_;
-    o.id_ = H5I_INVALID_HID;
-    return *this;
-  }
-  ~H5Id() { reset(); }
-  void reset() {
-    if (id_ >= 0 && closer_) closer_(id_);
-    id_ = H5I_INVALID_HID;
-  }
-  hid_t get() const { return id_; }
-  bool valid() const { return id_ >= 0; }
-
- private:
-  hid_t id_ = H5I_INVALID_HID;
-  herr_t (*closer_)(hid_t) = nullptr;
-};
-
-// Silences HDF5's own error-stack printing while a call is expected to fail on user input (a
-// file that is not HDF5): we report those ourselves, with the file name and the fix.
-class QuietH5Errors {
- public:
-  QuietH5Errors() {
-    H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  }
-  ~QuietH5Errors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
-
- private:
-  H5E_auto2_t func_ = nullptr;
-  void* data_ = nullptr;
-};
-
-H5Id make_type(hid_t id) { return H5Id(id, H5Tclose); }
-
-H5Id verdict_enum_type() {
-  H5Id t = make_type(H5_CHECK(H5Tenum_create(H5T_NATIVE_INT8)));
-  for (int8_t v = 0; v < sandbox::kVerdictCount; ++v) {
-    std::string name(sandbox::verdict_name(static_cast<sandbox::Verdict>(v)));
-    H5_CHECK(H5Tenum_insert(t.get(), name.c_str(), &v));
-  }
-  return t;
-}
-
-H5Id dcp_enum_type() {
-  H5Id t = make_type(H5_CHECK(H5Tenum_create(H5T_NATIVE_INT8)));
-  const std::array<const char*, 4> names = {"none", "easy", "hopeless", "expanded"};
-  for (int8_t v = 0; v < 4; ++v) H5_CHECK(H5Tenum_insert(t.get(), names[static_cast<size_t>(v)], &v));
-  return t;
-}
-
-#define LEAP_FIELD(type, Row, field, h5type) H5_CHECK(H5Tinsert(type, #field, HOFFSET(Row, field), h5type))
-
-H5Id step_type() {
-  H5Id t = make_type(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(StepRow))));
-  hid_t id = t.get();
-  LEAP_FIELD(id, StepRow, step, H5T_NATIVE_INT64);
-  for (auto [name, off] : std::initializer_list<std::pair<const char*, size_t>>{
-           {"time_s", HOFFSET(StepRow, time_s)},       {"gen_s", HOFFSET(StepRow, gen_s)},
-           {"sandbox_s", HOFFSET(StepRow, sandbox_s)}, {"train_s", HOFFSET(StepRow, train_s)},
-           {"loss", HOFFSET(StepRow, loss)},           {"kl", HOFFSET(StepRow, kl)},
-           {"entropy", HOFFSET(StepRow, entropy)},     {"clip_frac", HOFFSET(StepRow, clip_frac)},
-           {"ratio_mean", HOFFSET(StepRow, ratio_mean)}, {"ratio_max", HOFFSET(StepRow, ratio_max)},
-           {"grad_norm", HOFFSET(StepRow, grad_norm)}, {"lr", HOFFSET(StepRow, lr)}}) {
-    H5_CHECK(H5Tinsert(id, name, off, H5T_NATIVE_DOUBLE));
-  }
-  for (auto [name, off] : std::initializer_list<std::pair<const char*, size_t>>{
-           {"n_groups", HOFFSET(StepRow, n_groups)},     {"n_easy", HOFFSET(StepRow, n_easy)},
-           {"n_hopeless", HOFFSET(StepRow, n_hopeless)}, {"n_expanded", HOFFSET(StepRow, n_expanded)},
-           {"n_dropped_groups", HOFFSET(StepRow, n_dropped_groups)},
-           {"n_samples", HOFFSET(StepRow, n_samples)},   {"n_sandbox_jobs", HOFFSET(StepRow, n_sandbox_jobs)}}) {
-    H5_CHECK(H5Tinsert(id, name, off, H5T_NATIVE_INT32));
-  }
-  LEAP_FIELD(id, StepRow, tokens_generated, H5T_NATIVE_INT64);
-  LEAP_FIELD(id, StepRow, mean_completion_tokens, H5T_NATIVE_DOUBLE);
-  LEAP_FIELD(id, StepRow, pass_turn1, H5T_NATIVE_DOUBLE);
-  LEAP_FIELD(id, StepRow, pass_final, H5T_NATIVE_DOUBLE);
-  return t;
-}
-
-H5Id sample_type(hid_t verdict_t, hid_t dcp_t) {
-  H5Id t = make_type(H5_CHECK(H5Tcreate(H5T_COMPOUND, sizeof(SampleRow))));
-  hid_t id = t.get();
-  LEAP_FIELD(id, SampleRow, step, H5T_NATIVE_INT64);
-  LEAP_FIELD(id, SampleRow, task, H5T_NATIVE_INT32);
-  LEAP_FIELD(id, SampleRow, group, H5T_NATIVE_INT32);
-  LEAP_FIELD(id, SampleRow, sample, H5T_NATIVE_INT32);
-  LEAP_FIELD(id, SampleRow, turn, H5T_NATIVE_INT32);
-  LEAP_FIELD(id, SampleRow, verdict, verdict_t);
-  LEAP_FIELD(id, SampleRow, dcp, dcp_t);
-  LEAP_FIELD(id, SampleRow, reward, H5T_NATIVE_FLOAT);
-  LEAP_FIELD(id, SampleRow, advantage, H5T_NATIVE_FLOAT);
-  LEAP_FIELD(id, SampleRow, prompt_tokens, H5T_NATIVE_INT32);
-  LEAP_FIELD(id, SampleRow, completion_tokens, H5T_NATIVE_INT32);
-  LEAP_FIELD(id, SampleRow, speedup, H5T_NATIVE_FLOAT);
-  LEAP_FIELD(id, SampleRow, compile_ms, H5T_NATIVE_FLOAT);
-  LEAP_FIELD(id, SampleRow, exec_ms, H5T_NATIVE_FLOAT);
-  LEAP_FIELD(id, SampleRow, max_abs_err, H5T_NATIVE_FLOAT);
-  LEAP_FIELD(id, SampleRow, mpi_rank, H5T_NATIVE_INT32);
-  return t;
-}
-
-#undef LEAP_FIELD
 
 H5Id create_extendible(hid_t parent, const char* name, hid_t type, hsize_t chunk) {
   hsize_t dims = 0, maxdims = H5S_UNLIMITED;
@@ -137,13 +26,6 @@ H5Id create_extendible(hid_t parent, const char* name, hid_t type, hsize_t chunk
   H5_CHECK(H5Pset_deflate(dcpl.get(), 4));
   return H5Id(H5_CHECK(H5Dcreate2(parent, name, type, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT)),
               H5Dclose);
-}
-
-hsize_t extent_of(hid_t dset) {
-  H5Id space(H5_CHECK(H5Dget_space(dset)), H5Sclose);
-  hsize_t n = 0;
-  H5_CHECK(H5Sget_simple_extent_dims(space.get(), &n, nullptr));
-  return n;
 }
 
 void append_rows(hid_t dset, hid_t memtype, const void* data, hsize_t n) {
@@ -156,33 +38,14 @@ void append_rows(hid_t dset, hid_t memtype, const void* data, hsize_t n) {
   H5_CHECK(H5Dwrite(dset, memtype, mspace.get(), fspace.get(), H5P_DEFAULT, data));
 }
 
-template <class T>
-std::vector<T> read_all(hid_t dset, hid_t memtype) {
-  std::vector<T> out(extent_of(dset));
-  if (!out.empty()) H5_CHECK(H5Dread(dset, memtype, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
-  return out;
-}
-
 void write_string_attr(hid_t obj, const char* name, const std::string& value) {
-  H5Id type = make_type(H5_CHECK(H5Tcopy(H5T_C_S1)));
+  H5Id type(H5_CHECK(H5Tcopy(H5T_C_S1)), H5Tclose);
   H5_CHECK(H5Tset_size(type.get(), std::max<size_t>(1, value.size())));
   H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
   H5Id space(H5_CHECK(H5Screate(H5S_SCALAR)), H5Sclose);
   H5Id attr(H5_CHECK(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT)), H5Aclose);
   std::string padded = value.empty() ? std::string(1, '\0') : value;
   H5_CHECK(H5Awrite(attr.get(), type.get(), padded.data()));
-}
-
-std::optional<std::string> read_string_attr(hid_t obj, const char* name) {
-  if (H5Aexists(obj, name) <= 0) return std::nullopt;
-  H5Id attr(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose);
-  if (!attr.valid()) return std::nullopt;
-  H5Id type(H5Aget_type(attr.get()), H5Tclose);
-  if (H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0) return std::nullopt;
-  std::string out(H5Tget_size(type.get()), '\0');
-  if (H5Aread(attr.get(), type.get(), out.data()) < 0) return std::nullopt;
-  while (!out.empty() && out.back() == '\0') out.pop_back();
-  return out;
 }
 
 // A text column: UTF-8 bytes plus int64 end offsets, one per row.
@@ -220,8 +83,6 @@ H5Id file_access_latest() {
   return fapl;
 }
 
-constexpr const char* kTextGroups[3] = {"/text/prompt", "/text/completion", "/text/feedback"};
-
 }  // namespace
 
 bool parse_swmr_mode(const std::string& text, SwmrMode* out) {
@@ -241,18 +102,11 @@ bool swmr_supported_at(const std::string& path) {
 
 struct TrajectoryFile::Impl {
   H5Id file;
-  H5Id verdict_t, dcp_t, step_t, sample_t;
+  TrajectoryTypes types;
   H5Id steps, samples;
   std::array<TextColumn, 3> text;
   bool swmr = false;
   std::string path;
-
-  void make_types() {
-    verdict_t = verdict_enum_type();
-    dcp_t = dcp_enum_type();
-    step_t = step_type();
-    sample_t = sample_type(verdict_t.get(), dcp_t.get());
-  }
 
   Status start_swmr(SwmrMode mode) {
     swmr = mode == SwmrMode::kOn || (mode == SwmrMode::kAuto && swmr_supported_at(path));
@@ -292,15 +146,15 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::create(const std::stri
   }
   if (f < 0) return io_error("cannot create trajectory file '" + path + "': check the folder exists and is writable");
   im->file = H5Id(f, H5Fclose);
-  im->make_types();
+  im->types = make_trajectory_types();
   hid_t root = im->file.get();
   write_string_attr(root, "config", meta.config_ini);
   write_string_attr(root, "version", meta.version);
   write_string_attr(root, "git_commit", meta.git_commit);
   write_string_attr(root, "run_fingerprint", meta.run_fingerprint);
   write_string_attr(root, "schema_version", std::to_string(kTrajectorySchemaVersion));
-  im->steps = create_extendible(root, "steps", im->step_t.get(), 64);
-  im->samples = create_extendible(root, "samples", im->sample_t.get(), 1024);
+  im->steps = create_extendible(root, kStepsDataset, im->types.step.get(), 64);
+  im->samples = create_extendible(root, kSamplesDataset, im->types.sample.get(), 1024);
   H5Id text(H5_CHECK(H5Gcreate2(root, "text", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
   im->text = {create_text(text.get(), "prompt"), create_text(text.get(), "completion"),
               create_text(text.get(), "feedback")};
@@ -342,46 +196,22 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   meta.config_ini = read_string_attr(f, "config").value_or("");
   meta.version = read_string_attr(f, "version").value_or("");
   meta.git_commit = read_string_attr(f, "git_commit").value_or("");
-  Impl types;
-  types.make_types();
-  H5Id steps_d(H5Dopen2(f, "steps", H5P_DEFAULT), H5Dclose), samples_d(H5Dopen2(f, "samples", H5P_DEFAULT), H5Dclose);
-  TextColumn ids = open_text(f, "/tasks/id");
+  TrajectoryTypes types = make_trajectory_types();
+  H5Id steps_d(H5Dopen2(f, kStepsDataset, H5P_DEFAULT), H5Dclose), samples_d(H5Dopen2(f, kSamplesDataset, H5P_DEFAULT), H5Dclose);
+  TextColumn ids = open_text(f, kTaskIdGroup);
   std::array<TextColumn, 3> text;
   for (size_t i = 0; i < 3; ++i) text[i] = open_text(f, kTextGroups[i]);
   if (!steps_d.valid() || !samples_d.valid() || !ids.data.valid() || !text[2].offsets.valid())
     return invalid_input("'" + path + "' lacks /steps, /samples, /text or /tasks: not a complete LEAP trajectory file");
-  // Texts of rows [first, first + count) of a column whose end offsets are `offs`; reads only
-  // those bytes, so copying a long run costs one pass over the file.
-  auto read_texts = [](TextColumn& col, const std::vector<int64_t>& offs, size_t first, size_t count,
-                       int64_t* cursor) -> std::optional<std::vector<std::string>> {
-    if (offs.size() < first + count) return std::nullopt;
-    const int64_t end = count ? offs[first + count - 1] : *cursor;
-    if (end < *cursor || static_cast<hsize_t>(end) > extent_of(col.data.get())) return std::nullopt;
-    std::string bytes(static_cast<size_t>(end - *cursor), '\0');
-    if (!bytes.empty()) {
-      hsize_t start = static_cast<hsize_t>(*cursor), n = bytes.size();
-      H5Id fspace(H5_CHECK(H5Dget_space(col.data.get())), H5Sclose);
-      H5_CHECK(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, &start, nullptr, &n, nullptr));
-      H5Id mspace(H5_CHECK(H5Screate_simple(1, &n, nullptr)), H5Sclose);
-      H5_CHECK(H5Dread(col.data.get(), H5T_NATIVE_UINT8, mspace.get(), fspace.get(), H5P_DEFAULT, bytes.data()));
-    }
-    std::vector<std::string> out;
-    int64_t at = *cursor;
-    for (size_t r = first; r < first + count; ++r) {
-      if (offs[r] < at || offs[r] > end) return std::nullopt;
-      out.push_back(bytes.substr(static_cast<size_t>(at - *cursor), static_cast<size_t>(offs[r] - at)));
-      at = offs[r];
-    }
-    *cursor = end;
-    return out;
-  };
   int64_t id_cursor = 0;
-  auto id_offs = read_all<int64_t>(ids.offsets.get(), H5T_NATIVE_INT64);
-  auto task_ids = read_texts(ids, id_offs, 0, id_offs.size(), &id_cursor);
+  auto id_offs = read_all_rows<int64_t>(ids.offsets.get(), H5T_NATIVE_INT64);
+  auto task_ids = id_offs ? read_text_rows(ids.data.get(), *id_offs, 0, id_offs->size(), &id_cursor) : std::nullopt;
   if (!task_ids) return invalid_input("'" + path + "': /tasks/id is damaged");
   meta.task_ids = std::move(*task_ids);
-  auto steps = read_all<StepRow>(steps_d.get(), types.step_t.get());
-  auto samples = read_all<SampleRow>(samples_d.get(), types.sample_t.get());
+  auto steps = read_all_rows<StepRow>(steps_d.get(), types.step.get());
+  auto samples = read_all_rows<SampleRow>(samples_d.get(), types.sample.get());
+  if (!steps || !samples)
+    return invalid_input("'" + path + "': /steps or /samples cannot be read (damaged, or written by another schema)");
 
   const std::string tmp = path + ".resume.tmp";
   std::filesystem::remove(tmp);
@@ -389,15 +219,19 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   size_t row = 0;
   std::array<int64_t, 3> cursor{0, 0, 0};
   std::array<std::vector<int64_t>, 3> offs;
-  for (size_t i = 0; i < 3; ++i) offs[i] = read_all<int64_t>(text[i].offsets.get(), H5T_NATIVE_INT64);
-  for (const StepRow& st : steps) {
+  for (size_t i = 0; i < 3; ++i) {
+    auto o = read_all_rows<int64_t>(text[i].offsets.get(), H5T_NATIVE_INT64);
+    if (!o) return invalid_input("'" + path + "': " + kTextGroups[i] + "/offsets is damaged");
+    offs[i] = std::move(*o);
+  }
+  for (const StepRow& st : *steps) {
     if (st.step > last_step) break;
     size_t first = row;
-    while (row < samples.size() && samples[row].step == st.step) ++row;
-    std::vector<SampleRow> rows(samples.begin() + static_cast<long>(first), samples.begin() + static_cast<long>(row));
+    while (row < samples->size() && (*samples)[row].step == st.step) ++row;
+    std::vector<SampleRow> rows(samples->begin() + static_cast<long>(first), samples->begin() + static_cast<long>(row));
     std::array<std::vector<std::string>, 3> cols;
     for (size_t i = 0; i < 3; ++i) {
-      auto t = read_texts(text[i], offs[i], first, row - first, &cursor[i]);
+      auto t = read_text_rows(text[i].data.get(), offs[i], first, row - first, &cursor[i]);
       if (!t) return invalid_input("'" + path + "': text of step " + std::to_string(st.step) + " is damaged");
       cols[i] = std::move(*t);
     }
@@ -417,9 +251,9 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   hid_t g = H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get());
   if (g < 0) return io_error("cannot reopen '" + path + "' after resuming");
   im->file = H5Id(g, H5Fclose);
-  im->make_types();
-  im->steps = H5Id(H5_CHECK(H5Dopen2(g, "steps", H5P_DEFAULT)), H5Dclose);
-  im->samples = H5Id(H5_CHECK(H5Dopen2(g, "samples", H5P_DEFAULT)), H5Dclose);
+  im->types = make_trajectory_types();
+  im->steps = H5Id(H5_CHECK(H5Dopen2(g, kStepsDataset, H5P_DEFAULT)), H5Dclose);
+  im->samples = H5Id(H5_CHECK(H5Dopen2(g, kSamplesDataset, H5P_DEFAULT)), H5Dclose);
   for (size_t i = 0; i < 3; ++i) {
     im->text[i] = open_text(g, kTextGroups[i]);
     im->text[i].end = cursor[i];
@@ -441,8 +275,8 @@ Status TrajectoryFile::append_step(const StepRow& step, const std::vector<Sample
     cols[2].push_back(t.feedback);
   }
   for (size_t i = 0; i < 3; ++i) im.text[i].append(cols[i]);
-  append_rows(im.samples.get(), im.sample_t.get(), samples.data(), samples.size());
-  append_rows(im.steps.get(), im.step_t.get(), &step, 1);
+  append_rows(im.samples.get(), im.types.sample.get(), samples.data(), samples.size());
+  append_rows(im.steps.get(), im.types.step.get(), &step, 1);
   return im.flush();
 }
 
