@@ -8,7 +8,7 @@
 #     signal the way Slurm does before a job's end (scancel --signal=USR1 --batch): the job must
 #     checkpoint, stop cleanly, requeue itself, and the requeued job must resume and finish with
 #     every step exactly once, equal to the uninterrupted run (compare_runs.py);
-#  3. runs a short job through the documented alternative launcher, srun --mpi=pmix;
+#  3. does 2 again with the documented alternative launcher, srun --mpi=pmix;
 #  4. submits with a config that does not exist: the job fails with exit code 2.
 # Every daemon it started is stopped on exit, also on failure. Without root or without the
 # slurm-wlm and munge packages it prints SKIP and exits 77 (ctest's SKIP_RETURN_CODE).
@@ -151,52 +151,69 @@ submit() {  # submit NAME [ARGS...]: the CPU jobscript on 2 tasks (1 policy, 1 s
     "$src/jobscripts/slurm_cpu.sbatch" "$@"
 }
 
-# 1 and 2 run side by side: one uninterrupted, one stopped by USR1 and requeued; beside them a
-# short run started by the documented alternative launcher, srun --mpi=pmix.
-straight=$(submit straight "$src/configs/demo.ini" "$tmp/straight" --train.steps $steps) || die "sbatch"
-stopped=$(submit stopped "$src/configs/demo.ini" "$tmp/stopped" --train.steps $steps) || die "sbatch"
-with_srun=$(LEAP_LAUNCHER=srun submit srun "$src/configs/demo.ini" "$tmp/srun" --train.steps 2) || die "sbatch"
-for _ in $(seq 600); do
-  [ -e "$tmp/stopped/checkpoints/step_000000/state.json" ] && break
-  case "$(job_field "$stopped" JobState)" in PENDING|RUNNING|CONFIGURING) sleep 0.2 ;; *) break ;; esac
-done
-[ -e "$tmp/stopped/checkpoints/step_000000/state.json" ] || die "no first checkpoint from job $stopped: $(tail -5 "$tmp/jobs/stopped.out")"
-scancel --signal=USR1 --batch "$stopped" || die "scancel --signal=USR1"
-
-# The job stops at a step boundary, writes that step's checkpoint and requeues itself: Slurm
-# holds a requeued job for a while before it may start again, which gives a look at the folder.
-if wait_state "$stopped" 120 PENDING && [ "$(job_field "$stopped" Restarts)" = 1 ]; then
-  last=$(grep -o "stopped by SIG[A-Z0-9]* after step [0-9]*" "$tmp/jobs/stopped.out" | grep -o "[0-9]*$" | tail -1)
-  if [ -n "$last" ] && [ "$last" -lt $((steps - 1)) ] &&
-     /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/stopped" $((last + 1)) 2 4 1 >"$tmp/partial.txt"; then
-    echo "ok   USR1: stopped after step $last with its checkpoint and $((last + 1)) steps in the HDF5 file; requeued"
-  else
-    echo "FAIL the stopped job's folder (stopped after step '${last}')"; cat "$tmp/partial.txt"; tail -20 "$tmp/jobs/stopped.out"; fail=1
+# signal_after_checkpoint NAME JOB: once the job's first checkpoint exists, sends the early-stop
+# signal as Slurm does before a job's end, to the batch shell.
+signal_after_checkpoint() {
+  local name="$1" job="$2"
+  for _ in $(seq 600); do
+    [ -e "$tmp/$name/checkpoints/step_000000/state.json" ] && break
+    case "$(job_field "$job" JobState)" in PENDING|RUNNING|CONFIGURING) sleep 0.2 ;; *) break ;; esac
+  done
+  [ -e "$tmp/$name/checkpoints/step_000000/state.json" ] || die "no first checkpoint from job $job: $(tail -5 "$tmp/jobs/$name.out")"
+  scancel --signal=USR1 --batch "$job" || die "scancel --signal=USR1"
+}
+# check_requeued NAME JOB: the job stopped at a step boundary with that step's checkpoint and a
+# flushed file, and requeued itself. Slurm holds a requeued job for a while before it may start
+# again, which gives a look at the folder; then it is let go at once.
+check_requeued() {
+  local name="$1" job="$2" last
+  if ! wait_state "$job" 120 PENDING || [ "$(job_field "$job" Restarts)" != 1 ]; then
+    echo "FAIL job $job ($name) was not requeued after USR1"; tail -20 "$tmp/jobs/$name.out"; fail=1; return
   fi
-  scontrol update JobId="$stopped" StartTime=now || die "scontrol update StartTime"
-else
-  echo "FAIL job $stopped was not requeued after USR1"; tail -20 "$tmp/jobs/stopped.out"; fail=1
-fi
+  last=$(grep -o "stopped by SIG[A-Z0-9]* after step [0-9]*" "$tmp/jobs/$name.out" | grep -o "[0-9]*$" | tail -1)
+  if [ -n "$last" ] && [ "$last" -lt $((steps - 1)) ] &&
+     /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/$name" $((last + 1)) 2 4 1 >"$tmp/partial.txt"; then
+    echo "ok   job $job ($name): USR1 stopped it after step $last with its checkpoint and $((last + 1)) steps in the HDF5 file; requeued"
+  else
+    echo "FAIL job $job ($name): the stopped job's folder (stopped after step '${last}')"; cat "$tmp/partial.txt"
+    tail -20 "$tmp/jobs/$name.out"; fail=1
+  fi
+  scontrol update JobId="$job" StartTime=now || die "scontrol update StartTime"
+}
 
-declare -A job_of=([straight]=$straight [stopped]=$stopped [srun]=$with_srun)
-declare -A steps_of=([straight]=$steps [stopped]=$steps [srun]=2)
-for name in straight stopped srun; do
+# Side by side: one uninterrupted run, and the same run twice more, stopped by USR1 and
+# requeued: once launched by mpirun, once by the documented alternative, srun --mpi=pmix.
+declare -A job_of
+for name in straight stopped srun_stopped; do
+  launcher=$([ $name = srun_stopped ] && echo srun || echo mpirun)
+  job_of[$name]=$(LEAP_LAUNCHER=$launcher submit $name "$src/configs/demo.ini" "$tmp/$name" --train.steps $steps) ||
+    die "sbatch"
+done
+signal_after_checkpoint stopped "${job_of[stopped]}"
+signal_after_checkpoint srun_stopped "${job_of[srun_stopped]}"
+check_requeued stopped "${job_of[stopped]}"
+check_requeued srun_stopped "${job_of[srun_stopped]}"
+
+for name in straight stopped srun_stopped; do
   job=${job_of[$name]}
   wait_state "$job" 180 "${final_states[@]}" >/dev/null
   state="$(job_field "$job" JobState) $(job_field "$job" ExitCode)"
-  if [ "$state" = "COMPLETED 0:0" ] &&
-     /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/$name" "${steps_of[$name]}" 2 4 1; then
+  if [ "$state" = "COMPLETED 0:0" ] && /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/$name" $steps 2 4 1; then
     echo "ok   job $job ($name): $state"
   else
     echo "FAIL job $job ($name): $state"; tail -30 "$tmp/jobs/$name.out"; fail=1
   fi
+  [ $name = straight ] && continue
+  # The requeued job appended to the same output: two starts, one resume, and the result equals
+  # the uninterrupted run (every step exactly once).
+  if [ "$(grep -c "^leap job $job (restart [01])" "$tmp/jobs/$name.out")" = 2 ] &&
+     [ "$(grep -c "resuming from" "$tmp/jobs/$name.out")" = 1 ] && [ "$(job_field "$job" Restarts)" = 1 ]; then
+    echo "ok   job $job ($name): the requeued job resumed once from its checkpoint"
+  else
+    echo "FAIL job $job ($name): requeued job's log"; cat "$tmp/jobs/$name.out"; fail=1
+  fi
+  /usr/bin/python3 "$src/tests/train/compare_runs.py" "$tmp/straight" "$tmp/$name" || fail=1
 done
-if [ "$(grep -c "resuming from" "$tmp/jobs/stopped.out")" = 1 ] && [ "$(job_field "$stopped" Restarts)" = 1 ]; then
-  echo "ok   the requeued job resumed once from its checkpoint (log appended across both starts)"
-else
-  echo "FAIL requeued job's log"; cat "$tmp/jobs/stopped.out"; fail=1
-fi
-/usr/bin/python3 "$src/tests/train/compare_runs.py" "$tmp/straight" "$tmp/stopped" || fail=1
 
 # 4. A config that does not exist: the job fails at once with exit code 2 and says why.
 bad=$(submit bad "$tmp/missing.ini" "$tmp/bad") || die "sbatch"
