@@ -62,10 +62,12 @@ leap_job_launch() {
     cmd=(mpirun -np "${SLURM_NTASKS:-1}" "$@" "${extra[@]}" "${train[@]}")
   fi
   echo "leap job ${SLURM_JOB_ID:-} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST:-$(hostname)}: ${cmd[*]}"
-  local stop="" pid rc
+  local stop="" pid="" rc
+  # Trapped before the launch, so that an early USR1 cannot end this shell; the launcher starts
+  # with USR1 at its default (bash resets trapped signals in background children).
+  trap 'stop=USR1; echo "leap job: USR1, asking the ranks to checkpoint and stop"; [ -n "$pid" ] && kill -USR1 "$pid" 2>/dev/null' USR1
   "${cmd[@]}" &
   pid=$!
-  trap 'stop=USR1; echo "leap job: USR1, asking the ranks to checkpoint and stop"; kill -USR1 "$pid" 2>/dev/null' USR1
   # wait returns early (status > 128) whenever a trapped signal arrives: wait again until the
   # launcher is gone, then once more for its own exit status.
   while :; do
