@@ -27,7 +27,7 @@ struct GemmProblem {
   cudaDataType_t type_ab = CUDA_R_16BF;  // A and B
   cudaDataType_t type_cd = CUDA_R_32F;   // C and D (the same buffer here)
   int lda = 0, ldb = 0, ldc = 0;
-  bool bias = false;                      // fp32 bias of m entries added to every column
+  bool bias = false;  // fp32 bias of m entries added to every column
   auto key() const {
     return std::tuple(m, n, k, trans_a, trans_b, int(type_ab), int(type_cd), lda, ldb, ldc, bias);
   }

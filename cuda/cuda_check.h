@@ -23,7 +23,7 @@
     cublasStatus_t leap_cublas_st_ = (call);                                              \
     if (leap_cublas_st_ != CUBLAS_STATUS_SUCCESS)                                         \
       ::leap::report_fatal(__FILE__, __LINE__, std::string("cuBLAS error ") +             \
-                                                   cublasGetStatusString(leap_cublas_st_) + " in " #call); \
+                                                   cublasLtGetStatusString(leap_cublas_st_) + " in " #call); \
   } while (0)
 
 // NCCL is optional only in the GPU-only build (LEAP_HAVE_NCCL says whether it was found).

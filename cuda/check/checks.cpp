@@ -5,8 +5,43 @@ namespace leap::cuda::check {
 
 std::vector<CheckSpec> all_checks() {
   std::vector<CheckSpec> out;
-  out.push_back({"info", "device, driver, libraries, peak figures, what this build has", {},
-                 run_info});
+  out.push_back(
+      {"info", "device, driver, libraries, peak figures, what this build has", {}, run_info});
+  out.push_back({"ops",
+                 "CUDA backend ops against PyTorch's float64 (benchmarks/gpu/op_reference.py)",
+                 {{"ref", "", "folder op_reference.py wrote"}},
+                 run_ops});
+  out.push_back({"nccl",
+                 "a one-rank NCCL communicator: grouped in-place sums, their time",
+                 {{"floats", "124000000", "gradient size (floats)"}},
+                 run_nccl});
+  out.push_back({"gemm",
+                 "cuBLASLt bf16 GEMM throughput on the ~124M model's layer shapes",
+                 {{"tokens", "8192", "rows N = B*T"}},
+                 run_gemm});
+#ifdef LEAP_CHECK_HAS_MODEL
+  out.push_back({"train",
+                 "training step of a ~124M-parameter model: time, tokens/s, MFU",
+                 {{"batch", "8", "sequences B"},
+                  {"seq", "1024", "sequence length T"},
+                  {"steps", "5", "timed steps (after one warm-up)"},
+                  {"peak_tflops", "989", "dense bf16 peak of the GPU (H100/H200 SXM: 989)"}},
+                 run_train});
+  out.push_back({"decode",
+                 "KV-cache decode at batch 64: time per token, against the HBM bound",
+                 {{"batch", "64", "sequences decoded together"},
+                  {"prompt", "128", "prompt tokens per sequence"},
+                  {"tokens", "128", "decode steps timed"},
+                  {"hbm_tb_s", "4.8", "HBM bandwidth of the GPU in TB/s (H200: 4.8)"}},
+                 run_decode});
+#endif
+#ifdef LEAP_CHECK_HAS_SANDBOX
+  out.push_back({"executor",
+                 "the sandbox's GPU executor: verify and time level-1 references",
+                 {{"suite", "tasks/level1.jsonl", "task suite (JSONL)"},
+                  {"tasks", "8", "how many tasks of the suite"}},
+                 run_executor});
+#endif
   return out;
 }
 

@@ -23,5 +23,15 @@ struct CheckSpec {
 std::vector<CheckSpec> all_checks();
 
 Expected<JsonRecord> run_info(const CheckArgs& args);
+Expected<JsonRecord> run_ops(const CheckArgs& args);
+Expected<JsonRecord> run_nccl(const CheckArgs& args);
+Expected<JsonRecord> run_gemm(const CheckArgs& args);
+#ifdef LEAP_CHECK_HAS_MODEL
+Expected<JsonRecord> run_train(const CheckArgs& args);
+Expected<JsonRecord> run_decode(const CheckArgs& args);
+#endif
+#ifdef LEAP_CHECK_HAS_SANDBOX
+Expected<JsonRecord> run_executor(const CheckArgs& args);
+#endif
 
 }  // namespace leap::cuda::check

@@ -17,7 +17,9 @@ class JsonRecord {
     fields_.emplace_back(key, quote(value));
     return *this;
   }
-  JsonRecord& set(const std::string& key, const char* value) { return set(key, std::string(value)); }
+  JsonRecord& set(const std::string& key, const char* value) {
+    return set(key, std::string(value));
+  }
   JsonRecord& set(const std::string& key, double value) {
     char buf[64];
     if (std::isfinite(value)) {
@@ -32,7 +34,9 @@ class JsonRecord {
     fields_.emplace_back(key, std::to_string(value));
     return *this;
   }
-  JsonRecord& set(const std::string& key, int value) { return set(key, static_cast<long long>(value)); }
+  JsonRecord& set(const std::string& key, int value) {
+    return set(key, static_cast<long long>(value));
+  }
   JsonRecord& set(const std::string& key, bool value) {
     fields_.emplace_back(key, value ? "true" : "false");
     return *this;

@@ -25,6 +25,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual const char* name() const = 0;
+  // True when the float* buffers are host memory (the CPU backend), so callers may read them
+  // directly; otherwise they go through download().
+  virtual bool host_memory() const { return true; }
 
   // ---- memory -------------------------------------------------------------------------------
   // Zero-initialised buffer of n floats (64-byte aligned). free_floats(nullptr) is a no-op.
@@ -63,14 +66,34 @@ class Backend {
                              const float* sin_table, const int32_t* pos, int N, int H, int D) = 0;
 
   // ---- causal grouped-query attention over full sequences (training and prefill) -------------
-  // q (B, T, H, D), k and v (B, T, Hkv, D), out (B, T, H, D); att (B, H, T, T) keeps the
-  // softmax probabilities for the backward (the upper triangle is zero). Query head h reads KV
-  // head h / (H / Hkv). Scores are scaled by 1/sqrt(D).
+  // q (B, T, H, D), k and v (B, T, Hkv, D), out (B, T, H, D); att keeps what the backward
+  // needs: on the CPU, the softmax probabilities (B, H, T, T) (the upper triangle is zero).
+  // Query head h reads KV head h / (H / Hkv). Scores are scaled by 1/sqrt(D).
+  // Floats attention_forward saves in `att` for one layer: the probabilities (B, H, T, T) here;
+  // a backend that recomputes them in the backward saves less (CUDA: the per-row logsumexp
+  // (B, H, T) and a copy of out (B, T, H, D)).
+  virtual size_t attention_saved_floats(int B, int T, int H, int D) const {
+    (void)D;
+    return static_cast<size_t>(B) * H * T * T;
+  }
   virtual void attention_forward(float* out, float* att, const float* q, const float* k,
                                  const float* v, int B, int T, int H, int Hkv, int D) = 0;
   virtual void attention_backward(float* dq, float* dk, float* dv, const float* dout,
                                   const float* att, const float* q, const float* k, const float* v,
                                   int B, int T, int H, int Hkv, int D) = 0;
+  // KV-cache append: row r of k and v (rows, Hkv*D) goes to position pos[r] of cache slot
+  // slot[r] in k_cache and v_cache (slots, maxT, Hkv, D). Row by row through copy() here; a
+  // device backend does it in one launch.
+  virtual void kv_cache_write(float* k_cache, float* v_cache, const float* k, const float* v,
+                              const int32_t* slot, const int32_t* pos, int rows, int maxT,
+                              int Hkv, int D) {
+    const size_t KD = static_cast<size_t>(Hkv) * D;
+    for (int r = 0; r < rows; ++r) {
+      const size_t at = (static_cast<size_t>(slot[r]) * maxT + pos[r]) * KD;
+      copy(k_cache + at, k + static_cast<size_t>(r) * KD, KD);
+      copy(v_cache + at, v + static_cast<size_t>(r) * KD, KD);
+    }
+  }
   // Single-token decode against a KV cache: q (n, H, D) for n rows; row r reads the cache slot
   // slot[r] whose first len[r] positions are valid (the current token included).
   // k_cache, v_cache (slots, maxT, Hkv, D). out (n, H, D). Inference only: no backward.

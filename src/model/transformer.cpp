@@ -89,7 +89,7 @@ void Transformer::ensure_activations(int B, int T) {
   m.take(&a.q, L * N * HD);
   m.take(&a.k, L * N * KD);
   m.take(&a.v, L * N * KD);
-  m.take(&a.att, L * B * H * T * T);
+  m.take(&a.att, L * be_->attention_saved_floats(B, T, static_cast<int>(H), cfg_.head_dim));
   m.take(&a.atty, L * N * HD);
   m.take(&a.res_mid, L * N * C);
   m.take(&a.ln2, L * N * C);
@@ -162,8 +162,8 @@ void Transformer::forward_blocks(const TokenBatch& batch) {
                         w.vb ? w.vb + l * KD : nullptr, N, C, KD);
     be_->rope_forward(q, q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
     be_->rope_forward(k, k, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
-    be_->attention_forward(atty, a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B, T, H,
-                           Hkv, D);
+    float* att = a.att + l * be_->attention_saved_floats(B, T, H, D);
+    be_->attention_forward(atty, att, q, k, v, B, T, H, Hkv, D);
     be_->matmul_forward(a.tmp, atty, w.ow + static_cast<size_t>(l) * C * HD,
                         w.ob ? w.ob + l * C : nullptr, N, HD, C);
     be_->add_forward(rmid, rin, a.tmp, NC);
@@ -253,9 +253,8 @@ void Transformer::backward(const float* dlogprobs) {
     be_->zero(a.dq, static_cast<size_t>(N) * HD);
     be_->zero(a.dk, static_cast<size_t>(N) * KD);
     be_->zero(a.dv, static_cast<size_t>(N) * KD);
-    be_->attention_backward(a.dq, a.dk, a.dv, a.datty,
-                            a.att + static_cast<size_t>(l) * B * H * T * T, q, k, v, B, T, H, Hkv,
-                            D);
+    const float* att = a.att + l * be_->attention_saved_floats(B, T, H, D);
+    be_->attention_backward(a.dq, a.dk, a.dv, a.datty, att, q, k, v, B, T, H, Hkv, D);
     be_->zero(a.dq_pre, static_cast<size_t>(N) * HD);
     be_->zero(a.dk_pre, static_cast<size_t>(N) * KD);
     be_->rope_backward(a.dq_pre, a.dq, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
@@ -271,6 +270,7 @@ void Transformer::backward(const float* dlogprobs) {
                          g.vb ? g.vb + l * KD : nullptr, a.dv, ln1,
                          w.vw + static_cast<size_t>(l) * KD * C, N, C, KD);
     be_->rmsnorm_backward(a.dres, g.ln1 + l * C, a.dln, rin, w.ln1 + l * C, a.rstd1 + l * N, N, C);
+    if (layer_grads_done_) layer_grads_done_(l);
   }
   be_->embedding_backward(g.wte, a.dres, a.tokens.data(), N, C);
 }

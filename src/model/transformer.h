@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -66,6 +67,12 @@ class Transformer {
   // (2) Backward of the last forward from dL/dlogprobs (B*T host floats, same convention).
   // Entries at t = 0 and t >= len_b are ignored. Adds into grads().
   void backward(const float* dlogprobs);
+  // Called by backward() once layer l's parameter gradients are complete (layers finish from
+  // L-1 down to 0; the embedding and final norm only when backward() returns), so that a
+  // gradient reduction can start on them while the rest of the backward runs. Empty: none.
+  void set_layer_grads_done(std::function<void(int layer)> fn) {
+    layer_grads_done_ = std::move(fn);
+  }
   // (3) SFT cross-entropy: loss = -sum(mask * logprobs) / normaliser (normaliser > 0; pass the
   // global token count so micro-batches and ranks sum to the mean). Runs forward and backward,
   // returns the loss. mask (B*T) follows the log-prob convention (mask[b, 0] is ignored).
@@ -98,6 +105,7 @@ class Transformer {
   float* rope_sin_ = nullptr;
   int rope_len_ = 0;
   std::unique_ptr<Activations> acts_;
+  std::function<void(int layer)> layer_grads_done_;
 };
 
 // Per-slot K/V history for every layer plus the decode step's scratch. Owned by the caller

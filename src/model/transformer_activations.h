@@ -22,7 +22,7 @@ struct Transformer::Activations {
   float* q = nullptr;        // (L, N, H*D) after RoPE
   float* k = nullptr;        // (L, N, Hkv*D) after RoPE
   float* v = nullptr;        // (L, N, Hkv*D)
-  float* att = nullptr;      // (L, B, H, T, T) softmax probabilities
+  float* att = nullptr;      // (L, attention_saved_floats(B, T, H, D)); CPU: probabilities
   float* atty = nullptr;     // (L, N, H*D) attention output before o_proj
   float* res_mid = nullptr;  // (L, N, C) residual after the attention branch
   float* ln2 = nullptr;      // (L, N, C)

@@ -133,11 +133,7 @@ void Transformer::decode(const int32_t* tokens, const int32_t* slots, int n, KvC
     be_->rope_forward(d.k, d.k, rope_cos_, rope_sin_, pos.data(), n, Hkv, D);
     float* kc = cache.k + l * cache.layer_stride();
     float* vc = cache.v + l * cache.layer_stride();
-    for (int r = 0; r < n; ++r) {
-      const size_t at = (static_cast<size_t>(slots[r]) * cache.maxT + pos[r]) * KD;
-      be_->copy(kc + at, d.k + static_cast<size_t>(r) * KD, KD);
-      be_->copy(vc + at, d.v + static_cast<size_t>(r) * KD, KD);
-    }
+    be_->kv_cache_write(kc, vc, d.k, d.v, slots, pos.data(), n, cache.maxT, Hkv, D);
     be_->attention_decode(d.atty, d.q, kc, vc, slots, lens.data(), n, cache.maxT, H, Hkv, D);
     be_->matmul_forward(d.tmp, d.atty, w.ow + static_cast<size_t>(l) * C * HD,
                         w.ob ? w.ob + l * C : nullptr, n, HD, C);

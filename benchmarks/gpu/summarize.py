@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The figures of a gpu_check.sh run, against the goals (measured and reported, not gates).
+
+usage: summarize.py RESULTS_DIR   (reads the JSON files the steps wrote; prints a table)
+"""
+import json
+import os
+import sys
+
+res = sys.argv[1]
+
+
+def load(name):
+    path = os.path.join(res, name + ".json")
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        return json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
+
+
+info, ops, ex, nccl = load("info"), load("ops"), load("executor"), load("nccl")
+train, decode, torch_eager = load("train"), load("decode"), load("torch_eager")
+rows = []
+if info:
+    rows.append(("device", "%s, %s" % (info.get("name", "none"), info.get("libraries", ""))))
+if ops:
+    worst = max((v for k, v in ops.items() if isinstance(v, (int, float)) and not isinstance(v, bool)),
+                default=float("nan"))
+    rows.append(("op parity vs PyTorch", "%s (worst normalised error %.2e)" %
+                 ("pass" if ops.get("pass") else "FAIL", worst)))
+if ex:
+    rows.append(("sandbox GPU executor", "%d/%d references OK, self-speedup %.3f..%.3f, %.2f s per verify" %
+                 (ex.get("ok", 0), ex.get("tasks", 0), ex.get("min_speedup", 0), ex.get("max_speedup", 0),
+                  ex.get("mean_verify_s", 0))))
+if nccl:
+    rows.append(("one-rank NCCL", "%s, sum %.3f ms" % ("pass" if nccl.get("pass") else "FAIL",
+                                                       nccl.get("sum_ms", float("nan")))))
+tt = torch_eager.get("train") if torch_eager else None
+td = torch_eager.get("decode") if torch_eager else None
+if train:
+    line = "%.1f ms/step, %.0f tok/s, MFU %.1f%% (goal >= 40%%)" % (
+        train["step_ms"], train["tokens_per_s"], 100 * train["mfu"])
+    if tt:
+        line += "; PyTorch eager %.1f ms: %.2fx (goal >= 1.2x)" % (tt["step_ms"], tt["step_ms"] / train["step_ms"])
+    rows.append(("train step, ~124M, T=%d" % train["seq"], line))
+if decode:
+    line = "%.3f ms/step, %.0f tok/s, %.1f%% of the HBM bound (goal >= 50%%)" % (
+        decode["step_ms"], decode["tokens_per_s"], 100 * decode["fraction_of_hbm_bound"])
+    if td:
+        line += "; PyTorch eager %.3f ms: %.2fx (goal >= 1.2x)" % (td["step_ms"], td["step_ms"] / decode["step_ms"])
+    rows.append(("decode, batch %d" % decode["batch"], line))
+print("== figures")
+for k, v in rows:
+    print("%-28s %s" % (k, v))
+with open(os.path.join(res, "figures.json"), "w") as f:
+    json.dump(dict(rows), f, indent=1)

@@ -1,0 +1,68 @@
+// `leap_gpu_check executor`: the sandbox's GPU executor through the verifier, as a sandbox rank
+// runs it (in-process here: LocalChannel). Each of the first --tasks tasks of the suite has its
+// trusted reference verified against itself: the verdict must be OK, and the timed speedup
+// (reference time / candidate time, DESIGN.md's GPU timing) must be near 1, since both run the
+// same kernel; the figures show the timing's noise and the cost of one verification.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "cuda/check/checks.h"
+#include "cuda/device_probe.h"
+#include "cuda/gpu_executor.h"
+#include "sandbox/verifier.h"
+#include "tasks/suite.h"
+
+namespace leap::cuda::check {
+
+Expected<JsonRecord> run_executor(const CheckArgs& args) {
+  LEAP_ASSIGN_OR_RETURN(long long want, args.integer("tasks"));
+  LEAP_ASSIGN_OR_RETURN(DeviceInfo dev, probe_devices());
+  if (dev.count == 0) return unsupported("no CUDA device: " + dev.reason);
+  LEAP_ASSIGN_OR_RETURN(tasks::Suite suite, tasks::load_suite(args.str("suite")));
+  LEAP_ASSIGN_OR_RETURN(auto executor,
+                        make_gpu_executor(std::make_shared<sandbox::NvrtcCompiler>(), 0));
+  sandbox::LocalChannel channel(std::move(executor));
+  sandbox::SandboxConfig config;
+  config.device = "gpu";
+  sandbox::Verifier verifier(channel, config);
+  JsonRecord r;
+  int ok = 0, n = 0;
+  double min_speedup = 1e30, max_speedup = 0, wall_s = 0;
+  for (const auto& task : suite.tasks) {
+    if (n == want) break;
+    ++n;
+    const auto t0 = std::chrono::steady_clock::now();
+    sandbox::VerifyResult v = verifier.verify(task, task.reference);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    wall_s += s;
+    const bool good = v.verdict == sandbox::Verdict::kOk;
+    ok += good;
+    const double speedup = v.speedup.value_or(0.0);
+    if (good) {
+      min_speedup = std::min(min_speedup, speedup);
+      max_speedup = std::max(max_speedup, speedup);
+    }
+    JsonRecord one;
+    one.set("verdict", std::string(sandbox::verdict_name(v.verdict)))
+        .set("speedup", speedup)
+        .set("compile_ms", v.compile_ms)
+        .set("exec_ms", v.exec_ms)
+        .set("verify_s", s);
+    r.set(task.id, one);
+    std::fprintf(stderr, "  %-28s %-14s speedup %.3f compile %.1f ms exec %.3f ms (%.2f s)\n",
+                 task.id.c_str(), std::string(sandbox::verdict_name(v.verdict)).c_str(), speedup,
+                 v.compile_ms, v.exec_ms, s);
+    if (!good) std::fprintf(stderr, "    %s\n", v.feedback.c_str());
+  }
+  r.set("tasks", n).set("ok", ok).set("mean_verify_s", n ? wall_s / n : 0.0);
+  r.set("min_speedup", ok ? min_speedup : 0.0).set("max_speedup", max_speedup);
+  // Self-timing outside [0.8, 1.25] would mean the timing is noisier than its 5% band.
+  if (ok != n || (ok > 0 && (min_speedup < 0.8 || max_speedup > 1.25)))
+    r.mark_failed();
+  else
+    r.set("pass", true);
+  return r;
+}
+
+}  // namespace leap::cuda::check

@@ -1,0 +1,113 @@
+// The CUDA backend: backend.h's op interface on one GPU. GEMMs run on tensor cores in bf16
+// through cuBLASLt with fp32 accumulation; everything else runs the kernels of cuda/kernels/.
+//
+// How the fp32 interface carries bf16 compute (docs/cuda_backend.md):
+//  - every float* is an fp32 device buffer: master weights, parameter gradients, AdamW moments,
+//    activations and their gradients. So the model code, the optimizer and checkpoints are the
+//    same for both backends, and the CPU backend's results are untouched;
+//  - GEMMs read bf16: weights through ComputeCopies (bf16 copies refreshed only after a weight is
+//    written), activations and upstream gradients rounded to bf16 into scratch per call. Outputs
+//    and accumulated gradients stay fp32 (beta = 1 accumulation in cuBLASLt);
+//  - the other ops run the kernels with storage type T = float and fp32 arithmetic.
+// Ordering: every op is issued on ctx.compute() in call order; download() and sum_squares()
+// wait for it. Integer arrays arrive in host memory and are staged into device scratch on the
+// same stream, so the host may reuse them as soon as the op returns.
+// Attention saves the per-row logsumexp (B, H, T) and a copy of its output (the backward's
+// rowsum(dout * out) needs it and the interface does not pass it) instead of the probabilities;
+// the backward recomputes them.
+#pragma once
+
+#include <map>
+
+#include "backend/backend.h"
+#include "cuda/compute_copies.h"
+#include "cuda/cublaslt_gemm.h"
+#include "cuda/cuda_context.h"
+#include "cuda/device_buffer.h"
+
+namespace leap::cuda {
+
+class CudaBackend final : public backend::Backend {
+ public:
+  explicit CudaBackend(CudaContext& ctx);
+  ~CudaBackend() override;
+  const char* name() const override { return "cuda"; }
+  bool host_memory() const override { return false; }
+  CudaContext& context() { return *ctx_; }
+  const GemmRunner& gemm() const { return gemm_; }
+
+  float* alloc_floats(size_t n) override;
+  void free_floats(float* p) override;
+  void zero(float* p, size_t n) override;
+  void copy(float* dst, const float* src, size_t n) override;
+  void upload(float* dst, const float* host, size_t n) override;
+  void download(float* host, const float* src, size_t n) override;
+
+  void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
+                      int IC, int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                       const float* inp, const float* weight, int N, int IC, int OC) override;
+
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, int N,
+                         int C) override;
+  void embedding_backward(float* dwte, const float* dout, const int32_t* tokens, int N,
+                          int C) override;
+
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                       float eps) override;
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                        const float* weight, const float* rstd, int N, int C) override;
+
+  void rope_forward(float* out, const float* inp, const float* cos_table, const float* sin_table,
+                    const int32_t* pos, int N, int H, int D) override;
+  void rope_backward(float* dinp, const float* dout, const float* cos_table, const float* sin_table,
+                     const int32_t* pos, int N, int H, int D) override;
+
+  size_t attention_saved_floats(int B, int T, int H, int D) const override;
+  void attention_forward(float* out, float* att, const float* q, const float* k, const float* v,
+                         int B, int T, int H, int Hkv, int D) override;
+  void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
+                          const float* q, const float* k, const float* v, int B, int T, int H,
+                          int Hkv, int D) override;
+  void kv_cache_write(float* k_cache, float* v_cache, const float* k, const float* v,
+                      const int32_t* slot, const int32_t* pos, int rows, int maxT, int Hkv,
+                      int D) override;
+  void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache,
+                        const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv,
+                        int D) override;
+
+  void swiglu_forward(float* out, const float* inp, int N, int I) override;
+  void swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) override;
+
+  void add_forward(float* out, const float* a, const float* b, size_t n) override;
+
+  void logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets,
+                       int N, int V) override;
+  void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
+                        const float* lse, const int32_t* targets, int N, int V) override;
+
+  double sum_squares(const float* x, size_t n) override;
+  void adamw_update(float* params, float* m, float* v, const float* grads, size_t n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, float grad_scale,
+                    int t) override;
+
+ private:
+  // Stages a host integer array into device scratch slot `slot` on the compute stream.
+  const int32_t* stage(int slot, const int32_t* host, size_t n);
+  // Rounds an fp32 activation to bf16 into scratch slot `slot` (0 or 1) for a GEMM operand.
+  const __nv_bfloat16* operand_bf16(int slot, const float* x, size_t n);
+  // A device vector of n ones (the dbias reduction is a GEMV against it).
+  const float* ones(size_t n);
+
+  CudaContext* ctx_;
+  GemmRunner gemm_;
+  ComputeCopies weights_;
+  std::map<float*, size_t> allocations_;  // backend buffers and their sizes, for free_floats
+  DeviceBuffer operands_[2];
+  DeviceBuffer staged_[4];
+  DeviceBuffer partials_;  // sum_squares partials and the result (doubles)
+  DeviceBuffer ones_;
+  size_t ones_n_ = 0;
+};
+
+}  // namespace leap::cuda

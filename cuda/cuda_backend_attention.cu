@@ -1,0 +1,161 @@
+// CudaBackend, device side: attention (training/prefill, backward, KV-cache decode) and the LM
+// head's fused log-softmax, launching the kernels of cuda/kernels/attention*.cuh and logprob.cuh.
+//
+// The attention kernels take the head dimension D as a template argument; the launchers below
+// instantiate D = 8, 16, 32, 64, 128 (each one costs compile time for every architecture) and
+// stop with a clear message for any other D. What attention_forward
+// saves in `att`, per layer: lse (B, H, T), then a copy of out (B, T, H, D), because the
+// backward's delta = rowsum(dout * out) needs the output and the op interface passes only the
+// saved buffer.
+#include <cuda_runtime.h>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/cuda_check.h"
+#include "cuda/kernels/attention.cuh"
+#include "cuda/kernels/attention_decode.cuh"
+#include "cuda/kernels/logprob.cuh"
+
+namespace leap::cuda {
+
+namespace kn = kernels;
+
+namespace {
+
+void check_launch() {
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// Calls f(std::integral_constant<int, D>) for a compiled head dimension.
+template <class F>
+void with_head_dim(int D, F&& f) {
+  switch (D) {
+    case 8:
+      return f(std::integral_constant<int, 8>{});
+    case 16:
+      return f(std::integral_constant<int, 16>{});
+    case 32:
+      return f(std::integral_constant<int, 32>{});
+    case 64:
+      return f(std::integral_constant<int, 64>{});
+    case 128:
+      return f(std::integral_constant<int, 128>{});
+    default:
+      LEAP_FATAL(
+          "the CUDA attention kernels are compiled for head_dim 8, 16, 32, 64 and 128, "
+          "not "
+          << D << ": add it to with_head_dim in cuda/cuda_backend_attention.cu");
+  }
+}
+
+// Opts a kernel into more than 48 KB of dynamic shared memory when it needs it.
+template <class Kernel>
+void allow_smem(Kernel kernel, unsigned bytes) {
+  if (bytes > 48 * 1024) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(bytes)));
+  }
+}
+
+}  // namespace
+
+size_t CudaBackend::attention_saved_floats(int B, int T, int H, int D) const {
+  const size_t rows = static_cast<size_t>(B) * T * H;
+  // lse, then out; the out copy starts on a 16-float boundary so it stays 64-byte aligned.
+  return (rows + 15) / 16 * 16 + rows * D;
+}
+
+void CudaBackend::attention_forward(float* out, float* att, const float* q, const float* k,
+                                    const float* v, int B, int T, int H, int Hkv, int D) {
+  if (B == 0 || T == 0) return;
+  LEAP_CHECK(H % Hkv == 0, "H " << H << " is not a multiple of Hkv " << Hkv);
+  float* lse = att;
+  const size_t rows = static_cast<size_t>(B) * T * H;
+  float* out_copy = att + (rows + 15) / 16 * 16;
+  with_head_dim(D, [&](auto d) {
+    constexpr int kD = decltype(d)::value;
+    const unsigned smem = kn::attention_forward_smem_bytes(kD);
+    allow_smem(kn::attention_forward<float, kD>, smem);
+    dim3 grid(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
+    kn::attention_forward<float, kD>
+        <<<grid, kn::kAttnThreads, smem, ctx_->compute()>>>(out, lse, q, k, v, B, T, H, Hkv);
+    check_launch();
+  });
+  CUDA_CHECK(cudaMemcpyAsync(out_copy, out, rows * D * sizeof(float), cudaMemcpyDeviceToDevice,
+                             ctx_->compute()));
+}
+
+void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const float* dout,
+                                     const float* att, const float* q, const float* k,
+                                     const float* v, int B, int T, int H, int Hkv, int D) {
+  if (B == 0 || T == 0) return;
+  const float* lse = att;
+  const size_t rows = static_cast<size_t>(B) * T * H;
+  const float* out = att + (rows + 15) / 16 * 16;
+  float* delta = partials_.reserve_as<float>(rows);
+  kn::attention_backward_delta<float>
+      <<<kn::elementwise_blocks(rows), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
+          delta, dout, out, B, T, H, D);
+  check_launch();
+  with_head_dim(D, [&](auto d) {
+    constexpr int kD = decltype(d)::value;
+    const unsigned smem_kv = kn::attention_dkdv_smem_bytes(kD);
+    allow_smem(kn::attention_backward_dkdv<float, kD>, smem_kv);
+    dim3 grid_kv(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBc)), Hkv, B);
+    kn::attention_backward_dkdv<float, kD><<<grid_kv, kn::kAttnThreads, smem_kv, ctx_->compute()>>>(
+        dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv);
+    check_launch();
+    const unsigned smem_q = kn::attention_dq_smem_bytes(kD);
+    allow_smem(kn::attention_backward_dq<float, kD>, smem_q);
+    dim3 grid_q(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
+    kn::attention_backward_dq<float, kD><<<grid_q, kn::kAttnThreads, smem_q, ctx_->compute()>>>(
+        dq, dout, lse, delta, q, k, v, B, T, H, Hkv);
+    check_launch();
+  });
+}
+
+void CudaBackend::kv_cache_write(float* k_cache, float* v_cache, const float* k, const float* v,
+                                 const int32_t* slot, const int32_t* pos, int rows, int maxT,
+                                 int Hkv, int D) {
+  if (rows == 0) return;
+  const int32_t* dev_slot = stage(0, slot, rows);
+  const int32_t* dev_pos = stage(1, pos, rows);
+  const size_t n = static_cast<size_t>(rows) * Hkv * D;
+  kn::kv_cache_write<float>
+      <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
+          k_cache, v_cache, k, v, dev_slot, dev_pos, rows, maxT, Hkv, D);
+  check_launch();
+}
+
+void CudaBackend::attention_decode(float* out, const float* q, const float* k_cache,
+                                   const float* v_cache, const int32_t* slot, const int32_t* len,
+                                   int n, int maxT, int H, int Hkv, int D) {
+  if (n == 0) return;
+  LEAP_CHECK(D <= kn::kDecodeMaxD, "decode attention supports head_dim <= " << kn::kDecodeMaxD);
+  const int32_t* dev_slot = stage(0, slot, n);
+  const int32_t* dev_len = stage(1, len, n);
+  kn::attention_decode<float>
+      <<<static_cast<unsigned>(n) * H, kn::kDecodeThreads, 0, ctx_->compute()>>>(
+          out, q, k_cache, v_cache, dev_slot, dev_len, n, maxT, H, Hkv, D);
+  check_launch();
+}
+
+void CudaBackend::logprob_forward(float* logprobs, float* lse, const float* logits,
+                                  const int32_t* targets, int N, int V) {
+  if (N == 0) return;
+  const int32_t* dev_targets = stage(0, targets, N);
+  kn::logprob_forward<float>
+      <<<N, kn::kLogprobThreads, 0, ctx_->compute()>>>(logprobs, lse, logits, dev_targets, N, V);
+  check_launch();
+}
+
+void CudaBackend::logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
+                                   const float* lse, const int32_t* targets, int N, int V) {
+  if (N == 0) return;
+  const int32_t* dev_targets = stage(0, targets, N);
+  dim3 grid(N, static_cast<unsigned>(kn::cdiv(V, kn::kLogprobBackwardChunk)));
+  kn::logprob_backward<float><<<grid, kn::kLogprobThreads, 0, ctx_->compute()>>>(
+      dlogits, dlogprobs, logits, lse, dev_targets, N, V);
+  check_launch();
+}
+
+}  // namespace leap::cuda

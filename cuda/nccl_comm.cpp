@@ -1,0 +1,140 @@
+// NcclComm: non-blocking NCCL communicator, grouped in-place sums, polled waits with abort.
+#include "cuda/nccl_comm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "cuda/cuda_check.h"
+
+namespace leap::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// NCCL counts are size_t, but very large single calls gain nothing; 256M floats per call keeps
+// each below 1 GiB.
+constexpr size_t kMaxFloatsPerCall = size_t{1} << 28;
+
+}  // namespace
+
+ncclUniqueId NcclComm::make_unique_id() {
+  ncclUniqueId id;
+  NCCL_CHECK(ncclGetUniqueId(&id));
+  return id;
+}
+
+Expected<std::unique_ptr<NcclComm>> NcclComm::create(CudaContext& ctx, const ncclUniqueId& id,
+                                                     int rank, int nranks, double timeout_s) {
+  std::unique_ptr<NcclComm> c(new NcclComm(ctx, rank, nranks, timeout_s));
+  CUDA_CHECK(cudaSetDevice(ctx.device()));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclResult_t rc = ncclCommInitRankConfig(&c->comm_, nranks, id, rank, &config);
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    return internal_error(std::string("ncclCommInitRankConfig failed: ") + ncclGetErrorString(rc));
+  }
+  LEAP_RETURN_IF_ERROR(c->wait_enqueued("communicator initialisation"));
+  return c;
+}
+
+NcclComm::~NcclComm() {
+  if (comm_ == nullptr) return;
+  if (broken_) {
+    ncclCommAbort(comm_);
+    return;
+  }
+  // Finish outstanding work first; destroy only a healthy communicator.
+  if (wait().is_ok()) {
+    ncclCommFinalize(comm_);
+    ncclResult_t state = ncclInProgress;
+    const auto t0 = Clock::now();
+    while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
+           seconds_since(t0) < timeout_s_) {
+      std::this_thread::yield();
+    }
+    if (state == ncclSuccess) {
+      ncclCommDestroy(comm_);
+      return;
+    }
+  }
+  ncclCommAbort(comm_);
+}
+
+Status NcclComm::fail(const std::string& why) {
+  if (!broken_ && comm_ != nullptr) ncclCommAbort(comm_);
+  broken_ = true;
+  comm_ = nullptr;
+  return internal_error("NCCL (rank " + std::to_string(rank_) + " of " + std::to_string(nranks_) +
+                        "): " + why + "; the communicator was aborted");
+}
+
+Status NcclComm::wait_enqueued(const char* what) {
+  const auto t0 = Clock::now();
+  for (;;) {
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
+    if (rc != ncclSuccess) return fail(std::string(what) + ": " + ncclGetErrorString(rc));
+    if (state == ncclSuccess) return Status::ok();
+    if (state != ncclInProgress) return fail(std::string(what) + ": " + ncclGetErrorString(state));
+    if (seconds_since(t0) > timeout_s_) {
+      return fail(std::string(what) + " did not complete within " + std::to_string(timeout_s_) +
+                  " s (a rank may have died or hung)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+Status NcclComm::sum_async(const std::vector<FloatSlice>& slices) {
+  if (broken_) return internal_error("NCCL communicator was aborted earlier");
+  ctx_->comm_waits_for_compute();
+  ncclResult_t rc = ncclGroupStart();
+  if (rc != ncclSuccess) return fail(std::string("ncclGroupStart: ") + ncclGetErrorString(rc));
+  for (const auto& s : slices) {
+    for (size_t off = 0; off < s.n; off += kMaxFloatsPerCall) {
+      const size_t count = std::min(kMaxFloatsPerCall, s.n - off);
+      rc =
+          ncclAllReduce(s.data + off, s.data + off, count, ncclFloat, ncclSum, comm_, ctx_->comm());
+      if (rc != ncclSuccess && rc != ncclInProgress) {
+        ncclGroupEnd();
+        return fail(std::string("ncclAllReduce: ") + ncclGetErrorString(rc));
+      }
+    }
+  }
+  rc = ncclGroupEnd();
+  if (rc != ncclSuccess && rc != ncclInProgress) {
+    return fail(std::string("ncclGroupEnd: ") + ncclGetErrorString(rc));
+  }
+  return wait_enqueued("enqueueing the gradient all-reduce");
+}
+
+Status NcclComm::wait() {
+  if (broken_) return internal_error("NCCL communicator was aborted earlier");
+  const auto t0 = Clock::now();
+  for (;;) {
+    cudaError_t q = cudaStreamQuery(ctx_->comm());
+    if (q == cudaSuccess) return Status::ok();
+    if (q != cudaErrorNotReady) {
+      return fail(std::string("the comm stream failed: ") + cudaGetErrorString(q));
+    }
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t rc = ncclCommGetAsyncError(comm_, &state);
+    if (rc != ncclSuccess || (state != ncclSuccess && state != ncclInProgress)) {
+      return fail(std::string("asynchronous error: ") +
+                  ncclGetErrorString(rc != ncclSuccess ? rc : state));
+    }
+    if (seconds_since(t0) > timeout_s_) {
+      return fail("the gradient all-reduce did not finish within " + std::to_string(timeout_s_) +
+                  " s (a rank may have died or hung)");
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+}  // namespace leap::cuda

@@ -1,0 +1,64 @@
+// NcclComm: one NCCL communicator over a group of ranks (one GPU each) and the in-place sum of
+// gradient slices on the context's comm stream. It knows nothing of MPI: the caller creates the
+// unique id on one rank and hands it to the others (mpi/nccl_grad_reduce.h does it over MPI).
+//
+// Hangs become errors: the communicator is non-blocking, and every wait (initialisation, the
+// enqueue of a group, the completion of the comm stream) polls ncclCommGetAsyncError and
+// cudaStreamQuery against a timeout; on an error or a timeout the communicator is aborted
+// (ncclCommAbort) and the Status says which. After that the object is broken: every further
+// call fails at once.
+//
+// Ordering: sum_async() makes the comm stream wait on an event recorded on the compute stream at
+// the call, so a bucket is reduced as soon as the kernels that wrote it are done, while later
+// backward kernels keep running on compute. wait() returns when the comm stream is idle.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "cuda/cuda_context.h"
+
+namespace leap::cuda {
+
+struct FloatSlice {
+  float* data = nullptr;
+  size_t n = 0;
+};
+
+class NcclComm {
+ public:
+  // Joins rank `rank` of `nranks` to the communicator of `id`, on ctx's device.
+  static Expected<std::unique_ptr<NcclComm>> create(CudaContext& ctx, const ncclUniqueId& id,
+                                                    int rank, int nranks, double timeout_s);
+  static ncclUniqueId make_unique_id();
+  ~NcclComm();
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return nranks_; }
+  // Enqueues the in-place ncclSum of every slice (one NCCL group) on the comm stream, after the
+  // work issued on the compute stream so far.
+  Status sum_async(const std::vector<FloatSlice>& slices);
+  // Waits until every enqueued reduction has finished, or fails (error or timeout: aborted).
+  Status wait();
+
+ private:
+  NcclComm(CudaContext& ctx, int rank, int nranks, double timeout_s)
+      : ctx_(&ctx), rank_(rank), nranks_(nranks), timeout_s_(timeout_s) {}
+  // Polls until NCCL no longer reports ncclInProgress for this communicator.
+  Status wait_enqueued(const char* what);
+  Status fail(const std::string& why);
+
+  CudaContext* ctx_;
+  ncclComm_t comm_ = nullptr;
+  int rank_ = 0, nranks_ = 1;
+  double timeout_s_ = 0;
+  bool broken_ = false;
+};
+
+}  // namespace leap::cuda

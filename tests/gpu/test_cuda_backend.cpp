@@ -1,0 +1,226 @@
+// The CUDA backend against the CPU backend (the reference, itself checked against PyTorch):
+// GEMMs forward and backward (bf16 operands, fp32 accumulation, so normalised errors of a few
+// 1e-3), accumulation semantics, the bf16 weight copies refreshed after every write, attention
+// with its smaller saved state, and a tiny model's forward, backward, AdamW step and KV-cache
+// decode. Every test skips where no CUDA device exists.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backend/cpu_backend.h"
+#include "cuda/cuda_backend.h"
+#include "model/model_config.h"
+#include "model/token_batch.h"
+#include "model/transformer.h"
+#include "tests/gpu/gpu_test_env.h"
+
+namespace leap::cuda {
+namespace {
+
+// bf16 operands round each input to 8 bits of mantissa: errors of ~2^-9 per product, averaged
+// over K, give normalised errors near 3e-3; 1e-2 leaves room without hiding a wrong result
+// (a transposed or stale operand gives errors near 1).
+constexpr double kGemmTol = 1e-2;
+
+class DeviceVec {
+ public:
+  DeviceVec(backend::Backend& be, const std::vector<float>& host) : be_(&be), n_(host.size()) {
+    p_ = be.alloc_floats(n_);
+    be.upload(p_, host.data(), n_);
+  }
+  ~DeviceVec() { be_->free_floats(p_); }
+  float* get() { return p_; }
+  std::vector<float> read() const {
+    std::vector<float> h(n_);
+    be_->download(h.data(), p_, n_);
+    return h;
+  }
+
+ private:
+  backend::Backend* be_;
+  size_t n_;
+  float* p_;
+};
+
+class CudaBackendTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped()) return;
+    gpu_ = std::make_unique<CudaBackend>(*ctx_);
+  }
+  void TearDown() override { gpu_.reset(); }
+  backend::CpuBackend cpu_{1};
+  std::unique_ptr<CudaBackend> gpu_;
+};
+
+TEST_F(CudaBackendTest, MatmulForwardWithBiasAndUnalignedOutput) {
+  const int N = 37, IC = 72, OC = 50;
+  auto x = randn(size_t(N) * IC, 1), w = randn(size_t(OC) * IC, 2, 0.1f), b = randn(OC, 3);
+  std::vector<float> ref(size_t(N) * OC);
+  cpu_.matmul_forward(ref.data(), x.data(), w.data(), b.data(), N, IC, OC);
+  DeviceVec dx(*gpu_, x), dw(*gpu_, w), db(*gpu_, b);
+  // The output one float into its buffer: 4-byte alignment must choose a fitting algorithm.
+  DeviceVec dout(*gpu_, std::vector<float>(ref.size() + 1, 0.0f));
+  gpu_->matmul_forward(dout.get() + 1, dx.get(), dw.get(), db.get(), N, IC, OC);
+  auto got = dout.read();
+  got.erase(got.begin());
+  const double err = normalised_error(got, ref);
+  std::printf("matmul_forward normalised error %.3e\n", err);
+  EXPECT_LT(err, kGemmTol);
+}
+
+TEST_F(CudaBackendTest, MatmulBackwardAccumulates) {
+  const int N = 29, IC = 40, OC = 24;
+  auto x = randn(size_t(N) * IC, 4), w = randn(size_t(OC) * IC, 5, 0.2f);
+  auto dy = randn(size_t(N) * OC, 6);
+  // Prefilled gradients: the backward must add to them, not overwrite.
+  auto dx0 = randn(x.size(), 7), dw0 = randn(w.size(), 8), db0 = randn(OC, 9);
+  auto rdx = dx0, rdw = dw0, rdb = db0;
+  cpu_.matmul_backward(rdx.data(), rdw.data(), rdb.data(), dy.data(), x.data(), w.data(), N, IC,
+                       OC);
+  DeviceVec gx(*gpu_, x), gw(*gpu_, w), gdy(*gpu_, dy), gdx(*gpu_, dx0), gdw(*gpu_, dw0),
+      gdb(*gpu_, db0);
+  gpu_->matmul_backward(gdx.get(), gdw.get(), gdb.get(), gdy.get(), gx.get(), gw.get(), N, IC, OC);
+  const double ex = normalised_error(gdx.read(), rdx), ew = normalised_error(gdw.read(), rdw),
+               eb = normalised_error(gdb.read(), rdb);
+  std::printf("matmul_backward normalised errors dinp %.3e dweight %.3e dbias %.3e\n", ex, ew, eb);
+  EXPECT_LT(ex, kGemmTol);
+  EXPECT_LT(ew, kGemmTol);
+  EXPECT_LT(eb, 1e-5);  // fp32 GEMV: only the summation order differs
+}
+
+TEST_F(CudaBackendTest, WeightCopiesFollowEveryWrite) {
+  const int N = 8, IC = 32, OC = 16;
+  auto x = randn(size_t(N) * IC, 10), w1 = randn(size_t(OC) * IC, 11), w2 = randn(w1.size(), 12);
+  DeviceVec gx(*gpu_, x), gw(*gpu_, w1), gout(*gpu_, std::vector<float>(size_t(N) * OC));
+  std::vector<float> ref(size_t(N) * OC);
+  auto check = [&](const std::vector<float>& w, const char* after) {
+    cpu_.matmul_forward(ref.data(), x.data(), w.data(), nullptr, N, IC, OC);
+    gpu_->matmul_forward(gout.get(), gx.get(), gw.get(), nullptr, N, IC, OC);
+    EXPECT_LT(normalised_error(gout.read(), ref), kGemmTol) << "stale bf16 weights " << after;
+  };
+  check(w1, "at first use");
+  gpu_->upload(gw.get(), w2.data(), w2.size());
+  check(w2, "after upload");
+  gpu_->zero(gw.get() + 5, 7);  // a write to part of the weight
+  auto w3 = w2;
+  std::fill(w3.begin() + 5, w3.begin() + 12, 0.0f);
+  check(w3, "after a partial zero");
+  // One AdamW step with a large learning rate moves every weight.
+  auto g = randn(w3.size(), 13);
+  DeviceVec gg(*gpu_, g), gm(*gpu_, std::vector<float>(g.size())),
+      gv(*gpu_, std::vector<float>(g.size()));
+  std::vector<float> m(g.size()), v(g.size());
+  cpu_.adamw_update(w3.data(), m.data(), v.data(), g.data(), w3.size(), 0.1f, 0.9f, 0.999f, 1e-8f,
+                    0.0f, 1.0f, 1);
+  gpu_->adamw_update(gw.get(), gm.get(), gv.get(), gg.get(), w3.size(), 0.1f, 0.9f, 0.999f, 1e-8f,
+                     0.0f, 1.0f, 1);
+  check(w3, "after adamw_update");
+}
+
+TEST_F(CudaBackendTest, AttentionForwardBackwardAgainstCpu) {
+  const int B = 2, T = 37, H = 4, Hkv = 2, D = 16;
+  const size_t nq = size_t(B) * T * H * D, nk = size_t(B) * T * Hkv * D;
+  auto q = randn(nq, 20), k = randn(nk, 21), v = randn(nk, 22), dy = randn(nq, 23);
+  std::vector<float> out(nq), att(cpu_.attention_saved_floats(B, T, H, D));
+  cpu_.attention_forward(out.data(), att.data(), q.data(), k.data(), v.data(), B, T, H, Hkv, D);
+  auto dq = randn(nq, 24), dk = randn(nk, 25), dv = randn(nk, 26);  // prefilled: accumulate
+  auto gq0 = dq, gk0 = dk, gv0 = dv;
+  cpu_.attention_backward(dq.data(), dk.data(), dv.data(), dy.data(), att.data(), q.data(),
+                          k.data(), v.data(), B, T, H, Hkv, D);
+  EXPECT_LT(gpu_->attention_saved_floats(B, T, H, D), att.size());
+  DeviceVec gq(*gpu_, q), gk(*gpu_, k), gv(*gpu_, v), gdy(*gpu_, dy),
+      gout(*gpu_, std::vector<float>(nq)),
+      gatt(*gpu_, std::vector<float>(gpu_->attention_saved_floats(B, T, H, D))), gdq(*gpu_, gq0),
+      gdk(*gpu_, gk0), gdv(*gpu_, gv0);
+  gpu_->attention_forward(gout.get(), gatt.get(), gq.get(), gk.get(), gv.get(), B, T, H, Hkv, D);
+  gpu_->attention_backward(gdq.get(), gdk.get(), gdv.get(), gdy.get(), gatt.get(), gq.get(),
+                           gk.get(), gv.get(), B, T, H, Hkv, D);
+  const double eo = normalised_error(gout.read(), out), eq = normalised_error(gdq.read(), dq),
+               ek = normalised_error(gdk.read(), dk), ev = normalised_error(gdv.read(), dv);
+  std::printf("attention normalised errors out %.3e dq %.3e dk %.3e dv %.3e\n", eo, eq, ek, ev);
+  // fp32 storage and arithmetic: only the summation order differs from the CPU.
+  EXPECT_LT(eo, 1e-5);
+  EXPECT_LT(eq, 1e-4);
+  EXPECT_LT(ek, 1e-4);
+  EXPECT_LT(ev, 1e-4);
+}
+
+model::ModelConfig tiny_config() {
+  auto cfg =
+      model::read_model_config(std::string(LEAP_SOURCE_DIR) + "/tests/train/tiny_config.json");
+  EXPECT_TRUE(cfg.has_value()) << cfg.status().message();
+  return *cfg;
+}
+
+model::TokenBatch tiny_batch(int V) {
+  Rng rng(99);
+  std::vector<std::vector<int32_t>> seqs;
+  for (int len : {23, 17, 30}) {
+    std::vector<int32_t> s(static_cast<size_t>(len));
+    for (auto& t : s) t = static_cast<int32_t>(rng.next_u64() % static_cast<uint64_t>(V));
+    seqs.push_back(s);
+  }
+  return model::TokenBatch::from_sequences(seqs);
+}
+
+TEST_F(CudaBackendTest, TinyModelTrainStepAgainstCpu) {
+  const model::ModelConfig cfg = tiny_config();
+  model::Transformer mc(cfg, cpu_), mg(cfg, *gpu_);
+  mc.init_random(7);
+  mg.init_random(7);
+  const model::TokenBatch batch = tiny_batch(cfg.vocab_size);
+  const size_t BT = static_cast<size_t>(batch.B) * batch.T;
+  std::vector<float> lc(BT), lg(BT);
+  ASSERT_TRUE(mc.forward(batch, lc.data()).is_ok());
+  ASSERT_TRUE(mg.forward(batch, lg.data()).is_ok());
+  double max_diff = 0;
+  for (size_t i = 0; i < BT; ++i) max_diff = std::fmax(max_diff, std::fabs(lc[i] - lg[i]));
+  std::printf("tiny model: max |logprob diff| %.3e\n", max_diff);
+  EXPECT_LT(max_diff, 5e-2);
+  EXPECT_LT(normalised_error(lg, lc), kGemmTol);
+
+  auto dlp = randn(BT, 31, 0.1f);
+  mc.zero_grad();
+  mg.zero_grad();
+  mc.backward(dlp.data());
+  mg.backward(dlp.data());
+  std::vector<float> gc(mc.num_params()), gg(mg.num_params());
+  cpu_.download(gc.data(), mc.grads(), gc.size());
+  gpu_->download(gg.data(), mg.grads(), gg.size());
+  // Per tensor, so a wrong layer is named.
+  for (const auto& t : mc.layout().tensors()) {
+    std::vector<float> a(gg.begin() + t.offset, gg.begin() + t.offset + t.numel),
+        b(gc.begin() + t.offset, gc.begin() + t.offset + t.numel);
+    EXPECT_LT(normalised_error(a, b), 3e-2) << t.name;
+  }
+  EXPECT_NEAR(gpu_->sum_squares(mg.grads(), gg.size()), cpu_.sum_squares(mc.grads(), gc.size()),
+              3e-2 * cpu_.sum_squares(mc.grads(), gc.size()));
+}
+
+TEST_F(CudaBackendTest, TinyModelDecodeAgainstCpu) {
+  const model::ModelConfig cfg = tiny_config();
+  model::Transformer mc(cfg, cpu_), mg(cfg, *gpu_);
+  mc.init_random(8);
+  mg.init_random(8);
+  const model::TokenBatch prompts = tiny_batch(cfg.vocab_size);
+  model::KvCache cc(cfg, cpu_, prompts.B, 64), cg(cfg, *gpu_, prompts.B, 64);
+  const size_t V = static_cast<size_t>(cfg.vocab_size);
+  std::vector<float> lc(prompts.B * V), lg(prompts.B * V);
+  ASSERT_TRUE(mc.prefill(prompts, cc, lc.data()).is_ok());
+  ASSERT_TRUE(mg.prefill(prompts, cg, lg.data()).is_ok());
+  EXPECT_LT(normalised_error(lg, lc), kGemmTol);
+  std::vector<int32_t> tokens = {5, 100, 7}, slots = {2, 0, 1};
+  for (int step = 0; step < 4; ++step) {
+    mc.decode(tokens.data(), slots.data(), 3, cc, lc.data());
+    mg.decode(tokens.data(), slots.data(), 3, cg, lg.data());
+    EXPECT_LT(normalised_error(lg, lc), kGemmTol) << "decode step " << step;
+  }
+}
+
+}  // namespace
+}  // namespace leap::cuda

@@ -1,0 +1,50 @@
+// A one-rank NCCL communicator (NCCL cannot put two ranks on one GPU, so this is what one GPU
+// can test; the multi-rank summing logic is the MPI path's, tested under mpirun): creation from
+// a fresh unique id, a grouped in-place sum of several slices that must wait for the compute
+// stream's writes and leave a one-rank sum unchanged, and the polled wait. Skips without a GPU
+// or without NCCL in this build.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "tests/gpu/gpu_test_env.h"
+#ifdef LEAP_HAVE_NCCL
+#include "cuda/nccl_comm.h"
+#endif
+
+namespace leap::cuda {
+namespace {
+
+class NcclOneRank : public GpuTest {};
+
+TEST_F(NcclOneRank, SumOfSlicesAfterComputeWork) {
+#ifndef LEAP_HAVE_NCCL
+  GTEST_SKIP() << "this build has no NCCL";
+#else
+  CudaBackend be(*ctx_);
+  auto comm = NcclComm::create(*ctx_, NcclComm::make_unique_id(), 0, 1, 30.0);
+  ASSERT_TRUE(comm.has_value()) << comm.status().message();
+  EXPECT_EQ((*comm)->size(), 1);
+  const size_t n = 3 * 1000 + 17;
+  auto host = randn(n, 5);
+  float* dev = be.alloc_floats(n);
+  for (int round = 0; round < 3; ++round) {
+    // Written on the compute stream just before the sum: the comm stream must wait for it.
+    for (auto& x : host) x += 1.0f;
+    be.upload(dev, host.data(), n);
+    be.add_forward(dev, dev, dev, n);  // doubles every entry on the compute stream
+    std::vector<FloatSlice> slices = {{dev, 1000}, {dev + 1000, 2000}, {dev + 3000, 17}};
+    ASSERT_TRUE((*comm)->sum_async(slices).is_ok());
+    ASSERT_TRUE((*comm)->wait().is_ok());
+    std::vector<float> got(n);
+    be.download(got.data(), dev, n);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(got[i], 2.0f * host[i]) << "round " << round << " i " << i;
+  }
+  be.free_floats(dev);
+#endif
+}
+
+}  // namespace
+}  // namespace leap::cuda
