@@ -64,7 +64,7 @@ done
 [ -n "$port" ] || die "no free port pair found"
 
 # --- munge: a key of our own and a socket in the temporary folder -------------------------------
-mkdir -p "$tmp"/{munge,log,state,spool,jobs}
+mkdir -p "$tmp"/{munge,log,state,spool,tmpfs,jobs}
 mungekey -c -k "$tmp/munge/munge.key" || die "mungekey"
 munged -F -f --socket="$tmp/munge/socket" --key-file="$tmp/munge/munge.key" --log-file="$tmp/log/munged.log" \
   --pid-file="$tmp/munge/munged.pid" --seed-file="$tmp/munge/seed" >/dev/null 2>&1 &
@@ -86,6 +86,7 @@ CredType=cred/munge
 AuthInfo=socket=$tmp/munge/socket
 StateSaveLocation=$tmp/state
 SlurmdSpoolDir=$tmp/spool
+TmpFS=$tmp/tmpfs
 SlurmctldPidFile=$tmp/slurmctld.pid
 SlurmdPidFile=$tmp/slurmd.pid
 SlurmctldLogFile=$tmp/log/slurmctld.log
