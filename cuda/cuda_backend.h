@@ -18,6 +18,7 @@
 #pragma once
 
 #include <map>
+#include <vector>
 
 #include "backend/backend.h"
 #include "cuda/compute_copies.h"
@@ -92,7 +93,9 @@ class CudaBackend final : public backend::Backend {
                     int t) override;
 
  private:
-  // Stages a host integer array into device scratch slot `slot` on the compute stream.
+  // Stages a host integer array into device scratch slot `slot` on the compute stream. RoPE's
+  // positions have a slot of their own, so the copy is skipped for every layer after the first.
+  static constexpr int kPositionsSlot = 3;
   const int32_t* stage(int slot, const int32_t* host, size_t n);
   // Rounds an fp32 activation to bf16 into scratch slot `slot` (0 or 1) for a GEMM operand.
   const __nv_bfloat16* operand_bf16(int slot, const float* x, size_t n);
@@ -105,6 +108,8 @@ class CudaBackend final : public backend::Backend {
   std::map<float*, size_t> allocations_;  // backend buffers and their sizes, for free_floats
   DeviceBuffer operands_[2];
   DeviceBuffer staged_[4];
+  std::vector<int32_t> staged_host_[4];  // what each staging slot holds (skips repeated copies)
+  const int32_t* staged_ptr_[4] = {};
   DeviceBuffer partials_;  // sum_squares partials and the result (doubles)
   DeviceBuffer ones_;
   size_t ones_n_ = 0;

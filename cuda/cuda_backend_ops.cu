@@ -107,7 +107,7 @@ void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dou
 void CudaBackend::rope_forward(float* out, const float* inp, const float* cos_table,
                                const float* sin_table, const int32_t* pos, int N, int H, int D) {
   if (N == 0) return;
-  const int32_t* dev_pos = stage(0, pos, N);
+  const int32_t* dev_pos = stage(kPositionsSlot, pos, N);
   const size_t pairs = static_cast<size_t>(N) * H * (D / 2);
   kn::rope_forward<float>
       <<<kn::elementwise_blocks(pairs), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
@@ -118,7 +118,7 @@ void CudaBackend::rope_forward(float* out, const float* inp, const float* cos_ta
 void CudaBackend::rope_backward(float* dinp, const float* dout, const float* cos_table,
                                 const float* sin_table, const int32_t* pos, int N, int H, int D) {
   if (N == 0) return;
-  const int32_t* dev_pos = stage(0, pos, N);
+  const int32_t* dev_pos = stage(kPositionsSlot, pos, N);
   const size_t pairs = static_cast<size_t>(N) * H * (D / 2);
   kn::rope_backward<float>
       <<<kn::elementwise_blocks(pairs), kn::kElementwiseThreads, 0, ctx_->compute()>>>(

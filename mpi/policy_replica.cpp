@@ -106,6 +106,8 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
         Status st = model_.forward(mb.batch, logp.data());
         LEAP_CHECK(st.is_ok(), "training forward failed: " << st.message());
         rl::LossOutput out = rl::grpo_loss(mb.inputs(logp), opts_.loss, global_norm);
+        // The last micro-batch's backward completes the gradient: its reduction may start there.
+        if (opts_.reducer && &mb == &micro.back()) opts_.reducer->arm(model_);
         model_.backward(out.dlogp.data());
         report.loss += out.loss;
         report.tokens += out.stats.tokens;
@@ -115,13 +117,26 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
         report.kl_sum += out.stats.kl_sum;
         report.neg_logp_sum += out.stats.neg_logp_sum;
       }
-      allreduce_sum(model_.grads(), model_.num_params(), policy);
+      if (opts_.reducer) {
+        // This rank may hold no micro-batch of this mini-batch; it still takes part.
+        Status st = opts_.reducer->sum(model_);
+        LEAP_CHECK(st.is_ok(), "gradient sum (" << opts_.reducer->name() << ") failed: " << st.message());
+      } else {
+        allreduce_sum(model_.grads(), model_.num_params(), policy);
+      }
       model::StepStats s = optimizer_.step();
       report.grad_norm = s.grad_norm;
       report.lr = s.lr;
     }
   }
   return report;
+}
+
+const float* PolicyReplica::params() const {
+  if (model_.backend().host_memory()) return model_.params();
+  host_params_.resize(model_.num_params());
+  model_.backend().download(host_params_.data(), model_.params(), host_params_.size());
+  return host_params_.data();
 }
 
 }  // namespace leap::mpi

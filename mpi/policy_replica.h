@@ -14,6 +14,7 @@
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 #include "mpi/engines.h"
+#include "mpi/grad_reducer.h"
 #include "rl/grpo_loss.h"
 
 namespace leap::mpi {
@@ -22,6 +23,8 @@ struct PolicyReplicaOptions {
   model::SamplerConfig sampler;
   rl::LossOptions loss;
   int micro_batch_seqs = 8;  // sequences per forward/backward on this rank
+  // Sums the gradient over the policy group (NCCL on the CUDA backend); null: MPI_Allreduce.
+  GradReducer* reducer = nullptr;
 };
 
 class PolicyReplica final : public PolicyEngine {
@@ -32,7 +35,8 @@ class PolicyReplica final : public PolicyEngine {
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
   size_t count_tokens(std::string_view text) const override;
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
-  const float* params() const override { return model_.params(); }
+  // Host memory: the model's own buffer on the CPU backend, a downloaded copy otherwise.
+  const float* params() const override;
   size_t num_params() const override { return model_.num_params(); }
 
  private:
@@ -41,6 +45,7 @@ class PolicyReplica final : public PolicyEngine {
   model::AdamW& optimizer_;
   PolicyReplicaOptions opts_;
   model::Sampler sampler_;
+  mutable std::vector<float> host_params_;  // params() on a device backend
 };
 
 }  // namespace leap::mpi

@@ -114,7 +114,7 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
 
 SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const std::vector<TrainSample>& examples,
                     int steps, int micro_batch_seqs, const SftOptions& opts, uint64_t seed, MPI_Comm policy,
-                    const Logger& log) {
+                    const Logger& log, GradReducer* reducer) {
   SftReport report;
   int rank = 0, size = 1;
   MPI_Comm_rank(policy, &rank);
@@ -150,11 +150,18 @@ SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const st
         for (size_t t = static_cast<size_t>(mine[j]->prompt_len); t < mine[j]->tokens.size(); ++t)
           mask[b * static_cast<size_t>(tb.T) + t] = 1.f;
       }
+      // The last micro-batch's backward completes the gradient: its reduction may start there.
+      if (reducer && end == mine.size()) reducer->arm(model);
       auto l = model.sft_step(tb, mask.data(), static_cast<float>(answer_tokens));
       LEAP_CHECK(l.has_value(), "SFT step failed: " << l.status().message());
       loss += *l;
     }
-    allreduce_sum(model.grads(), model.num_params(), policy);
+    if (reducer) {
+      Status sum = reducer->sum(model);
+      LEAP_CHECK(sum.is_ok(), "gradient sum (" << reducer->name() << ") failed: " << sum.message());
+    } else {
+      allreduce_sum(model.grads(), model.num_params(), policy);
+    }
     model::StepStats st = optimizer.step();
     loss = allreduce_sum(loss, policy);
     if (step == 0) report.first_loss = loss;

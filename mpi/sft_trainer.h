@@ -20,6 +20,7 @@
 #include "model/optimizer.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
+#include "mpi/grad_reducer.h"
 #include "mpi/job_dispatch.h"
 #include "mpi/messages.h"
 #include "rl/prompt_builder.h"
@@ -52,9 +53,10 @@ struct SftReport {
   int steps = 0;
 };
 
-// Every policy rank, collectively over `policy`, with the same `examples` everywhere.
+// Every policy rank, collectively over `policy`, with the same `examples` everywhere. `reducer`
+// sums the gradient (NCCL on the CUDA backend); null: MPI_Allreduce.
 SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const std::vector<TrainSample>& examples,
                     int steps, int micro_batch_seqs, const SftOptions& opts, uint64_t seed, MPI_Comm policy,
-                    const Logger& log);
+                    const Logger& log, GradReducer* reducer = nullptr);
 
 }  // namespace leap::mpi

@@ -10,13 +10,21 @@ void RunOptions::declare(OptionSet& opts) {
   opts.add("log.level", &log_level, std::string("info"), "Log level.",
            {.choices = {"debug", "info", "warn", "error", "quiet"}});
   opts.add("log.all_ranks", &log_all_ranks, false, "Log from every rank, not only rank 0.");
-  opts.add("backend.name", &backend, std::string("cpu"),
-           "Policy backend: cpu (fp32, OpenBLAS; the reference) or cuda (bf16, cuBLASLt). The "
-           "gradient reduction follows it: MPI on cpu, NCCL on cuda.",
-           {.choices = {"cpu", "cuda"}});
+  declare_backend_name(opts, &backend);
   opts.add("backend.threads", &threads, 0,
            "CPU threads per rank for the CPU backend; 0 = cores of the node divided by its ranks.",
            {.min = 0, .max = 1024});
+  opts.add("backend.nccl_timeout_s", &nccl_timeout_s, 600.0,
+           "cuda: seconds a gradient all-reduce (or NCCL setup) may take before the communicator "
+           "is aborted and the run stops with an error, instead of hanging on a dead rank.",
+           {.min = 1, .max = 86400});
+}
+
+void declare_backend_name(OptionSet& opts, std::string* name) {
+  opts.add("backend.name", name, std::string("cpu"),
+           "Policy backend: cpu (fp32, OpenBLAS; the reference) or cuda (bf16, cuBLASLt). The "
+           "gradient reduction follows it: MPI on cpu, NCCL on cuda.",
+           {.choices = {"cpu", "cuda"}});
 }
 
 void AppOptions::declare(OptionSet& opts) {

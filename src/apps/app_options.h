@@ -18,8 +18,12 @@ struct RunOptions {
   bool log_all_ranks = false;
   std::string backend = "cpu";
   int threads = 0;
+  double nccl_timeout_s = 600;
   void declare(OptionSet& opts);
 };
+
+// `backend.name`, declared once for every command that runs the policy (train, score).
+void declare_backend_name(OptionSet& opts, std::string* name);
 
 struct AppOptions {
   RunOptions run;

@@ -1,5 +1,6 @@
 // `leap score --model DIR --tokens 1,2,3,...`: prints {"logprobs": [...]}, where entry t-1 is
-// log p(token t | tokens before it) for t = 1..T-1, under the checkpoint in DIR (CPU backend).
+// log p(token t | tokens before it) for t = 1..T-1, under the checkpoint in DIR, on the backend
+// of `backend.name` (cpu by default; cuda on GPU 0).
 // Bad input (no model, bad ids, a broken checkpoint) is a message naming it and exit code 2.
 #include <fmt/format.h>
 
@@ -7,8 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "apps/app_options.h"
+#include "apps/policy_backend.h"
 #include "apps/subcommands.h"
-#include "backend/cpu_backend.h"
 #include "model/checkpoint.h"
 #include "model/model_options.h"
 
@@ -46,8 +48,9 @@ Expected<std::vector<int32_t>> parse_token_list(const std::string& text) {
 int run_score(const std::vector<std::string>& args) {
   OptionSet opts;
   model::ModelOptions model_opts;
-  std::string tokens_text;
+  std::string tokens_text, backend_name;
   model_opts.declare(opts);
+  declare_backend_name(opts, &backend_name);
   opts.add("score.tokens", &tokens_text, std::string(""),
            "Comma-separated token ids to score (at least 2).", {.alias = "tokens"});
   if (int rc = parse_or_exit("score", "--model DIR --tokens 1,2,3,...", args, opts); rc >= 0)
@@ -62,8 +65,12 @@ int run_score(const std::vector<std::string>& args) {
   if (!ids) return fail(ids.status());
   if (ids->size() < 2) return fail(invalid_input("--tokens needs at least 2 token ids"));
 
-  backend::CpuBackend be(0);
-  auto model = model::load_model(model_opts.path, be);
+  auto devices = cuda::probe_devices();
+  if (!devices) return fail(devices.status());
+  if (Status st = check_backend_choice(backend_name, *devices); !st) return fail(st);
+  auto be = make_policy_backend(backend_name, 0, 0);
+  if (!be) return fail(be.status());
+  auto model = model::load_model(model_opts.path, *be->backend);
   if (!model) return fail(model.status());
   const auto batch = model::TokenBatch::from_sequences({*ids});
   std::vector<float> lp(ids->size());

@@ -29,11 +29,16 @@ namespace leap::app {
 
 namespace {
 
-Status build_policy(const TrainConfig& c, int threads, PolicyState* p) {
+// The backend (backend.name, on this rank's GPU for cuda), the model and its optimizer.
+Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p) {
   if (c.model.path.empty())
     return invalid_input("model.path is empty: give the policy folder (config.json + model.safetensors), "
                          "e.g. --model models/demo");
-  p->backend = std::make_unique<backend::CpuBackend>(threads);
+  LEAP_ASSIGN_OR_RETURN(PolicyBackend be, make_policy_backend(c.app.run.backend, threads, device));
+#ifdef LEAP_HAVE_CUDA
+  p->cuda = std::move(be.cuda);
+#endif
+  p->backend = std::move(be.backend);
   if (c.train.random_init) {
     LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_model_config(c.model.path + "/config.json"));
     p->model = std::make_unique<model::Transformer>(cfg, *p->backend);
@@ -46,7 +51,18 @@ Status build_policy(const TrainConfig& c, int threads, PolicyState* p) {
                                      "version of leap has only the byte-level tokenizer",
                                      c.model.path, p->model->config().vocab_size, p->tokenizer.vocab_size()));
   p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
+  return Status::ok();
+}
+
+// Collective over the policy ranks (`ready` is what came before on this rank): the model, then,
+// once every policy rank has one, the gradient reducer (NCCL's setup is collective), then the
+// replica that uses both.
+Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready, PolicyState* p) {
+  if (ready) ready = build_model(c, threads, topo.self().device, p);
+  LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
+  LEAP_ASSIGN_OR_RETURN(p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
   mpi::PolicyReplicaOptions ro;
+  ro.reducer = p->reducer.get();
   ro.sampler = c.sampler;
   if (ro.sampler.stop.empty())
     ro.sampler.stop = std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
@@ -96,7 +112,7 @@ Status run_sft(const TrainConfig& c, const mpi::Topology& topo, PolicyState& pol
   mpi::broadcast(material, 0, topo.role_comm);
   auto report = mpi::train_sft(*policy.model, *policy.optimizer, material.samples, c.train.steps,
                                c.train.micro_batch_seqs, c.sft, static_cast<uint64_t>(c.app.run.seed), topo.role_comm,
-                               log);
+                               log, policy.reducer.get());
   if (!topo.is_coordinator()) return Status::ok();
   log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report.steps, report.first_loss, report.last_loss);
   LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, report.steps - 1, *policy.model, *policy.optimizer,
@@ -175,11 +191,23 @@ int run_train(const std::vector<std::string>& args) {
   if (Status st = mpi::agree(device.status(), MPI_COMM_WORLD); !st) return finish(st, log);
   c.sandbox.device = *device;
   c.app.mpi.sandbox_device = *device;
-  if (c.app.run.backend == "cuda")
-    return finish(mpi::agree(unsupported("backend.name = cuda is not built in this version of leap: use cpu"),
-                             MPI_COMM_WORLD), log);
-  auto topo = mpi::make_topology(MPI_COMM_WORLD, c.app.mpi, dev->count, false);
+  const bool cuda_policy = c.app.run.backend == "cuda";
+  if (Status st = mpi::agree(check_backend_choice(c.app.run.backend, *dev), MPI_COMM_WORLD); !st)
+    return finish(st, log);
+  auto topo = mpi::make_topology(MPI_COMM_WORLD, c.app.mpi, dev->count, cuda_policy);
   if (!topo) return finish(topo.status(), log);
+  if (cuda_policy) {
+    // NCCL cannot put two ranks on one GPU: one GPU per policy rank on every node.
+    int policy_here = 0;
+    for (const auto& r : topo->ranks) policy_here += r.host == topo->self().host && r.role == mpi::Role::kPolicy;
+    Status st = policy_here <= dev->count
+                    ? Status::ok()
+                    : invalid_input(fmt::format("backend.name = cuda puts {} policy ranks on {} with {} GPU(s); NCCL "
+                                                "needs one GPU per policy rank: start fewer ranks per node or set "
+                                                "mpi.sandbox_per_node so the rest verify",
+                                                policy_here, topo->self().host, dev->count));
+    if (st = mpi::agree(st, MPI_COMM_WORLD); !st) return finish(st, log);
+  }
   log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
   log.info("{}", mpi::format_layout(*topo));
   const mpi::Role role = topo->self().role;
@@ -196,7 +224,7 @@ int run_train(const std::vector<std::string>& args) {
   const int threads = c.app.run.threads > 0
                           ? c.app.run.threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_here));
-  if (setup && role == mpi::Role::kPolicy) setup = build_policy(c, threads, &policy);
+  if (role == mpi::Role::kPolicy) setup = build_policy(c, threads, *topo, setup, &policy);
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.sandbox);
     if (engine) sandbox = std::move(*engine);

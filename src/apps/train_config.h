@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "apps/app_options.h"
+#include "apps/policy_backend.h"
 #include "apps/train_options.h"
 #include "backend/cpu_backend.h"
 #include "model/byte_tokenizer.h"
@@ -12,6 +13,7 @@
 #include "model/optimizer.h"
 #include "model/sampler.h"
 #include "model/transformer.h"
+#include "mpi/grad_reducer.h"
 #include "mpi/policy_replica.h"
 #include "mpi/sft_trainer.h"
 #include "rl/rl_config.h"
@@ -44,11 +46,17 @@ struct TrainConfig {
 };
 
 // What a policy rank holds: the model and everything that trains or samples it.
+// Members are destroyed in reverse order: the CUDA context outlives the backend, the reducer
+// (its NCCL communicator) outlives nothing that uses it.
 struct PolicyState {
-  std::unique_ptr<backend::CpuBackend> backend;
+#ifdef LEAP_HAVE_CUDA
+  std::unique_ptr<cuda::CudaContext> cuda;  // backend.name = cuda only
+#endif
+  std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<model::Transformer> model;
   model::ByteTokenizer tokenizer;
   std::unique_ptr<model::AdamW> optimizer;
+  std::unique_ptr<mpi::GradReducer> reducer;  // null: the MPI sum inside the replica
   std::unique_ptr<mpi::PolicyReplica> replica;
 };
 

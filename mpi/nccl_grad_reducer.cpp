@@ -1,0 +1,97 @@
+// NcclGradReducer: MPI bootstrap of the NCCL communicator, per-layer buckets during the
+// backward, the remainder and the polled wait in sum().
+#include "mpi/nccl_grad_reducer.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/check.h"
+
+namespace leap::mpi {
+
+Expected<std::unique_ptr<NcclGradReducer>> NcclGradReducer::create(cuda::CudaBackend& backend,
+                                                                   MPI_Comm policy,
+                                                                   double timeout_s) {
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(policy, &rank));
+  MPI_CHECK(MPI_Comm_size(policy, &size));
+  ncclUniqueId id{};
+  if (rank == 0) id = cuda::NcclComm::make_unique_id();
+  MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, policy));
+  LEAP_ASSIGN_OR_RETURN(auto comm,
+                        cuda::NcclComm::create(backend.context(), id, rank, size, timeout_s));
+  return std::unique_ptr<NcclGradReducer>(new NcclGradReducer(std::move(comm)));
+}
+
+std::vector<std::pair<size_t, size_t>> NcclGradReducer::layer_ranges(
+    const model::ParameterLayout& layout, int l) {
+  const std::string prefix = "model.layers." + std::to_string(l) + ".";
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const auto& t : layout.tensors()) {
+    if (t.name.compare(0, prefix.size(), prefix) == 0) out.emplace_back(t.offset, t.numel);
+  }
+  std::sort(out.begin(), out.end());
+  // Adjacent tensors (gate_proj then up_proj) become one range: fewer NCCL calls.
+  std::vector<std::pair<size_t, size_t>> merged;
+  for (const auto& r : out) {
+    if (!merged.empty() && merged.back().first + merged.back().second == r.first) {
+      merged.back().second += r.second;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+Status NcclGradReducer::start_layer(model::Transformer& model, int l) {
+  std::vector<cuda::FloatSlice> slices;
+  for (const auto& [off, n] : layer_ranges(model.layout(), l)) {
+    slices.push_back({model.grads() + off, n});
+    started_.emplace_back(off, n);
+  }
+  ++layers_started_;
+  return comm_->sum_async(slices);
+}
+
+void NcclGradReducer::arm(model::Transformer& model) {
+  started_.clear();
+  layers_started_ = 0;
+  enqueue_error_ = Status::ok();
+  model.set_layer_grads_done([this, &model](int l) {
+    if (enqueue_error_.is_ok()) enqueue_error_ = start_layer(model, l);
+  });
+}
+
+Status NcclGradReducer::sum(model::Transformer& model) {
+  model.set_layer_grads_done({});
+  Status st = enqueue_error_;
+  enqueue_error_ = Status::ok();
+  // Every rank must issue the same NCCL calls in the same order: layer L-1 down to 0, then the
+  // rest. A rank whose backward did not run armed (it held no micro-batch) issues the layers now.
+  const int L = model.config().num_hidden_layers;
+  if (st.is_ok() && layers_started_ == 0) {
+    for (int l = L - 1; l >= 0 && st.is_ok(); --l) st = start_layer(model, l);
+  }
+  if (st.is_ok() && layers_started_ != L) {
+    st = internal_error("gradient buckets out of step: " + std::to_string(layers_started_) +
+                        " of " + std::to_string(L) + " layers were reduced");
+  }
+  if (st.is_ok()) {
+    // The gaps between the layers' ranges: embedding, final norm, untied LM head.
+    std::sort(started_.begin(), started_.end());
+    std::vector<cuda::FloatSlice> rest;
+    size_t at = 0;
+    for (const auto& [off, n] : started_) {
+      if (off > at) rest.push_back({model.grads() + at, off - at});
+      at = std::max(at, off + n);
+    }
+    if (at < model.num_params()) rest.push_back({model.grads() + at, model.num_params() - at});
+    st = comm_->sum_async(rest);
+  }
+  started_.clear();
+  layers_started_ = 0;
+  if (st.is_ok()) st = comm_->wait();
+  return st;
+}
+
+}  // namespace leap::mpi

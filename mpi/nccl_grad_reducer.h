@@ -1,0 +1,47 @@
+// NcclGradReducer: the CUDA backend's gradient sum over the policy group with NCCL, overlapping
+// the backward. Rank 0 of the policy group makes the NCCL unique id and broadcasts it over MPI;
+// each rank joins with its own GPU (NCCL cannot put two ranks on one GPU).
+//
+// Buckets: a transformer layer's parameter gradients are complete as soon as the backward has
+// passed that layer (Transformer::set_layer_grads_done), so arm() hooks each finished layer's
+// tensors into one NCCL group on the comm stream (after an event on the compute stream) while
+// the backward continues with the layers below. sum() reduces what is left (embedding, final
+// norm, untied LM head) and waits, polling for asynchronous NCCL errors against the timeout.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/nccl_comm.h"
+#include "mpi/grad_reducer.h"
+
+namespace leap::mpi {
+
+class NcclGradReducer final : public GradReducer {
+ public:
+  // Collective over `policy`.
+  static Expected<std::unique_ptr<NcclGradReducer>> create(cuda::CudaBackend& backend,
+                                                           MPI_Comm policy, double timeout_s);
+  const char* name() const override { return "nccl"; }
+  void arm(model::Transformer& model) override;
+  Status sum(model::Transformer& model) override;
+
+ private:
+  explicit NcclGradReducer(std::unique_ptr<cuda::NcclComm> comm) : comm_(std::move(comm)) {}
+  // The gradient ranges (offset, count) of layer l, from the parameter layout's names.
+  static std::vector<std::pair<size_t, size_t>> layer_ranges(const model::ParameterLayout& layout,
+                                                             int l);
+
+  // Enqueues layer l's gradient ranges as one NCCL group.
+  Status start_layer(model::Transformer& model, int l);
+
+  std::unique_ptr<cuda::NcclComm> comm_;
+  int layers_started_ = 0;
+  std::vector<std::pair<size_t, size_t>> started_;  // ranges already enqueued this step
+  Status enqueue_error_;                            // first failure inside the layer hook
+};
+
+}  // namespace leap::mpi
