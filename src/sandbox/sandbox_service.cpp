@@ -1,10 +1,17 @@
 // SandboxService: pool + verifier + a small dispatch queue for submit().
 #include "sandbox/sandbox_service.h"
 
+#include "sandbox/nvrtc_compiler.h"
+
 namespace leap::sandbox {
 
 Expected<std::unique_ptr<SandboxService>> SandboxService::start(const SandboxConfig& config,
                                                                 const std::string& leap_binary) {
+  // Without NVRTC every candidate and every reference would fail to compile; better to say so
+  // once, at startup, than to retry each job as an infrastructure error.
+  if (!nvrtc_available())
+    return unsupported("this build of leap has no NVRTC (it was configured without the CUDA toolkit), so its sandbox "
+                       "cannot compile any kernel: rebuild where the CUDA toolkit is installed (LEAP_CUDA=AUTO or ON)");
   WorkerPoolOptions o;
   o.leap_binary = leap_binary;
   o.config = config;
