@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "mpi/grad_buckets.h"
 
 namespace leap::mpi {
 
@@ -21,26 +22,6 @@ Expected<std::unique_ptr<NcclGradReducer>> NcclGradReducer::create(cuda::CudaBac
   LEAP_ASSIGN_OR_RETURN(auto comm,
                         cuda::NcclComm::create(backend.context(), id, rank, size, timeout_s));
   return std::unique_ptr<NcclGradReducer>(new NcclGradReducer(std::move(comm)));
-}
-
-std::vector<std::pair<size_t, size_t>> NcclGradReducer::layer_ranges(
-    const model::ParameterLayout& layout, int l) {
-  const std::string prefix = "model.layers." + std::to_string(l) + ".";
-  std::vector<std::pair<size_t, size_t>> out;
-  for (const auto& t : layout.tensors()) {
-    if (t.name.compare(0, prefix.size(), prefix) == 0) out.emplace_back(t.offset, t.numel);
-  }
-  std::sort(out.begin(), out.end());
-  // Adjacent tensors (gate_proj then up_proj) become one range: fewer NCCL calls.
-  std::vector<std::pair<size_t, size_t>> merged;
-  for (const auto& r : out) {
-    if (!merged.empty() && merged.back().first + merged.back().second == r.first) {
-      merged.back().second += r.second;
-    } else {
-      merged.push_back(r);
-    }
-  }
-  return merged;
 }
 
 Status NcclGradReducer::start_layer(model::Transformer& model, int l) {
@@ -78,14 +59,10 @@ Status NcclGradReducer::sum(model::Transformer& model) {
   }
   if (st.is_ok()) {
     // The gaps between the layers' ranges: embedding, final norm, untied LM head.
-    std::sort(started_.begin(), started_.end());
     std::vector<cuda::FloatSlice> rest;
-    size_t at = 0;
-    for (const auto& [off, n] : started_) {
-      if (off > at) rest.push_back({model.grads() + at, off - at});
-      at = std::max(at, off + n);
+    for (const auto& [off, n] : uncovered_ranges(started_, model.num_params())) {
+      rest.push_back({model.grads() + off, n});
     }
-    if (at < model.num_params()) rest.push_back({model.grads() + at, model.num_params() - at});
     st = comm_->sum_async(rest);
   }
   started_.clear();

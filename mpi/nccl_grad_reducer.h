@@ -31,9 +31,6 @@ class NcclGradReducer final : public GradReducer {
 
  private:
   explicit NcclGradReducer(std::unique_ptr<cuda::NcclComm> comm) : comm_(std::move(comm)) {}
-  // The gradient ranges (offset, count) of layer l, from the parameter layout's names.
-  static std::vector<std::pair<size_t, size_t>> layer_ranges(const model::ParameterLayout& layout,
-                                                             int l);
 
   // Enqueues layer l's gradient ranges as one NCCL group.
   Status start_layer(model::Transformer& model, int l);
