@@ -4,7 +4,8 @@
 # PyTorch; the Debian development packages of the full build may be missing. It:
 #   1. prints what is present (GPU, driver, toolkit, CMake, PyTorch, NCCL, optional libraries);
 #   2. configures and builds the GPU-only target (LEAP_GPU_ONLY=ON, sm_90 unless
-#      LEAP_GPU_ARCH says otherwise) into $LEAP_GPU_BUILD (default build-gpu/);
+#      LEAP_GPU_ARCH says otherwise) into $LEAP_GPU_BUILD (default build-gpu/), with
+#      $LEAP_GPU_JOBS parallel jobs (default: every core);
 #   3. runs the checks: device report, backend op parity against this machine's PyTorch,
 #      the sandbox's GPU executor with its timing, a one-rank NCCL communicator;
 #   4. runs the benchmarks: cuBLASLt GEMM throughput, training-step MFU (~124M parameters,
@@ -15,13 +16,14 @@
 # 1 when a check failed, else 0.
 set -u
 if [[ $# -ne 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RESULTS="$(mkdir -p "$1" && cd "$1" && pwd)" || { echo "cannot create $1" >&2; exit 2; }
 BUILD="${LEAP_GPU_BUILD:-$ROOT/build-gpu}"
 ARCH="${LEAP_GPU_ARCH:-90}"
+JOBS="${LEAP_GPU_JOBS:-$(nproc)}"
 PY="${PYTHON:-python3}"
 export PATH="$PATH:/usr/local/cuda/bin"
 SUMMARY="$RESULTS/summary.txt"
@@ -52,7 +54,10 @@ try:
           torch.cuda.is_available())
 except Exception as e:  # the checks that need it say so later
     print("torch: MISSING (%s)" % e)
-spec = importlib.util.find_spec("nvidia.nccl")
+try:
+    spec = importlib.util.find_spec("nvidia.nccl")
+except ImportError:  # no `nvidia` package at all
+    spec = None
 print("python nvidia.nccl:", "present" if spec else "absent")
 PYEOF
   else
@@ -94,7 +99,7 @@ if ! cmake "${cmake_args[@]}" > "$RESULTS/configure.log" 2>&1; then
   exit 1
 fi
 grep "LEAP" "$RESULTS/configure.log" | tee -a "$SUMMARY"
-if ! cmake --build "$BUILD" -j "$(nproc)" --target leap_gpu_check > "$RESULTS/build.log" 2>&1; then
+if ! cmake --build "$BUILD" -j "$JOBS" --target leap_gpu_check > "$RESULTS/build.log" 2>&1; then
   note "FAILED build (see build.log):"; grep -m 20 -E "error|Error" "$RESULTS/build.log" | tee -a "$SUMMARY"
   exit 1
 fi
