@@ -4,6 +4,7 @@
 #include "cuda/cuda_backend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "cuda/cuda_check.h"
@@ -105,6 +106,14 @@ void CudaBackend::matmul_forward(float* out, const float* inp, const float* weig
                                  const float* bias, int N, int IC, int OC) {
   const auto* w = weights_.get(weight, static_cast<size_t>(OC) * IC);
   const auto* x = operand_bf16(0, inp, static_cast<size_t>(N) * IC);
+  if (bias != nullptr && reinterpret_cast<uintptr_t>(bias) % 16 != 0) {
+    // The bias epilogue reads vectors; a bias view into the parameter arena may be only
+    // 4-byte aligned, so it is read from an aligned copy (OC floats: negligible).
+    float* aligned = bias_.reserve_as<float>(static_cast<size_t>(OC));
+    CUDA_CHECK(cudaMemcpyAsync(aligned, bias, static_cast<size_t>(OC) * sizeof(float),
+                               cudaMemcpyDeviceToDevice, ctx_->compute()));
+    bias = aligned;
+  }
   GemmProblem p{.m = OC,
                 .n = N,
                 .k = IC,

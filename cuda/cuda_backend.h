@@ -112,6 +112,7 @@ class CudaBackend final : public backend::Backend {
   const int32_t* staged_ptr_[4] = {};
   DeviceBuffer partials_;  // sum_squares partials and the result (doubles)
   DeviceBuffer ones_;
+  DeviceBuffer bias_;  // an aligned copy of a misaligned bias
   size_t ones_n_ = 0;
 };
 

@@ -5,6 +5,7 @@
 // decode. Every test skips where no CUDA device exists.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -57,15 +58,18 @@ class CudaBackendTest : public GpuTest {
   std::unique_ptr<CudaBackend> gpu_;
 };
 
-TEST_F(CudaBackendTest, MatmulForwardWithBiasAndUnalignedOutput) {
+TEST_F(CudaBackendTest, MatmulForwardWithUnalignedBiasAndOutput) {
   const int N = 37, IC = 72, OC = 50;
   auto x = randn(size_t(N) * IC, 1), w = randn(size_t(OC) * IC, 2, 0.1f), b = randn(OC, 3);
   std::vector<float> ref(size_t(N) * OC);
   cpu_.matmul_forward(ref.data(), x.data(), w.data(), b.data(), N, IC, OC);
-  DeviceVec dx(*gpu_, x), dw(*gpu_, w), db(*gpu_, b);
+  // The bias one float into its buffer too, as a bias view into the parameter arena may be.
+  std::vector<float> b_padded(b.size() + 1, 0.0f);
+  std::copy(b.begin(), b.end(), b_padded.begin() + 1);
+  DeviceVec dx(*gpu_, x), dw(*gpu_, w), db(*gpu_, b_padded);
   // The output one float into its buffer: 4-byte alignment must choose a fitting algorithm.
   DeviceVec dout(*gpu_, std::vector<float>(ref.size() + 1, 0.0f));
-  gpu_->matmul_forward(dout.get() + 1, dx.get(), dw.get(), db.get(), N, IC, OC);
+  gpu_->matmul_forward(dout.get() + 1, dx.get(), dw.get(), db.get() + 1, N, IC, OC);
   auto got = dout.read();
   got.erase(got.begin());
   const double err = normalised_error(got, ref);
@@ -168,9 +172,9 @@ model::TokenBatch tiny_batch(int V) {
   return model::TokenBatch::from_sequences(seqs);
 }
 
-TEST_F(CudaBackendTest, TinyModelTrainStepAgainstCpu) {
-  const model::ModelConfig cfg = tiny_config();
-  model::Transformer mc(cfg, cpu_), mg(cfg, *gpu_);
+// Forward log-probs, every parameter gradient and the gradient norm of `cfg` on both backends.
+void compare_train_step(const model::ModelConfig& cfg, backend::CpuBackend& cpu, CudaBackend* gpu) {
+  model::Transformer mc(cfg, cpu), mg(cfg, *gpu);
   mc.init_random(7);
   mg.init_random(7);
   const model::TokenBatch batch = tiny_batch(cfg.vocab_size);
@@ -190,16 +194,28 @@ TEST_F(CudaBackendTest, TinyModelTrainStepAgainstCpu) {
   mc.backward(dlp.data());
   mg.backward(dlp.data());
   std::vector<float> gc(mc.num_params()), gg(mg.num_params());
-  cpu_.download(gc.data(), mc.grads(), gc.size());
-  gpu_->download(gg.data(), mg.grads(), gg.size());
+  cpu.download(gc.data(), mc.grads(), gc.size());
+  gpu->download(gg.data(), mg.grads(), gg.size());
   // Per tensor, so a wrong layer is named.
   for (const auto& t : mc.layout().tensors()) {
     std::vector<float> a(gg.begin() + t.offset, gg.begin() + t.offset + t.numel),
         b(gc.begin() + t.offset, gc.begin() + t.offset + t.numel);
     EXPECT_LT(normalised_error(a, b), 3e-2) << t.name;
   }
-  EXPECT_NEAR(gpu_->sum_squares(mg.grads(), gg.size()), cpu_.sum_squares(mc.grads(), gc.size()),
-              3e-2 * cpu_.sum_squares(mc.grads(), gc.size()));
+  EXPECT_NEAR(gpu->sum_squares(mg.grads(), gg.size()), cpu.sum_squares(mc.grads(), gc.size()),
+              3e-2 * cpu.sum_squares(mc.grads(), gc.size()));
+}
+
+TEST_F(CudaBackendTest, TinyModelTrainStepAgainstCpu) {
+  compare_train_step(tiny_config(), cpu_, gpu_.get());
+}
+
+TEST_F(CudaBackendTest, TinyQwen2WithBiasesUntiedAgainstCpu) {
+  model::ModelConfig cfg = tiny_config();
+  cfg.model_type = "qwen2";
+  cfg.qkv_bias = true;
+  cfg.tie_word_embeddings = false;
+  compare_train_step(cfg, cpu_, gpu_.get());
 }
 
 TEST_F(CudaBackendTest, TinyModelDecodeAgainstCpu) {
