@@ -21,7 +21,7 @@ Evaluator::Evaluator(const Topology& topo, const tasks::Suite& suite, const rl::
       suite_(suite),
       opts_(opts),
       seed_(seed),
-      turns_(topo, policy, local_verifier, opts.sandbox_retries, log),
+      turns_(topo, policy, local_verifier, opts.sandbox_retries, log, "batch"),
       no_pruning_(no_pruning(opts.turns)),
       prompts_(prompt.options(opts.prompt_budget), [&policy](std::string_view t) { return policy.count_tokens(t); }) {
   LEAP_CHECK(topo.is_coordinator(), "the Evaluator runs on world rank 0 only");

@@ -19,10 +19,11 @@ void announce(Control::Kind kind, int64_t step, int turn, MPI_Comm world) {
 }
 
 TurnRunner::TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier, int sandbox_retries,
-                       const Logger& log)
+                       const Logger& log, const char* unit)
     : topo_(topo),
       policy_(policy),
       log_(log),
+      unit_(unit),
       dispatcher_(topo, local_verifier, sandbox_retries, log),
       policy_ranks_(topo.world_ranks_of(Role::kPolicy)) {}
 
@@ -51,7 +52,8 @@ Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite, const 
   for (int turn = 1; turn <= max_turns; ++turn) {
     int dropped = 0;
     auto items = state.make_turn(turn, suite, prompts, &dropped);
-    if (dropped > 0) log_.warn("step {} turn {}: {} sample(s) stopped: prompt longer than the context", step, turn, dropped);
+    if (dropped > 0) log_.warn("{} {} turn {}: {} sample(s) stopped: prompt longer than the context", unit_, step, turn,
+                               dropped);
     if (items.empty()) break;
     auto t0 = std::chrono::steady_clock::now();
     LEAP_RETURN_IF_ERROR(rollout(state, items, turn));

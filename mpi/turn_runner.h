@@ -27,8 +27,9 @@ struct TurnTimes {
 
 class TurnRunner {
  public:
+  // `unit` names what StepState::step() counts in warnings: "step" (RL) or "batch" (eval).
   TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier, int sandbox_retries,
-             const Logger& log);
+             const Logger& log, const char* unit = "step");
 
   // Turns 1..max_turns of `state`: after turn 1 `dcp` decides which samples continue, after
   // later turns the failed ones continue; it stops early when no sample is active. Adds the
@@ -45,6 +46,7 @@ class TurnRunner {
   const Topology& topo_;
   PolicyEngine& policy_;
   const Logger& log_;
+  const char* unit_;
   JobDispatcher dispatcher_;
   std::vector<int> policy_ranks_;
 };

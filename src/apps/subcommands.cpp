@@ -8,8 +8,7 @@ namespace leap::app {
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> kTable = {
       {"train", "the MPI training program: --mode rl (default) or --mode sft", run_train},
-      {"eval", "a policy on a suite: pass@k, per-turn accuracy, fast_p on GPU",
-       [](const std::vector<std::string>&) { return run_not_built("eval"); }},
+      {"eval", "a policy on a suite: pass@k, per-turn accuracy, fast_p on GPU", run_eval},
       {"check", "one answer against one task through the sandbox; prints the verdict as JSON", run_check},
       {"score", "per-token log-probabilities of a token sequence under a checkpoint, as JSON", run_score},
       {"analyze", "summary of a run's HDF5 file",

@@ -24,6 +24,7 @@ int parse_or_exit(const char* sub, const char* usage, const std::vector<std::str
                   ::leap::OptionSet& opts);
 
 int run_train(const std::vector<std::string>& args);
+int run_eval(const std::vector<std::string>& args);   // eval_command.cpp
 int run_tasks(const std::vector<std::string>& args);  // tasks_command.cpp
 int run_score(const std::vector<std::string>& args);  // score_command.cpp
 int run_check(const std::vector<std::string>& args);   // check_command.cpp

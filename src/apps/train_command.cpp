@@ -5,15 +5,14 @@
 #include <mpi.h>
 
 #include <filesystem>
-#include <thread>
 #include <nlohmann/json.hpp>
 
+#include "apps/rank_setup.h"
 #include "apps/subcommands.h"
 #include "apps/train_config.h"
 #include "apps/train_rl_loop.h"
 #include "common/check.h"
 #include "common/stop_signal.h"
-#include "cuda/device_probe.h"
 #include "io/checkpoint_dir.h"
 #include "io/trajectory_file.h"
 #include "leap/version.h"
@@ -28,49 +27,6 @@ namespace fs = std::filesystem;
 namespace leap::app {
 
 namespace {
-
-// The backend (backend.name, on this rank's GPU for cuda), the model and its optimizer.
-Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p) {
-  if (c.model.path.empty())
-    return invalid_input("model.path is empty: give the policy folder (config.json + model.safetensors), "
-                         "e.g. --model models/demo");
-  LEAP_ASSIGN_OR_RETURN(PolicyBackend be, make_policy_backend(c.app.run.backend, threads, device));
-#ifdef LEAP_HAVE_CUDA
-  p->cuda = std::move(be.cuda);
-#endif
-  p->backend = std::move(be.backend);
-  if (c.train.random_init) {
-    LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_model_config(c.model.path + "/config.json"));
-    p->model = std::make_unique<model::Transformer>(cfg, *p->backend);
-    p->model->init_random(static_cast<uint64_t>(c.app.run.seed));
-  } else {
-    LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend));
-  }
-  if (p->model->config().vocab_size != p->tokenizer.vocab_size())
-    return invalid_input(fmt::format("{}: vocab_size {} does not match the byte-level tokenizer ({} ids); this "
-                                     "version of leap has only the byte-level tokenizer",
-                                     c.model.path, p->model->config().vocab_size, p->tokenizer.vocab_size()));
-  p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
-  return Status::ok();
-}
-
-// Collective over the policy ranks (`ready` is what came before on this rank): the model, then,
-// once every policy rank has one, the gradient reducer (NCCL's setup is collective), then the
-// replica that uses both.
-Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready, PolicyState* p) {
-  if (ready) ready = build_model(c, threads, topo.self().device, p);
-  LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
-  LEAP_ASSIGN_OR_RETURN(p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
-  mpi::PolicyReplicaOptions ro;
-  ro.reducer = p->reducer.get();
-  ro.sampler = c.sampler;
-  if (ro.sampler.stop.empty())
-    ro.sampler.stop = std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
-  ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
-  ro.micro_batch_seqs = c.train.micro_batch_seqs;
-  p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, p->tokenizer, *p->optimizer, ro);
-  return Status::ok();
-}
 
 std::string run_fingerprint(const TrainConfig& c, const model::ModelConfig& m) {
   return fmt::format("seed={} suite={} G={} B={} max_turns={} model={}x{}x{}", c.app.run.seed, c.tasks.suite,
@@ -155,14 +111,6 @@ Status set_aside_unresumable(const std::string& path, const Logger& log) {
   return Status::ok();
 }
 
-// Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
-// its code.
-int finish(const Status& st, const Logger& log) {
-  if (!st.is_ok() && log.rank() == 0) log.error("{}", st.message());
-  MPI_Finalize();
-  return st.exit_code();
-}
-
 }  // namespace
 
 int run_train(const std::vector<std::string>& args) {
@@ -185,31 +133,8 @@ int run_train(const std::vector<std::string>& args) {
   Logger log(world_rank, c.app.run.log_all_ranks, level);
 
   // ---- layout ------------------------------------------------------------------------------
-  auto dev = cuda::probe_devices();
-  if (Status st = mpi::agree(dev.status(), MPI_COMM_WORLD); !st) return finish(st, log);
-  auto device = sandbox::resolve_device(c.sandbox.device, dev->count, dev->reason);
-  if (Status st = mpi::agree(device.status(), MPI_COMM_WORLD); !st) return finish(st, log);
-  c.sandbox.device = *device;
-  c.app.mpi.sandbox_device = *device;
-  const bool cuda_policy = c.app.run.backend == "cuda";
-  if (Status st = mpi::agree(check_backend_choice(c.app.run.backend, *dev), MPI_COMM_WORLD); !st)
-    return finish(st, log);
-  auto topo = mpi::make_topology(MPI_COMM_WORLD, c.app.mpi, dev->count, cuda_policy);
-  if (!topo) return finish(topo.status(), log);
-  if (cuda_policy) {
-    // NCCL cannot put two ranks on one GPU: one GPU per policy rank on every node.
-    int policy_here = 0;
-    for (const auto& r : topo->ranks) policy_here += r.host == topo->self().host && r.role == mpi::Role::kPolicy;
-    Status st = policy_here <= dev->count
-                    ? Status::ok()
-                    : invalid_input(fmt::format("backend.name = cuda puts {} policy ranks on {} with {} GPU(s); NCCL "
-                                                "needs one GPU per policy rank: start fewer ranks per node or set "
-                                                "mpi.sandbox_per_node so the rest verify",
-                                                policy_here, topo->self().host, dev->count));
-    if (st = mpi::agree(st, MPI_COMM_WORLD); !st) return finish(st, log);
-  }
-  log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
-  log.info("{}", mpi::format_layout(*topo));
+  auto topo = lay_out_ranks(c, log);
+  if (!topo) return finish_ranks(topo.status(), log);
   const mpi::Role role = topo->self().role;
   const bool in_process_sandbox = topo->count(mpi::Role::kSandbox) == 0;
 
@@ -218,12 +143,7 @@ int run_train(const std::vector<std::string>& args) {
   Status setup = suite.status();
   PolicyState policy;
   std::unique_ptr<mpi::SandboxEngine> sandbox;
-  // Threads per rank: what was asked, or this node's cores shared among its ranks.
-  int ranks_here = 0;
-  for (const auto& r : topo->ranks) ranks_here += r.host == topo->self().host;
-  const int threads = c.app.run.threads > 0
-                          ? c.app.run.threads
-                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_here));
+  const int threads = threads_per_rank(c, *topo);
   if (role == mpi::Role::kPolicy) setup = build_policy(c, threads, *topo, setup, &policy);
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.sandbox);
@@ -269,7 +189,7 @@ int run_train(const std::vector<std::string>& args) {
   setup = mpi::agree(setup, MPI_COMM_WORLD);
   if (!setup) {
     mpi::free_topology(&*topo);
-    return finish(setup, log);
+    return finish_ranks(setup, log);
   }
 
   // ---- the run -----------------------------------------------------------------------------

@@ -5,13 +5,11 @@
 
 namespace leap::app {
 
-namespace {
 std::string format_duration(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
   if (s < 3600) return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
   return fmt::format("{}h{:02d}m", static_cast<int>(s) / 3600, static_cast<int>(s) % 3600 / 60);
 }
-}  // namespace
 
 void TrainProgress::add(const mpi::StepReport& report) {
   steps_.push_back(report);

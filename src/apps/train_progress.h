@@ -3,12 +3,16 @@
 // tokens per second, the split of time and an ETA.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "common/log.h"
 #include "mpi/coordinator.h"
 
 namespace leap::app {
+
+// "42s", "3m07s", "2h05m": durations in progress lines (also `leap eval`'s).
+std::string format_duration(double s);
 
 class TrainProgress {
  public:

@@ -11,6 +11,8 @@ double pass_at_k(int n, int c, int k) {
   LEAP_CHECK(n >= 1 && c >= 0 && c <= n && k >= 1 && k <= n, "pass_at_k(n=" << n << ", c=" << c << ", k=" << k << ")");
   // Every draw of k samples holds a correct one when fewer than k are wrong.
   if (n - c < k) return 1.0;
+  // pass@1 is c/n; said directly so that it equals Acc@1 to the last bit.
+  if (k == 1) return static_cast<double>(c) / static_cast<double>(n);
   // C(n-c, k) / C(n, k) = prod_{i=n-c+1..n} (1 - k/i).
   double all_wrong = 1.0;
   for (int i = n - c + 1; i <= n; ++i) all_wrong *= 1.0 - static_cast<double>(k) / static_cast<double>(i);

@@ -1,0 +1,102 @@
+// Device probe, rank layout, policy construction and the agreed exit, shared by train and eval.
+#include "apps/rank_setup.h"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "cuda/device_probe.h"
+#include "leap/version.h"
+#include "model/checkpoint.h"
+#include "mpi/agree.h"
+
+namespace leap::app {
+
+namespace {
+
+// The backend (backend.name, on this rank's GPU for cuda), the model and its optimizer.
+Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p) {
+  if (c.model.path.empty())
+    return invalid_input("model.path is empty: give the policy folder (config.json + model.safetensors), "
+                         "e.g. --model models/demo");
+  LEAP_ASSIGN_OR_RETURN(PolicyBackend be, make_policy_backend(c.app.run.backend, threads, device));
+#ifdef LEAP_HAVE_CUDA
+  p->cuda = std::move(be.cuda);
+#endif
+  p->backend = std::move(be.backend);
+  if (c.train.random_init) {
+    LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_model_config(c.model.path + "/config.json"));
+    p->model = std::make_unique<model::Transformer>(cfg, *p->backend);
+    p->model->init_random(static_cast<uint64_t>(c.app.run.seed));
+  } else {
+    LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend));
+  }
+  if (p->model->config().vocab_size != p->tokenizer.vocab_size())
+    return invalid_input(fmt::format("{}: vocab_size {} does not match the byte-level tokenizer ({} ids); this "
+                                     "version of leap has only the byte-level tokenizer",
+                                     c.model.path, p->model->config().vocab_size, p->tokenizer.vocab_size()));
+  p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
+  auto dev = cuda::probe_devices();
+  if (Status st = mpi::agree(dev.status(), MPI_COMM_WORLD); !st) return st;
+  auto device = sandbox::resolve_device(c.sandbox.device, dev->count, dev->reason);
+  if (Status st = mpi::agree(device.status(), MPI_COMM_WORLD); !st) return st;
+  c.sandbox.device = *device;
+  c.app.mpi.sandbox_device = *device;
+  const bool cuda_policy = c.app.run.backend == "cuda";
+  if (Status st = mpi::agree(check_backend_choice(c.app.run.backend, *dev), MPI_COMM_WORLD); !st)
+    return st;
+  auto topo = mpi::make_topology(MPI_COMM_WORLD, c.app.mpi, dev->count, cuda_policy);
+  if (!topo) return topo.status();
+  if (cuda_policy) {
+    // NCCL cannot put two ranks on one GPU: one GPU per policy rank on every node.
+    int policy_here = 0;
+    for (const auto& r : topo->ranks) policy_here += r.host == topo->self().host && r.role == mpi::Role::kPolicy;
+    Status st = policy_here <= dev->count
+                    ? Status::ok()
+                    : invalid_input(fmt::format("backend.name = cuda puts {} policy ranks on {} with {} GPU(s); NCCL "
+                                                "needs one GPU per policy rank: start fewer ranks per node or set "
+                                                "mpi.sandbox_per_node so the rest verify",
+                                                policy_here, topo->self().host, dev->count));
+    if (st = mpi::agree(st, MPI_COMM_WORLD); !st) return st;
+  }
+  log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
+  log.info("{}", mpi::format_layout(*topo));
+  return topo;
+}
+
+int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
+  if (c.app.run.threads > 0) return c.app.run.threads;
+  int ranks_here = 0;
+  for (const auto& r : topo.ranks) ranks_here += r.host == topo.self().host;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_here));
+}
+
+Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready, PolicyState* p) {
+  if (ready) ready = build_model(c, threads, topo.self().device, p);
+  LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
+  LEAP_ASSIGN_OR_RETURN(p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
+  mpi::PolicyReplicaOptions ro;
+  ro.reducer = p->reducer.get();
+  ro.sampler = c.sampler;
+  if (ro.sampler.stop.empty())
+    ro.sampler.stop = std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
+  ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
+  ro.micro_batch_seqs = c.train.micro_batch_seqs;
+  p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, p->tokenizer, *p->optimizer, ro);
+  return Status::ok();
+}
+
+int finish_ranks(const Status& st, const Logger& log) {
+  if (!st.is_ok() && log.rank() == 0) log.error("{}", st.message());
+  MPI_Finalize();
+  return st.exit_code();
+}
+
+}  // namespace leap::app

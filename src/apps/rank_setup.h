@@ -1,0 +1,31 @@
+// What every rank of a distributed `leap` command (train, eval) does before its loop: find the
+// devices and lay out the ranks (policy and sandbox groups), build the policy replica on the
+// policy ranks, and end with an exit code every rank agrees on. Each step fails on every rank
+// with the same message, so no rank is left waiting in a collective.
+#pragma once
+
+#include "apps/train_config.h"
+#include "common/log.h"
+#include "common/status.h"
+#include "mpi/topology.h"
+
+namespace leap::app {
+
+// After MPI_Init: probes the devices, resolves `sandbox.device` (written back into c), checks
+// the backend choice, splits the ranks and prints the layout on rank 0. Collective over
+// MPI_COMM_WORLD; an error is the same on every rank.
+Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log);
+
+// Threads per rank: backend.threads, or this node's cores shared among its ranks.
+int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo);
+
+// Collective over the policy ranks (`ready` is what came before on this rank): the model, then,
+// once every policy rank has one, the gradient reducer (NCCL's setup is collective), then the
+// replica that samples and trains it.
+Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready, PolicyState* p);
+
+// Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
+// its code.
+int finish_ranks(const Status& st, const Logger& log);
+
+}  // namespace leap::app
