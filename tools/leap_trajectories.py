@@ -6,6 +6,8 @@
     run.samples    # one row per turn-sample; verdict/dcp as names, task as its id,
                    # and prompt/completion/feedback text columns
     run.config     # the resolved config (INI text)
+    trajectories(run)  # one row per (step, group, sample): first OK turn, last verdict, reward
+    pass_rates(run)    # per step: pass by turn 1, 2, ..., final (as `leap analyze` shows them)
 
 Texts are stored as UTF-8 bytes plus int64 end offsets (variable-length strings are not
 SWMR-safe), so this module slices them back into Python strings. /steps is the commit marker:
@@ -13,6 +15,7 @@ only samples of steps that have a /steps row are returned, so a reader never see
 """
 from __future__ import annotations
 
+import configparser
 import dataclasses
 import sys
 
@@ -69,6 +72,47 @@ def load_run(path: str, with_text: bool = True) -> Run:
             for col in ("prompt", "completion", "feedback"):
                 samples[col] = _texts(f["text/" + col], n)
         return Run(steps, samples, _attr(f, "config"), _attr(f, "version"), _attr(f, "git_commit"), task_ids)
+
+
+def trajectories(run: Run) -> pd.DataFrame:
+    """One row per trajectory (step, group, sample): task_id, turns, the first turn with an OK
+    verdict (NaN if none), the last turn's verdict, void (last turn SANDBOX_ERROR: no outcome the
+    policy earned, left out of pass rates as in training) and the sample's reward."""
+    s = run.samples.sort_values(["step", "group", "sample", "turn"], kind="stable")
+    keys = ["step", "group", "sample"]
+    g = s.groupby(keys, sort=True)
+    out = pd.DataFrame({
+        "task_id": g["task_id"].first(),
+        "turns": g["turn"].max(),
+        "first_ok_turn": s[s["verdict"] == "OK"].groupby(keys)["turn"].min(),
+        "last_verdict": g["verdict"].last(),
+        "reward": g["reward"].first().astype(np.float64),
+    })
+    out["void"] = out["last_verdict"] == "SANDBOX_ERROR"
+    return out.reset_index()
+
+
+def max_turns(run: Run) -> int:
+    """rl.max_turns of the run's stored config, or the deepest turn in the file if larger."""
+    cfg = configparser.ConfigParser(interpolation=None, strict=False)
+    cfg.read_string(run.config)
+    configured = cfg.getint("rl", "max_turns", fallback=0)
+    seen = int(run.samples["turn"].max()) if len(run.samples) else 1
+    return max(1, configured, seen)
+
+
+def pass_rates(run: Run) -> pd.DataFrame:
+    """Per step: pass_t1, pass_by_t2, ..., pass_final, each the fraction of non-void trajectories
+    whose first OK verdict came at or before that turn (as `leap analyze` reports them)."""
+    t = trajectories(run)
+    t = t[~t["void"]]
+    out = pd.DataFrame(index=pd.Index(run.steps["step"], name="step"))
+    n = max_turns(run)
+    for k in range(1, n + 1):
+        name = "pass_t1" if k == 1 else f"pass_by_t{k}"
+        out[name] = (t["first_ok_turn"] <= k).groupby(t["step"]).mean()
+    out["pass_final"] = out[f"pass_by_t{n}" if n > 1 else "pass_t1"]
+    return out
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ const std::vector<Subcommand>& subcommands() {
       {"eval", "a policy on a suite: pass@k, per-turn accuracy, fast_p on GPU", run_eval},
       {"check", "one answer against one task through the sandbox; prints the verdict as JSON", run_check},
       {"score", "per-token log-probabilities of a token sequence under a checkpoint, as JSON", run_score},
-      {"analyze", "summary of a run's HDF5 file",
-       [](const std::vector<std::string>&) { return run_not_built("analyze"); }},
+      {"analyze", "tables of a run's HDF5 file (also while it runs): pass rates, DCP, verdicts, tokens, time",
+       run_analyze},
       {"tasks", "list and validate task suites", run_tasks},
       {"worker", "the sandbox's worker process (started by the sandbox itself)", run_worker, true},
   };
