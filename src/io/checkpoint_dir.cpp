@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include "common/fs_util.h"
 #include "model/checkpoint.h"
@@ -41,6 +42,15 @@ std::vector<model::TensorToWrite> moment_tensors(const model::Transformer& m, co
   return out;
 }
 
+// The optimizer moments in host memory: the backend's own buffer on the CPU, a downloaded copy
+// (in `copy`) on a device backend.
+const float* host_moments(backend::Backend& be, const float* p, size_t n, std::vector<float>* copy) {
+  if (be.host_memory()) return p;
+  copy->resize(n);
+  be.download(copy->data(), p, n);
+  return copy->data();
+}
+
 }  // namespace
 
 std::string checkpoint_dir_name(int64_t step) { return fmt::format("{}{:06d}", kPrefix, step); }
@@ -55,8 +65,11 @@ Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Tr
   fs::create_directories(tmp, ec);
   if (ec) return io_error("cannot create '" + tmp.string() + "': " + ec.message());
   LEAP_RETURN_IF_ERROR(model::save_model(tmp.string(), model));
-  auto tensors = moment_tensors(model, optimizer.m(), ".exp_avg");
-  auto second = moment_tensors(model, optimizer.v(), ".exp_avg_sq");
+  std::vector<float> m_copy, v_copy;
+  auto tensors =
+      moment_tensors(model, host_moments(model.backend(), optimizer.m(), model.num_params(), &m_copy), ".exp_avg");
+  auto second =
+      moment_tensors(model, host_moments(model.backend(), optimizer.v(), model.num_params(), &v_copy), ".exp_avg_sq");
   tensors.insert(tensors.end(), second.begin(), second.end());
   LEAP_RETURN_IF_ERROR(model::write_safetensors((tmp / "optimizer.safetensors").string(), tensors));
   nlohmann::json st = state;
@@ -86,13 +99,22 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
   std::string opt_path = dir + "/optimizer.safetensors";
   auto opt = model::SafetensorsFile::open(opt_path);
   if (!opt) return opt.status();
+  // Read into host memory: the moments themselves on the CPU, staging buffers uploaded after on a device.
+  const bool host = model.backend().host_memory();
+  std::vector<float> m_stage(host ? 0 : model.num_params()), v_stage(host ? 0 : model.num_params());
+  float* m_dst = host ? optimizer.m() : m_stage.data();
+  float* v_dst = host ? optimizer.v() : v_stage.data();
   for (const auto& t : model.layout().tensors()) {
-    for (auto [suffix, base] : {std::pair{".exp_avg", optimizer.m()}, std::pair{".exp_avg_sq", optimizer.v()}}) {
+    for (auto [suffix, base] : {std::pair{".exp_avg", m_dst}, std::pair{".exp_avg_sq", v_dst}}) {
       std::string name = t.name + suffix;
       if (!opt->contains(name))
         return invalid_input(opt_path + ": tensor '" + name + "' is missing: the checkpoint is incomplete or from another model");
       LEAP_RETURN_IF_ERROR(opt->read_f32(name, t.shape, base + t.offset));
     }
+  }
+  if (!host) {
+    model.backend().upload(optimizer.m(), m_stage.data(), m_stage.size());
+    model.backend().upload(optimizer.v(), v_stage.data(), v_stage.size());
   }
   auto text = read_file(dir + "/state.json");
   if (!text) return text.status();
