@@ -4,8 +4,9 @@
 # it on GPU machines without the Debian development packages. It builds, in tiers:
 #  - always: the CUDA backend and leap_gpu_check (device report, op parity against PyTorch,
 #    cuBLASLt GEMM throughput, a one-rank NCCL communicator when NCCL is found);
-#  - with nlohmann_json and Boost.program_options: the model library (the train-step and decode
-#    benchmarks) and the sandbox with its GPU executor (the executor check).
+#  - with nlohmann_json (Debian's, or json.hpp under LEAP_EXTRA_INCLUDE): the model library,
+#    for the train-step and decode benchmarks;
+#  - with Boost.program_options as well: the sandbox with its GPU executor (the executor check).
 # Nothing here links MPI, HDF5, OpenBLAS or GoogleTest.
 if(NOT LEAP_HAVE_CUDA)
   message(FATAL_ERROR "LEAP_GPU_ONLY=ON needs nvcc: put the CUDA toolkit's bin/ on PATH")
@@ -25,20 +26,40 @@ if(NOT fmt_FOUND)
   add_library(fmt::fmt ALIAS leap_fmt_header_only)
 endif()
 find_package(nlohmann_json 3.9 QUIET)
-find_package(Boost 1.71 QUIET COMPONENTS program_options)
-set(LEAP_GPU_MODEL_TIER OFF)
-if(nlohmann_json_FOUND AND Boost_FOUND)
-  set(LEAP_GPU_MODEL_TIER ON)
+if(NOT nlohmann_json_FOUND)
+  find_path(LEAP_JSON_INCLUDE nlohmann/json.hpp HINTS ${LEAP_EXTRA_INCLUDE} NO_DEFAULT_PATH)
+  if(LEAP_JSON_INCLUDE)
+    add_library(leap_json_header_only INTERFACE)
+    target_include_directories(leap_json_header_only SYSTEM INTERFACE ${LEAP_JSON_INCLUDE})
+    add_library(nlohmann_json::nlohmann_json ALIAS leap_json_header_only)
+    set(nlohmann_json_FOUND TRUE)
+  endif()
 endif()
-message(STATUS "LEAP_GPU_ONLY: NCCL ${LEAP_HAVE_NCCL}, model and sandbox tier ${LEAP_GPU_MODEL_TIER} "
-               "(needs nlohmann_json: '${nlohmann_json_FOUND}', Boost.program_options: '${Boost_FOUND}')")
+find_package(Boost 1.71 QUIET COMPONENTS program_options)
+# The model library needs JSON (config.json); the sandbox also needs Boost (its option
+# declarations are linked into the functions it uses). The benchmarks use the model only
+# through Transformer, so they link without the option parser.
+set(LEAP_GPU_MODEL_TIER OFF)
+set(LEAP_GPU_SANDBOX_TIER OFF)
+if(nlohmann_json_FOUND)
+  set(LEAP_GPU_MODEL_TIER ON)
+  if(Boost_FOUND)
+    set(LEAP_GPU_SANDBOX_TIER ON)
+  endif()
+endif()
+message(STATUS "LEAP_GPU_ONLY: NCCL ${LEAP_HAVE_NCCL}, model tier ${LEAP_GPU_MODEL_TIER} (needs "
+               "nlohmann_json: '${nlohmann_json_FOUND}'), sandbox tier ${LEAP_GPU_SANDBOX_TIER} "
+               "(also needs Boost.program_options: '${Boost_FOUND}')")
 
 # common without MPI: the fatal reporter then just aborts. config.cpp needs Boost.
 add_library(leap_common STATIC src/common/status.cpp src/common/check.cpp src/common/log.cpp
                                src/common/fs_util.cpp)
-if(LEAP_GPU_MODEL_TIER)
+if(nlohmann_json_FOUND)
+  target_link_libraries(leap_common PUBLIC nlohmann_json::nlohmann_json)
+endif()
+if(LEAP_GPU_SANDBOX_TIER)
   target_sources(leap_common PRIVATE src/common/config.cpp)
-  target_link_libraries(leap_common PUBLIC Boost::program_options nlohmann_json::nlohmann_json)
+  target_link_libraries(leap_common PUBLIC Boost::program_options)
 endif()
 target_include_directories(leap_common PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}
                                               ${CMAKE_BINARY_DIR}/generated)
@@ -50,8 +71,10 @@ target_include_directories(leap_backend INTERFACE ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(leap_backend INTERFACE leap_common)
 
 if(LEAP_GPU_MODEL_TIER)
-  add_subdirectory(src/tasks)
   add_subdirectory(src/model)
+endif()
+if(LEAP_GPU_SANDBOX_TIER)
+  add_subdirectory(src/tasks)
   add_subdirectory(src/sandbox)
 endif()
 add_subdirectory(cuda)
