@@ -16,7 +16,8 @@ void TrainProgress::add(const mpi::StepReport& report) {
   const io::StepRow& r = report.row;
   elapsed_ += r.time_s;
   const double per_step = elapsed_ / static_cast<double>(steps_.size());
-  const double eta = per_step * static_cast<double>(total_ - static_cast<int>(steps_.size()));
+  // Steps are numbered within the whole run (a resumed run starts past 0), and so is the total.
+  const double eta = per_step * static_cast<double>(total_ - static_cast<int>(r.step) - 1);
   log_.info(
       "step {}/{} | pass t1 {:.2f} final {:.2f} | easy {} hopeless {} expanded {} | sandbox jobs {} (unpruned {}) | "
       "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s | loss {:+.4f} | ETA {}",

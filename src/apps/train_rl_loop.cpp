@@ -50,7 +50,7 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}; trajectories in {}",
              c.train.steps - start_step, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode, h5);
   }
-  TrainProgress progress(c.train.steps - start_step, c.rl.rl.max_turns, log);
+  TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log);
   int stopped_by = 0;
   int64_t last_done = start_step - 1;
   for (int step = start_step; step < c.train.steps; ++step) {
