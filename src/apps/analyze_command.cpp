@@ -22,7 +22,8 @@ namespace leap::app {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr const char* kUsage = "RUN.h5|RUN_DIR [--format text|json|csv] [--table NAME] [--last N] [--output FILE]";
+constexpr const char* kUsage =
+    "RUN.h5|RUN_DIR [--format text|json|csv] [--table NAME] [--last N] [--output FILE]";
 
 struct AnalyzeOptions {
   std::string file, format, table, output;
@@ -30,14 +31,17 @@ struct AnalyzeOptions {
 
   void declare(OptionSet& o) {
     o.add("analyze.file", &file, std::string(""),
-          "The run's trajectories.h5, or its run folder (a bare argument fills this).", {.alias = "file"});
+          "The run's trajectories.h5, or its run folder (a bare argument fills this).",
+          {.alias = "file"});
     o.add("analyze.format", &format, std::string("text"),
           "text: aligned tables; json: every table, for scripts; csv: one table (see --table).",
           {.choices = {"text", "json", "csv"}, .alias = "format"});
     o.add("analyze.table", &table, std::string("all"),
-          "Which table to print: all, or one of run, steps, step_verdicts, verdicts, tokens. csv prints one "
+          "Which table to print: all, or one of run, steps, step_verdicts, verdicts, tokens. csv "
+          "prints one "
           "table: steps unless another is named.",
-          {.choices = {"all", "run", "steps", "step_verdicts", "verdicts", "tokens"}, .alias = "table"});
+          {.choices = {"all", "run", "steps", "step_verdicts", "verdicts", "tokens"},
+           .alias = "table"});
     o.add("analyze.last", &last, int64_t{0},
           "Analyze only the last N committed steps (0: all); every table then covers those steps.",
           {.min = 0, .alias = "last"});
@@ -66,7 +70,9 @@ Table make_table(std::string name, std::string title, const std::vector<Field<Ro
   return t;
 }
 
-double ratio(double part, double whole) { return whole > 0 ? part / whole : kNaN; }
+double ratio(double part, double whole) {
+  return whole > 0 ? part / whole : kNaN;
+}
 
 std::vector<std::string> verdict_names() {
   std::vector<std::string> out;
@@ -77,11 +83,11 @@ std::vector<std::string> verdict_names() {
 
 // One column per verdict, counting from `counts_of(row)`; all-zero columns are left out of text.
 template <class Row>
-void add_verdict_fields(std::vector<Field<Row>>* fields, std::function<const io::VerdictCounts&(const Row&)> counts_of,
+void add_verdict_fields(std::vector<Field<Row>>* fields,
+                        std::function<const io::VerdictCounts&(const Row&)> counts_of,
                         const std::string& block) {
   const auto names = verdict_names();
-  fields->push_back({{"samples", "samples", -1, block},
-                     [counts_of](const Row& r) {
+  fields->push_back({{"samples", "samples", -1, block}, [counts_of](const Row& r) {
                        int64_t n = 0;
                        for (int64_t c : counts_of(r)) n += c;
                        return Cell(n);
@@ -97,7 +103,8 @@ Table steps_table(const io::RunSummary& s) {
       {{"step", "step", -1, "pass rates"}, [](const S& r) { return Cell(r.row.step); }},
       {{"wall_s", "wall s", 1, "pass rates"}, [](const S& r) { return Cell(r.wall_s); }},
       {{"trajectories", "traj", -1, "pass rates"}, [](const S& r) { return Cell(r.trajectories); }},
-      {{"void_trajectories", "void", -1, "pass rates"}, [](const S& r) { return Cell(r.void_trajectories); }},
+      {{"void_trajectories", "void", -1, "pass rates"},
+       [](const S& r) { return Cell(r.void_trajectories); }},
   };
   for (int k = 1; k <= s.turns; ++k) {
     const std::string name = k == 1 ? "pass_t1" : "pass_by_t" + std::to_string(k);
@@ -105,22 +112,30 @@ Table steps_table(const io::RunSummary& s) {
     f.push_back({{name, title, 3, "pass rates"},
                  [k](const S& r) { return Cell(r.pass_by_turn[static_cast<size_t>(k - 1)]); }});
   }
-  f.push_back({{"pass_final", "final", 3, "pass rates"}, [](const S& r) { return Cell(r.pass_by_turn.back()); }});
+  f.push_back({{"pass_final", "final", 3, "pass rates"},
+               [](const S& r) { return Cell(r.pass_by_turn.back()); }});
   const std::string dcp = "DCP classes (groups) and sandbox jobs";
   const std::vector<Field<S>> rest = {
       {{"groups", "groups", -1, dcp}, [](const S& r) { return Cell(int64_t{r.row.n_groups}); }},
       {{"easy", "easy", -1, dcp}, [](const S& r) { return Cell(int64_t{r.row.n_easy}); }},
-      {{"hopeless", "hopeless", -1, dcp}, [](const S& r) { return Cell(int64_t{r.row.n_hopeless}); }},
-      {{"expanded", "expanded", -1, dcp}, [](const S& r) { return Cell(int64_t{r.row.n_expanded}); }},
-      {{"dropped", "dropped", -1, dcp}, [](const S& r) { return Cell(int64_t{r.row.n_dropped_groups}); }},
-      {{"easy_frac", "easy %", 0, dcp, false, true}, [](const S& r) { return Cell(ratio(r.row.n_easy, r.row.n_groups)); }},
+      {{"hopeless", "hopeless", -1, dcp},
+       [](const S& r) { return Cell(int64_t{r.row.n_hopeless}); }},
+      {{"expanded", "expanded", -1, dcp},
+       [](const S& r) { return Cell(int64_t{r.row.n_expanded}); }},
+      {{"dropped", "dropped", -1, dcp},
+       [](const S& r) { return Cell(int64_t{r.row.n_dropped_groups}); }},
+      {{"easy_frac", "easy %", 0, dcp, false, true},
+       [](const S& r) { return Cell(ratio(r.row.n_easy, r.row.n_groups)); }},
       {{"hopeless_frac", "hopeless %", 0, dcp, false, true},
        [](const S& r) { return Cell(ratio(r.row.n_hopeless, r.row.n_groups)); }},
       {{"expanded_frac", "expanded %", 0, dcp, false, true},
        [](const S& r) { return Cell(ratio(r.row.n_expanded, r.row.n_groups)); }},
-      {{"sandbox_jobs", "sandbox jobs", -1, dcp}, [](const S& r) { return Cell(int64_t{r.row.n_sandbox_jobs}); }},
-      {{"reward_mean", "reward mean", 3, "reward, tokens, loss"}, [](const S& r) { return Cell(r.reward_mean); }},
-      {{"reward_std", "reward std", 3, "reward, tokens, loss"}, [](const S& r) { return Cell(r.reward_std); }},
+      {{"sandbox_jobs", "sandbox jobs", -1, dcp},
+       [](const S& r) { return Cell(int64_t{r.row.n_sandbox_jobs}); }},
+      {{"reward_mean", "reward mean", 3, "reward, tokens, loss"},
+       [](const S& r) { return Cell(r.reward_mean); }},
+      {{"reward_std", "reward std", 3, "reward, tokens, loss"},
+       [](const S& r) { return Cell(r.reward_std); }},
       {{"mean_prompt_tokens", "prompt tok", 1, "reward, tokens, loss"},
        [](const S& r) { return Cell(r.mean_prompt_tokens); }},
       {{"mean_completion_tokens", "completion tok", 1, "reward, tokens, loss"},
@@ -128,23 +143,29 @@ Table steps_table(const io::RunSummary& s) {
       {{"loss", "loss", 4, "reward, tokens, loss"}, [](const S& r) { return Cell(r.row.loss); }},
       {{"time_s", "step s", 2, "time split"}, [](const S& r) { return Cell(r.row.time_s); }},
       {{"gen_s", "gen s", 2, "time split"}, [](const S& r) { return Cell(r.row.gen_s); }},
-      {{"sandbox_s", "sandbox s", 2, "time split"}, [](const S& r) { return Cell(r.row.sandbox_s); }},
+      {{"sandbox_s", "sandbox s", 2, "time split"},
+       [](const S& r) { return Cell(r.row.sandbox_s); }},
       {{"train_s", "train s", 2, "time split"}, [](const S& r) { return Cell(r.row.train_s); }},
-      {{"gen_frac", "gen %", 0, "time split", false, true}, [](const S& r) { return Cell(ratio(r.row.gen_s, r.row.time_s)); }},
+      {{"gen_frac", "gen %", 0, "time split", false, true},
+       [](const S& r) { return Cell(ratio(r.row.gen_s, r.row.time_s)); }},
       {{"sandbox_frac", "sandbox %", 0, "time split", false, true},
        [](const S& r) { return Cell(ratio(r.row.sandbox_s, r.row.time_s)); }},
       {{"train_frac", "train %", 0, "time split", false, true},
        [](const S& r) { return Cell(ratio(r.row.train_s, r.row.time_s)); }},
   };
   f.insert(f.end(), rest.begin(), rest.end());
-  return make_table("steps", "per step (pass rates: fractions of the non-void trajectories that passed by that turn)",
-                    f, s.steps);
+  return make_table(
+      "steps",
+      "per step (pass rates: fractions of the non-void trajectories that passed by that turn)", f,
+      s.steps);
 }
 
 Table step_verdicts_table(const io::RunSummary& s) {
   using S = io::StepSummary;
-  std::vector<Field<S>> f = {{{"step", "step", -1, ""}, [](const S& r) { return Cell(r.row.step); }}};
-  add_verdict_fields<S>(&f, [](const S& r) -> const io::VerdictCounts& { return r.verdicts; }, "");
+  std::vector<Field<S>> f = {
+      {{"step", "step", -1, ""}, [](const S& r) { return Cell(r.row.step); }}};
+  add_verdict_fields<S>(
+      &f, [](const S& r) -> const io::VerdictCounts& { return r.verdicts; }, "");
   return make_table("step_verdicts", "verdicts per step (turn-samples)", f, s.steps);
 }
 
@@ -159,15 +180,19 @@ Table verdicts_table(const io::RunSummary& s) {
   std::vector<Scoped> rows = {{"all", s.verdicts, {}}};
   for (size_t t = 0; t < s.verdicts_by_turn.size(); ++t)
     rows.push_back({"turn " + std::to_string(t + 1), s.verdicts_by_turn[t], {}});
-  std::vector<Field<Scoped>> f = {{{"scope", "scope", -1, ""}, [](const Scoped& r) { return Cell(r.scope); }}};
-  add_verdict_fields<Scoped>(&f, [](const Scoped& r) -> const io::VerdictCounts& { return r.verdicts; }, "");
+  std::vector<Field<Scoped>> f = {
+      {{"scope", "scope", -1, ""}, [](const Scoped& r) { return Cell(r.scope); }}};
+  add_verdict_fields<Scoped>(
+      &f, [](const Scoped& r) -> const io::VerdictCounts& { return r.verdicts; }, "");
   return make_table("verdicts", "verdicts, overall and per turn (turn-samples)", f, rows);
 }
 
 Table tokens_table(const io::RunSummary& s) {
-  std::vector<Scoped> rows = {{"prompt", {}, s.prompt_tokens}, {"completion", {}, s.completion_tokens}};
+  std::vector<Scoped> rows = {{"prompt", {}, s.prompt_tokens},
+                              {"completion", {}, s.completion_tokens}};
   for (size_t t = 0; t < s.completion_tokens_by_turn.size(); ++t)
-    rows.push_back({"completion turn " + std::to_string(t + 1), {}, s.completion_tokens_by_turn[t]});
+    rows.push_back(
+        {"completion turn " + std::to_string(t + 1), {}, s.completion_tokens_by_turn[t]});
   using R = Scoped;
   const std::vector<Field<R>> f = {
       {{"tokens", "tokens", -1, ""}, [](const R& r) { return Cell(r.scope); }},
@@ -181,7 +206,8 @@ Table tokens_table(const io::RunSummary& s) {
       {{"p90", "p90", 1, ""}, [](const R& r) { return Cell(r.lengths.p90); }},
       {{"max", "max", 0, ""}, [](const R& r) { return Cell(r.lengths.max); }},
   };
-  return make_table("tokens", "token lengths per turn-sample (quantiles interpolate linearly)", f, rows);
+  return make_table("tokens", "token lengths per turn-sample (quantiles interpolate linearly)", f,
+                    rows);
 }
 
 Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
@@ -193,15 +219,20 @@ Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
       {{"file", "file", -1, ""}, [&](const R&) { return Cell(run.path); }},
       {{"version", "leap version", -1, ""}, [&](const R&) { return Cell(run.version); }},
       {{"git_commit", "git commit", -1, ""}, [&](const R&) { return Cell(run.git_commit); }},
-      {{"schema_version", "schema version", -1, ""}, [&](const R&) { return Cell(run.schema_version); }},
+      {{"schema_version", "schema version", -1, ""},
+       [&](const R&) { return Cell(run.schema_version); }},
       {{"swmr_read", "read mode", -1, ""},
        [&](const R&) { return Cell(std::string(run.swmr_read ? "SWMR" : "plain")); }},
-      {{"steps_in_file", "steps in file", -1, ""}, [&](const R&) { return Cell(run.steps_in_file); }},
-      {{"steps", "steps shown", -1, ""}, [&](const R& r) { return Cell(static_cast<int64_t>(r.steps.size())); }},
+      {{"steps_in_file", "steps in file", -1, ""},
+       [&](const R&) { return Cell(run.steps_in_file); }},
+      {{"steps", "steps shown", -1, ""},
+       [&](const R& r) { return Cell(static_cast<int64_t>(r.steps.size())); }},
       {{"first_step", "first step", -1, ""}, [&](const R&) { return first; }},
       {{"last_step", "last step", -1, ""}, [&](const R&) { return last; }},
-      {{"steps_pending", "steps being written", -1, ""}, [&](const R&) { return Cell(run.rows_pending); }},
-      {{"tasks", "tasks in suite", -1, ""}, [&](const R&) { return Cell(static_cast<int64_t>(run.task_ids.size())); }},
+      {{"steps_pending", "steps being written", -1, ""},
+       [&](const R&) { return Cell(run.rows_pending); }},
+      {{"tasks", "tasks in suite", -1, ""},
+       [&](const R&) { return Cell(static_cast<int64_t>(run.task_ids.size())); }},
       {{"turns", "turns", -1, ""}, [](const R& r) { return Cell(int64_t{r.turns}); }},
       {{"samples", "turn-samples", -1, ""}, [](const R& r) { return Cell(r.samples); }},
       {{"trajectories", "trajectories", -1, ""}, [](const R& r) { return Cell(r.trajectories); }},
@@ -209,16 +240,21 @@ Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
       {{"easy", "easy", -1, ""}, [](const R& r) { return Cell(r.easy); }},
       {{"hopeless", "hopeless", -1, ""}, [](const R& r) { return Cell(r.hopeless); }},
       {{"expanded", "expanded", -1, ""}, [](const R& r) { return Cell(r.expanded); }},
-      {{"dropped_groups", "dropped groups", -1, ""}, [](const R& r) { return Cell(r.dropped_groups); }},
+      {{"dropped_groups", "dropped groups", -1, ""},
+       [](const R& r) { return Cell(r.dropped_groups); }},
       {{"sandbox_jobs", "sandbox jobs", -1, ""}, [](const R& r) { return Cell(r.sandbox_jobs); }},
-      {{"tokens_generated", "tokens generated", -1, ""}, [](const R& r) { return Cell(r.tokens_generated); }},
+      {{"tokens_generated", "tokens generated", -1, ""},
+       [](const R& r) { return Cell(r.tokens_generated); }},
       {{"time_s", "step time s", 1, ""}, [](const R& r) { return Cell(r.time_s); }},
       {{"gen_s", "gen s", 1, ""}, [](const R& r) { return Cell(r.gen_s); }},
       {{"sandbox_s", "sandbox s", 1, ""}, [](const R& r) { return Cell(r.sandbox_s); }},
       {{"train_s", "train s", 1, ""}, [](const R& r) { return Cell(r.train_s); }},
-      {{"gen_frac", "gen share", 1, "", false, true}, [](const R& r) { return Cell(ratio(r.gen_s, r.time_s)); }},
-      {{"sandbox_frac", "sandbox share", 1, "", false, true}, [](const R& r) { return Cell(ratio(r.sandbox_s, r.time_s)); }},
-      {{"train_frac", "train share", 1, "", false, true}, [](const R& r) { return Cell(ratio(r.train_s, r.time_s)); }},
+      {{"gen_frac", "gen share", 1, "", false, true},
+       [](const R& r) { return Cell(ratio(r.gen_s, r.time_s)); }},
+      {{"sandbox_frac", "sandbox share", 1, "", false, true},
+       [](const R& r) { return Cell(ratio(r.sandbox_s, r.time_s)); }},
+      {{"train_frac", "train share", 1, "", false, true},
+       [](const R& r) { return Cell(ratio(r.train_s, r.time_s)); }},
   };
   return make_table("run", "run", f, std::vector<R>{s});
 }
@@ -237,18 +273,20 @@ int run_analyze(const std::vector<std::string>& args) {
   opts.set_positional("analyze.file");
   if (int rc = parse_or_exit("analyze", kUsage, args, opts); rc >= 0) return rc;
   if (o.file.empty())
-    return fail(invalid_input("no run given: leap analyze RUN_DIR/trajectories.h5 (or the run folder)"));
+    return fail(
+        invalid_input("no run given: leap analyze RUN_DIR/trajectories.h5 (or the run folder)"));
 
   auto run = io::read_trajectory_run(o.file, o.last);
   if (!run) return fail(run.status());
-  const io::RunSummary summary =
-      io::summarize_run(run->steps, run->samples, run->time_s_before, io::configured_max_turns(run->config_ini));
+  const io::RunSummary summary = io::summarize_run(run->steps, run->samples, run->time_s_before,
+                                                   io::configured_max_turns(run->config_ini));
   const bool empty = run->steps.empty();
 
   // Tables in output order; a run without steps has only its "run" facts.
   std::vector<Table> tables = {run_table(*run, summary)};
   if (!empty)
-    for (auto make : {steps_table, step_verdicts_table, verdicts_table, tokens_table}) tables.push_back(make(summary));
+    for (auto make : {steps_table, step_verdicts_table, verdicts_table, tokens_table})
+      tables.push_back(make(summary));
   std::string table = o.table;
   if (o.format == "csv" && table == "all") table = "steps";
   std::erase_if(tables, [&](const Table& t) { return table != "all" && t.name != table; });
@@ -269,8 +307,10 @@ int run_analyze(const std::vector<std::string>& args) {
       out += t.name == "run" ? render_text_vertical(t) : render_text(t);
     }
     if (empty)
-      out += "\nno steps written yet: the run has not finished its first step (analyze it again later), or it "
-             "stopped before any step\n";
+      out +=
+          "\nno steps written yet: the run has not finished its first step (analyze it again "
+          "later), or it "
+          "stopped before any step\n";
     if (run->rows_pending > 0)
       out += "\nnote: " + std::to_string(run->rows_pending) +
              " /steps row(s) are still being written and are left out\n";

@@ -39,7 +39,8 @@ std::vector<std::vector<size_t>> text_blocks(const Table& t) {
   std::vector<std::vector<size_t>> blocks;
   for (size_t c = 1; c < t.columns.size(); ++c) {
     const Column& col = t.columns[c];
-    if (col.text_skip_zero && std::all_of(t.rows.begin(), t.rows.end(), [&](const auto& r) { return is_zero(r[c]); }))
+    if (col.text_skip_zero &&
+        std::all_of(t.rows.begin(), t.rows.end(), [&](const auto& r) { return is_zero(r[c]); }))
       continue;
     auto it = std::find(names.begin(), names.end(), col.block);
     if (it == names.end()) {
@@ -92,7 +93,8 @@ std::string render_text_vertical(const Table& t) {
   size_t width = 0;
   for (const auto& c : t.columns) width = std::max(width, c.title.size());
   for (size_t c = 0; c < t.columns.size(); ++c)
-    out += fmt::format("  {:<{}}  {}\n", t.columns[c].title + ":", width + 1, text_cell(t.rows[0][c], t.columns[c]));
+    out += fmt::format("  {:<{}}  {}\n", t.columns[c].title + ":", width + 1,
+                       text_cell(t.rows[0][c], t.columns[c]));
   return out;
 }
 
@@ -106,9 +108,12 @@ std::string render_csv(const Table& t) {
   for (const auto& row : t.rows) {
     for (size_t c = 0; c < row.size(); ++c) {
       std::string v;
-      if (const auto* i = std::get_if<int64_t>(&row[c])) v = std::to_string(*i);
-      else if (const auto* d = std::get_if<double>(&row[c])) v = std::isfinite(*d) ? fmt::format("{}", *d) : "";
-      else v = csv_field(std::get<std::string>(row[c]));
+      if (const auto* i = std::get_if<int64_t>(&row[c]))
+        v = std::to_string(*i);
+      else if (const auto* d = std::get_if<double>(&row[c]))
+        v = std::isfinite(*d) ? fmt::format("{}", *d) : "";
+      else
+        v = csv_field(std::get<std::string>(row[c]));
       if (c) out += ',';
       out += v;
     }
@@ -123,9 +128,12 @@ nlohmann::ordered_json rows_to_json(const Table& t) {
     nlohmann::ordered_json obj = nlohmann::ordered_json::object();
     for (size_t c = 0; c < row.size(); ++c) {
       const std::string& key = t.columns[c].name;
-      if (const auto* i = std::get_if<int64_t>(&row[c])) obj[key] = *i;
-      else if (const auto* d = std::get_if<double>(&row[c])) obj[key] = std::isfinite(*d) ? nlohmann::ordered_json(*d) : nlohmann::ordered_json(nullptr);
-      else obj[key] = std::get<std::string>(row[c]);
+      if (const auto* i = std::get_if<int64_t>(&row[c]))
+        obj[key] = *i;
+      else if (const auto* d = std::get_if<double>(&row[c]))
+        obj[key] = std::isfinite(*d) ? nlohmann::ordered_json(*d) : nlohmann::ordered_json(nullptr);
+      else
+        obj[key] = std::get<std::string>(row[c]);
     }
     out.push_back(std::move(obj));
   }

@@ -44,7 +44,9 @@ LengthStats length_stats(std::vector<double> values) {
   return s;
 }
 
-double mean_of(double sum, int64_t n) { return n ? sum / static_cast<double>(n) : kNaN; }
+double mean_of(double sum, int64_t n) {
+  return n ? sum / static_cast<double>(n) : kNaN;
+}
 
 }  // namespace
 
@@ -72,7 +74,8 @@ int configured_max_turns(const std::string& config_ini) {
       continue;
     }
     const size_t eq = line.find('=');
-    if (section != "rl" || eq == std::string::npos || trim(line.substr(0, eq)) != "max_turns") continue;
+    if (section != "rl" || eq == std::string::npos || trim(line.substr(0, eq)) != "max_turns")
+      continue;
     try {
       return std::max(0, std::stoi(trim(line.substr(eq + 1))));
     } catch (...) {
@@ -136,14 +139,17 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
         ++st.void_trajectories;
         continue;
       }
-      for (size_t k = 0; k < turns; ++k) passed_by[k] += t.first_ok_turn <= static_cast<int>(k + 1) ? 1 : 0;
+      for (size_t k = 0; k < turns; ++k)
+        passed_by[k] += t.first_ok_turn <= static_cast<int>(k + 1) ? 1 : 0;
     }
     st.trajectories = static_cast<int64_t>(trajectories.size());
     const int64_t counted = st.trajectories - st.void_trajectories;
-    for (size_t k = 0; k < turns; ++k) st.pass_by_turn.push_back(mean_of(static_cast<double>(passed_by[k]), counted));
+    for (size_t k = 0; k < turns; ++k)
+      st.pass_by_turn.push_back(mean_of(static_cast<double>(passed_by[k]), counted));
     st.reward_mean = mean_of(reward_sum, st.trajectories);
     double sq = 0;
-    for (const auto& [key, t] : trajectories) sq += (t.reward - st.reward_mean) * (t.reward - st.reward_mean);
+    for (const auto& [key, t] : trajectories)
+      sq += (t.reward - st.reward_mean) * (t.reward - st.reward_mean);
     st.reward_std = st.trajectories ? std::sqrt(sq / static_cast<double>(st.trajectories)) : kNaN;
 
     out.time_s += row.time_s;
@@ -163,7 +169,8 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
   }
   out.prompt_tokens = length_stats(std::move(prompt_all));
   out.completion_tokens = length_stats(std::move(completion_all));
-  for (auto& v : completion_by_turn) out.completion_tokens_by_turn.push_back(length_stats(std::move(v)));
+  for (auto& v : completion_by_turn)
+    out.completion_tokens_by_turn.push_back(length_stats(std::move(v)));
   return out;
 }
 

@@ -38,7 +38,8 @@ struct StepSummary {
 
 struct LengthStats {
   int64_t count = 0;
-  double mean = 0, min = 0, p10 = 0, p25 = 0, p50 = 0, p75 = 0, p90 = 0, max = 0;  // NaN when count == 0
+  double mean = 0, min = 0, p10 = 0, p25 = 0, p50 = 0, p75 = 0, p90 = 0,
+         max = 0;  // NaN when count == 0
 };
 
 struct RunSummary {

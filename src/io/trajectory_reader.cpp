@@ -14,7 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kFixHint = "pass the trajectories.h5 that `leap train` writes in its run.out_dir";
+constexpr const char* kFixHint =
+    "pass the trajectories.h5 that `leap train` writes in its run.out_dir";
 
 // HDF5's signature sits at offset 0 or, behind a user block, at 512, 1024, 2048, ...
 Expected<bool> has_hdf5_signature(const std::string& path) {
@@ -64,10 +65,12 @@ Expected<H5Id> open_read_only(const std::string& path, bool* swmr) {
   *swmr = f >= 0;
   if (f < 0) f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
   if (f < 0)
-    return invalid_input("cannot open '" + path +
-                         "' for reading: HDF5 refuses it, most likely because a writer holds it without SWMR "
-                         "(a run with output.swmr = off that is still running, or was killed). Wait for the run "
-                         "to end, or, if no run writes it any more, clear the flag with `h5clear -s " + path + "`");
+    return invalid_input(
+        "cannot open '" + path +
+        "' for reading: HDF5 refuses it, most likely because a writer holds it without SWMR "
+        "(a run with output.swmr = off that is still running, or was killed). Wait for the run "
+        "to end, or, if no run writes it any more, clear the flag with `h5clear -s " +
+        path + "`");
   return H5Id(f, H5Fclose);
 }
 
@@ -119,16 +122,19 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
   H5Id ids_offsets = open_nested_dataset(f, kTaskIdGroup, "offsets");
   if (!steps_d.valid()) missing.push_back("dataset /steps");
   if (!samples_d.valid()) missing.push_back("dataset /samples");
-  if (!ids_data.valid() || !ids_offsets.valid()) missing.push_back(std::string("dataset ") + kTaskIdGroup + "/{data,offsets}");
+  if (!ids_data.valid() || !ids_offsets.valid())
+    missing.push_back(std::string("dataset ") + kTaskIdGroup + "/{data,offsets}");
   TrajectoryTypes types = make_trajectory_types();
   if (steps_d.valid())
-    for (const auto& field : missing_fields(steps_d.get(), types.step.get())) missing.push_back("/steps field " + field);
+    for (const auto& field : missing_fields(steps_d.get(), types.step.get()))
+      missing.push_back("/steps field " + field);
   if (samples_d.valid())
     for (const auto& field : missing_fields(samples_d.get(), types.sample.get()))
       missing.push_back("/samples field " + field);
   if (!missing.empty())
-    return invalid_input("'" + path + "' is an HDF5 file but not a LEAP trajectory file (it lacks " + join(missing) +
-                         "): " + kFixHint);
+    return invalid_input("'" + path +
+                         "' is an HDF5 file but not a LEAP trajectory file (it lacks " +
+                         join(missing) + "): " + kFixHint);
   run.schema_version = *schema;
   if (run.schema_version != std::to_string(kTrajectorySchemaVersion))
     return invalid_input("'" + path + "' has trajectory schema version " + run.schema_version +
@@ -144,7 +150,8 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
   };
   auto id_offs = read_all_rows<int64_t>(ids_offsets.get(), H5T_NATIVE_INT64);
   int64_t id_cursor = 0;
-  auto ids = id_offs ? read_text_rows(ids_data.get(), *id_offs, 0, id_offs->size(), &id_cursor) : std::nullopt;
+  auto ids = id_offs ? read_text_rows(ids_data.get(), *id_offs, 0, id_offs->size(), &id_cursor)
+                     : std::nullopt;
   if (!ids) return damaged(kTaskIdGroup);
   run.task_ids = std::move(*ids);
 
@@ -180,12 +187,15 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
     for (int32_t k = 0; k < st.n_samples; ++k, ++at) {
       const SampleRow& s = run.samples[at];
       if (s.step != st.step)
-        return damaged("/samples row " + std::to_string(first + at) + " (step " + std::to_string(s.step) +
-                       ", where /steps says step " + std::to_string(st.step) + ")");
-      if (s.turn < 1) return damaged("/samples row " + std::to_string(first + at) + " (turn " + std::to_string(s.turn) + ")");
+        return damaged("/samples row " + std::to_string(first + at) + " (step " +
+                       std::to_string(s.step) + ", where /steps says step " +
+                       std::to_string(st.step) + ")");
+      if (s.turn < 1)
+        return damaged("/samples row " + std::to_string(first + at) + " (turn " +
+                       std::to_string(s.turn) + ")");
       if (s.task < 0 || static_cast<size_t>(s.task) >= run.task_ids.size())
-        return damaged("/samples row " + std::to_string(first + at) + " (task index " + std::to_string(s.task) +
-                       " outside /tasks/id)");
+        return damaged("/samples row " + std::to_string(first + at) + " (task index " +
+                       std::to_string(s.task) + " outside /tasks/id)");
     }
   }
   return run;

@@ -25,8 +25,8 @@ struct TrajectoryRun {
   std::vector<SampleRow> samples;     // the sample rows of those steps, in file order
   int64_t steps_in_file = 0;          // committed steps in the file (before last_steps)
   int64_t rows_pending = 0;           // /steps rows left out because their step is not complete yet
-  double time_s_before = 0;           // sum of time_s over the committed steps left out by last_steps
-  bool swmr_read = false;             // opened in SWMR-read mode
+  double time_s_before = 0;  // sum of time_s over the committed steps left out by last_steps
+  bool swmr_read = false;    // opened in SWMR-read mode
 };
 
 // Reads `path` (a trajectories.h5, or a run folder holding one). last_steps > 0 keeps only the

@@ -18,11 +18,13 @@ namespace leap::io {
 inline constexpr const char* kStepsDataset = "steps";
 inline constexpr const char* kSamplesDataset = "samples";
 inline constexpr const char* kTaskIdGroup = "/tasks/id";
-inline constexpr const char* kTextGroups[3] = {"/text/prompt", "/text/completion", "/text/feedback"};
+inline constexpr const char* kTextGroups[3] = {"/text/prompt", "/text/completion",
+                                               "/text/feedback"};
 
 // The memory types of the rows; HDF5 converts file fields to them by name.
 struct TrajectoryTypes {
-  H5Id verdict, dcp;  // enum types: names are the contract, values follow sandbox::Verdict / DcpClass
+  H5Id verdict,
+      dcp;  // enum types: names are the contract, values follow sandbox::Verdict / DcpClass
   H5Id step, sample;  // compounds of StepRow and SampleRow
 };
 TrajectoryTypes make_trajectory_types();
@@ -50,7 +52,7 @@ std::optional<std::string> read_string_attr(hid_t obj, const char* name);
 // Texts of rows [first, first + count) of a text column whose data dataset is `data` and whose end
 // offsets are `offs`, starting at byte *cursor (the end of row first - 1); reads only those bytes
 // and advances *cursor. nullopt when the offsets are inconsistent with the data (a damaged file).
-std::optional<std::vector<std::string>> read_text_rows(hid_t data, const std::vector<int64_t>& offs, size_t first,
-                                                       size_t count, int64_t* cursor);
+std::optional<std::vector<std::string>> read_text_rows(hid_t data, const std::vector<int64_t>& offs,
+                                                       size_t first, size_t count, int64_t* cursor);
 
 }  // namespace leap::io

@@ -47,11 +47,14 @@ TEST(RunSummary, HandWorkedStep) {
   // Rewards 1, 1, -1, -1, 0.5, -0.5 (one per trajectory): mean 0, population variance 4.5/6.
   std::vector<SampleRow> s = {
       row(3, 0, 0, 1, Verdict::kOk, 1, 10),
-      row(3, 0, 1, 1, Verdict::kCompileError, 1, 20),  row(3, 0, 1, 2, Verdict::kOk, 1, 30),
-      row(3, 0, 2, 1, Verdict::kWrongAnswer, -1, 40),  row(3, 0, 2, 2, Verdict::kWrongAnswer, -1, 50),
+      row(3, 0, 1, 1, Verdict::kCompileError, 1, 20),
+      row(3, 0, 1, 2, Verdict::kOk, 1, 30),
+      row(3, 0, 2, 1, Verdict::kWrongAnswer, -1, 40),
+      row(3, 0, 2, 2, Verdict::kWrongAnswer, -1, 50),
       row(3, 0, 2, 3, Verdict::kOk, -1, 60),
       row(3, 0, 3, 1, Verdict::kSandboxError, -1, 70),
-      row(3, 1, 0, 1, Verdict::kWrongAnswer, 0.5, 80), row(3, 1, 0, 2, Verdict::kSandboxError, 0.5, 90),
+      row(3, 1, 0, 1, Verdict::kWrongAnswer, 0.5, 80),
+      row(3, 1, 0, 2, Verdict::kSandboxError, 0.5, 90),
       row(3, 1, 1, 1, Verdict::kFormatError, -0.5, 100),
   };
   StepRow st = step_row(3, 2.0, static_cast<int32_t>(s.size()));
@@ -68,11 +71,12 @@ TEST(RunSummary, HandWorkedStep) {
   EXPECT_NEAR(x.reward_mean, 0.0, 1e-12);
   EXPECT_NEAR(x.reward_std, std::sqrt(0.75), 1e-12);
   EXPECT_DOUBLE_EQ(x.wall_s, 12.0);
-  EXPECT_DOUBLE_EQ(x.mean_completion_tokens, 55.0);            // (10 + 20 + ... + 100) / 10
-  EXPECT_DOUBLE_EQ(x.mean_prompt_tokens, 100.0 * 15 / 10);      // turns 1,1,2,1,2,3,1,1,2,1 sum to 15
+  EXPECT_DOUBLE_EQ(x.mean_completion_tokens, 55.0);         // (10 + 20 + ... + 100) / 10
+  EXPECT_DOUBLE_EQ(x.mean_prompt_tokens, 100.0 * 15 / 10);  // turns 1,1,2,1,2,3,1,1,2,1 sum to 15
   EXPECT_EQ(x.verdicts[static_cast<size_t>(Verdict::kOk)], 3);
   EXPECT_EQ(x.verdicts[static_cast<size_t>(Verdict::kSandboxError)], 2);
-  // Per turn: turn 1 has 6 rows (1 OK, 1 COMPILE, 2 WRONG, 1 SANDBOX, 1 FORMAT), turn 2 has 3, turn 3 has 1.
+  // Per turn: turn 1 has 6 rows (1 OK, 1 COMPILE, 2 WRONG, 1 SANDBOX, 1 FORMAT), turn 2 has 3, turn
+  // 3 has 1.
   EXPECT_EQ(r.verdicts_by_turn[0][static_cast<size_t>(Verdict::kWrongAnswer)], 2);
   EXPECT_EQ(r.verdicts_by_turn[0][static_cast<size_t>(Verdict::kOk)], 1);
   EXPECT_EQ(r.verdicts_by_turn[1][static_cast<size_t>(Verdict::kOk)], 1);
@@ -93,7 +97,8 @@ TEST(RunSummary, HandWorkedStep) {
 }
 
 TEST(RunSummary, StepsFollowTheirRowsAndTimesAccumulate) {
-  std::vector<SampleRow> s = {row(0, 0, 0, 1, Verdict::kWrongAnswer, 0, 5), row(0, 0, 1, 1, Verdict::kOk, 0, 7),
+  std::vector<SampleRow> s = {row(0, 0, 0, 1, Verdict::kWrongAnswer, 0, 5),
+                              row(0, 0, 1, 1, Verdict::kOk, 0, 7),
                               row(1, 0, 0, 1, Verdict::kSandboxError, 0, 9)};
   StepRow a = step_row(0, 1.5, 2), b = step_row(1, 2.5, 1);
   a.n_sandbox_jobs = 2;
