@@ -37,6 +37,7 @@ mkdir -p "$tmp/out"
 if "$LEAP" analyze "$h5" --format json --output "$tmp/out/a.json" && cmp -s "$tmp/out/a.json" "$tmp/a.json" &&
    [ -z "$(ls "$tmp/out" | grep -v '^a.json$')" ]; then echo "ok   output-file"
 else echo "FAIL --output"; fail=1; fi
+check output-folder-missing 2 "the folder .*/nowhere does not exist" -- "$LEAP" analyze "$h5" --output "$tmp/nowhere/a.txt"
 
 # A running job: analyze once its first step is committed, while `leap train` still appends.
 setsid "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${common[@]}" --output.swmr on --train.steps 200 --run.out_dir "$tmp/live" \
