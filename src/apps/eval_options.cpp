@@ -36,7 +36,8 @@ void EvalOptions::declare(OptionSet& opts) {
            "Turns per sample: a failed sample is shown its answer and the sandbox's feedback and tries "
            "again, up to this many times (Acc@1..Acc@turns).",
            {.min = 1, .max = 16});
-  opts.add("eval.k", &k, std::string("1,8"), "Comma-separated k of pass@k (each 1 <= k <= eval.samples).");
+  opts.add("eval.k", &k, std::string(""),
+           "Comma-separated k of pass@k (each 1 <= k <= eval.samples); empty: 1 and eval.samples.");
   opts.add("eval.fast_p", &fast_p, std::string("1,2"),
            "Comma-separated speedup thresholds p of fast_p (correct and faster than the task's reference by "
            "more than p); reported only where the sandbox times kernels (GPU).");
@@ -53,7 +54,8 @@ void EvalOptions::declare(OptionSet& opts) {
 Status EvalOptions::validate(std::vector<int>* ks, std::vector<double>* ps) const {
   ks->clear();
   ps->clear();
-  for (const auto& item : split_commas(k)) {
+  const std::string k_list = k.empty() ? (samples > 1 ? fmt::format("1,{}", samples) : "1") : k;
+  for (const auto& item : split_commas(k_list)) {
     char* end = nullptr;
     long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 1)
