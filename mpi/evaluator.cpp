@@ -14,20 +14,22 @@ rl::DcpOptions no_pruning(int turns) {
 }
 }  // namespace
 
-Evaluator::Evaluator(const Topology& topo, const tasks::Suite& suite, const rl::PromptConfig& prompt,
-                     EvaluatorOptions opts, uint64_t seed, PolicyEngine& policy, VerifyEngine* local_verifier,
-                     const Logger& log)
+Evaluator::Evaluator(const Topology& topo, const tasks::Suite& suite,
+                     const rl::PromptConfig& prompt, EvaluatorOptions opts, uint64_t seed,
+                     PolicyEngine& policy, VerifyEngine* local_verifier, const Logger& log)
     : topo_(topo),
       suite_(suite),
       opts_(opts),
       seed_(seed),
       turns_(topo, policy, local_verifier, opts.sandbox_retries, log, "batch"),
       no_pruning_(no_pruning(opts.turns)),
-      prompts_(prompt.options(opts.prompt_budget), [&policy](std::string_view t) { return policy.count_tokens(t); }) {
+      prompts_(prompt.options(opts.prompt_budget),
+               [&policy](std::string_view t) { return policy.count_tokens(t); }) {
   LEAP_CHECK(topo.is_coordinator(), "the Evaluator runs on world rank 0 only");
 }
 
-Expected<std::vector<rl::EvalRecord>> Evaluator::run_batch(int64_t batch, const std::vector<int>& tasks,
+Expected<std::vector<rl::EvalRecord>> Evaluator::run_batch(int64_t batch,
+                                                           const std::vector<int>& tasks,
                                                            TurnTimes* times) {
   StepState state(batch, tasks, StepOptions{opts_.samples, opts_.turns, seed_});
   LEAP_RETURN_IF_ERROR(turns_.run_turns(state, suite_, prompts_, no_pruning_, opts_.turns, times));
@@ -40,7 +42,8 @@ Expected<std::vector<rl::EvalRecord>> Evaluator::run_batch(int64_t batch, const 
         e.sample = static_cast<int>(s);
         e.turn = r.turn;
         // A turn that never came back verified counts against the infrastructure, as in training.
-        e.verdict = r.verified ? static_cast<sandbox::Verdict>(r.outcome.verdict) : sandbox::Verdict::kSandboxError;
+        e.verdict = r.verified ? static_cast<sandbox::Verdict>(r.outcome.verdict)
+                               : sandbox::Verdict::kSandboxError;
         e.prompt_tokens = static_cast<int64_t>(r.completion.prompt_tokens.size());
         e.completion_tokens = static_cast<int64_t>(r.completion.completion_tokens.size());
         if (r.verified && r.outcome.speedup >= 0) e.speedup = r.outcome.speedup;
@@ -51,6 +54,8 @@ Expected<std::vector<rl::EvalRecord>> Evaluator::run_batch(int64_t batch, const 
   return out;
 }
 
-void Evaluator::stop() { announce(Control::Kind::kStop, 0, 0, topo_.world); }
+void Evaluator::stop() {
+  announce(Control::Kind::kStop, 0, 0, topo_.world);
+}
 
 }  // namespace leap::mpi

@@ -20,7 +20,7 @@
 namespace leap::mpi {
 
 struct EvaluatorOptions {
-  int samples = 8;               // n per task
+  int samples = 8;  // n per task
   int turns = 3;
   int sandbox_retries = 1;       // re-verifications of a SANDBOX_ERROR
   int64_t prompt_budget = 2048;  // tokens a prompt may take: the context minus max new tokens
@@ -28,11 +28,13 @@ struct EvaluatorOptions {
 
 class Evaluator {
  public:
-  Evaluator(const Topology& topo, const tasks::Suite& suite, const rl::PromptConfig& prompt, EvaluatorOptions opts,
-            uint64_t seed, PolicyEngine& policy, VerifyEngine* local_verifier, const Logger& log);
+  Evaluator(const Topology& topo, const tasks::Suite& suite, const rl::PromptConfig& prompt,
+            EvaluatorOptions opts, uint64_t seed, PolicyEngine& policy,
+            VerifyEngine* local_verifier, const Logger& log);
 
   // Every turn-sample of the batch's tasks, one record each; adds the time spent to *times.
-  Expected<std::vector<rl::EvalRecord>> run_batch(int64_t batch, const std::vector<int>& tasks, TurnTimes* times);
+  Expected<std::vector<rl::EvalRecord>> run_batch(int64_t batch, const std::vector<int>& tasks,
+                                                  TurnTimes* times);
   // Tells every other rank to leave its serve loop.
   void stop();
 

@@ -18,8 +18,8 @@ void announce(Control::Kind kind, int64_t step, int turn, MPI_Comm world) {
   broadcast(c, 0, world);
 }
 
-TurnRunner::TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier, int sandbox_retries,
-                       const Logger& log, const char* unit)
+TurnRunner::TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier,
+                       int sandbox_retries, const Logger& log, const char* unit)
     : topo_(topo),
       policy_(policy),
       log_(log),
@@ -30,12 +30,15 @@ TurnRunner::TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine*
 Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& items, int turn) {
   announce(Control::Kind::kRollout, state.step(), turn, topo_.world);
   std::vector<int64_t> weights;
-  for (const auto& it : items) weights.push_back(static_cast<int64_t>(policy_.count_tokens(it.prompt)));
+  for (const auto& it : items)
+    weights.push_back(static_cast<int64_t>(policy_.count_tokens(it.prompt)));
   const int n = static_cast<int>(policy_ranks_.size());
   auto owner = balance_by_weight(weights, n);
   std::vector<RolloutWork> work(static_cast<size_t>(n));
-  for (size_t i = 0; i < items.size(); ++i) work[static_cast<size_t>(owner[i])].items.push_back(items[i]);
-  for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
+  for (size_t i = 0; i < items.size(); ++i)
+    work[static_cast<size_t>(owner[i])].items.push_back(items[i]);
+  for (int p = 1; p < n; ++p)
+    send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
   LEAP_RETURN_IF_ERROR(state.add_completions(policy_.generate(work[0].items), 0));
   for (int p = 1; p < n; ++p) {
     const int rank = policy_ranks_[static_cast<size_t>(p)];
@@ -46,14 +49,16 @@ Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& ite
   return Status::ok();
 }
 
-Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                             const rl::DcpController& dcp, int max_turns, TurnTimes* times) {
+Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite,
+                             const rl::PromptBuilder& prompts, const rl::DcpController& dcp,
+                             int max_turns, TurnTimes* times) {
   const int64_t step = state.step();
   for (int turn = 1; turn <= max_turns; ++turn) {
     int dropped = 0;
     auto items = state.make_turn(turn, suite, prompts, &dropped);
-    if (dropped > 0) log_.warn("{} {} turn {}: {} sample(s) stopped: prompt longer than the context", unit_, step, turn,
-                               dropped);
+    if (dropped > 0)
+      log_.warn("{} {} turn {}: {} sample(s) stopped: prompt longer than the context", unit_, step,
+                turn, dropped);
     if (items.empty()) break;
     auto t0 = std::chrono::steady_clock::now();
     LEAP_RETURN_IF_ERROR(rollout(state, items, turn));
@@ -62,8 +67,10 @@ Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite, const 
     LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher_.dispatch(state.sandbox_jobs(), step, turn));
     LEAP_RETURN_IF_ERROR(state.add_outcomes(outcomes));
     times->sandbox_s += seconds_since(t0);
-    if (turn == 1) state.apply_dcp(dcp);
-    else state.close_turn(turn);
+    if (turn == 1)
+      state.apply_dcp(dcp);
+    else
+      state.close_turn(turn);
     if (!state.any_active()) break;
   }
   return Status::ok();

@@ -28,8 +28,8 @@ struct TurnTimes {
 class TurnRunner {
  public:
   // `unit` names what StepState::step() counts in warnings: "step" (RL) or "batch" (eval).
-  TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier, int sandbox_retries,
-             const Logger& log, const char* unit = "step");
+  TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier,
+             int sandbox_retries, const Logger& log, const char* unit = "step");
 
   // Turns 1..max_turns of `state`: after turn 1 `dcp` decides which samples continue, after
   // later turns the failed ones continue; it stops early when no sample is active. Adds the

@@ -41,10 +41,12 @@ struct EvalConfig {
 Expected<std::vector<int>> select_split(const tasks::Suite& suite, const std::string& split) {
   std::vector<int> out;
   for (size_t i = 0; i < suite.tasks.size(); ++i)
-    if (split == "all" || split == tasks::split_name(suite.tasks[i].split)) out.push_back(static_cast<int>(i));
+    if (split == "all" || split == tasks::split_name(suite.tasks[i].split))
+      out.push_back(static_cast<int>(i));
   if (out.empty())
-    return invalid_input(suite.path + " has no " + split + " tasks: choose another --eval.split (train, heldout, all) "
-                                                          "or another --suite");
+    return invalid_input(suite.path + " has no " + split +
+                         " tasks: choose another --eval.split (train, heldout, all) "
+                         "or another --suite");
   return out;
 }
 
@@ -65,19 +67,22 @@ Status evaluate(const EvalConfig& c, const std::string& config_ini, const mpi::T
   mpi::EvaluatorOptions eo;
   eo.samples = c.eval.samples;
   eo.turns = c.eval.turns;
-  eo.prompt_budget = mpi::prompt_budget(policy.model->config().max_position_embeddings, c.run.sampler.max_new_tokens);
-  mpi::Evaluator evaluator(topo, suite, c.run.rl.prompt, eo, static_cast<uint64_t>(c.run.app.run.seed),
-                           *policy.replica, local_sandbox, log);
-  log.info("eval: {} {} tasks of {} x {} samples, up to {} turns", tasks.size(), c.eval.split, suite.path,
-           c.eval.samples, c.eval.turns);
+  eo.prompt_budget = mpi::prompt_budget(policy.model->config().max_position_embeddings,
+                                        c.run.sampler.max_new_tokens);
+  mpi::Evaluator evaluator(topo, suite, c.run.rl.prompt, eo,
+                           static_cast<uint64_t>(c.run.app.run.seed), *policy.replica,
+                           local_sandbox, log);
+  log.info("eval: {} {} tasks of {} x {} samples, up to {} turns", tasks.size(), c.eval.split,
+           suite.path, c.eval.samples, c.eval.turns);
   std::vector<rl::EvalRecord> records;
   mpi::TurnTimes times;
   const auto t0 = std::chrono::steady_clock::now();
   int64_t tokens = 0, turn1 = 0, turn1_ok = 0;
   const size_t per_batch = static_cast<size_t>(c.eval.batch_tasks);
   for (size_t start = 0, batch = 0; start < tasks.size(); start += per_batch, ++batch) {
-    std::vector<int> part(tasks.begin() + static_cast<long>(start),
-                          tasks.begin() + static_cast<long>(std::min(tasks.size(), start + per_batch)));
+    std::vector<int> part(
+        tasks.begin() + static_cast<long>(start),
+        tasks.begin() + static_cast<long>(std::min(tasks.size(), start + per_batch)));
     auto got = evaluator.run_batch(static_cast<int64_t>(batch), part, &times);
     if (!got) return got.status();  // fatal for every rank: the caller aborts
     for (const auto& r : *got) {
@@ -86,11 +91,17 @@ Status evaluate(const EvalConfig& c, const std::string& config_ini, const mpi::T
     }
     records.insert(records.end(), got->begin(), got->end());
     const size_t done = start + part.size();
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    log.info("eval: {}/{} tasks | turn-1 pass so far {:.2f} | {:.0f} tok/s | gen {:.0f}s sandbox {:.0f}s | ETA {}",
-             done, tasks.size(), turn1 ? static_cast<double>(turn1_ok) / static_cast<double>(turn1) : 0.0,
-             times.gen_s > 0 ? static_cast<double>(tokens) / times.gen_s : 0.0, times.gen_s, times.sandbox_s,
-             format_duration(elapsed / static_cast<double>(done) * static_cast<double>(tasks.size() - done)));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    log.info(
+        "eval: {}/{} tasks | turn-1 pass so far {:.2f} | {:.0f} tok/s | gen {:.0f}s sandbox "
+        "{:.0f}s | ETA {}",
+        done, tasks.size(),
+        turn1 ? static_cast<double>(turn1_ok) / static_cast<double>(turn1) : 0.0,
+        times.gen_s > 0 ? static_cast<double>(tokens) / times.gen_s : 0.0, times.gen_s,
+        times.sandbox_s,
+        format_duration(elapsed / static_cast<double>(done) *
+                        static_cast<double>(tasks.size() - done)));
   }
   evaluator.stop();
 
@@ -110,8 +121,8 @@ Status evaluate(const EvalConfig& c, const std::string& config_ini, const mpi::T
   std::printf("\n%s", eval_table(suite, b, spec, info).c_str());
   std::fflush(stdout);
   if (c.eval.output.empty()) return Status::ok();
-  const std::string text = eval_json(suite, b, records, spec, info).dump(1, ' ', false,
-                                                                         nlohmann::json::error_handler_t::replace);
+  const std::string text = eval_json(suite, b, records, spec, info)
+                               .dump(1, ' ', false, nlohmann::json::error_handler_t::replace);
   LEAP_RETURN_IF_ERROR(write_file_atomic(c.eval.output, text + "\n"));
   log.info("eval: report written to {}", c.eval.output);
   return Status::ok();
@@ -123,10 +134,11 @@ int run_eval(const std::vector<std::string>& args) {
   OptionSet opts;
   EvalConfig c;
   c.declare(opts);
-  if (int rc = parse_or_exit("eval",
-                             "--model DIR --suite FILE [--split heldout|train|all] [--eval.samples N] "
-                             "[--config FILE.ini] [--section.key=value ...]",
-                             args, opts);
+  if (int rc =
+          parse_or_exit("eval",
+                        "--model DIR --suite FILE [--split heldout|train|all] [--eval.samples N] "
+                        "[--config FILE.ini] [--section.key=value ...]",
+                        args, opts);
       rc >= 0)
     return rc;
   rl::EvalSpec spec;
@@ -157,17 +169,22 @@ int run_eval(const std::vector<std::string>& args) {
   std::vector<int> tasks;
   if (setup) {
     auto chosen = select_split(*suite, c.eval.split);
-    if (chosen) tasks = std::move(*chosen);
-    else setup = chosen.status();
+    if (chosen)
+      tasks = std::move(*chosen);
+    else
+      setup = chosen.status();
   }
   if (setup && topo->is_coordinator()) setup = check_output(c.eval.output);
   PolicyState policy;
   std::unique_ptr<mpi::SandboxEngine> sandbox;
-  if (role == mpi::Role::kPolicy) setup = build_policy(c.run, threads_per_rank(c.run, *topo), *topo, setup, &policy);
+  if (role == mpi::Role::kPolicy)
+    setup = build_policy(c.run, threads_per_rank(c.run, *topo), *topo, setup, &policy);
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.run.sandbox);
-    if (engine) sandbox = std::move(*engine);
-    else setup = engine.status().with_context("starting the sandbox workers");
+    if (engine)
+      sandbox = std::move(*engine);
+    else
+      setup = engine.status().with_context("starting the sandbox workers");
   }
   setup = mpi::agree(setup, MPI_COMM_WORLD);
   if (!setup) {

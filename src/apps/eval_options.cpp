@@ -15,7 +15,8 @@ std::vector<std::string> split_commas(const std::string& text) {
   size_t start = 0;
   for (;;) {
     size_t end = text.find(',', start);
-    std::string item = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string item =
+        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
     item.erase(0, item.find_first_not_of(" \t"));
     item.erase(item.find_last_not_of(" \t") + 1);
     out.push_back(item);
@@ -27,28 +28,33 @@ std::vector<std::string> split_commas(const std::string& text) {
 }  // namespace
 
 void EvalOptions::declare(OptionSet& opts) {
-  opts.add("eval.split", &split, std::string("heldout"),
-           "Tasks to evaluate: the suite's heldout tasks, its train tasks, or all (reported per split).",
-           {.choices = {"train", "heldout", "all"}, .alias = "split"});
+  opts.add(
+      "eval.split", &split, std::string("heldout"),
+      "Tasks to evaluate: the suite's heldout tasks, its train tasks, or all (reported per split).",
+      {.choices = {"train", "heldout", "all"}, .alias = "split"});
   opts.add("eval.samples", &samples, 8, "n: samples per task (each gets up to eval.turns turns).",
            {.min = 1, .max = 4096});
-  opts.add("eval.turns", &turns, 3,
-           "Turns per sample: a failed sample is shown its answer and the sandbox's feedback and tries "
-           "again, up to this many times (Acc@1..Acc@turns).",
-           {.min = 1, .max = 16});
+  opts.add(
+      "eval.turns", &turns, 3,
+      "Turns per sample: a failed sample is shown its answer and the sandbox's feedback and tries "
+      "again, up to this many times (Acc@1..Acc@turns).",
+      {.min = 1, .max = 16});
   opts.add("eval.k", &k, std::string(""),
            "Comma-separated k of pass@k (each 1 <= k <= eval.samples); empty: 1 and eval.samples.");
   opts.add("eval.fast_p", &fast_p, std::string("1,2"),
-           "Comma-separated speedup thresholds p of fast_p (correct and faster than the task's reference by "
+           "Comma-separated speedup thresholds p of fast_p (correct and faster than the task's "
+           "reference by "
            "more than p); reported only where the sandbox times kernels (GPU).");
-  opts.add("eval.batch_tasks", &batch_tasks, 4,
-           "Tasks sampled together in one rollout batch; progress is reported per batch. Sampling seeds "
-           "depend on run.seed and this.",
-           {.min = 1, .max = 4096});
-  opts.add("eval.output", &output, std::string("eval.json"),
-           "JSON report (metrics, per-task counts and every turn-sample's record), written atomically; "
-           "empty: none.",
-           {.alias = "output"});
+  opts.add(
+      "eval.batch_tasks", &batch_tasks, 4,
+      "Tasks sampled together in one rollout batch; progress is reported per batch. Sampling seeds "
+      "depend on run.seed and this.",
+      {.min = 1, .max = 4096});
+  opts.add(
+      "eval.output", &output, std::string("eval.json"),
+      "JSON report (metrics, per-task counts and every turn-sample's record), written atomically; "
+      "empty: none.",
+      {.alias = "output"});
 }
 
 Status EvalOptions::validate(std::vector<int>* ks, std::vector<double>* ps) const {
@@ -59,11 +65,13 @@ Status EvalOptions::validate(std::vector<int>* ks, std::vector<double>* ps) cons
     char* end = nullptr;
     long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 1)
-      return invalid_input(fmt::format("eval.k = '{}': '{}' is not a positive integer; give e.g. --eval.k 1,8", k, item));
+      return invalid_input(fmt::format(
+          "eval.k = '{}': '{}' is not a positive integer; give e.g. --eval.k 1,8", k, item));
     if (v > samples)
-      return invalid_input(fmt::format("eval.k = '{}': pass@{} needs at least {} samples per task but eval.samples = "
-                                       "{}; raise eval.samples or lower k",
-                                       k, v, v, samples));
+      return invalid_input(fmt::format(
+          "eval.k = '{}': pass@{} needs at least {} samples per task but eval.samples = "
+          "{}; raise eval.samples or lower k",
+          k, v, v, samples));
     ks->push_back(static_cast<int>(v));
   }
   if (fast_p.empty()) return Status::ok();
@@ -72,7 +80,8 @@ Status EvalOptions::validate(std::vector<int>* ks, std::vector<double>* ps) cons
     double v = std::strtod(item.c_str(), &end);
     if (item.empty() || *end != '\0' || !(v >= 0))
       return invalid_input(
-          fmt::format("eval.fast_p = '{}': '{}' is not a speedup >= 0; give e.g. --eval.fast_p 1,2", fast_p, item));
+          fmt::format("eval.fast_p = '{}': '{}' is not a speedup >= 0; give e.g. --eval.fast_p 1,2",
+                      fast_p, item));
     ps->push_back(v);
   }
   return Status::ok();

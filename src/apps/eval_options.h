@@ -13,11 +13,11 @@ namespace leap::app {
 
 struct EvalOptions {
   std::string split = "heldout";  // train | heldout | all
-  int samples = 8;                 // n per task
+  int samples = 8;                // n per task
   int turns = 3;
-  std::string k;                   // pass@k for each k; empty: 1 and samples
-  std::string fast_p = "1,2";     // fast_p thresholds (GPU only)
-  int batch_tasks = 4;             // tasks per rollout batch
+  std::string k;               // pass@k for each k; empty: 1 and samples
+  std::string fast_p = "1,2";  // fast_p thresholds (GPU only)
+  int batch_tasks = 4;         // tasks per rollout batch
   std::string output = "eval.json";
 
   void declare(OptionSet& opts);

@@ -11,7 +11,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string number_key(double p) { return fmt::format("{}", p); }
+std::string number_key(double p) {
+  return fmt::format("{}", p);
+}
 
 json summary_json(const rl::EvalSummary& s, const rl::EvalSpec& spec) {
   json j;
@@ -32,7 +34,8 @@ json summary_json(const rl::EvalSummary& s, const rl::EvalSpec& spec) {
   for (const auto& counts : s.verdicts) {
     json turn = json::object();
     for (size_t v = 0; v < counts.size(); ++v)
-      if (counts[v] > 0) turn[std::string(sandbox::verdict_name(static_cast<sandbox::Verdict>(v)))] = counts[v];
+      if (counts[v] > 0)
+        turn[std::string(sandbox::verdict_name(static_cast<sandbox::Verdict>(v)))] = counts[v];
     verdicts.push_back(turn);
   }
   j["verdicts_by_turn"] = verdicts;
@@ -41,13 +44,16 @@ json summary_json(const rl::EvalSummary& s, const rl::EvalSpec& spec) {
   return j;
 }
 
-std::string cell(double x) { return fmt::format("{:>7.3f}", x); }
+std::string cell(double x) {
+  return fmt::format("{:>7.3f}", x);
+}
 
 std::string table_row(const std::string& name, const rl::EvalSummary& s, const rl::EvalSpec& spec) {
   std::string row = fmt::format("{:<28}{:>6}", name, s.tasks);
   for (size_t k = 0; k < spec.ks.size(); ++k) row += cell(s.pass_at_k[k][0]);
   for (double a : s.acc) row += cell(a);
-  for (size_t p = 0; p < spec.ps.size(); ++p) row += spec.timed ? cell(s.fast_p[p][0]) : fmt::format("{:>7}", "n/a");
+  for (size_t p = 0; p < spec.ps.size(); ++p)
+    row += spec.timed ? cell(s.fast_p[p][0]) : fmt::format("{:>7}", "n/a");
   return row + "\n";
 }
 
@@ -71,8 +77,9 @@ EvalBreakdown break_down(const tasks::Suite& suite, const std::vector<int>& task
   return b;
 }
 
-json eval_json(const tasks::Suite& suite, const EvalBreakdown& b, const std::vector<rl::EvalRecord>& records,
-               const rl::EvalSpec& spec, const EvalRunInfo& info) {
+json eval_json(const tasks::Suite& suite, const EvalBreakdown& b,
+               const std::vector<rl::EvalRecord>& records, const rl::EvalSpec& spec,
+               const EvalRunInfo& info) {
   json j;
   j["leap_version"] = LEAP_VERSION;
   j["git_commit"] = LEAP_GIT_COMMIT;
@@ -87,7 +94,9 @@ json eval_json(const tasks::Suite& suite, const EvalBreakdown& b, const std::vec
   j["fast_p_thresholds"] = spec.ps;
   j["timed"] = spec.timed;
   j["batch_tasks"] = info.batch_tasks;
-  j["sampler"] = {{"temperature", info.temperature}, {"top_p", info.top_p}, {"max_new_tokens", info.max_new_tokens}};
+  j["sampler"] = {{"temperature", info.temperature},
+                  {"top_p", info.top_p},
+                  {"max_new_tokens", info.max_new_tokens}};
   j["time_s"] = info.time_s;
   j["overall"] = summary_json(b.overall, spec);
   json splits = json::object(), families = json::object();
@@ -124,9 +133,10 @@ json eval_json(const tasks::Suite& suite, const EvalBreakdown& b, const std::vec
 
 std::string eval_table(const tasks::Suite& suite, const EvalBreakdown& b, const rl::EvalSpec& spec,
                        const EvalRunInfo& info) {
-  std::string out = fmt::format("{} on {} ({} split): {} tasks x {} samples, up to {} turns, temperature {}, {}\n\n",
-                                info.model, info.suite, info.split, b.overall.tasks, spec.samples, spec.turns,
-                                info.temperature, info.device);
+  std::string out = fmt::format(
+      "{} on {} ({} split): {} tasks x {} samples, up to {} turns, temperature {}, {}\n\n",
+      info.model, info.suite, info.split, b.overall.tasks, spec.samples, spec.turns,
+      info.temperature, info.device);
   std::string head = fmt::format("{:<28}{:>6}", "", "tasks");
   for (int k : spec.ks) head += fmt::format("{:>7}", fmt::format("pass@{}", k));
   for (int t = 1; t <= spec.turns; ++t) head += fmt::format("{:>7}", fmt::format("Acc@{}", t));
@@ -145,11 +155,13 @@ std::string eval_table(const tasks::Suite& suite, const EvalBreakdown& b, const 
     std::string line = fmt::format("  turn {}:", u + 1);
     for (size_t v = 0; v < b.overall.verdicts[u].size(); ++v)
       if (b.overall.verdicts[u][v] > 0)
-        line += fmt::format(" {} {}", sandbox::verdict_name(static_cast<sandbox::Verdict>(v)), b.overall.verdicts[u][v]);
+        line += fmt::format(" {} {}", sandbox::verdict_name(static_cast<sandbox::Verdict>(v)),
+                            b.overall.verdicts[u][v]);
     out += line + "\n";
   }
   out += fmt::format(
-      "\npass@k and fast_p on turn-1 samples (unbiased estimator, mean over tasks); Acc@t: fraction of samples correct "
+      "\npass@k and fast_p on turn-1 samples (unbiased estimator, mean over tasks); Acc@t: "
+      "fraction of samples correct "
       "by turn t, with the sandbox's feedback between turns; fast_p: {}.\n",
       spec.timed ? "correct and faster than the task's reference by more than p"
                  : "n/a, the sandbox did not time kernels (CPU interpreter)");

@@ -34,8 +34,9 @@ struct EvalBreakdown {
 EvalBreakdown break_down(const tasks::Suite& suite, const std::vector<int>& tasks,
                          const std::vector<rl::EvalRecord>& records, const rl::EvalSpec& spec);
 
-nlohmann::json eval_json(const tasks::Suite& suite, const EvalBreakdown& b, const std::vector<rl::EvalRecord>& records,
-                         const rl::EvalSpec& spec, const EvalRunInfo& info);
+nlohmann::json eval_json(const tasks::Suite& suite, const EvalBreakdown& b,
+                         const std::vector<rl::EvalRecord>& records, const rl::EvalSpec& spec,
+                         const EvalRunInfo& info);
 
 // The table: one row for all tasks, one per split and per family, then one per task.
 std::string eval_table(const tasks::Suite& suite, const EvalBreakdown& b, const rl::EvalSpec& spec,

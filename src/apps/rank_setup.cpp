@@ -18,8 +18,9 @@ namespace {
 // The backend (backend.name, on this rank's GPU for cuda), the model and its optimizer.
 Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p) {
   if (c.model.path.empty())
-    return invalid_input("model.path is empty: give the policy folder (config.json + model.safetensors), "
-                         "e.g. --model models/demo");
+    return invalid_input(
+        "model.path is empty: give the policy folder (config.json + model.safetensors), "
+        "e.g. --model models/demo");
   LEAP_ASSIGN_OR_RETURN(PolicyBackend be, make_policy_backend(c.app.run.backend, threads, device));
 #ifdef LEAP_HAVE_CUDA
   p->cuda = std::move(be.cuda);
@@ -33,9 +34,10 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
     LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend));
   }
   if (p->model->config().vocab_size != p->tokenizer.vocab_size())
-    return invalid_input(fmt::format("{}: vocab_size {} does not match the byte-level tokenizer ({} ids); this "
-                                     "version of leap has only the byte-level tokenizer",
-                                     c.model.path, p->model->config().vocab_size, p->tokenizer.vocab_size()));
+    return invalid_input(
+        fmt::format("{}: vocab_size {} does not match the byte-level tokenizer ({} ids); this "
+                    "version of leap has only the byte-level tokenizer",
+                    c.model.path, p->model->config().vocab_size, p->tokenizer.vocab_size()));
   p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
   return Status::ok();
 }
@@ -57,13 +59,15 @@ Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
   if (cuda_policy) {
     // NCCL cannot put two ranks on one GPU: one GPU per policy rank on every node.
     int policy_here = 0;
-    for (const auto& r : topo->ranks) policy_here += r.host == topo->self().host && r.role == mpi::Role::kPolicy;
+    for (const auto& r : topo->ranks)
+      policy_here += r.host == topo->self().host && r.role == mpi::Role::kPolicy;
     Status st = policy_here <= dev->count
                     ? Status::ok()
-                    : invalid_input(fmt::format("backend.name = cuda puts {} policy ranks on {} with {} GPU(s); NCCL "
-                                                "needs one GPU per policy rank: start fewer ranks per node or set "
-                                                "mpi.sandbox_per_node so the rest verify",
-                                                policy_here, topo->self().host, dev->count));
+                    : invalid_input(fmt::format(
+                          "backend.name = cuda puts {} policy ranks on {} with {} GPU(s); NCCL "
+                          "needs one GPU per policy rank: start fewer ranks per node or set "
+                          "mpi.sandbox_per_node so the rest verify",
+                          policy_here, topo->self().host, dev->count));
     if (st = mpi::agree(st, MPI_COMM_WORLD); !st) return st;
   }
   log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
@@ -75,18 +79,22 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
   if (c.app.run.threads > 0) return c.app.run.threads;
   int ranks_here = 0;
   for (const auto& r : topo.ranks) ranks_here += r.host == topo.self().host;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_here));
+  return std::max(1,
+                  static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_here));
 }
 
-Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready, PolicyState* p) {
+Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
+                    PolicyState* p) {
   if (ready) ready = build_model(c, threads, topo.self().device, p);
   LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
-  LEAP_ASSIGN_OR_RETURN(p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
+  LEAP_ASSIGN_OR_RETURN(
+      p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
   mpi::PolicyReplicaOptions ro;
   ro.reducer = p->reducer.get();
   ro.sampler = c.sampler;
   if (ro.sampler.stop.empty())
-    ro.sampler.stop = std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
+    ro.sampler.stop =
+        std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
   ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
   p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, p->tokenizer, *p->optimizer, ro);

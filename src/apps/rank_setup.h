@@ -22,7 +22,8 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo);
 // Collective over the policy ranks (`ready` is what came before on this rank): the model, then,
 // once every policy rank has one, the gradient reducer (NCCL's setup is collective), then the
 // replica that samples and trains it.
-Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready, PolicyState* p);
+Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
+                    PolicyState* p);
 
 // Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
 // its code.

@@ -8,19 +8,21 @@
 namespace leap::rl {
 
 double pass_at_k(int n, int c, int k) {
-  LEAP_CHECK(n >= 1 && c >= 0 && c <= n && k >= 1 && k <= n, "pass_at_k(n=" << n << ", c=" << c << ", k=" << k << ")");
+  LEAP_CHECK(n >= 1 && c >= 0 && c <= n && k >= 1 && k <= n,
+             "pass_at_k(n=" << n << ", c=" << c << ", k=" << k << ")");
   // Every draw of k samples holds a correct one when fewer than k are wrong.
   if (n - c < k) return 1.0;
   // pass@1 is c/n; said directly so that it equals Acc@1 to the last bit.
   if (k == 1) return static_cast<double>(c) / static_cast<double>(n);
   // C(n-c, k) / C(n, k) = prod_{i=n-c+1..n} (1 - k/i).
   double all_wrong = 1.0;
-  for (int i = n - c + 1; i <= n; ++i) all_wrong *= 1.0 - static_cast<double>(k) / static_cast<double>(i);
+  for (int i = n - c + 1; i <= n; ++i)
+    all_wrong *= 1.0 - static_cast<double>(k) / static_cast<double>(i);
   return 1.0 - all_wrong;
 }
 
-std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks, const std::vector<EvalRecord>& records,
-                                   const EvalSpec& spec) {
+std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks,
+                                   const std::vector<EvalRecord>& records, const EvalSpec& spec) {
   const size_t T = static_cast<size_t>(spec.turns);
   std::map<int, size_t> slot;
   std::vector<TaskTally> out(tasks.size());
@@ -34,8 +36,9 @@ std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks, const std::vec
   for (const auto& r : records) {
     auto it = slot.find(r.task);
     if (it == slot.end()) continue;
-    LEAP_CHECK(r.sample >= 0 && r.sample < spec.samples && r.turn >= 1 && r.turn <= spec.turns,
-               "eval record of task " << r.task << " has sample " << r.sample << " turn " << r.turn);
+    LEAP_CHECK(
+        r.sample >= 0 && r.sample < spec.samples && r.turn >= 1 && r.turn <= spec.turns,
+        "eval record of task " << r.task << " has sample " << r.sample << " turn " << r.turn);
     TaskTally& t = out[it->second];
     t.verdicts_by_turn[static_cast<size_t>(r.turn - 1)][static_cast<size_t>(r.verdict)]++;
     ++t.turn_samples;
@@ -50,7 +53,8 @@ std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks, const std::vec
   }
   for (const auto& t : out)
     for (int c : t.correct_by_turn)
-      LEAP_CHECK(c <= spec.samples, "task " << t.task << " has " << c << " correct of " << spec.samples << " samples");
+      LEAP_CHECK(c <= spec.samples,
+                 "task " << t.task << " has " << c << " correct of " << spec.samples << " samples");
   return out;
 }
 
@@ -71,7 +75,8 @@ EvalSummary summarize(const std::vector<const TaskTally*>& tasks, const EvalSpec
         s.pass_at_k[k][u] += pass_at_k(spec.samples, t->correct_by_turn[u], spec.ks[k]);
       s.acc[u] += t->correct_by_turn[u] / n;
       for (size_t p = 0; p < s.fast_p.size(); ++p) s.fast_p[p][u] += t->fast_by_turn[p][u] / n;
-      for (size_t v = 0; v < s.verdicts[u].size(); ++v) s.verdicts[u][v] += t->verdicts_by_turn[u][v];
+      for (size_t v = 0; v < s.verdicts[u].size(); ++v)
+        s.verdicts[u][v] += t->verdicts_by_turn[u][v];
     }
     s.turn_samples += t->turn_samples;
     tokens += t->completion_tokens;
@@ -84,7 +89,8 @@ EvalSummary summarize(const std::vector<const TaskTally*>& tasks, const EvalSpec
     for (auto& row : s.fast_p)
       for (auto& x : row) x /= m;
   }
-  s.mean_completion_tokens = s.turn_samples > 0 ? static_cast<double>(tokens) / static_cast<double>(s.turn_samples) : 0;
+  s.mean_completion_tokens =
+      s.turn_samples > 0 ? static_cast<double>(tokens) / static_cast<double>(s.turn_samples) : 0;
   return s;
 }
 

@@ -34,11 +34,11 @@ struct EvalRecord {
 };
 
 struct EvalSpec {
-  int samples = 8;          // n per task
-  int turns = 3;            // turns a sample may take
-  std::vector<int> ks;      // pass@k for each k (1 <= k <= samples)
-  std::vector<double> ps;   // fast_p for each p
-  bool timed = false;       // the sandbox timed kernels (GPU): fast_p is defined only then
+  int samples = 8;         // n per task
+  int turns = 3;           // turns a sample may take
+  std::vector<int> ks;     // pass@k for each k (1 <= k <= samples)
+  std::vector<double> ps;  // fast_p for each p
+  bool timed = false;      // the sandbox timed kernels (GPU): fast_p is defined only then
 };
 
 using VerdictCounts = std::array<int64_t, sandbox::kVerdictCount>;
@@ -46,26 +46,26 @@ using VerdictCounts = std::array<int64_t, sandbox::kVerdictCount>;
 // One task's counts.
 struct TaskTally {
   int task = 0;
-  std::vector<int> correct_by_turn;            // [t-1]: samples with an OK at a turn <= t
-  std::vector<std::vector<int>> fast_by_turn;  // [p][t-1]: of those, passing turn's speedup > p
-  std::vector<VerdictCounts> verdicts_by_turn; // [t-1][verdict]: turn-samples
+  std::vector<int> correct_by_turn;             // [t-1]: samples with an OK at a turn <= t
+  std::vector<std::vector<int>> fast_by_turn;   // [p][t-1]: of those, passing turn's speedup > p
+  std::vector<VerdictCounts> verdicts_by_turn;  // [t-1][verdict]: turn-samples
   int64_t turn_samples = 0, completion_tokens = 0;
 };
 
 // Counts the records of each task in `tasks` (records of other tasks are ignored). A record
 // with a sample or turn out of the spec's range is a programming error (LEAP_CHECK).
-std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks, const std::vector<EvalRecord>& records,
-                                   const EvalSpec& spec);
+std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks,
+                                   const std::vector<EvalRecord>& records, const EvalSpec& spec);
 
 struct EvalSummary {
   int tasks = 0;
-  int64_t samples = 0;                       // tasks x n
-  std::vector<std::vector<double>> pass_at_k; // [k][t-1]
-  std::vector<double> acc;                    // [t-1]: Acc@t
-  std::vector<std::vector<double>> fast_p;    // [p][t-1]; empty unless spec.timed
-  std::vector<VerdictCounts> verdicts;        // [t-1]
+  int64_t samples = 0;                         // tasks x n
+  std::vector<std::vector<double>> pass_at_k;  // [k][t-1]
+  std::vector<double> acc;                     // [t-1]: Acc@t
+  std::vector<std::vector<double>> fast_p;     // [p][t-1]; empty unless spec.timed
+  std::vector<VerdictCounts> verdicts;         // [t-1]
   int64_t turn_samples = 0;
-  double mean_completion_tokens = 0;          // per generated turn-sample
+  double mean_completion_tokens = 0;  // per generated turn-sample
 };
 
 // Means over the given tasks (none: all zeros).

@@ -15,12 +15,13 @@ using sandbox::Verdict;
 TEST(PassAtK, HandWorkedCases) {
   EXPECT_DOUBLE_EQ(pass_at_k(5, 2, 1), 0.4);
   EXPECT_NEAR(pass_at_k(5, 2, 2), 1.0 - 3.0 / 10.0, 1e-15);  // 1 - C(3,2)/C(5,2)
-  EXPECT_NEAR(pass_at_k(4, 1, 2), 0.5, 1e-15);                // 1 - C(3,2)/C(4,2)
+  EXPECT_NEAR(pass_at_k(4, 1, 2), 0.5, 1e-15);               // 1 - C(3,2)/C(4,2)
   EXPECT_EQ(pass_at_k(8, 0, 1), 0.0);
   EXPECT_EQ(pass_at_k(8, 0, 8), 0.0);
   EXPECT_EQ(pass_at_k(8, 8, 1), 1.0);
   EXPECT_EQ(pass_at_k(4, 1, 4), 1.0);  // every 4-subset of 4 holds the correct one
-  // Large n, where the binomials overflow: 1 - C(197,100)/C(200,100) = 1 - (100*99*98)/(200*199*198).
+  // Large n, where the binomials overflow: 1 - C(197,100)/C(200,100) = 1 -
+  // (100*99*98)/(200*199*198).
   EXPECT_NEAR(pass_at_k(200, 3, 100), 1.0 - (100.0 * 99 * 98) / (200.0 * 199 * 198), 1e-12);
 }
 
@@ -36,13 +37,15 @@ TEST(PassAtK, EqualsBruteForceOverSubsets) {
           ++subsets;
           hit += (m & correct) != 0;
         }
-        EXPECT_NEAR(pass_at_k(n, c, k), static_cast<double>(hit) / subsets, 1e-12) << n << " " << c << " " << k;
+        EXPECT_NEAR(pass_at_k(n, c, k), static_cast<double>(hit) / subsets, 1e-12)
+            << n << " " << c << " " << k;
       }
     }
   }
 }
 
-EvalRecord rec(int task, int sample, int turn, Verdict v, std::optional<double> speedup = std::nullopt) {
+EvalRecord rec(int task, int sample, int turn, Verdict v,
+               std::optional<double> speedup = std::nullopt) {
   EvalRecord r;
   r.task = task;
   r.sample = sample;
@@ -57,15 +60,15 @@ EvalRecord rec(int task, int sample, int turn, Verdict v, std::optional<double> 
 // never got a turn (its prompt did not fit). Task 9: sample 0 passes at turn 3 (3x), the rest
 // never. Task 5 is not evaluated and must be ignored.
 std::vector<EvalRecord> two_tasks() {
-  return {rec(7, 0, 1, Verdict::kOk, 1.5),        rec(7, 1, 1, Verdict::kWrongAnswer),
-          rec(7, 1, 2, Verdict::kOk, 0.8),        rec(7, 2, 1, Verdict::kWrongAnswer),
-          rec(7, 2, 2, Verdict::kWrongAnswer),    rec(7, 2, 3, Verdict::kCompileError),
-          rec(9, 0, 1, Verdict::kWrongAnswer),    rec(9, 0, 2, Verdict::kWrongAnswer),
-          rec(9, 0, 3, Verdict::kOk, 3.0),        rec(9, 1, 1, Verdict::kWrongAnswer),
-          rec(9, 1, 2, Verdict::kWrongAnswer),    rec(9, 1, 3, Verdict::kWrongAnswer),
-          rec(9, 2, 1, Verdict::kWrongAnswer),    rec(9, 2, 2, Verdict::kWrongAnswer),
-          rec(9, 2, 3, Verdict::kWrongAnswer),    rec(9, 3, 1, Verdict::kWrongAnswer),
-          rec(9, 3, 2, Verdict::kWrongAnswer),    rec(9, 3, 3, Verdict::kWrongAnswer),
+  return {rec(7, 0, 1, Verdict::kOk, 1.5),     rec(7, 1, 1, Verdict::kWrongAnswer),
+          rec(7, 1, 2, Verdict::kOk, 0.8),     rec(7, 2, 1, Verdict::kWrongAnswer),
+          rec(7, 2, 2, Verdict::kWrongAnswer), rec(7, 2, 3, Verdict::kCompileError),
+          rec(9, 0, 1, Verdict::kWrongAnswer), rec(9, 0, 2, Verdict::kWrongAnswer),
+          rec(9, 0, 3, Verdict::kOk, 3.0),     rec(9, 1, 1, Verdict::kWrongAnswer),
+          rec(9, 1, 2, Verdict::kWrongAnswer), rec(9, 1, 3, Verdict::kWrongAnswer),
+          rec(9, 2, 1, Verdict::kWrongAnswer), rec(9, 2, 2, Verdict::kWrongAnswer),
+          rec(9, 2, 3, Verdict::kWrongAnswer), rec(9, 3, 1, Verdict::kWrongAnswer),
+          rec(9, 3, 2, Verdict::kWrongAnswer), rec(9, 3, 3, Verdict::kWrongAnswer),
           rec(5, 0, 1, Verdict::kOk, 9.0)};
 }
 
@@ -93,7 +96,9 @@ TEST(EvalSummary, TwoTasksWorkedByHand) {
   EXPECT_NEAR(s.pass_at_k[1][2], 2.0 / 3.0, 1e-15);
   EXPECT_NEAR(s.fast_p[0][0], 0.125, 1e-15);
   EXPECT_NEAR(s.fast_p[0][2], 0.25, 1e-15);
-  auto count = [&](int turn, Verdict v) { return s.verdicts[static_cast<size_t>(turn - 1)][static_cast<size_t>(v)]; };
+  auto count = [&](int turn, Verdict v) {
+    return s.verdicts[static_cast<size_t>(turn - 1)][static_cast<size_t>(v)];
+  };
   EXPECT_EQ(count(1, Verdict::kOk), 1);
   EXPECT_EQ(count(1, Verdict::kWrongAnswer), 6);
   EXPECT_EQ(count(2, Verdict::kOk), 1);
