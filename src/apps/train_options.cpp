@@ -23,8 +23,9 @@ void TrainOptions::declare(OptionSet& opts) {
            "Initialise the policy randomly from model.path/config.json instead of loading its weights.");
   opts.add("train.resume", &resume, std::string(""),
            "Continue a run: 'latest' (the newest complete checkpoint in run.out_dir), 'auto' (latest if the run "
-           "has a checkpoint, else start fresh: what a requeued job runs) or a checkpoint folder.",
-           {.alias = "resume"});
+           "has a checkpoint, else start fresh: what a requeued job runs) or a checkpoint folder. --resume alone "
+           "means latest.",
+           {.alias = "resume", .bare = "latest"});
   opts.add("output.swmr", &swmr, std::string("auto"),
            "HDF5 single-writer/multiple-reader mode, so h5py can read a running job: auto (off on NFS), on, off.",
            {.choices = {"auto", "on", "off"}});

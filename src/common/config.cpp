@@ -196,6 +196,12 @@ Status OptionSet::parse(const std::vector<std::string>& raw_args) {
       std::string name = a.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
       auto it = im.alias_to_key.find(name);
       if (it != im.alias_to_key.end()) a = "--" + it->second + (eq == std::string::npos ? "" : a.substr(eq));
+      // A flag that has a bare value, given alone (nothing follows it, or another flag does).
+      if (eq == std::string::npos) {
+        const Entry* e = im.find(a.substr(2));
+        const bool alone = i + 1 >= raw_args.size() || raw_args[i + 1].rfind("--", 0) == 0;
+        if (e && !e->limits.bare.empty() && alone) a += "=" + e->limits.bare;
+      }
     }
     args.push_back(a);
   }

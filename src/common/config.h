@@ -26,6 +26,7 @@ struct OptionLimits {
   std::optional<double> max;            // inclusive
   std::vector<std::string> choices;     // for strings: the allowed values
   std::string alias;                    // short flag of a subcommand, e.g. "suite" for --suite
+  std::string bare;                     // value of the flag given alone (`--resume` = "latest"); "" = none
 };
 
 class OptionSet {

@@ -72,6 +72,27 @@ TEST(Config, SeparateValueAndBareBoolean) {
   EXPECT_TRUE(d.flag);
 }
 
+TEST(Config, FlagGivenAloneTakesItsBareValue) {
+  std::string resume;
+  int steps = 0;
+  auto declare = [&](OptionSet& o) {
+    o.add("train.resume", &resume, std::string(""), "resume", {.alias = "resume", .bare = "latest"});
+    o.add("train.steps", &steps, 10, "steps");
+  };
+  for (auto args : std::vector<std::vector<std::string>>{{"--resume"}, {"--resume", "--train.steps=3"},
+                                                         {"--train.resume"}}) {
+    OptionSet o;
+    declare(o);
+    ASSERT_TRUE(o.parse(args).is_ok()) << args[0];
+    EXPECT_EQ(resume, "latest") << args[0];
+  }
+  OptionSet o;
+  declare(o);
+  ASSERT_TRUE(o.parse({"--resume", "runs/x/checkpoints/step_000004", "--train.steps", "3"}).is_ok());
+  EXPECT_EQ(resume, "runs/x/checkpoints/step_000004");  // a value that follows is still the value
+  EXPECT_EQ(steps, 3);
+}
+
 TEST(Config, UnknownKeyInFileNamesLineAndSuggests) {
   auto path = write_ini("b.ini", "[rl]\ngroup_size = 4\ngroup_sise = 8\n");
   OptionSet o;
