@@ -2,17 +2,20 @@
 """Evidence that DCP pays: the same step budget run three ways, several seeds each.
 
     benchmarks/dcp_compare.py --steps 10 --seeds 1 2 3 --out runs/dcp_compare
-        [--np 4] [--config configs/demo.ini] [--leap build/src/apps/leap] [-- extra leap options]
+        [--np 4] [--config configs/demo.ini] [--leap build/src/apps/leap] [--eval-samples 8]
+        [-- extra leap options]
 
 Ways: `static` (DCP static, the paper's setting), `off` (every group with a failure expanded:
 the unpruned multi-turn baseline) and `single` (max_turns = 1: single-turn GRPO). Same B, G and
 seeds for all. Prints a Markdown table (sandbox jobs per step, time per step, turn-1 and final
 pass rates on the train tasks: mean and spread over seeds), the histogram of failures per group
 after turn 1, and writes pass rate against wall-clock time as a PNG next to the runs.
-Pass rates on held-out tasks need `leap eval`, which this version does not have yet.
+Each run's final policy is then evaluated on the held-out tasks with `leap eval` (Acc@1 and
+Acc@turns with sandbox feedback; --eval-samples per task, 0 skips it).
 Run with /usr/bin/python3 (Debian's h5py, pandas and matplotlib).
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -37,6 +40,22 @@ def run_one(args, way, seed):
     return load_run(h5, with_text=False)
 
 
+def eval_one(args, way, seed):
+    """Acc@1 and Acc@final of the run's last checkpoint on the held-out tasks (leap eval)."""
+    out = os.path.join(args.out, f"{way}-seed{seed}")
+    report = os.path.join(out, "eval_heldout.json")
+    if not os.path.exists(report):
+        ckpt = os.path.join(out, "checkpoints", "step_%06d" % (args.steps - 1))
+        cmd = [os.path.join(args.root, "scripts", "mpirun_local.sh"), str(args.np), args.eval_leap or args.leap, "eval",
+               "--config", args.config, f"--model={ckpt}", "--split=heldout", f"--eval.samples={args.eval_samples}",
+               f"--eval.output={report}", f"--run.seed={seed}", "--log.level=warn"]
+        print("+", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(report) as f:
+        acc = json.load(f)["overall"]["acc"]
+    return acc[0], acc[-1]
+
+
 def mean_spread(values):
     v = np.asarray(values, dtype=float)
     return f"{v.mean():.3g} ± {v.std(ddof=0):.2g}"
@@ -50,22 +69,30 @@ def main():
     p.add_argument("--out", default="runs/dcp_compare")
     p.add_argument("--config", default="configs/demo.ini")
     p.add_argument("--leap", default="build/src/apps/leap")
+    p.add_argument("--eval-samples", type=int, default=8)
+    p.add_argument("--eval-leap", default="", help="the leap binary for the evaluations (default: --leap)")
     p.add_argument("extra", nargs="*")
     args = p.parse_args()
     args.root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
     os.makedirs(args.out, exist_ok=True)
 
-    runs = {way: [run_one(args, way, s) for s in args.seeds] for way in WAYS}
+    # Seed by seed, so that an interrupted benchmark leaves whole seeds behind (runs are cached).
+    by_seed = {s: {way: run_one(args, way, s) for way in WAYS} for s in args.seeds}
+    runs = {way: [by_seed[s][way] for s in args.seeds] for way in WAYS}
+    held = {way: [eval_one(args, way, s) for s in args.seeds] for way in WAYS} if args.eval_samples > 0 else None
     print(f"\n{args.steps} steps, seeds {args.seeds}, config {args.config}\n")
-    print("| way | sandbox jobs / step | time / step (s) | pass turn 1 (last step) | pass final (last step) |")
-    print("|---|---|---|---|---|")
+    print("| way | sandbox jobs / step | time / step (s) | pass turn 1 (last step) | pass final (last step) |"
+          " heldout Acc@1 | heldout Acc@final |")
+    print("|---|---|---|---|---|---|---|")
     jobs = {}
     for way, rs in runs.items():
         jobs[way] = np.mean([r.steps["n_sandbox_jobs"].mean() for r in rs])
         print(f"| {way} | {mean_spread([r.steps['n_sandbox_jobs'].mean() for r in rs])} | "
               f"{mean_spread([r.steps['time_s'].mean() for r in rs])} | "
               f"{mean_spread([r.steps['pass_turn1'].iloc[-1] for r in rs])} | "
-              f"{mean_spread([r.steps['pass_final'].iloc[-1] for r in rs])} |")
+              f"{mean_spread([r.steps['pass_final'].iloc[-1] for r in rs])} | "
+              + (f"{mean_spread([h[0] for h in held[way]])} | {mean_spread([h[1] for h in held[way]])} |"
+                 if held else "- | - |"))
     if jobs["off"] > 0:
         print(f"\nDCP static runs {100 * (1 - jobs['static'] / jobs['off']):.1f}% fewer sandbox jobs per step than DCP off")
 
