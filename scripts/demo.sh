@@ -7,4 +7,4 @@ scripts/setup_deps.sh
 scripts/build.sh
 out="runs/demo-$(date +%Y%m%d-%H%M%S)"
 scripts/mpirun_local.sh 4 build/src/apps/leap train --config configs/demo.ini --run.out_dir "$out" "$@"
-echo "trajectories: $out/trajectories.h5 (read with tools/leap_trajectories.py)"
+echo "trajectories: $out/trajectories.h5 (tables: build/src/apps/leap analyze $out; pandas: tools/leap_trajectories.py)"
