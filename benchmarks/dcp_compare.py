@@ -81,15 +81,16 @@ def main():
     runs = {way: [by_seed[s][way] for s in args.seeds] for way in WAYS}
     held = {way: [eval_one(args, way, s) for s in args.seeds] for way in WAYS} if args.eval_samples > 0 else None
     print(f"\n{args.steps} steps, seeds {args.seeds}, config {args.config}\n")
-    print("| way | sandbox jobs / step | time / step (s) | pass turn 1 (last step) | pass final (last step) |"
-          " heldout Acc@1 | heldout Acc@final |")
-    print("|---|---|---|---|---|---|---|")
+    print("| way | sandbox jobs / step | time / step (s) | pass turn 1 (mean of steps) | pass final (mean of steps) |"
+          " pass final (last step) | heldout Acc@1 | heldout Acc@final |")
+    print("|---|---|---|---|---|---|---|---|")
     jobs = {}
     for way, rs in runs.items():
         jobs[way] = np.mean([r.steps["n_sandbox_jobs"].mean() for r in rs])
         print(f"| {way} | {mean_spread([r.steps['n_sandbox_jobs'].mean() for r in rs])} | "
               f"{mean_spread([r.steps['time_s'].mean() for r in rs])} | "
-              f"{mean_spread([r.steps['pass_turn1'].iloc[-1] for r in rs])} | "
+              f"{mean_spread([r.steps['pass_turn1'].mean() for r in rs])} | "
+              f"{mean_spread([r.steps['pass_final'].mean() for r in rs])} | "
               f"{mean_spread([r.steps['pass_final'].iloc[-1] for r in rs])} | "
               + (f"{mean_spread([h[0] for h in held[way]])} | {mean_spread([h[1] for h in held[way]])} |"
                  if held else "- | - |"))
