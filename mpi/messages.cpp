@@ -117,15 +117,22 @@ void send(const T& msg, int dest, MPI_Comm comm) {
 
 template <class T>
 Expected<T> recv(int source, MPI_Comm comm, int* from) {
-  // Waiting by polling rather than MPI_Probe, so that rank 0 notices another rank's fatal error
-  // (common/check.h) instead of waiting for a message that will never come.
+  // World rank 0 waits by polling rather than MPI_Probe, so that it notices another rank's fatal
+  // error (common/check.h) instead of waiting for a message that will never come. Other ranks
+  // are never sent such reports, so they block in MPI_Probe and spend nothing while they wait.
   MPI_Status st;
-  for (int polls = 0;; ++polls) {
-    int ready = 0;
-    MPI_CHECK(MPI_Iprobe(source, static_cast<int>(tag_of<T>()), comm, &ready, &st));
-    if (ready) break;
-    poll_fatal_reports();
-    if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  int world_rank = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+  if (world_rank != 0) {
+    MPI_CHECK(MPI_Probe(source, static_cast<int>(tag_of<T>()), comm, &st));
+  } else {
+    for (int polls = 0;; ++polls) {
+      int ready = 0;
+      MPI_CHECK(MPI_Iprobe(source, static_cast<int>(tag_of<T>()), comm, &ready, &st));
+      if (ready) break;
+      poll_fatal_reports();
+      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   }
   int count = 0;
   MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &count));
