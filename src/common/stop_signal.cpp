@@ -33,9 +33,7 @@ void StopSignal::clear() { g_requested = 0; }
 const char* signal_name(int sig) {
   switch (sig) {
     case SIGUSR1: return "SIGUSR1";
-    case SIGUSR2: return "SIGUSR2";
     case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
     default: return "a signal";
   }
 }

@@ -22,6 +22,6 @@ class StopSignal {
   StopSignal() = default;
 };
 
-const char* signal_name(int sig);  // "SIGUSR1", "SIGTERM", "signal N"
+const char* signal_name(int sig);  // "SIGUSR1", "SIGTERM" (the signals installed), else "a signal"
 
 }  // namespace leap
