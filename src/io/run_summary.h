@@ -24,7 +24,7 @@
 
 namespace leap::io {
 
-using VerdictCounts = std::array<int64_t, sandbox::kVerdictCount>;  // indexed by sandbox::Verdict
+using sandbox::VerdictCounts;
 
 struct StepSummary {
   StepRow row;  // the /steps row as written: DCP counts, sandbox jobs, times, loss, ...

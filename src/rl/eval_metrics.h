@@ -41,7 +41,7 @@ struct EvalSpec {
   bool timed = false;      // the sandbox timed kernels (GPU): fast_p is defined only then
 };
 
-using VerdictCounts = std::array<int64_t, sandbox::kVerdictCount>;
+using sandbox::VerdictCounts;
 
 // One task's counts.
 struct TaskTally {

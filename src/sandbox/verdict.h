@@ -3,6 +3,8 @@
 // SANDBOX_ERROR is the infrastructure's fault: never a penalty, always retried.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +24,8 @@ enum class Verdict : int {
   kSandboxError,
 };
 inline constexpr int kVerdictCount = 10;
+// A count per verdict, indexed by the enum value (eval reports and run summaries).
+using VerdictCounts = std::array<int64_t, kVerdictCount>;
 
 // "OK", "FORMAT_ERROR", ...; the index is the enum value.
 std::string_view verdict_name(Verdict v);
