@@ -320,11 +320,7 @@ int run_analyze(const std::vector<std::string>& args) {
     std::fputs(out.c_str(), stdout);
     return 0;
   }
-  // A folder that is not there is the user's to create: exit 2, as for any bad argument.
-  const auto folder = std::filesystem::absolute(o.output).parent_path();
-  if (!std::filesystem::is_directory(folder))
-    return fail(invalid_input("--output " + o.output + ": the folder " + folder.string() +
-                              " does not exist; create it first"));
+  if (Status st = check_output_folder(o.output, "--output"); !st) return fail(st);
   if (Status st = write_file_atomic(o.output, out); !st) return fail(st.with_context("--output"));
   return 0;
 }

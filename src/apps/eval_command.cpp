@@ -51,15 +51,6 @@ Expected<std::vector<int>> select_split(const tasks::Suite& suite, const std::st
 }
 
 // The JSON goes into an existing folder; checked before the run, not after it.
-Status check_output(const std::string& path) {
-  if (path.empty()) return Status::ok();
-  fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent))
-    return invalid_input("eval.output = " + path + ": folder " + parent.string() +
-                         " does not exist; create it or give another --eval.output");
-  return Status::ok();
-}
-
 // Rank 0: the batches, a progress line after each, then the report.
 Status evaluate(const EvalConfig& c, const std::string& config_ini, const mpi::Topology& topo,
                 const tasks::Suite& suite, const std::vector<int>& tasks, PolicyState& policy,
@@ -174,7 +165,7 @@ int run_eval(const std::vector<std::string>& args) {
     else
       setup = chosen.status();
   }
-  if (setup && topo->is_coordinator()) setup = check_output(c.eval.output);
+  if (setup && topo->is_coordinator()) setup = check_output_folder(c.eval.output, "--eval.output");
   PolicyState policy;
   std::unique_ptr<mpi::SandboxEngine> sandbox;
   if (role == mpi::Role::kPolicy)

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -48,6 +49,14 @@ Expected<std::string> read_file(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return io_error("cannot read '" + path + "'");
   return ss.str();
+}
+
+Status check_output_folder(const std::string& path, const std::string& flag) {
+  if (path.empty()) return Status::ok();
+  const auto folder = std::filesystem::absolute(path).parent_path();
+  if (std::filesystem::is_directory(folder)) return Status::ok();
+  return invalid_input(flag + " " + path + ": the folder " + folder.string() +
+                       " does not exist; create it first or give another " + flag);
 }
 
 }  // namespace leap
