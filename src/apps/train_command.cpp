@@ -125,7 +125,7 @@ int run_train(const std::vector<std::string>& args) {
   }
   MPI_CHECK(MPI_Init(nullptr, nullptr));
   // From here SIGUSR1/SIGTERM no longer kill a rank: RL runs stop at the next step boundary.
-  StopSignal::install();
+  const StopSignal& stop = StopSignal::install();
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   LogLevel level = LogLevel::kInfo;
@@ -200,7 +200,7 @@ int run_train(const std::vector<std::string>& args) {
   if (sft) {
     result = run_sft(c, *topo, policy, sandbox.get(), budget, log);
   } else if (topo->is_coordinator()) {
-    result = run_rl_coordinator({c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log});
+    result = run_rl_coordinator({c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log, stop});
   } else if (role == mpi::Role::kPolicy) {
     result = mpi::serve_policy(*topo, *policy.replica);
   } else {

@@ -3,7 +3,6 @@
 
 #include "apps/train_progress.h"
 #include "common/check.h"
-#include "common/stop_signal.h"
 #include "io/checkpoint_dir.h"
 #include "mpi/coordinator.h"
 
@@ -27,7 +26,7 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
 Status run_rl_coordinator(const RlRunContext& ctx) {
   const TrainConfig& c = ctx.config;
   const Logger& log = ctx.log;
-  const StopSignal& stop = StopSignal::install();
+  const StopSignal& stop = ctx.stop;
   mpi::CoordinatorOptions co;
   co.batch_tasks = c.train.batch_tasks;
   co.check_replicas_every = c.train.check_replicas_every;

@@ -8,6 +8,7 @@
 
 #include "apps/train_config.h"
 #include "common/log.h"
+#include "common/stop_signal.h"
 #include "common/status.h"
 #include "io/trajectory_file.h"
 #include "mpi/engines.h"
@@ -25,6 +26,7 @@ struct RlRunContext {
   const nlohmann::json& resume_state;  // null for a fresh run
   int64_t prompt_budget;
   const Logger& log;
+  const StopSignal& stop;  // installed by the command before MPI work starts
 };
 
 // Runs on rank 0 while the other ranks serve. Errors during a step are fatal (they abort every
