@@ -26,7 +26,6 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(int device, size_t wo
   CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->compute_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->comm_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaEventCreateWithFlags(&ctx->compute_done_, cudaEventDisableTiming));
-  CUDA_CHECK(cudaEventCreateWithFlags(&ctx->comm_done_, cudaEventDisableTiming));
   CUBLAS_CHECK(cublasLtCreate(&ctx->lt_));
   ctx->workspace_bytes_ = workspace_bytes;
   if (workspace_bytes > 0) CUDA_CHECK(cudaMalloc(&ctx->workspace_, workspace_bytes));
@@ -40,7 +39,6 @@ CudaContext::~CudaContext() {
   cudaFree(workspace_);
   if (lt_) cublasLtDestroy(lt_);
   if (compute_done_) cudaEventDestroy(compute_done_);
-  if (comm_done_) cudaEventDestroy(comm_done_);
   if (compute_) cudaStreamDestroy(compute_);
   if (comm_) cudaStreamDestroy(comm_);
 }
@@ -48,16 +46,6 @@ CudaContext::~CudaContext() {
 void CudaContext::comm_waits_for_compute() {
   CUDA_CHECK(cudaEventRecord(compute_done_, compute_));
   CUDA_CHECK(cudaStreamWaitEvent(comm_, compute_done_, 0));
-}
-
-void CudaContext::compute_waits_for_comm() {
-  CUDA_CHECK(cudaEventRecord(comm_done_, comm_));
-  CUDA_CHECK(cudaStreamWaitEvent(compute_, comm_done_, 0));
-}
-
-void CudaContext::synchronize() {
-  CUDA_CHECK(cudaStreamSynchronize(compute_));
-  CUDA_CHECK(cudaStreamSynchronize(comm_));
 }
 
 }  // namespace leap::cuda

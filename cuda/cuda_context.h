@@ -35,9 +35,6 @@ class CudaContext {
 
   // Makes the comm stream wait for everything issued on compute so far.
   void comm_waits_for_compute();
-  // Makes the compute stream wait for everything issued on comm so far.
-  void compute_waits_for_comm();
-  void synchronize();
 
  private:
   CudaContext() = default;
@@ -46,7 +43,6 @@ class CudaContext {
   cudaStream_t compute_ = nullptr;
   cudaStream_t comm_ = nullptr;
   cudaEvent_t compute_done_ = nullptr;
-  cudaEvent_t comm_done_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
