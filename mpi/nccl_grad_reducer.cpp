@@ -25,8 +25,12 @@ Expected<std::unique_ptr<NcclGradReducer>> NcclGradReducer::create(cuda::CudaBac
 }
 
 Status NcclGradReducer::start_layer(model::Transformer& model, int l) {
+  // The layout never changes: each layer's ranges are worked out once, on the first step.
+  if (layer_ranges_.empty()) {
+    for (int i = 0; i < model.config().num_hidden_layers; ++i) layer_ranges_.push_back(layer_ranges(model.layout(), i));
+  }
   std::vector<cuda::FloatSlice> slices;
-  for (const auto& [off, n] : layer_ranges(model.layout(), l)) {
+  for (const auto& [off, n] : layer_ranges_.at(static_cast<size_t>(l))) {
     slices.push_back({model.grads() + off, n});
     started_.emplace_back(off, n);
   }

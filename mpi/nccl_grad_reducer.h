@@ -16,6 +16,7 @@
 
 #include "cuda/cuda_backend.h"
 #include "cuda/nccl_comm.h"
+#include "mpi/grad_buckets.h"
 #include "mpi/grad_reducer.h"
 
 namespace leap::mpi {
@@ -38,6 +39,7 @@ class NcclGradReducer final : public GradReducer {
   std::unique_ptr<cuda::NcclComm> comm_;
   int layers_started_ = 0;
   std::vector<std::pair<size_t, size_t>> started_;  // ranges already enqueued this step
+  std::vector<std::vector<FloatRange>> layer_ranges_;  // per layer, from the layout (fixed)
   Status enqueue_error_;                            // first failure inside the layer hook
 };
 
