@@ -7,25 +7,6 @@
 
 namespace leap::app {
 
-namespace {
-
-// "1, 8" -> {"1", "8"}; empty items are kept so they can be reported.
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (;;) {
-    size_t end = text.find(',', start);
-    std::string item =
-        text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
-    out.push_back(item);
-    if (end == std::string::npos) return out;
-    start = end + 1;
-  }
-}
-
-}  // namespace
 
 void EvalOptions::declare(OptionSet& opts) {
   opts.add(
@@ -61,7 +42,7 @@ Status EvalOptions::validate(std::vector<int>* ks, std::vector<double>* ps) cons
   ks->clear();
   ps->clear();
   const std::string k_list = k.empty() ? (samples > 1 ? fmt::format("1,{}", samples) : "1") : k;
-  for (const auto& item : split_commas(k_list)) {
+  for (const auto& item : split_list(k_list)) {
     char* end = nullptr;
     long v = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || v < 1)
@@ -75,7 +56,7 @@ Status EvalOptions::validate(std::vector<int>* ks, std::vector<double>* ps) cons
     ks->push_back(static_cast<int>(v));
   }
   if (fast_p.empty()) return Status::ok();
-  for (const auto& item : split_commas(fast_p)) {
+  for (const auto& item : split_list(fast_p)) {
     char* end = nullptr;
     double v = std::strtod(item.c_str(), &end);
     if (item.empty() || *end != '\0' || !(v >= 0))

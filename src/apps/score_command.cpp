@@ -20,13 +20,7 @@ namespace {
 // "1, 2,3" -> {1, 2, 3}; anything that is not a comma-separated list of integers is an error.
 Expected<std::vector<int32_t>> parse_token_list(const std::string& text) {
   std::vector<int32_t> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(start, end - start);
-    item.erase(0, item.find_first_not_of(" \t"));
-    item.erase(item.find_last_not_of(" \t") + 1);
+  for (const std::string& item : split_list(text)) {
     size_t used = 0;
     long long v = 0;
     try {
@@ -38,7 +32,6 @@ Expected<std::vector<int32_t>> parse_token_list(const std::string& text) {
       return invalid_input(fmt::format(
           "--tokens: '{}' is not an integer token id (expected e.g. --tokens 1,2,3)", item));
     ids.push_back(static_cast<int32_t>(v));
-    start = end + 1;
   }
   return ids;
 }

@@ -314,4 +314,15 @@ std::string OptionSet::to_ini() const {
   return out;
 }
 
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t end = text.find(',', start);
+    out.push_back(trim(text.substr(start, end == std::string::npos ? std::string::npos : end - start)));
+    if (end == std::string::npos) return out;
+    start = end + 1;
+  }
+}
+
 }  // namespace leap

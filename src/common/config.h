@@ -66,6 +66,10 @@ class OptionSet {
   std::unique_ptr<Impl> impl_;
 };
 
+// "1, 8" -> {"1", "8"}: the items of a comma-separated option value, trimmed; empty items are
+// kept so that callers can report them.
+std::vector<std::string> split_list(const std::string& text);
+
 // Edit distance used for suggestions; exposed for tests.
 size_t edit_distance(const std::string& a, const std::string& b);
 

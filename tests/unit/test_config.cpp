@@ -211,6 +211,12 @@ TEST(Config, HelpListsEveryOptionWithDefault) {
   EXPECT_NE(help.find("alias --suite"), std::string::npos);
 }
 
+TEST(Config, SplitListTrimsAndKeepsEmptyItems) {
+  EXPECT_EQ(split_list("1, 8"), (std::vector<std::string>{"1", "8"}));
+  EXPECT_EQ(split_list(" 1,,2 "), (std::vector<std::string>{"1", "", "2"}));
+  EXPECT_EQ(split_list(""), (std::vector<std::string>{""}));
+}
+
 TEST(Config, EditDistance) {
   EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
   EXPECT_EQ(edit_distance("", "abc"), 3u);
