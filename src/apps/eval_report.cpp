@@ -68,6 +68,7 @@ EvalBreakdown break_down(const tasks::Suite& suite, const std::vector<int>& task
   for (const auto& t : b.tasks) {
     const tasks::Task& task = suite.tasks[static_cast<size_t>(t.task)];
     all.push_back(&t);
+    b.per_task.push_back(rl::summarize({&t}, spec));
     splits[tasks::split_name(task.split)].push_back(&t);
     families[task.family].push_back(&t);
   }
@@ -105,9 +106,10 @@ json eval_json(const tasks::Suite& suite, const EvalBreakdown& b,
   j["by_split"] = splits;
   j["by_family"] = families;
   json per_task = json::array();
-  for (const auto& t : b.tasks) {
+  for (size_t i = 0; i < b.tasks.size(); ++i) {
+    const rl::TaskTally& t = b.tasks[i];
     const tasks::Task& task = suite.tasks[static_cast<size_t>(t.task)];
-    json row = summary_json(rl::summarize({&t}, spec), spec);
+    json row = summary_json(b.per_task[i], spec);
     row.erase("tasks");
     row["id"] = task.id;
     row["family"] = task.family;
@@ -146,10 +148,8 @@ std::string eval_table(const tasks::Suite& suite, const EvalBreakdown& b, const 
   for (const auto& [name, s] : b.by_split) out += table_row("split " + name, s, spec);
   for (const auto& [name, s] : b.by_family) out += table_row("family " + name, s, spec);
   out += "\n";
-  for (const auto& t : b.tasks) {
-    const tasks::Task& task = suite.tasks[static_cast<size_t>(t.task)];
-    out += table_row(task.id, rl::summarize({&t}, spec), spec);
-  }
+  for (size_t i = 0; i < b.tasks.size(); ++i)
+    out += table_row(suite.tasks[static_cast<size_t>(b.tasks[i].task)].id, b.per_task[i], spec);
   out += "\nverdicts (turn-samples):\n";
   for (size_t u = 0; u < b.overall.verdicts.size(); ++u) {
     std::string line = fmt::format("  turn {}:", u + 1);

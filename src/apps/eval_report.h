@@ -27,6 +27,7 @@ struct EvalRunInfo {
 
 struct EvalBreakdown {
   std::vector<rl::TaskTally> tasks;  // in the order evaluated
+  std::vector<rl::EvalSummary> per_task;  // aligned with `tasks`
   rl::EvalSummary overall;
   std::map<std::string, rl::EvalSummary> by_split, by_family;
 };
