@@ -39,6 +39,18 @@ __global__ void copy4(const float* x, float* y) {
 }
 )";
 
+TEST(PtxGlobalMemory, AddressesRestartOnlyWhenNothingIsLive) {
+  GlobalMemory m;
+  const uint64_t a = m.allocate(100), b = m.allocate(50);
+  m.release(a);
+  const uint64_t c = m.allocate(100);
+  EXPECT_NE(c, a);  // b is live: a stale pointer to a must not reach a new allocation
+  EXPECT_GT(c, b);
+  m.release(b);
+  m.release(c);
+  EXPECT_EQ(m.allocate(100), a);  // a new trial sees the same addresses as the first
+}
+
 TEST_F(PtxOutcomes, OutOfBoundsWriteIsAMemoryViolation) {
   auto c = compile(compiler_, kCopy, {"copy_all"});
   ASSERT_TRUE(c.status.empty()) << c.status;

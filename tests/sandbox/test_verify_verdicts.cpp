@@ -130,6 +130,28 @@ TEST_F(VerifyVerdicts, OutOfBoundsWriteIsMemoryViolation) {
          Verdict::kMemoryViolation, "");
 }
 
+TEST_F(VerifyVerdicts, FeedbackDoesNotDependOnEarlierJobs) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  // The feedback of a memory violation quotes device addresses. The policy reads it in its next
+  // prompt, so it must be the same whatever the worker verified before, or one seed would give
+  // different runs depending on which worker pulled which job.
+  const std::string oob = answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = (i < n ? fmaxf(x[i], 0.f) : 0.f) * alpha;
+})",
+                                 kGoodLaunch);
+  SandboxConfig config;
+  config.device = "cpu";
+  config.result_cache_entries = 0;  // every verify below really runs
+  Verifier v(*channel_, config);
+  const VerifyResult first = v.verify(task_, oob);
+  ASSERT_EQ(verdict_name(first.verdict), "MEMORY_VIOLATION") << first.feedback;
+  ASSERT_NE(first.feedback.find("0x"), std::string::npos) << first.feedback;
+  ASSERT_EQ(verdict_name(v.verify(task_, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+  const VerifyResult again = v.verify(task_, oob);
+  EXPECT_EQ(again.feedback, first.feedback);
+}
+
 TEST_F(VerifyVerdicts, OutOfBoundsReadIsMemoryViolation) {
   LEAP_SKIP_WITHOUT_NVRTC();
   // The last thread reads x[n], one past the end. (A load whose value only feeds a guarded

@@ -2,8 +2,11 @@
 // unmapped gaps, so an overrun of a few elements lands in no allocation and faults.
 //
 // Invariants: addresses are 256-byte aligned (as cudaMalloc's are); no two allocations are
-// closer than kGap bytes; an address is never reused while this object lives, so a stale pointer
-// cannot silently hit a newer allocation.
+// closer than kGap bytes; an address is not reused while any allocation is live, so a stale
+// pointer cannot silently hit a newer allocation. Once everything is released (the end of a
+// trial), addresses start again from kBase: a trial's addresses, which feedback quotes and the
+// policy reads in its next prompt, then depend only on the trial, not on which jobs the worker
+// ran before. Otherwise the same seed would not give the same run.
 #include <map>
 #include <memory>
 
@@ -32,6 +35,7 @@ uint64_t GlobalMemory::allocate(size_t bytes) {
 
 void GlobalMemory::release(uint64_t address) {
   impl_->allocations.erase(address);
+  if (impl_->allocations.empty()) impl_->next = kBase;
 }
 
 uint8_t* GlobalMemory::host_pointer(uint64_t address) {

@@ -68,7 +68,8 @@ class Module {
 };
 
 // Device global memory of the interpreter: allocations at fake device addresses, separated by
-// unmapped gaps so that a small overrun lands in no allocation and is caught.
+// unmapped gaps so that a small overrun lands in no allocation and is caught. Addresses restart
+// from the same base whenever nothing is allocated, so they are reproducible per trial.
 class GlobalMemory {
  public:
   GlobalMemory();
