@@ -5,7 +5,9 @@
 #   1. prints what is present (GPU, driver, toolkit, CMake, PyTorch, NCCL, optional libraries);
 #   2. configures and builds the GPU-only target (LEAP_GPU_ONLY=ON, sm_90 unless
 #      LEAP_GPU_ARCH says otherwise) into $LEAP_GPU_BUILD (default build-gpu/), with
-#      $LEAP_GPU_JOBS parallel jobs (default: every core);
+#      $LEAP_GPU_JOBS parallel jobs (default: every core); libraries this machine lacks are
+#      taken from $LEAP_GPU_DEPS (default build-gpu-deps/ when it exists), which
+#      scripts/stage_gpu_deps.sh fills on a machine that has them;
 #   3. runs the checks: device report, backend op parity against this machine's PyTorch,
 #      the sandbox's GPU executor with its timing, a one-rank NCCL communicator;
 #   4. runs the benchmarks: cuBLASLt GEMM throughput, training-step MFU (~124M parameters,
@@ -24,6 +26,7 @@ RESULTS="$(mkdir -p "$1" && cd "$1" && pwd)" || { echo "cannot create $1" >&2; e
 BUILD="${LEAP_GPU_BUILD:-$ROOT/build-gpu}"
 ARCH="${LEAP_GPU_ARCH:-90}"
 JOBS="${LEAP_GPU_JOBS:-$(nproc)}"
+DEPS="${LEAP_GPU_DEPS:-$ROOT/build-gpu-deps}"
 PY="${PYTHON:-python3}"
 export PATH="$PATH:/usr/local/cuda/bin"
 SUMMARY="$RESULTS/summary.txt"
@@ -73,6 +76,8 @@ PYEOF
   for d in /usr/local/cuda/include /usr/include; do
     [[ -e $d/nccl.h ]] && echo "nccl.h: $d"
   done
+  if [[ -d "$DEPS/include" ]]; then echo "staged dependencies: $DEPS ($(ls "$DEPS/include" | tr '\n' ' '))"
+  else echo "staged dependencies: none ($DEPS absent; scripts/stage_gpu_deps.sh makes it)"; fi
 } 2>&1 | tee "$RESULTS/environment.txt" | tee -a "$SUMMARY"
 
 if ! have nvcc || ! have cmake; then
@@ -83,8 +88,10 @@ fi
 # ---- 2. configure and build the GPU-only target ----------------------------------------------
 cmake_args=(-S "$ROOT" -B "$BUILD" -DLEAP_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release
             -DCMAKE_CUDA_ARCHITECTURES="$ARCH")
+[[ -d "$DEPS/include" ]] && cmake_args+=(-DLEAP_GPU_DEPS="$(cd "$DEPS" && pwd)")
 if have "$PY"; then
-  # PyTorch's wheel ships fmt headers and NCCL; they stand in where Debian's packages are absent.
+  # Some PyTorch wheels ship fmt headers, and most ship NCCL; they stand in where neither
+  # Debian's packages nor the staged folder have them.
   torch_include="$("$PY" -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])' 2>/dev/null)"
   [[ -n "$torch_include" ]] && cmake_args+=(-DLEAP_EXTRA_INCLUDE="$torch_include")
   nccl_dir="$("$PY" -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if nvidia.nccl.__file__ else list(nvidia.nccl.__path__)[0])' 2>/dev/null)"
