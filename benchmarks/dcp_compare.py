@@ -97,6 +97,17 @@ def main():
                  if held else "- | - |"))
     if jobs["off"] > 0:
         print(f"\nDCP static runs {100 * (1 - jobs['static'] / jobs['off']):.1f}% fewer sandbox jobs per step than DCP off")
+        # By seed and by half of the budget: is the saving steady, or does it move as RL trains?
+        def saving(sl, seeds):
+            st = np.mean([runs["static"][i].steps.n_sandbox_jobs.iloc[sl].mean() for i in seeds])
+            off = np.mean([runs["off"][i].steps.n_sandbox_jobs.iloc[sl].mean() for i in seeds])
+            return f"{100 * (1 - st / off):.1f}%"
+        every, half = range(len(args.seeds)), args.steps // 2
+        print("  by seed: " + ", ".join(f"seed {s} {saving(slice(None), [i])}" for i, s in enumerate(args.seeds)))
+        print(f"  steps 1-{half}: {saving(slice(0, half), every)}, "
+              f"steps {half + 1}-{args.steps}: {saving(slice(half, None), every)}")
+    print("\nwall-clock time for the whole budget (s): " + ", ".join(
+        f"{way} {mean_spread([r.steps['time_s'].sum() for r in rs])}" for way, rs in runs.items()))
 
     # Failures per group after turn 1 (all ways sample turn 1 the same way).
     fails = []
@@ -113,14 +124,27 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4))
+    # Each step draws other tasks, so pass rates move with the draw as much as with training; the
+    # ways draw the same tasks at the same step (same seeds), so they compare step by step. Left:
+    # pass rate against wall-clock time (each point a step, mean over seeds); middle: the same
+    # against the step, where the ways see the same tasks; right: when each step finished.
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    colors = {"static": "C0", "off": "C1", "single": "C2"}
     for way, rs in runs.items():
-        for i, r in enumerate(rs):
-            ax.plot(r.steps["time_s"].cumsum(), r.steps["pass_final"], marker="o", alpha=0.7,
-                    color={"static": "C0", "off": "C1", "single": "C2"}[way], label=way if i == 0 else None)
-    ax.set_xlabel("wall-clock time (s)")
-    ax.set_ylabel("pass rate (final turn), train tasks")
-    ax.legend()
+        pass_final = np.mean([r.steps["pass_final"].to_numpy() for r in rs], axis=0)
+        finished = np.mean([r.steps["time_s"].cumsum().to_numpy() for r in rs], axis=0)
+        step = np.arange(1, len(pass_final) + 1)
+        axes[0].plot(finished, pass_final, marker="o", markersize=3, color=colors[way], label=way)
+        axes[1].plot(step, pass_final, marker="o", markersize=3, color=colors[way], label=way)
+        axes[2].plot(step, finished, marker="o", markersize=3, color=colors[way], label=way)
+    axes[0].set_xlabel("wall-clock time (s)")
+    axes[1].set_xlabel("step")
+    axes[2].set_xlabel("step")
+    for ax in axes[:2]:
+        ax.set_ylabel(f"pass rate, final turn (mean of {len(args.seeds)} seeds)")
+    axes[2].set_ylabel("wall-clock time at the end of the step (s)")
+    for ax in axes:
+        ax.legend()
     png = os.path.join(args.out, "pass_vs_time.png")
     fig.tight_layout()
     fig.savefig(png, dpi=120)
