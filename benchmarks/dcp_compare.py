@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Evidence that DCP pays: the same step budget run three ways, several seeds each.
 
-    benchmarks/dcp_compare.py --steps 10 --seeds 1 2 3 --out runs/dcp_compare
+    benchmarks/dcp_compare.py --steps 20 --seeds 1 2 3 --out runs/dcp_compare20
         [--np 4] [--config configs/demo.ini] [--leap build/src/apps/leap] [--eval-samples 8]
         [-- extra leap options]
 
@@ -64,7 +64,7 @@ def mean_spread(values):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=20)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--np", type=int, default=4)
     p.add_argument("--out", default="runs/dcp_compare")
