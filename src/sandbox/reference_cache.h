@@ -4,14 +4,12 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "sandbox/job.h"
+#include "sandbox/lru_cache.h"
 
 namespace leap::sandbox {
 
@@ -19,27 +17,17 @@ using Outputs = std::vector<tasks::BufferData>;
 
 class ReferenceCache {
  public:
-  explicit ReferenceCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+  explicit ReferenceCache(size_t max_bytes) : lru_(max_bytes) {}
 
   static std::string key(const tasks::Task& task, const TrialSpec& trial);
   std::shared_ptr<const Outputs> find(const std::string& key);
   void insert(const std::string& key, std::shared_ptr<const Outputs> outputs);
 
-  uint64_t hits() const;
-  uint64_t misses() const;
+  uint64_t hits() const { return lru_.hits(); }
+  uint64_t misses() const { return lru_.misses(); }
 
  private:
-  struct Entry {
-    std::string key;
-    std::shared_ptr<const Outputs> outputs;
-    size_t bytes = 0;
-  };
-  mutable std::mutex mutex_;
-  size_t max_bytes_;
-  size_t bytes_ = 0;
-  uint64_t hits_ = 0, misses_ = 0;
-  std::list<Entry> lru_;  // most recent first
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  LruCache<std::shared_ptr<const Outputs>> lru_;  // each entry costs its bytes
 };
 
 }  // namespace leap::sandbox

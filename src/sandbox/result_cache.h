@@ -4,12 +4,10 @@
 // the wall clock's) are always verified again. Thread-safe LRU bounded by entry count.
 #pragma once
 
-#include <list>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 
+#include "sandbox/lru_cache.h"
 #include "sandbox/verdict.h"
 #include "tasks/task.h"
 
@@ -17,20 +15,16 @@ namespace leap::sandbox {
 
 class ResultCache {
  public:
-  explicit ResultCache(size_t max_entries) : max_entries_(max_entries) {}
+  explicit ResultCache(size_t max_entries) : lru_(max_entries) {}
 
   static std::string key(const tasks::Task& task, const std::string& code);
   // The cached result with compile_ms and exec_ms zeroed (nothing ran for it), or nullopt.
   std::optional<VerifyResult> find(const std::string& key);
   void insert(const std::string& key, const VerifyResult& result);
-  uint64_t hits() const;
+  uint64_t hits() const { return lru_.hits(); }
 
  private:
-  mutable std::mutex mutex_;
-  size_t max_entries_;
-  uint64_t hits_ = 0;
-  std::list<std::pair<std::string, VerifyResult>> lru_;  // most recent first
-  std::unordered_map<std::string, std::list<std::pair<std::string, VerifyResult>>::iterator> index_;
+  LruCache<VerifyResult> lru_;  // each entry costs 1
 };
 
 }  // namespace leap::sandbox
