@@ -35,7 +35,7 @@ def run_one(args, way, seed):
     if not os.path.exists(os.path.join(out, "checkpoints", "step_%06d" % (args.steps - 1))):
         cmd = [os.path.join(args.root, "scripts", "mpirun_local.sh"), str(args.np), args.leap, "train",
                "--config", args.config, f"--run.out_dir={out}", f"--run.seed={seed}",
-               f"--train.steps={args.steps}", "--log.level=warn", "--resume=auto", *WAYS[way], *args.extra]
+               f"--train.steps={args.steps}", "--resume=auto", *WAYS[way], *args.extra]
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
     return load_run(h5, with_text=False)
@@ -104,8 +104,9 @@ def main():
             return f"{100 * (1 - st / off):.1f}%"
         every, half = range(len(args.seeds)), args.steps // 2
         print("  by seed: " + ", ".join(f"seed {s} {saving(slice(None), [i])}" for i, s in enumerate(args.seeds)))
-        print(f"  steps 1-{half}: {saving(slice(0, half), every)}, "
-              f"steps {half + 1}-{args.steps}: {saving(slice(half, None), every)}")
+        if half > 0:
+            print(f"  steps 1-{half}: {saving(slice(0, half), every)}, "
+                  f"steps {half + 1}-{args.steps}: {saving(slice(half, None), every)}")
     print("\nwall-clock time for the whole budget (s): " + ", ".join(
         f"{way} {mean_spread([r.steps['time_s'].sum() for r in rs])}" for way, rs in runs.items()))
 
