@@ -260,10 +260,7 @@ Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
   return make_table("run", "run", f, std::vector<R>{s});
 }
 
-int fail(const Status& st) {
-  std::fprintf(stderr, "leap analyze: error: %s\n", st.message().c_str());
-  return st.exit_code();
-}
+int fail(const Status& st) { return report_error("analyze", st); }
 
 }  // namespace
 

@@ -18,10 +18,7 @@ namespace leap::app {
 
 namespace {
 
-int fail(const Status& st) {
-  std::fprintf(stderr, "leap check: error: %s\n", st.message().c_str());
-  return st.exit_code();
-}
+int fail(const Status& st) { return report_error("check", st); }
 
 }  // namespace
 

@@ -137,10 +137,7 @@ int run_eval(const std::vector<std::string>& args) {
   spec.turns = c.eval.turns;
   Status valid = c.eval.validate(&spec.ks, &spec.ps);
   if (valid) valid = c.run.rl.validate();
-  if (!valid) {
-    std::fprintf(stderr, "leap eval: error: %s\n", valid.message().c_str());
-    return valid.exit_code();
-  }
+  if (!valid) return report_error("eval", valid);
   MPI_CHECK(MPI_Init(nullptr, nullptr));
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);

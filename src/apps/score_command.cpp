@@ -48,10 +48,7 @@ int run_score(const std::vector<std::string>& args) {
            "Comma-separated token ids to score (at least 2).", {.alias = "tokens"});
   if (int rc = parse_or_exit("score", "--model DIR --tokens 1,2,3,...", args, opts); rc >= 0)
     return rc;
-  auto fail = [](const Status& st) {
-    std::fprintf(stderr, "leap score: error: %s\n", st.message().c_str());
-    return st.exit_code();
-  };
+  auto fail = [](const Status& st) { return report_error("score", st); };
   if (model_opts.path.empty())
     return fail(invalid_input("--model DIR is required (a folder with config.json)"));
   auto ids = parse_token_list(tokens_text);

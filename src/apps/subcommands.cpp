@@ -38,16 +38,17 @@ int parse_or_exit(const char* sub, const char* usage, const std::vector<std::str
     if (a == "--print-config") print_config = true;
     else rest.push_back(a);
   }
-  Status st = opts.parse(rest);
-  if (!st) {
-    std::fprintf(stderr, "leap %s: error: %s\n", sub, st.message().c_str());
-    return st.exit_code();
-  }
+  if (Status st = opts.parse(rest); !st) return report_error(sub, st);
   if (print_config) {
     std::printf("%s", opts.to_ini().c_str());
     return 0;
   }
   return -1;
+}
+
+int report_error(const std::string& sub, const Status& st) {
+  std::fprintf(stderr, "leap %s: error: %s\n", sub.c_str(), st.message().c_str());
+  return st.exit_code();
 }
 
 }  // namespace leap::app

@@ -23,6 +23,9 @@ const std::vector<Subcommand>& subcommands();
 int parse_or_exit(const char* sub, const char* usage, const std::vector<std::string>& args,
                   ::leap::OptionSet& opts);
 
+// Prints "leap SUB: error: MESSAGE" to stderr and returns the status's exit code.
+int report_error(const std::string& sub, const Status& st);
+
 int run_train(const std::vector<std::string>& args);
 int run_eval(const std::vector<std::string>& args);   // eval_command.cpp
 int run_tasks(const std::vector<std::string>& args);  // tasks_command.cpp

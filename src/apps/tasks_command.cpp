@@ -54,7 +54,7 @@ int run_tasks(const std::vector<std::string>& args) {
 
   auto suite = tasks::load_suite(cfg.suite);
   if (!suite) {
-    std::fprintf(stderr, "leap %s: error: %s\n", sub.c_str(), suite.status().message().c_str());
+    report_error(sub, suite.status());
     return 2;  // a missing or invalid suite is always the user's input
   }
   if (action == "list") {

@@ -119,10 +119,7 @@ int run_train(const std::vector<std::string>& args) {
   c.declare(opts);
   if (int rc = parse_or_exit("train", "[--config FILE.ini] [--section.key=value ...]", args, opts); rc >= 0)
     return rc;
-  if (Status st = c.rl.validate(); !st) {
-    std::fprintf(stderr, "leap train: error: %s\n", st.message().c_str());
-    return st.exit_code();
-  }
+  if (Status st = c.rl.validate(); !st) return report_error("train", st);
   MPI_CHECK(MPI_Init(nullptr, nullptr));
   // From here SIGUSR1/SIGTERM no longer kill a rank: RL runs stop at the next step boundary.
   const StopSignal& stop = StopSignal::install();

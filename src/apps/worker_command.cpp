@@ -22,10 +22,7 @@ int run_worker(const std::vector<std::string>& args) {
   OptionSet opts;
   sandbox::SandboxConfig config;
   config.declare(opts);
-  if (Status st = opts.parse(args); !st) {
-    std::fprintf(stderr, "leap worker: error: %s\n", st.message().c_str());
-    return st.exit_code();
-  }
+  if (Status st = opts.parse(args); !st) return report_error("worker", st);
   const bool gpu = config.device == "gpu";
   if (Status st = sandbox::apply_worker_limits(config, gpu); !st) {
     std::fprintf(stderr, "leap worker: %s\n", st.message().c_str());
