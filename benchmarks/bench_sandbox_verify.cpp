@@ -11,6 +11,10 @@
 //  - BM_VerifyLevel1ResultCacheHit: the same answers again with the result cache on (the
 //    default): identical answers are judged without a worker.
 //  - BM_VerifyFormatError: an answer without a code block, rejected before any worker.
+//  - Confinement's cost, A/B interleaved (the machine's noise is about ±15%): for each of 5
+//    repetitions, BM_VerifyFresh_confine_{on,off}/rep (2 workers, 4 clients, fresh answers) and
+//    BM_WorkerSpawn_confine_{on,off}/rep (one worker from posix_spawn to its ready frame: exec,
+//    the NVRTC warm-up and, when on, the user change, Landlock and seccomp).
 //
 // items_per_second is verifications per second (wall clock). Run from the repository root.
 #include <benchmark/benchmark.h>
@@ -19,6 +23,9 @@
 #include <cstdio>
 #include <map>
 #include <thread>
+#include <tuple>
+
+#include <fmt/format.h>
 
 #include "sandbox/verifier.h"
 #include "sandbox/worker_pool.h"
@@ -33,10 +40,11 @@ struct Rank {
   tasks::Suite suite;
 };
 
-// One sandbox rank per (worker count, result cache on/off), started on first use and kept.
-Rank& rank_with(int workers, bool result_cache) {
-  static std::map<std::pair<int, bool>, Rank> ranks;
-  Rank& r = ranks[{workers, result_cache}];
+// One sandbox rank per (worker count, result cache on/off, confinement), started on first use
+// and kept.
+Rank& rank_with(int workers, bool result_cache, const std::string& confine = "on") {
+  static std::map<std::tuple<int, bool, std::string>, Rank> ranks;
+  Rank& r = ranks[{workers, result_cache, confine}];
   if (r.pool) return r;
   auto suite = tasks::load_suite("tasks/level1.jsonl");
   if (!suite) {
@@ -48,6 +56,7 @@ Rank& rank_with(int workers, bool result_cache) {
   o.leap_binary = std::string(LEAP_BINARY_DIR) + "/src/apps/leap";
   o.config.device = "cpu";
   o.config.workers = workers;
+  o.config.confine = confine;
   if (!result_cache) o.config.result_cache_entries = 0;
   auto pool = WorkerPool::start(o);
   if (!pool) {
@@ -69,10 +78,11 @@ std::string salted(const std::string& reference, uint64_t salt) {
   return out;
 }
 
-void run_batch(benchmark::State& state, bool fresh, bool result_cache) {
+void run_batch(benchmark::State& state, bool fresh, bool result_cache,
+               const std::string& confine = "on") {
   const int workers = static_cast<int>(state.range(0));
   const int clients = static_cast<int>(state.range(1));
-  Rank& r = rank_with(workers, result_cache);
+  Rank& r = rank_with(workers, result_cache, confine);
   static std::atomic<uint64_t> salt{1};
   const size_t n = r.suite.tasks.size();
   int64_t done = 0, failed = 0;
@@ -117,6 +127,51 @@ void BM_VerifyFormatError(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// One worker's start, from posix_spawn to its ready frame.
+void spawn_worker(benchmark::State& state, const std::string& confine) {
+  WorkerPoolOptions o;
+  o.leap_binary = std::string(LEAP_BINARY_DIR) + "/src/apps/leap";
+  o.config.device = "cpu";
+  o.config.workers = 1;
+  o.config.confine = confine;
+  for (auto _ : state) {
+    auto pool = WorkerPool::start(o);
+    if (!pool) {
+      state.SkipWithError(pool.status().message().c_str());
+      return;
+    }
+    state.PauseTiming();  // the pool's shutdown is not part of the start
+    pool->reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+}  // namespace
+
+// The confinement A/B pairs, interleaved so that a slow spell of the machine hits both.
+void register_confinement_pairs() {
+  for (int rep = 0; rep < 5; ++rep) {
+    for (const std::string confine : {"on", "off"}) {
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_VerifyFresh_confine_{}/rep{}", confine, rep).c_str(),
+          [confine](benchmark::State& st) { run_batch(st, true, true, confine); })
+          ->Args({2, 4})
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->Iterations(1);
+      benchmark::RegisterBenchmark(
+          fmt::format("BM_WorkerSpawn_confine_{}/rep{}", confine, rep).c_str(),
+          [confine](benchmark::State& st) { spawn_worker(st, confine); })
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime()
+          ->Iterations(3);
+    }
+  }
+}
+
+namespace {
+
 // Args: {workers, client threads}.
 BENCHMARK(BM_VerifyLevel1Fresh)
     ->Args({2, 4})
@@ -139,4 +194,10 @@ BENCHMARK(BM_VerifyFormatError)->Unit(benchmark::kMicrosecond);
 }  // namespace
 }  // namespace leap::sandbox
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  leap::sandbox::register_confinement_pairs();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -145,6 +145,18 @@ else
   note "SKIPPED ops: PyTorch with a CUDA device is not available to make the reference"
 fi
 run_step executor 120 "$CHECK" executor --suite="$ROOT/tasks/level1.jsonl"
+# The same, confined as a GPU sandbox worker confines itself; under strace where it exists, for
+# the record of what a confined GPU worker touches (DESIGN.md, Isolation).
+if have strace; then
+  run_step executor_confined 180 strace -f -qq -o "$RESULTS/worker_access_gpu.trace" \
+    -e trace=%file,%network,%process,write "$CHECK" executor_confined --suite="$ROOT/tasks/level1.jsonl"
+  bash "$ROOT/scripts/record_worker_access.sh" --from-trace "$RESULTS/worker_access_gpu.trace" \
+    "$RESULTS/worker_access_gpu.md" >> "$SUMMARY" 2>&1 || note "FAILED  worker access record"
+  rm -f "$RESULTS/worker_access_gpu.trace"
+else
+  run_step executor_confined 120 "$CHECK" executor_confined --suite="$ROOT/tasks/level1.jsonl"
+  note "        (no strace here: the GPU worker's access record was not made)"
+fi
 run_step nccl 60 "$CHECK" nccl
 
 # ---- 4. benchmarks ---------------------------------------------------------------------------

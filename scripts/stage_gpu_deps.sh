@@ -14,7 +14,8 @@
 #                                               boost/config/ whole (other compilers and
 #                                               standard libraries take other branches there);
 #   DIR/lib/libboost_program_options.a          the static library, so nothing is needed at run
-#                                               time.
+#                                               time;
+#   DIR/include/seccomp*.h, DIR/lib/libseccomp.a the sandbox workers' system-call filter.
 # A few MB in all. Copy DIR to the GPU machine next to the checkout; benchmarks/gpu_check.sh
 # uses build-gpu-deps/ when it exists (or $LEAP_GPU_DEPS), and cmake takes -DLEAP_GPU_DEPS=DIR.
 set -euo pipefail
@@ -24,7 +25,7 @@ INC=/usr/include
 LIBDIR=$(dirname "$(g++ -print-file-name=libboost_program_options.a)")
 
 for need in "$INC/fmt/format.h" "$INC/nlohmann/json.hpp" "$INC/boost/program_options.hpp" \
-            "$LIBDIR/libboost_program_options.a"; do
+            "$LIBDIR/libboost_program_options.a" "$INC/seccomp.h" "$LIBDIR/libseccomp.a"; do
   if [[ ! -e "$need" ]]; then
     echo "stage_gpu_deps: $need not found; run scripts/setup_deps.sh on this machine first" >&2
     exit 2
@@ -49,7 +50,8 @@ g++ -std=c++20 -M "$probe" | tr ' \\' '\n\n' | grep "^$INC/boost/" | sort -u |
   done
 rm "$probe"
 cp -r "$INC/boost/config" "$tmp/include/boost/"
-cp "$LIBDIR/libboost_program_options.a" "$tmp/lib/"
+cp "$LIBDIR/libboost_program_options.a" "$LIBDIR/libseccomp.a" "$tmp/lib/"
+cp "$INC"/seccomp*.h "$tmp/include/"
 
 rm -rf "$DIR"
 mv "$tmp" "$DIR"

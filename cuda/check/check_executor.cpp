@@ -3,6 +3,10 @@
 // trusted reference verified against itself: the verdict must be OK, and the timed speedup
 // (reference time / candidate time, DESIGN.md's GPU timing) must be near 1, since both run the
 // same kernel; the figures show the timing's noise and the cost of one verification.
+// `leap_gpu_check executor_confined` does the same after confining the process as a GPU
+// sandbox worker confines itself (warm-up, user, Landlock, seccomp; DESIGN.md, Isolation), so
+// the GPU rules are shown to let the driver work; gpu_check.sh runs it under strace to record
+// what a confined GPU worker touches.
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -11,22 +15,33 @@
 #include "cuda/device_probe.h"
 #include "cuda/gpu_executor.h"
 #include "sandbox/verifier.h"
+#include "sandbox/worker_main.h"
 #include "tasks/suite.h"
 
 namespace leap::cuda::check {
 
-Expected<JsonRecord> run_executor(const CheckArgs& args) {
+namespace {
+
+Expected<JsonRecord> verify_references(const CheckArgs& args, bool confine) {
   LEAP_ASSIGN_OR_RETURN(long long want, args.integer("tasks"));
   LEAP_ASSIGN_OR_RETURN(DeviceInfo dev, probe_devices());
   if (dev.count == 0) return unsupported("no CUDA device: " + dev.reason);
   LEAP_ASSIGN_OR_RETURN(tasks::Suite suite, tasks::load_suite(args.str("suite")));
-  LEAP_ASSIGN_OR_RETURN(auto executor,
-                        make_gpu_executor(std::make_shared<sandbox::NvrtcCompiler>(), 0));
-  sandbox::LocalChannel channel(std::move(executor));
+  auto compiler = std::make_shared<sandbox::NvrtcCompiler>();
+  LEAP_ASSIGN_OR_RETURN(auto executor, make_gpu_executor(compiler, 0));
   sandbox::SandboxConfig config;
   config.device = "gpu";
-  sandbox::Verifier verifier(channel, config);
   JsonRecord r;
+  if (confine) {
+    LEAP_RETURN_IF_ERROR(sandbox::warm_up(*executor));
+    LEAP_ASSIGN_OR_RETURN(std::string how,
+                          sandbox::confine_worker(config, true, compiler->cuda_include_dir()));
+    // The marker scripts/record_worker_access.sh splits the trace at.
+    std::fprintf(stderr, "confined: %s\n", how.c_str());
+    r.set("confinement", how);
+  }
+  sandbox::LocalChannel channel(std::move(executor));
+  sandbox::Verifier verifier(channel, config);
   int ok = 0, n = 0;
   double min_speedup = 1e30, max_speedup = 0, wall_s = 0;
   for (const auto& task : suite.tasks) {
@@ -64,6 +79,14 @@ Expected<JsonRecord> run_executor(const CheckArgs& args) {
   else
     r.set("pass", true);
   return r;
+}
+
+}  // namespace
+
+Expected<JsonRecord> run_executor(const CheckArgs& args) { return verify_references(args, false); }
+
+Expected<JsonRecord> run_executor_confined(const CheckArgs& args) {
+  return verify_references(args, true);
 }
 
 }  // namespace leap::cuda::check

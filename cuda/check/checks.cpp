@@ -41,6 +41,11 @@ std::vector<CheckSpec> all_checks() {
                  {{"suite", "tasks/level1.jsonl", "task suite (JSONL)"},
                   {"tasks", "8", "how many tasks of the suite"}},
                  run_executor});
+  out.push_back({"executor_confined",
+                 "the same in a process confined as a GPU sandbox worker (Landlock, seccomp, user)",
+                 {{"suite", "tasks/level1.jsonl", "task suite (JSONL)"},
+                  {"tasks", "8", "how many tasks of the suite"}},
+                 run_executor_confined});
 #endif
   return out;
 }

@@ -32,6 +32,7 @@ Expected<JsonRecord> run_decode(const CheckArgs& args);
 #endif
 #ifdef LEAP_CHECK_HAS_SANDBOX
 Expected<JsonRecord> run_executor(const CheckArgs& args);
+Expected<JsonRecord> run_executor_confined(const CheckArgs& args);
 #endif
 
 }  // namespace leap::cuda::check

@@ -55,7 +55,7 @@ int run_check(const std::vector<std::string>& args) {
   config.workers = 1;
 
   auto sandbox = sandbox::SandboxService::start(config);
-  if (!sandbox) return fail(internal_error("starting the sandbox: " + sandbox.status().message()));
+  if (!sandbox) return fail(sandbox.status().with_context("starting the sandbox"));
   sandbox::VerifyResult r = (*sandbox)->verify(**task, *answer);
 
   nlohmann::json out;
@@ -68,6 +68,7 @@ int run_check(const std::vector<std::string>& args) {
   out["exec_ms"] = r.exec_ms;
   out["feedback"] = r.feedback;
   out["device"] = config.device;
+  out["worker"] = (*sandbox)->worker_description();
   std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   return 0;
 }

@@ -10,6 +10,7 @@
 #include "leap/version.h"
 #include "model/checkpoint.h"
 #include "mpi/agree.h"
+#include "sandbox/confinement.h"
 
 namespace leap::app {
 
@@ -72,6 +73,8 @@ Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
   }
   log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
   log.info("{}", mpi::format_layout(*topo));
+  log.info("sandbox workers: confinement {} (this node: {})", c.sandbox.confine,
+           sandbox::probe_confinement().describe());
   return topo;
 }
 

@@ -1,6 +1,7 @@
 // `leap worker` (hidden): the sandbox's worker process. The supervisor (WorkerPool) starts it
 // with posix_spawn and talks to it on descriptor sandbox::kWorkerFd; it limits its own
-// resources first, then builds its executor (the PTX interpreter, or the GPU) and serves jobs.
+// resources first, then builds its executor (the PTX interpreter, or the GPU), warms NVRTC up,
+// confines itself (Landlock, seccomp, an unprivileged user) and serves jobs.
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -47,7 +48,18 @@ int run_worker(const std::vector<std::string>& args) {
     o.instruction_budget = static_cast<uint64_t>(config.instruction_budget);
     executor = std::make_unique<sandbox::CpuExecutor>(compiler, o);
   }
-  return sandbox::serve_jobs(*executor, sandbox::kWorkerFd, config);
+  // Everything the worker loads is loaded before it locks itself down (confinement.h).
+  if (Status st = sandbox::warm_up(*executor); !st) {
+    std::fprintf(stderr, "leap worker: %s\n", st.message().c_str());
+    return 1;
+  }
+  auto confined = sandbox::confine_worker(config, gpu, compiler->cuda_include_dir());
+  if (!confined) {
+    std::fprintf(stderr, "leap worker: confinement failed: %s\n",
+                 confined.status().message().c_str());
+    return 1;
+  }
+  return sandbox::serve_jobs(*executor, sandbox::kWorkerFd, config, *confined);
 }
 
 }  // namespace leap::app

@@ -53,6 +53,13 @@ void SandboxConfig::declare(OptionSet& o) {
   o.add("sandbox.limit_memory_mb", &limit_memory_mb, int64_t{16384},
         "Address space of a CPU worker (RLIMIT_AS; GPU workers get none: CUDA needs the space).",
         {.min = 0});
+  o.add("sandbox.confine", &confine, std::string("on"),
+        "Confine every worker after its warm-up: Landlock (read-only CUDA headers, no writes), a "
+        "seccomp filter (no sockets, exec, ptrace, mount) and an unprivileged user. off runs "
+        "workers unconfined (logged); only for kernels without Landlock or seccomp.",
+        {.choices = {"on", "off"}});
+  o.add("sandbox.user", &user, std::string("nobody"),
+        "User the workers switch to when the rank runs as root (confinement on).");
   o.add("sandbox.max_dynamic_shared_bytes", &max_dynamic_shared_bytes, int64_t{48 * 1024},
         "Largest dynamic shared memory a launch line may ask for.", {.min = 0, .max = 228 * 1024});
   o.add("sandbox.max_scratch_mb", &max_scratch_mb, int64_t{256},
@@ -89,6 +96,8 @@ std::vector<std::string> SandboxConfig::to_args() const {
       fmt::format("--sandbox.limit_file_mb={}", limit_file_mb),
       fmt::format("--sandbox.limit_open_files={}", limit_open_files),
       fmt::format("--sandbox.limit_memory_mb={}", limit_memory_mb),
+      fmt::format("--sandbox.confine={}", confine),
+      fmt::format("--sandbox.user={}", user),
       fmt::format("--sandbox.max_dynamic_shared_bytes={}", max_dynamic_shared_bytes),
       fmt::format("--sandbox.max_scratch_mb={}", max_scratch_mb),
       fmt::format("--sandbox.max_launches={}", max_launches),

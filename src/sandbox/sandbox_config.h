@@ -32,6 +32,9 @@ struct SandboxConfig {
   int64_t limit_file_mb = 64;  // largest file a worker may write
   int64_t limit_open_files = 256;
   int64_t limit_memory_mb = 16384;  // address space of CPU workers; GPU workers get none
+  // Confinement (confinement.h): on, or off only as an explicit, logged override.
+  std::string confine = "on";
+  std::string user = "nobody";  // the worker's user when the rank runs as root
   // Launch-plan bounds.
   int64_t max_dynamic_shared_bytes = 48 * 1024;
   int64_t max_scratch_mb = 256;

@@ -36,6 +36,7 @@ class SandboxService {
 
   bool on_gpu() const { return pool_->on_gpu(); }
   WorkerPoolStats stats() const { return pool_->stats(); }
+  std::string worker_description() const { return pool_->worker_description(); }
   const ReferenceCache& reference_cache() const { return verifier_->reference_cache(); }
 
  private:

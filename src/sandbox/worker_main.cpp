@@ -9,7 +9,9 @@
 
 #include <cstring>
 
+#include "sandbox/confinement.h"
 #include "sandbox/job_runner.h"
+#include "sandbox/nvrtc_compiler.h"
 #include "sandbox/wire.h"
 
 namespace leap::sandbox {
@@ -53,8 +55,31 @@ Status apply_worker_limits(const SandboxConfig& config, bool gpu) {
   return Status::ok();
 }
 
-int serve_jobs(Executor& executor, int fd, const SandboxConfig& config) {
-  if (!wire::write_frame(fd, wire::FrameType::kReady, executor.name())) return 1;
+Status warm_up(Executor& executor) {
+  static constexpr const char* kSource =
+      "#include <cuda_fp16.h>\n"
+      "__global__ void leap_warm_up(float* out) {\n"
+      "  out[threadIdx.x] = __half2float(__float2half(1.0f));\n"
+      "}\n";
+  CompileOutcome c = executor.compile(kSource, {"leap_warm_up"});
+  if (c.outcome.verdict == Verdict::kOk || !nvrtc_available()) return Status::ok();
+  return internal_error("the warm-up compile failed: " + c.outcome.message);
+}
+
+Expected<std::string> confine_worker(const SandboxConfig& config, bool gpu,
+                                     const std::string& cuda_include_dir) {
+  if (config.confine != "on") return std::string("unconfined (sandbox.confine=off)");
+  ConfinementPlan plan;
+  plan.user = config.user;
+  plan.gpu = gpu;
+  if (!cuda_include_dir.empty()) plan.read_only.push_back(cuda_include_dir);
+  return confine_self(plan);
+}
+
+int serve_jobs(Executor& executor, int fd, const SandboxConfig& config,
+               const std::string& confinement) {
+  const std::string ready = std::string(executor.name()) + "; " + confinement;
+  if (!wire::write_frame(fd, wire::FrameType::kReady, ready)) return 1;
   JobRunner runner(executor);
   runner.set_compiled_callback(
       [fd] { (void)wire::write_frame(fd, wire::FrameType::kCompiled, {}); });

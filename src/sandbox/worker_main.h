@@ -17,8 +17,20 @@ inline constexpr int kWorkerFd = 3;
 // a large virtual address space); no new privileges.
 Status apply_worker_limits(const SandboxConfig& config, bool gpu);
 
-// Serves jobs on `fd` until end of file. Returns the process exit code: 0 on a clean end, 3 when
-// the executor broke (a sticky device error) and the process must be replaced.
-int serve_jobs(Executor& executor, int fd, const SandboxConfig& config);
+// Before confinement: compiles a small kernel that includes the toolkit's fp16 header, so that
+// everything NVRTC loads lazily (libnvrtc-builtins) is loaded while files are still reachable.
+// A failure is an error only where NVRTC exists.
+Status warm_up(Executor& executor);
+
+// Confines this process as `config` says (confinement.h). Returns the line the ready frame
+// carries: what was applied, or that confinement is off.
+Expected<std::string> confine_worker(const SandboxConfig& config, bool gpu,
+                                     const std::string& cuda_include_dir);
+
+// Serves jobs on `fd` until end of file. The ready frame carries the executor's name and
+// `confinement`. Returns the process exit code: 0 on a clean end, 3 when the executor broke (a
+// sticky device error) and the process must be replaced.
+int serve_jobs(Executor& executor, int fd, const SandboxConfig& config,
+               const std::string& confinement);
 
 }  // namespace leap::sandbox

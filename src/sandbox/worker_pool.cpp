@@ -13,10 +13,12 @@
 #include <fmt/format.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 #include <cstring>
 #include <thread>
 
+#include "sandbox/confinement.h"
 #include "sandbox/wire.h"
 #include "sandbox/worker_main.h"
 
@@ -63,6 +65,13 @@ Expected<std::unique_ptr<WorkerPool>> WorkerPool::start(WorkerPoolOptions option
   if (options.leap_binary.empty()) options.leap_binary = self_executable();
   if (::access(options.leap_binary.c_str(), X_OK) != 0)
     return not_found("worker pool: cannot execute the leap binary '" + options.leap_binary + "'");
+  if (options.config.confine == "on") {
+    LEAP_RETURN_IF_ERROR(require_confinement(probe_confinement()));
+  } else {
+    std::fprintf(stderr,
+                 "[leap sandbox] warning: sandbox.confine=off: workers run without Landlock, "
+                 "seccomp or a user change\n");
+  }
   std::unique_ptr<WorkerPool> pool(new WorkerPool(std::move(options)));
   pool->argv_ = {pool->options_.leap_binary, "worker"};
   for (auto& a : pool->options_.config.to_args()) pool->argv_.push_back(std::move(a));
@@ -98,11 +107,20 @@ Status WorkerPool::spawn(Worker& w) {
   // A kernel's printf on the GPU goes to stdout: keep it away from everything.
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, child_end, kWorkerFd);
+  // Relative include paths in a candidate resolve against "/", never against the run folder.
+  posix_spawn_file_actions_addchdir_np(&fa, "/");
   std::vector<char*> argv;
   for (auto& a : argv_) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The environment is allow-listed here, at the exec: clearing it later in the worker would
+  // leave the original in /proc/self/environ.
+  std::vector<std::string> env = worker_environment(environ);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = ::posix_spawn(&pid, options_.leap_binary.c_str(), &fa, nullptr, argv.data(), environ);
+  int rc =
+      ::posix_spawn(&pid, options_.leap_binary.c_str(), &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   ::close(child_end);
   if (rc != 0) {
@@ -124,6 +142,8 @@ Status WorkerPool::spawn(Worker& w) {
                                       ready ? "unexpected frame" : ready.status().message(),
                                       describe_exit(status)));
   }
+  std::lock_guard lock(mutex_);
+  worker_description_ = ready->payload;
   return Status::ok();
 }
 
@@ -171,6 +191,11 @@ JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost) 
       const bool timed_out = wire::is_timeout(frame.status());
       kill_worker(w, &status);
       std::lock_guard lock(mutex_);
+      if (!timed_out && WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
+        // The seccomp filter killed it: the candidate's doing, never retried.
+        ++stats_.forbidden_syscalls;
+        return verdict_report(Verdict::kRuntimeError, kForbiddenSyscallFeedback);
+      }
       if (timed_out || (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU)) {
         ++stats_.timeouts;
         if (!compiled)
@@ -246,6 +271,11 @@ JobReport WorkerPool::run(const JobRequest& request) {
 WorkerPoolStats WorkerPool::stats() const {
   std::lock_guard lock(mutex_);
   return stats_;
+}
+
+std::string WorkerPool::worker_description() const {
+  std::lock_guard lock(mutex_);
+  return worker_description_;
 }
 
 std::vector<pid_t> WorkerPool::worker_pids() const {

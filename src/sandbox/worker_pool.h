@@ -9,6 +9,11 @@
 //  - a worker that dies otherwise (crash, killed from outside, broken channel) is an
 //    infrastructure fault: the job is retried once on a fresh worker, and only then reported as
 //    SANDBOX_ERROR, which is never the candidate's penalty;
+//  - a worker killed by its seccomp filter (SIGSYS) gives the job RUNTIME_ERROR ("forbidden
+//    system call"), not retried: that is the candidate's doing;
+//  - workers start with an allow-listed environment (confinement.h) in "/", and confine
+//    themselves before they say they are ready; with sandbox.confine=on, start() refuses
+//    (invalid_input) where the kernel offers no Landlock or seccomp;
 //  - nothing a candidate does can end the supervisor.
 #pragma once
 
@@ -36,6 +41,7 @@ struct WorkerPoolStats {
   uint64_t spawns = 0;
   uint64_t timeouts = 0;
   uint64_t crashes = 0;
+  uint64_t forbidden_syscalls = 0;  // workers the seccomp filter killed (RUNTIME_ERROR)
 };
 
 class WorkerPool final : public JobChannel {
@@ -52,6 +58,8 @@ class WorkerPool final : public JobChannel {
   WorkerPoolStats stats() const;
   // Process ids of the live workers (for tests that kill one mid-job).
   std::vector<pid_t> worker_pids() const;
+  // What the last worker said when ready: its executor and its confinement.
+  std::string worker_description() const;
 
  private:
   struct Worker {
@@ -72,6 +80,7 @@ class WorkerPool final : public JobChannel {
   std::condition_variable free_;
   std::vector<Worker> workers_;
   WorkerPoolStats stats_;
+  std::string worker_description_;
 };
 
 }  // namespace leap::sandbox

@@ -34,5 +34,40 @@ check no-task-flag 2 "--task ID and --answer FILE are required" -- "$LEAP" check
 check bad-device 2 "one of auto\|cpu\|gpu" -- "$LEAP" check --suite "$suite" --task "$task" --answer "$tmp/ref.md" --device tpu
 check gpu-without-one 2 "no GPU" -- env CUDA_VISIBLE_DEVICES= "$LEAP" check --suite "$suite" --task "$task" --answer "$tmp/ref.md" --device gpu
 
+# The issue's two hostile answers (a line splice and a digraph before `include`) pass the text
+# filter; the confined worker's compiler cannot open the world-readable secret, and its contents
+# appear nowhere. The worker says how it is confined.
+secret_dir=$(mktemp -d /tmp/leap-secret-XXXXXX); chmod 755 "$secret_dir"
+token="LEAP_SECRET_$RANDOM$RANDOM$RANDOM"
+echo "$token = 1;" > "$secret_dir/secret.h"; chmod 644 "$secret_dir/secret.h"
+body=$(sed -n '/```cuda/,/```/p' "$tmp/ref.md" | sed '1d;$d')
+printf '```cuda
+#\
+include "%s"
+%s
+```
+' "$secret_dir/secret.h" "$body" > "$tmp/splice.md"
+printf '```cuda
+%%:include "%s"
+%s
+```
+' "$secret_dir/secret.h" "$body" > "$tmp/digraph.md"
+for a in splice digraph; do
+  out=$("$LEAP" check --suite "$suite" --task "$task" --answer "$tmp/$a.md" --device cpu 2>&1)
+  if [[ "$out" == *'"verdict": "COMPILE_ERROR"'* && "$out" != *"$token"* && "$out" == *"Landlock ABI"* ]]; then
+    echo "ok   hostile-$a"
+  else
+    echo "FAIL hostile-$a: $out"; fail=1
+  fi
+done
+# The control: unconfined, the same answer shows the secret (so the check above can fail).
+out=$("$LEAP" check --suite "$suite" --task "$task" --answer "$tmp/splice.md" --device cpu --sandbox.confine=off 2>&1)
+if [[ "$out" == *"$token"* && "$out" == *"sandbox.confine=off"* ]]; then
+  echo "ok   hostile-control-leaks"
+else
+  echo "FAIL hostile-control-leaks: $out"; fail=1
+fi
+rm -rf "$secret_dir"
+
 if [ "$fail" = 0 ]; then echo "all leap check CLI checks passed"; fi
 exit $fail
