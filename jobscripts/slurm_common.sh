@@ -5,13 +5,24 @@
 #    bash runs a trap only once a foreground child has exited: with mpirun in the foreground the
 #    early USR1 from Slurm (#SBATCH --signal=B:USR1@300) would wait for the whole run;
 #  - forwards that USR1 to the launcher, which passes it to every rank; the ranks checkpoint at
-#    the next step boundary, flush the HDF5 file and exit 0;
-#  - then requeues the job, which starts again with --resume auto and continues from that
-#    checkpoint (a requeued job keeps its job id, so the default run folder is the same).
+#    the next step boundary, flush the HDF5 file and exit 75 (EX_TEMPFAIL: stopped early, with a
+#    resumable checkpoint); a run that finished anyway (the USR1 came during its last step) exits
+#    0 and is not requeued;
+#  - requeues the job on exit 75 only, and checks that the requeue itself worked (a failed
+#    `scontrol requeue` fails the job instead of leaving it COMPLETED with the run unfinished);
+#    the requeued job starts again with --resume auto (it keeps its job id, so the default run
+#    folder is the same);
+#  - after a crash (any other status) that still left a newer checkpoint than the job started
+#    from, requeues at most LEAP_CRASH_REQUEUES times (default 2), counted by
+#    SLURM_RESTART_COUNT.
 # The jobscript sets LEAP_HOME (the repository) before sourcing this file.
 # Variables (all optional; jobscripts/README.md has the table): LEAP_BIN, LEAP_CONFIG, LEAP_RUN_DIR,
 #   LEAP_ARGS (extra leap options), LEAP_MPIRUN_ARGS (extra launcher options),
-#   LEAP_LAUNCHER (mpirun | srun), LEAP_BIND (core | none), LEAP_REQUEUE (1 | 0).
+#   LEAP_LAUNCHER (mpirun | srun), LEAP_BIND (core | none), LEAP_REQUEUE (1 | 0),
+#   LEAP_CRASH_REQUEUES (default 2), LEAP_PREEMPT_MARGIN_S (seconds between Slurm's USR1 and the
+#   kill; the jobscripts set it to match their --signal=B:USR1@300).
+# Written for bash 4.2 and later, also in POSIX mode: no empty "${array[@]}" under set -u, and
+# the launcher's status is taken inside its wait loop.
 # Arguments of the jobscript: [CONFIG.ini [RUN_DIR]] [--section.key=value ...]
 
 # leap_job_init DEFAULT_CONFIG ARGS...: sets LEAP_BIN, LEAP_CONFIG, LEAP_RUN_DIR and
@@ -31,7 +42,8 @@ leap_job_init() {
   local args=()
   # Split on any white space, newlines included (read -d '' reads to the end and returns 1).
   read -r -d '' -a args <<<"${LEAP_ARGS:-}" || true
-  leap_extra=("${args[@]}" "$@")
+  # ${a[@]+"${a[@]}"}: an empty array is no error under set -u on bash 4.2.
+  leap_extra=(${args[@]+"${args[@]}"} "$@")
   if [ ! -x "$LEAP_BIN" ]; then
     echo "leap job: $LEAP_BIN is not an executable; build it (scripts/build.sh) or set LEAP_BIN" >&2
     exit 2
@@ -42,64 +54,105 @@ leap_job_init() {
   fi
 }
 
+# The newest checkpoint folder of the run, or "" (names sort by step: step_NNNNNN).
+leap_latest_checkpoint() {
+  local d latest=""
+  for d in "$LEAP_RUN_DIR"/checkpoints/step_*; do
+    [ -f "$d/state.json" ] && latest="$d"
+  done
+  echo "$latest"
+}
+
+# leap_requeue WHY: requeues this job; fails the job when Slurm refuses.
+leap_requeue() {
+  echo "leap job: $1; requeueing job $SLURM_JOB_ID to resume from its checkpoint"
+  if ! scontrol requeue "$SLURM_JOB_ID"; then
+    echo "leap job: scontrol requeue $SLURM_JOB_ID failed: the run is unfinished; resume it by hand with --resume auto (the jobscript does this)" >&2
+    exit 75
+  fi
+  # Slurm ends this script as part of the requeue; leave before it does.
+  exit 0
+}
+
 # leap_job_launch LAUNCHER_OPTIONS...: runs `leap train` on every task of the allocation and
-# returns its exit status; requeues the job after a stop asked for by USR1.
+# returns its exit status; requeues the job when the run stopped early (exit 75), or crashed
+# after writing a newer checkpoint.
 leap_job_launch() {
   local extra=() cmd=()
   read -r -d '' -a extra <<<"${LEAP_MPIRUN_ARGS:-}" || true
   local train=("$LEAP_BIN" train --config "$LEAP_CONFIG" --run.out_dir "$LEAP_RUN_DIR" --resume auto
-               "${leap_extra[@]}")
+               ${leap_extra[@]+"${leap_extra[@]}"})
   if [ "${LEAP_LAUNCHER:-mpirun}" = srun ]; then
-    # srun starts the ranks itself (PMIx) and forwards USR1 to them like mpirun does.
-    cmd=(srun --mpi=pmix --kill-on-bad-exit=1 "${extra[@]}" "${train[@]}")
+    # srun starts the ranks itself (PMIx) and forwards USR1 to them like mpirun does; block
+    # distribution keeps consecutive ranks (and so a rank and its GPU) on one package.
+    cmd=(srun --mpi=pmix --kill-on-bad-exit=1 -m block:block --cpu-bind=cores
+         ${extra[@]+"${extra[@]}"} "${train[@]}")
   else
     # Variables the ranks need on every node: Open MPI does not pass the environment to other
     # nodes by itself.
     local v
-    for v in $(compgen -e | grep -E '^(NCCL_|HDF5_USE_FILE_LOCKING$|OPENBLAS_NUM_THREADS$|OMP_)'); do
+    for v in $(compgen -e | grep -E '^(NCCL_|HDF5_USE_FILE_LOCKING$|OPENBLAS_NUM_THREADS$|OMP_|LEAP_PREEMPT_MARGIN_S$)'); do
       extra+=(-x "$v")
     done
-    cmd=(mpirun -np "${SLURM_NTASKS:-1}" "$@" "${extra[@]}" "${train[@]}")
+    cmd=(mpirun -np "${SLURM_NTASKS:-1}" "$@" ${extra[@]+"${extra[@]}"} "${train[@]}")
   fi
   echo "leap job ${SLURM_JOB_ID:-} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST:-$(hostname)}: ${cmd[*]}"
-  local stop="" pid="" rc
+  local stop="" pid="" rc=0 before
+  before=$(leap_latest_checkpoint)
   # Trapped before the launch, so that an early USR1 cannot end this shell; the launcher starts
   # with USR1 at its default (bash resets trapped signals in background children).
   trap 'stop=USR1; echo "leap job: USR1, asking the ranks to checkpoint and stop"; [ -n "$pid" ] && kill -USR1 "$pid" 2>/dev/null' USR1
   "${cmd[@]}" &
   pid=$!
   # wait returns early (status > 128) whenever a trapped signal arrives: wait again until the
-  # launcher is gone, then once more for its own exit status.
+  # launcher is gone. The status is kept from inside the loop: the wait that reaps the
+  # launcher is the one that knows it (a later `wait $pid` answers 127 in POSIX mode).
   while :; do
     wait "$pid"
+    rc=$?
     kill -0 "$pid" 2>/dev/null || break
   done
-  wait "$pid"
-  rc=$?
   trap - USR1
-  if [ -n "$stop" ] && [ "$rc" = 0 ] && [ "${LEAP_REQUEUE:-1}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ]; then
-    echo "leap job: stopped cleanly after USR1; requeueing job $SLURM_JOB_ID to resume from its checkpoint"
-    scontrol requeue "$SLURM_JOB_ID"
-    # Slurm ends this script as part of the requeue; leave before it does.
-    exit 0
-  fi
-  if [ -n "$stop" ] && [ "$rc" != 0 ]; then
-    echo "leap job: the ranks exited with status $rc after USR1; not requeueing (resume by hand with --resume auto)" >&2
-  fi
+  local can_requeue=0
+  [ "${LEAP_REQUEUE:-1}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ] && can_requeue=1
+  case "$rc" in
+    0) [ -n "$stop" ] && echo "leap job: USR1 came during the last step; the run is complete, not requeueing" ;;
+    75)
+      if [ "$can_requeue" = 1 ]; then leap_requeue "the run stopped early with a checkpoint (exit 75)"; fi
+      echo "leap job: the run stopped early with a checkpoint; continue it with --resume auto" >&2 ;;
+    *)
+      local after restarts="${SLURM_RESTART_COUNT:-0}" limit="${LEAP_CRASH_REQUEUES:-2}"
+      after=$(leap_latest_checkpoint)
+      if [ "$can_requeue" = 1 ] && [ -n "$after" ] && [ "$after" != "$before" ] && [ "$restarts" -lt "$limit" ]; then
+        leap_requeue "the ranks exited with status $rc after writing $after (requeue $((restarts + 1)) of at most $limit after a crash)"
+      fi
+      echo "leap job: the ranks exited with status $rc; not requeueing (newest checkpoint: ${after:-none}; resume by hand with --resume auto)" >&2 ;;
+  esac
   return "$rc"
 }
 
-# leap_bind_options: mpirun mapping for one rank per task, each on SLURM_CPUS_PER_TASK cores
-# (LEAP_BIND=none leaves placement to the operating system, e.g. when tasks outnumber cores).
+# leap_bind_options: mpirun mapping for one rank per task, each on SLURM_CPUS_PER_TASK CPUs,
+# ranks filled socket by socket (ppr:N:socket; Open MPI 4.1 knows no 'package' there) so that
+# a rank shares the package of its GPU (LEAP gives a
+# node's GPUs to its ranks in local order, and GPUs are numbered by package). Slurm counts
+# hardware threads as CPUs on nodes with hyperthreading, so Open MPI is told to count them too.
+# --report-bindings logs where every rank landed. LEAP_BIND=none leaves placement to the
+# operating system, e.g. when tasks outnumber cores.
 leap_bind_options() {
-  local per_node="${SLURM_NTASKS_PER_NODE:-}"
+  local per_node="${SLURM_NTASKS_PER_NODE:-}" pe="${SLURM_CPUS_PER_TASK:-1}" packages threads
   per_node="${per_node%%(*}"  # Slurm may write "4(x2)"
+  packages=$(lscpu -p=SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+  threads=$(lscpu 2>/dev/null | awk -F: '/^Thread\(s\) per core/ {gsub(/ /, "", $2); print $2}')
+  local hw=""
+  [ "${threads:-1}" -gt 1 ] 2>/dev/null && hw="--use-hwthread-cpus"
   if [ "${LEAP_BIND:-core}" = none ]; then
     echo "--bind-to none"
+  elif [ -n "$per_node" ] && [ "${packages:-0}" -gt 0 ] && [ $((per_node % packages)) = 0 ]; then
+    echo "--map-by ppr:$((per_node / packages)):socket:PE=$pe --bind-to core $hw --report-bindings"
   elif [ -n "$per_node" ]; then
-    echo "--map-by ppr:${per_node}:node:PE=${SLURM_CPUS_PER_TASK:-1} --bind-to core"
+    echo "--map-by ppr:${per_node}:node:PE=$pe --bind-to core $hw --report-bindings"
   else
-    echo "--map-by slot:PE=${SLURM_CPUS_PER_TASK:-1} --bind-to core"
+    echo "--map-by slot:PE=$pe --bind-to core $hw --report-bindings"
   fi
 }
 

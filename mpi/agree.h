@@ -12,4 +12,9 @@ namespace leap::mpi {
 
 Status agree(const Status& mine, MPI_Comm comm);
 
+// Rank 0's answer, on every rank: its value or its error. For choices only rank 0 may make,
+// such as which checkpoint a run resumes from (another node's stale directory listing must not
+// start a rank fresh). Other ranks' `mine` is ignored.
+Expected<std::string> from_root(const Expected<std::string>& mine, MPI_Comm comm);
+
 }  // namespace leap::mpi

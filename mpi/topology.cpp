@@ -3,13 +3,43 @@
 #include "mpi/topology.h"
 
 #include <fmt/format.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "common/check.h"
+#include "mpi/placement.h"
 
 namespace leap::mpi {
+
+namespace {
+
+constexpr int kCpus = 96;  // bytes of one rank's CPU list in the allgather
+
+// This process's CPU affinity as a list ("0-7,16-23"), cut to fit kCpus; what the launcher's
+// binding really gave the rank.
+std::string affinity_list() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return "?";
+  std::string out;
+  for (int c = 0; c < CPU_SETSIZE;) {
+    if (!CPU_ISSET(c, &set)) {
+      ++c;
+      continue;
+    }
+    int e = c;
+    while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set)) ++e;
+    if (!out.empty()) out += ',';
+    out += e > c ? fmt::format("{}-{}", c, e) : std::to_string(c);
+    c = e + 1;
+  }
+  if (out.size() >= static_cast<size_t>(kCpus)) out = out.substr(0, kCpus - 4) + "...";
+  return out;
+}
+
+}  // namespace
 
 void TopologyConfig::declare(OptionSet& opts) {
   opts.add("mpi.sandbox_ranks", &sandbox_ranks, 0,
@@ -75,44 +105,35 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
   MPI_CHECK(MPI_Allgather(&local_rank, 1, MPI_INT, local_ranks.data(), 1, MPI_INT, t.world));
   MPI_CHECK(MPI_Allgather(&local_size, 1, MPI_INT, local_sizes.data(), 1, MPI_INT, t.world));
 
-  auto roles = assign_roles(cfg, local_ranks, local_sizes);
-  if (!roles) {
-    free_topology(&t);
-    return roles.status();
-  }
-  // Devices: policy ranks take a node's first GPUs in local order; sandbox ranks take the ones
-  // after them (DESIGN.md: sandbox ranks may be given their own GPUs for clean timing).
-  int policy_count = 0, sandbox_count = 0;
-  std::vector<int> policy_on_node(static_cast<size_t>(size)), sandbox_on_node(static_cast<size_t>(size));
+  // Node index: hosts in order of their first rank.
+  PlacementInput in;
+  in.local_rank = local_ranks;
+  in.local_size = local_sizes;
+  in.gpus_per_node = gpus_per_node;
+  in.policy_on_gpu = policy_on_gpu;
+  in.config = cfg;
+  std::vector<std::string> host_names;
   for (int r = 0; r < size; ++r) {
-    t.ranks.push_back(RankInfo{r, std::string(&hosts[static_cast<size_t>(r) * kHost]), local_ranks[r],
-                               (*roles)[r], 0, -1});
+    std::string h(&hosts[static_cast<size_t>(r) * kHost]);
+    size_t idx = 0;
+    while (idx < host_names.size() && host_names[idx] != h) ++idx;
+    if (idx == host_names.size()) host_names.push_back(h);
+    in.node.push_back(static_cast<int>(idx));
   }
-  for (auto& ri : t.ranks) {
-    int before_policy = 0, before_sandbox = 0;
-    for (const auto& o : t.ranks) {
-      if (o.host != ri.host || o.world_rank >= ri.world_rank) continue;
-      (o.role == Role::kPolicy ? before_policy : before_sandbox)++;
-    }
-    int policy_here = 0;
-    for (const auto& o : t.ranks) policy_here += (o.host == ri.host && o.role == Role::kPolicy);
-    if (ri.role == Role::kPolicy) {
-      ri.role_rank = policy_count++;
-      if (policy_on_gpu && gpus_per_node > 0) ri.device = before_policy % gpus_per_node;
-    } else {
-      ri.role_rank = sandbox_count++;
-      int slot = (policy_on_gpu ? policy_here : 0) + before_sandbox;
-      bool want = cfg.sandbox_device == "gpu" || (cfg.sandbox_device == "auto" && slot < gpus_per_node);
-      if (want && gpus_per_node > 0) ri.device = slot % gpus_per_node;
-    }
-  }
-  if (cfg.sandbox_device == "gpu" && gpus_per_node == 0 && sandbox_count > 0) {
+  auto placed = place_ranks(in);
+  if (!placed) {
     free_topology(&t);
-    return invalid_input("sandbox.device = gpu but this node has no GPU: use auto or cpu");
+    return placed.status();
   }
-  if (policy_on_gpu && gpus_per_node == 0) {
-    free_topology(&t);
-    return invalid_input("backend.name = cuda but no GPU is visible on this node: use backend.name = cpu");
+  std::vector<char> cpus(static_cast<size_t>(size) * kCpus);
+  const std::string mine = affinity_list();
+  MPI_CHECK(MPI_Allgather(mine.c_str(), kCpus, MPI_CHAR, cpus.data(), kCpus, MPI_CHAR, t.world));
+  for (int r = 0; r < size; ++r) {
+    const Placement& p = (*placed)[static_cast<size_t>(r)];
+    RankInfo ri{r, host_names[static_cast<size_t>(in.node[static_cast<size_t>(r)])],
+                local_ranks[static_cast<size_t>(r)], p.role, p.role_rank, p.device, {}};
+    ri.cpus = std::string(&cpus[static_cast<size_t>(r) * kCpus]);
+    t.ranks.push_back(std::move(ri));
   }
   const auto& me = t.self();
   MPI_CHECK(MPI_Comm_split(t.world, static_cast<int>(me.role), me.role_rank, &t.role_comm));
@@ -128,11 +149,12 @@ void free_topology(Topology* t) {
 std::string format_layout(const Topology& t) {
   std::string out = fmt::format("layout: {} ranks, {} policy, {} sandbox\n", t.ranks.size(),
                                 t.count(Role::kPolicy), t.count(Role::kSandbox));
-  out += fmt::format("  {:>5}  {:<20} {:>5}  {:<8} {:>9}  {}\n", "rank", "host", "local", "role", "role_rank",
-                     "device");
+  out += fmt::format("  {:>5}  {:<20} {:>5}  {:<8} {:>9}  {:<7} {}\n", "rank", "host", "local", "role",
+                     "role_rank", "device", "cpus");
   for (const auto& r : t.ranks) {
-    out += fmt::format("  {:>5}  {:<20} {:>5}  {:<8} {:>9}  {}{}\n", r.world_rank, r.host, r.local_rank,
-                       role_name(r.role), r.role_rank, r.device < 0 ? "cpu" : "gpu" + std::to_string(r.device),
+    out += fmt::format("  {:>5}  {:<20} {:>5}  {:<8} {:>9}  {:<7} {}{}\n", r.world_rank, r.host,
+                       r.local_rank, role_name(r.role), r.role_rank,
+                       r.device < 0 ? "cpu" : "gpu" + std::to_string(r.device), r.cpus,
                        r.world_rank == 0 ? "  (coordinator)" : "");
   }
   return out;

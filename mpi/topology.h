@@ -32,6 +32,7 @@ struct RankInfo {
   Role role = Role::kPolicy;
   int role_rank = 0;   // within the role's communicator
   int device = -1;     // GPU ordinal on its node, -1 for the CPU
+  std::string cpus;    // the CPUs the launcher bound it to ("0-7"), as the rank itself sees
 };
 
 struct Topology {
@@ -47,9 +48,10 @@ struct Topology {
   int count(Role role) const { return static_cast<int>(world_ranks_of(role).size()); }
 };
 
-// Splits `world` into policy and sandbox groups. `gpus_per_node` is what this node sees (0 on
-// CPU-only machines); `policy_on_gpu` binds one GPU per policy rank when the backend is cuda.
-// Collective over `world`.
+// Splits `world` into policy and sandbox groups and gives each rank its GPU by place_ranks
+// (placement.h). `gpus_per_node` is what this node sees (0 on CPU-only machines);
+// `policy_on_gpu` binds one GPU per policy rank when the backend is cuda; cfg.sandbox_device is
+// the requested auto|cpu|gpu. Collective over `world`.
 Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int gpus_per_node,
                                  bool policy_on_gpu);
 void free_topology(Topology* t);

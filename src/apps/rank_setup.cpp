@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/cpu_cores.h"
 #include "cuda/device_probe.h"
 #include "leap/version.h"
 #include "model/checkpoint.h"
@@ -48,28 +49,25 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
 Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
   auto dev = cuda::probe_devices();
   if (Status st = mpi::agree(dev.status(), MPI_COMM_WORLD); !st) return st;
+  // sandbox.device = gpu without a GPU is an error here; auto stays auto for the layout, which
+  // gives each sandbox rank a GPU of its own while there is one (placement.h).
   auto device = sandbox::resolve_device(c.sandbox.device, dev->count, dev->reason);
   if (Status st = mpi::agree(device.status(), MPI_COMM_WORLD); !st) return st;
-  c.sandbox.device = *device;
-  c.app.mpi.sandbox_device = *device;
+  c.app.mpi.sandbox_device = c.sandbox.device;
   const bool cuda_policy = c.app.run.backend == "cuda";
   if (Status st = mpi::agree(check_backend_choice(c.app.run.backend, *dev), MPI_COMM_WORLD); !st)
     return st;
   auto topo = mpi::make_topology(MPI_COMM_WORLD, c.app.mpi, dev->count, cuda_policy);
   if (!topo) return topo.status();
-  if (cuda_policy) {
-    // NCCL cannot put two ranks on one GPU: one GPU per policy rank on every node.
-    int policy_here = 0;
-    for (const auto& r : topo->ranks)
-      policy_here += r.host == topo->self().host && r.role == mpi::Role::kPolicy;
-    Status st = policy_here <= dev->count
-                    ? Status::ok()
-                    : invalid_input(fmt::format(
-                          "backend.name = cuda puts {} policy ranks on {} with {} GPU(s); NCCL "
-                          "needs one GPU per policy rank: start fewer ranks per node or set "
-                          "mpi.sandbox_per_node so the rest verify",
-                          policy_here, topo->self().host, dev->count));
-    if (st = mpi::agree(st, MPI_COMM_WORLD); !st) return st;
+  // The sandbox's workers time kernels on the GPU the layout gave this rank. Without sandbox
+  // ranks, rank 0 verifies in-process on its own GPU (or the resolved device).
+  const mpi::RankInfo& me = topo->self();
+  if (me.role == mpi::Role::kSandbox) {
+    c.sandbox.device = me.device >= 0 ? "gpu" : "cpu";
+    c.sandbox.gpu_index = std::max(0, me.device);
+  } else {
+    c.sandbox.device = *device;
+    c.sandbox.gpu_index = std::max(0, me.device);
   }
   log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
   log.info("{}", mpi::format_layout(*topo));
@@ -82,8 +80,7 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
   if (c.app.run.threads > 0) return c.app.run.threads;
   int ranks_here = 0;
   for (const auto& r : topo.ranks) ranks_here += r.host == topo.self().host;
-  return std::max(1,
-                  static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, ranks_here));
+  return cores_for_rank(ranks_here);
 }
 
 Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,

@@ -14,6 +14,7 @@ const std::vector<Subcommand>& subcommands() {
       {"analyze", "tables of a run's HDF5 file (also while it runs): pass rates, DCP, verdicts, tokens, time",
        run_analyze},
       {"tasks", "list and validate task suites", run_tasks},
+      {"layout", "where every rank of a job goes (role, GPU, CPU package), without a GPU", run_layout},
       {"worker", "the sandbox's worker process (started by the sandbox itself)", run_worker, true},
   };
   return kTable;

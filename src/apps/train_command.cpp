@@ -113,6 +113,10 @@ Status set_aside_unresumable(const std::string& path, const Logger& log) {
 
 }  // namespace
 
+// The exit code of a run a signal stopped before its end, with its checkpoint written:
+// EX_TEMPFAIL of sysexits.h, "try again later".
+constexpr int kExitStoppedEarly = 75;
+
 int run_train(const std::vector<std::string>& args) {
   OptionSet opts;
   TrainConfig c;
@@ -120,9 +124,10 @@ int run_train(const std::vector<std::string>& args) {
   if (int rc = parse_or_exit("train", "[--config FILE.ini] [--section.key=value ...]", args, opts); rc >= 0)
     return rc;
   if (Status st = c.rl.validate(); !st) return report_error("train", st);
-  MPI_CHECK(MPI_Init(nullptr, nullptr));
-  // From here SIGUSR1/SIGTERM no longer kill a rank: RL runs stop at the next step boundary.
+  // Before MPI_Init: a USR1 that Slurm sends while the ranks start must not kill one. From here
+  // SIGUSR1/SIGTERM stop an RL run at the next step boundary.
   const StopSignal& stop = StopSignal::install();
+  MPI_CHECK(MPI_Init(nullptr, nullptr));
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   LogLevel level = LogLevel::kInfo;
@@ -152,9 +157,11 @@ int run_train(const std::vector<std::string>& args) {
   // All ranks agree that this worked before rank 0 touches the trajectory file, so a bad
   // checkpoint leaves the run exactly as it was.
   nlohmann::json resume_state;
-  if (setup && !sft) {
-    auto dir = resume_dir(c);
-    setup = dir.status();
+  if (!sft) {
+    // Rank 0 chooses the checkpoint and tells the others (a collective: every rank comes here).
+    auto dir = mpi::from_root(world_rank == 0 ? resume_dir(c) : Expected<std::string>(std::string()),
+                              MPI_COMM_WORLD);
+    if (setup) setup = dir.status();
     if (setup && !dir->empty() && role == mpi::Role::kPolicy) {
       auto state = io::load_checkpoint(*dir, *policy.model, *policy.optimizer);
       if (state) resume_state = std::move(*state);
@@ -191,22 +198,28 @@ int run_train(const std::vector<std::string>& args) {
 
   // ---- the run -----------------------------------------------------------------------------
   Status result;
+  bool stopped_early = false;
   const int64_t budget = policy.model ? mpi::prompt_budget(policy.model->config().max_position_embeddings,
                                                            c.sampler.max_new_tokens)
                                       : 0;
   if (sft) {
     result = run_sft(c, *topo, policy, sandbox.get(), budget, log);
   } else if (topo->is_coordinator()) {
-    result = run_rl_coordinator({c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log, stop});
+    result = run_rl_coordinator(
+        {c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log, stop, &stopped_early});
   } else if (role == mpi::Role::kPolicy) {
     result = mpi::serve_policy(*topo, *policy.replica);
   } else {
     result = mpi::serve_sandbox(*topo, *sandbox);
   }
   if (!result.is_ok()) LEAP_FATAL(result.message());
+  // Every rank exits as rank 0 decided: 75 (EX_TEMPFAIL) for a run stopped early by a signal,
+  // which the jobscripts requeue, 0 for a finished one.
+  int code = stopped_early ? kExitStoppedEarly : 0;
+  MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
   mpi::free_topology(&*topo);
   MPI_Finalize();
-  return 0;
+  return code;
 }
 
 }  // namespace leap::app

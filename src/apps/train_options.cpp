@@ -27,7 +27,8 @@ void TrainOptions::declare(OptionSet& opts) {
            "means latest.",
            {.alias = "resume", .bare = "latest"});
   opts.add("output.swmr", &swmr, std::string("auto"),
-           "HDF5 single-writer/multiple-reader mode, so h5py can read a running job: auto (off on NFS), on, off.",
+           "HDF5 single-writer/multiple-reader mode, so h5py can read a running job: auto (on for local file "
+           "systems, Lustre and GPFS; off on NFS, BeeGFS, SMB and FUSE mounts), on, off.",
            {.choices = {"auto", "on", "off"}});
 }
 

@@ -1,6 +1,9 @@
 // See train_rl_loop.h.
 #include "apps/train_rl_loop.h"
 
+#include <chrono>
+#include <cstdlib>
+
 #include "apps/train_progress.h"
 #include "common/check.h"
 #include "io/checkpoint_dir.h"
@@ -20,6 +23,25 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   return io::save_checkpoint(c.app.run.out_dir, step, *ctx.policy.model, *ctx.policy.optimizer, state,
                              c.train.keep_checkpoints);
 }
+
+// Slurm sends USR1 a margin before its kill and never requeues a job that ran out of time: a
+// step plus its checkpoint must fit in that margin, or the stop comes too late. Warns once.
+class PreemptionMargin {
+ public:
+  explicit PreemptionMargin(const char* env) : margin_s_(env ? std::atof(env) : 0.0) {}
+  void check(double step_and_checkpoint_s, const Logger& log) {
+    if (warned_ || margin_s_ <= 0 || step_and_checkpoint_s <= margin_s_) return;
+    warned_ = true;
+    log.warn("a step and its checkpoint took {:.0f} s, more than the {:.0f} s between Slurm's USR1 and "
+             "its kill (LEAP_PREEMPT_MARGIN_S): a stop may not finish in time; raise --signal=B:USR1@N "
+             "in the jobscript or shorten the steps",
+             step_and_checkpoint_s, margin_s_);
+  }
+
+ private:
+  double margin_s_;
+  bool warned_ = false;
+};
 
 }  // namespace
 
@@ -50,10 +72,12 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
              c.train.steps - start_step, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode, h5);
   }
   TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log);
+  PreemptionMargin margin(std::getenv("LEAP_PREEMPT_MARGIN_S"));
   int stopped_by = 0;
   int64_t last_done = start_step - 1;
   for (int step = start_step; step < c.train.steps; ++step) {
     if ((stopped_by = stop.requested()) != 0) break;  // arrived before any step of this run
+    const auto t0 = std::chrono::steady_clock::now();
     auto report = coord.run_step(step, ctx.out);
     if (!report) LEAP_FATAL("training stopped at step " << step << ": " << report.status().message());
     progress.add(*report);
@@ -63,6 +87,7 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     const bool last = step + 1 == c.train.steps;
     if (last || sig || (c.train.checkpoint_every > 0 && (step + 1) % c.train.checkpoint_every == 0)) {
       if (Status st = save(ctx, coord, step); !st) LEAP_FATAL("writing the checkpoint of step " << step << ": " << st.message());
+      margin.check(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), log);
     }
     if (sig && !last) {
       stopped_by = sig;
@@ -70,6 +95,7 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     }
   }
   coord.stop();
+  if (stopped_by && ctx.stopped_early) *ctx.stopped_early = true;
   Status closed = ctx.out ? ctx.out->close() : Status::ok();
   if (last_done >= start_step) progress.summary();
   if (stopped_by && last_done < start_step) {

@@ -1,7 +1,8 @@
 // The RL run on rank 0: the coordinator's steps from the first (or the resumed) step to
 // train.steps, the progress line, checkpoints every K steps and at the end, and the graceful
 // stop: when SIGUSR1 or SIGTERM arrived during a step, rank 0 checkpoints that step, closes the
-// HDF5 file and tells the other ranks to stop; `--resume` continues from there.
+// HDF5 file and tells the other ranks to stop; `--resume` continues from there. Such a run
+// exits 75 (EX_TEMPFAIL), which the jobscripts requeue on; a finished run exits 0.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@ struct RlRunContext {
   int64_t prompt_budget;
   const Logger& log;
   const StopSignal& stop;  // installed by the command before MPI work starts
+  bool* stopped_early = nullptr;  // set when a signal stopped the run before its last step
 };
 
 // Runs on rank 0 while the other ranks serve. Errors during a step are fatal (they abort every

@@ -16,8 +16,6 @@ namespace leap::io {
 
 namespace {
 
-constexpr long kNfsSuperMagic = 0x6969;
-
 H5Id create_extendible(hid_t parent, const char* name, hid_t type, hsize_t chunk) {
   hsize_t dims = 0, maxdims = H5S_UNLIMITED;
   H5Id space(H5_CHECK(H5Screate_simple(1, &dims, &maxdims)), H5Sclose);
@@ -93,11 +91,22 @@ bool parse_swmr_mode(const std::string& text, SwmrMode* out) {
   return true;
 }
 
+bool swmr_supported_on(long fs_type) {
+  // SWMR needs POSIX write() ordering as seen by every reader. Local file systems, Lustre and
+  // GPFS (Spectrum Scale) give it across clients; NFS, BeeGFS (client-side caching by default),
+  // SMB/CIFS and FUSE mounts (sshfs and the like) do not promise it.
+  constexpr long kNfs = 0x6969, kBeegfs = 0x19830326, kSmb = 0x517B, kCifs = 0xFF534D42,
+                 kSmb2 = 0xFE534D42, kFuse = 0x65735546;
+  for (long no : {kNfs, kBeegfs, kSmb, kCifs, kSmb2, kFuse})
+    if (fs_type == no) return false;
+  return true;
+}
+
 bool swmr_supported_at(const std::string& path) {
   auto dir = std::filesystem::absolute(path).parent_path();
   struct statfs fs {};
   if (statfs(dir.c_str(), &fs) != 0) return true;
-  return static_cast<long>(fs.f_type) != kNfsSuperMagic;
+  return swmr_supported_on(static_cast<long>(fs.f_type) & 0xFFFFFFFFL);
 }
 
 struct TrajectoryFile::Impl {

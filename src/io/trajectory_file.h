@@ -32,8 +32,10 @@ struct TrajectoryMeta {
 enum class SwmrMode { kAuto, kOn, kOff };
 // Parses "auto|on|off".
 bool parse_swmr_mode(const std::string& text, SwmrMode* out);
-// SWMR needs POSIX semantics: auto turns it off on NFS.
+// SWMR needs POSIX write ordering across clients: auto keeps it on local file systems, Lustre
+// and GPFS, and turns it off on NFS, BeeGFS, SMB/CIFS and FUSE mounts (by statfs's f_type).
 bool swmr_supported_at(const std::string& path);
+bool swmr_supported_on(long fs_type);
 
 class TrajectoryFile {
  public:

@@ -31,5 +31,15 @@ check missing-config 2 "cannot open config file" -- "$LEAP" train --config "$tmp
 # Nothing is written when the config is bad.
 [ -z "$(ls -A "$tmp" | grep -v typo.ini)" ] || { echo "FAIL: files written on bad config"; fail=1; }
 
+# `leap layout`: where every rank goes, before a job is queued.
+check layout-table 0 "6 +0 +6 +sandbox +0 +gpu6 +package 1" -- "$LEAP" layout --nodes 1 --gpus-per-node 8 --ranks-per-node 8 --mpi.sandbox_per_node 2 --backend.name cuda
+check layout-too-many 2 "one GPU per policy rank" -- "$LEAP" layout --nodes 2 --gpus-per-node 4 --ranks-per-node 8 --backend.name cuda
+out=$("$LEAP" layout --nodes 2 --gpus-per-node 8 --ranks-per-node 8 --mpi.sandbox_per_node 2 --backend.name cuda --format json)
+if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); r=d["ranks"]; assert len(r)==16 and r[15]["gpu"]==7 and r[15]["role"]=="sandbox" and r[8]["node"]==1 and len({(x["node"],x["gpu"]) for x in r})==16' "$out"; then
+  echo "ok   layout-json"
+else
+  echo "FAIL layout-json: $out"; fail=1
+fi
+
 if [ "$fail" = 0 ]; then echo "all CLI checks passed"; fi
 exit $fail

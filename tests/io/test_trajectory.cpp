@@ -139,6 +139,11 @@ TEST(Trajectory, SwmrModes) {
   EXPECT_EQ(m, SwmrMode::kAuto);
   EXPECT_FALSE(parse_swmr_mode("yes", &m));
   EXPECT_TRUE(swmr_supported_at(::testing::TempDir() + "x.h5"));  // local disk, not NFS
+  // statfs f_type magics: ext4, xfs, tmpfs, Lustre, GPFS keep SWMR; NFS, BeeGFS, CIFS, FUSE not.
+  for (long on : {0xEF53L, 0x58465342L, 0x01021994L, 0x0BD00BD0L, 0x47504653L})
+    EXPECT_TRUE(swmr_supported_on(on)) << std::hex << on;
+  for (long off : {0x6969L, 0x19830326L, 0xFF534D42L, 0x65735546L})
+    EXPECT_FALSE(swmr_supported_on(off)) << std::hex << off;
 }
 
 }  // namespace

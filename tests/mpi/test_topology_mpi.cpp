@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "mpi/placement.h"
 #include "mpi/topology.h"
 
 namespace leap::mpi {
@@ -71,6 +72,47 @@ TEST(TopologyMpi, GpuBindingPolicyFirstThenSandbox) {
   for (const auto& r : t->ranks) one_node &= r.host == t->ranks[0].host;
   if (one_node) {
     for (const auto& r : t->ranks) EXPECT_EQ(r.device, r.world_rank);
+  }
+  free_topology(&*t);
+}
+
+// What the launch path binds is what `leap layout` prints: make_topology's roles and GPUs equal
+// place_ranks' for the same shape, here with more sandbox ranks than GPUs left (auto: the
+// second sandbox rank verifies in the interpreter) and with every rank bound somewhere.
+TEST(TopologyMpi, LaunchPathMatchesLayout) {
+  TopologyConfig cfg;
+  cfg.sandbox_ranks = 2;
+  cfg.sandbox_device = "auto";
+  auto t = make_topology(MPI_COMM_WORLD, cfg, /*gpus_per_node=*/3, /*policy_on_gpu=*/true);
+  ASSERT_TRUE(t.has_value()) << t.status().message();
+  PlacementInput in;
+  std::vector<std::string> hosts;
+  for (const auto& r : t->ranks) {
+    size_t n = 0;
+    while (n < hosts.size() && hosts[n] != r.host) ++n;
+    if (n == hosts.size()) hosts.push_back(r.host);
+    in.node.push_back(static_cast<int>(n));
+    in.local_rank.push_back(r.local_rank);
+  }
+  for (size_t r = 0; r < in.node.size(); ++r) {
+    int here = 0;
+    for (int n : in.node) here += n == in.node[r];
+    in.local_size.push_back(here);
+  }
+  in.gpus_per_node = 3;
+  in.policy_on_gpu = true;
+  in.config = cfg;
+  auto p = place_ranks(in);
+  ASSERT_TRUE(p.has_value());
+  for (const auto& r : t->ranks) {
+    const Placement& x = (*p)[static_cast<size_t>(r.world_rank)];
+    EXPECT_EQ(r.role, x.role) << "rank " << r.world_rank;
+    EXPECT_EQ(r.device, x.device) << "rank " << r.world_rank;
+    EXPECT_FALSE(r.cpus.empty());
+  }
+  if (hosts.size() == 1) {
+    EXPECT_EQ(t->ranks[2].device, 2);
+    EXPECT_EQ(t->ranks[3].device, -1);
   }
   free_topology(&*t);
 }

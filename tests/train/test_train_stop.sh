@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Operations on a run, as a cluster job meets them: a graceful stop on SIGUSR1 (what Slurm's early
 # signal becomes after the jobscript forwards it to mpirun) checkpoints the step in flight and
-# exits 0; `--resume auto` continues it to the same trajectories and parameters as a run that was
+# exits 75 (stopped early, resumable: what the jobscripts requeue on); `--resume auto` continues it to the same trajectories and parameters as a run that was
 # never stopped; auto on a run without a checkpoint starts over and keeps the old file aside;
 # auto on a finished run does nothing; a corrupt or foreign checkpoint, or a trajectory file of
 # another run, is refused with exit 2 and leaves every file of the run as it was.
@@ -31,7 +31,7 @@ job=$!
 for _ in $(seq 600); do [ -e "$tmp/stopped/checkpoints/step_000000/state.json" ] && break; sleep 0.1; done
 kill -USR1 "$job"
 wait "$job"; rc=$?
-if [ "$rc" = 0 ] && grep -Eq "stopped by SIGUSR1 after step [0-2]:" "$tmp/stop.log" &&
+if [ "$rc" = 75 ] && grep -Eq "stopped by SIGUSR1 after step [0-2]:" "$tmp/stop.log" &&
    [ ! -e "$tmp/stopped/checkpoints/step_000003" ]; then
   echo "ok   usr1-stops-at-step-boundary ($(grep -o 'after step [0-9]*' "$tmp/stop.log"))"
 elif [ -e "$tmp/stopped/checkpoints/step_000003" ]; then

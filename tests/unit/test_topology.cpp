@@ -2,6 +2,12 @@
 // rank 0 always policy, impossible layouts rejected with a message that says how to fix them.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "mpi/placement.h"
 #include "mpi/topology.h"
 
 namespace leap::mpi {
@@ -47,6 +53,114 @@ TEST(Topology, NoSandboxRanksIsAllPolicy) {
   auto roles = assign_roles(cfg, {0}, {1});
   ASSERT_TRUE(roles.has_value());
   EXPECT_EQ(*roles, std::vector<Role>{Role::kPolicy});
+}
+
+}  // namespace
+}  // namespace leap::mpi
+
+// ---- placement (place_ranks, what make_topology and `leap layout` use) -------------------------
+
+namespace leap::mpi {
+namespace {
+
+PlacementInput job(int nodes, int ranks_per_node, int gpus, bool cuda_policy, int sandbox_per_node,
+                   const std::string& sandbox_device) {
+  PlacementInput in;
+  for (int n = 0; n < nodes; ++n) {
+    for (int r = 0; r < ranks_per_node; ++r) {
+      in.node.push_back(n);
+      in.local_rank.push_back(r);
+      in.local_size.push_back(ranks_per_node);
+    }
+  }
+  in.gpus_per_node = gpus;
+  in.policy_on_gpu = cuda_policy;
+  in.config.sandbox_per_node = sandbox_per_node;
+  in.config.sandbox_device = sandbox_device;
+  in.packages_per_node = 2;
+  return in;
+}
+
+// Every rank that drives a GPU has one of its own on its node, as long as the node has enough.
+TEST(Placement, EveryPolicyAndGpuSandboxRankHasItsOwnGpu) {
+  for (int nodes : {1, 2}) {
+    for (int sandbox : {0, 1, 2, 3, 4}) {
+      SCOPED_TRACE(fmt::format("{} nodes x 8 GPUs, {} sandbox ranks per node", nodes, sandbox));
+      PlacementInput in = job(nodes, 8, 8, true, sandbox, "auto");
+      auto p = place_ranks(in);
+      ASSERT_TRUE(p.has_value()) << p.status().message();
+      for (int n = 0; n < nodes; ++n) {
+        std::set<int> used;
+        int sandbox_ranks = 0;
+        for (size_t r = 0; r < p->size(); ++r) {
+          if (in.node[r] != n) continue;
+          const Placement& x = (*p)[r];
+          sandbox_ranks += x.role == Role::kSandbox;
+          ASSERT_GE(x.device, 0) << "rank " << r << " has no GPU";
+          EXPECT_TRUE(used.insert(x.device).second) << "GPU " << x.device << " given twice";
+        }
+        EXPECT_EQ(sandbox_ranks, sandbox);
+      }
+    }
+  }
+}
+
+TEST(Placement, SandboxRanksGetTheGpusAfterThePolicyOnes) {
+  auto p = place_ranks(job(1, 8, 8, true, 2, "auto"));
+  ASSERT_TRUE(p.has_value());
+  std::vector<int> devices;
+  for (const auto& x : *p) devices.push_back(x.device);
+  EXPECT_EQ(devices, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ((*p)[6].role, Role::kSandbox);
+  // Ranks sit on the package of their GPU: the first half on package 0.
+  EXPECT_EQ((*p)[3].package, 0);
+  EXPECT_EQ((*p)[4].package, 1);
+}
+
+TEST(Placement, MoreRanksThanGpus) {
+  // 10 ranks on 8 GPUs, 3 of them sandbox: 7 policy ranks, then one sandbox rank with a GPU of
+  // its own; with auto the other two verify in the PTX interpreter.
+  auto p = place_ranks(job(1, 10, 8, true, 3, "auto"));
+  ASSERT_TRUE(p.has_value()) << p.status().message();
+  EXPECT_EQ((*p)[7].device, 7);
+  EXPECT_EQ((*p)[8].device, -1);
+  EXPECT_EQ((*p)[9].device, -1);
+  // With gpu they share the GPUs round-robin instead.
+  auto shared = place_ranks(job(1, 10, 8, true, 3, "gpu"));
+  ASSERT_TRUE(shared.has_value());
+  EXPECT_EQ((*shared)[8].device, 0);
+  EXPECT_EQ((*shared)[9].device, 1);
+  // 10 cuda policy ranks on 8 GPUs cannot run: NCCL needs one GPU each.
+  auto too_many = place_ranks(job(1, 10, 8, true, 0, "auto"));
+  ASSERT_FALSE(too_many.has_value());
+  EXPECT_EQ(too_many.status().exit_code(), 2);
+  EXPECT_NE(too_many.status().message().find("one GPU per policy rank"), std::string::npos);
+}
+
+TEST(Placement, CpuPolicyLeavesTheGpusToTheSandbox) {
+  auto p = place_ranks(job(1, 4, 2, false, 2, "auto"));
+  ASSERT_TRUE(p.has_value());
+  EXPECT_EQ((*p)[0].device, -1);
+  EXPECT_EQ((*p)[2].device, 0);
+  EXPECT_EQ((*p)[3].device, 1);
+  auto cpu = place_ranks(job(1, 4, 2, false, 2, "cpu"));
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_EQ((*cpu)[3].device, -1);
+  auto none = place_ranks(job(1, 4, 0, false, 2, "gpu"));
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.status().message().find("sandbox.device = gpu"), std::string::npos);
+}
+
+TEST(Placement, JsonNamesEveryRank) {
+  PlacementInput in = job(2, 8, 8, true, 2, "auto");
+  auto p = place_ranks(in);
+  ASSERT_TRUE(p.has_value());
+  auto j = nlohmann::json::parse(format_placement_json(in, *p));
+  ASSERT_EQ(j["ranks"].size(), 16u);
+  EXPECT_EQ(j["ranks"][15]["node"], 1);
+  EXPECT_EQ(j["ranks"][15]["role"], "sandbox");
+  EXPECT_EQ(j["ranks"][15]["gpu"], 7);
+  EXPECT_EQ(j["ranks"][15]["local_rank"], 7);
 }
 
 }  // namespace
