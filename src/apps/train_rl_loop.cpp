@@ -4,6 +4,7 @@
 #include "apps/train_progress.h"
 #include "common/check.h"
 #include "io/checkpoint_dir.h"
+#include "io/checkpoint_schedule.h"
 #include "mpi/coordinator.h"
 
 namespace leap::app {
@@ -52,6 +53,8 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
   TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log);
   int stopped_by = 0;
   int64_t last_done = start_step - 1;
+  io::CheckpointSchedule schedule(c.train.checkpoint_every, c.train.checkpoint_minutes,
+                                  io::CheckpointSchedule::steady_seconds);
   for (int step = start_step; step < c.train.steps; ++step) {
     if ((stopped_by = stop.requested()) != 0) break;  // arrived before any step of this run
     auto report = coord.run_step(step, ctx.out);
@@ -61,8 +64,9 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     // Read the signal once, so the step that saw it is the step that is checkpointed.
     const int sig = stop.requested();
     const bool last = step + 1 == c.train.steps;
-    if (last || sig || (c.train.checkpoint_every > 0 && (step + 1) % c.train.checkpoint_every == 0)) {
+    if (sig || schedule.due(step, last)) {
       if (Status st = save(ctx, coord, step); !st) LEAP_FATAL("writing the checkpoint of step " << step << ": " << st.message());
+      schedule.saved();
     }
     if (sig && !last) {
       stopped_by = sig;
