@@ -1,6 +1,7 @@
 // See train_rl_loop.h.
 #include "apps/train_rl_loop.h"
 
+#include "apps/kl_reference.h"
 #include "apps/train_progress.h"
 #include "common/check.h"
 #include "io/checkpoint_dir.h"
@@ -17,7 +18,9 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   state["dcp"] = coord.dcp().state_json();
   auto s = coord.sampler().state();
   state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
+  state["mode"] = "rl";
   state["seed"] = c.app.run.seed;
+  if (ctx.policy.reference) state["kl_reference"] = kl_reference_json(*ctx.policy.reference);
   return io::save_checkpoint(c.app.run.out_dir, step, *ctx.policy.model, *ctx.policy.optimizer, state,
                              c.train.keep_checkpoints);
 }
