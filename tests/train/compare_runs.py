@@ -27,8 +27,10 @@ def compare_frame(name, fa, fb, errors):
         a, b = fa[col].reset_index(drop=True), fb[col].reset_index(drop=True)
         if not a.equals(b):
             bad = [i for i in range(len(a)) if not (a[i] == b[i] or (a[i] != a[i] and b[i] != b[i]))]
+            show = (lambda v: repr(v)[:80]) if bad else (lambda v: "?")
+            first = bad[0] if bad else 0
             errors.append(f"{name}.{col} differs in {len(bad)} rows, first row {bad[:1]}: "
-                          f"{a[bad[0]] if bad else '?'!r} vs {b[bad[0]] if bad else '?'!r}")
+                          f"{show(a[first])} vs {show(b[first])}")
     return len(cols)
 
 
