@@ -1,7 +1,10 @@
 // `leap train`: the MPI training program. Parses the config on every rank before MPI starts (a
 // bad config exits 2 everywhere, with nothing written), lays out the ranks, builds each rank's
-// engines, agrees across ranks that setup worked, then runs the RL steps: rank 0 coordinates,
-// the other policy ranks serve rollouts and training, the sandbox ranks serve verification.
+// engines (and, with rl.kl_beta > 0, the KL reference: taken before a checkpoint is loaded, so
+// it is the initial weights on resume too), loads the checkpoint it resumes from, agrees across
+// ranks that setup worked, then runs the RL steps (rank 0 coordinates, the other policy ranks
+// serve rollouts and training, the sandbox ranks serve verification) or the SFT run
+// (train_sft_run.h).
 #include <mpi.h>
 
 #include <filesystem>
