@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include "common/check.h"
+#include "common/fnv_hash.h"
 
 namespace leap::mpi {
 
@@ -23,16 +23,7 @@ double allreduce_sum(double value, MPI_Comm comm) {
   return out;
 }
 
-uint64_t checksum(const float* data, size_t n) {
-  // FNV-1a over the raw bits: any bit difference between replicas changes it.
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, data + i, 4);
-    h = (h ^ bits) * 1099511628211ull;
-  }
-  return h;
-}
+uint64_t checksum(const float* data, size_t n) { return fnv1a_floats(data, n); }
 
 Status check_replicas_identical(const float* params, size_t n, MPI_Comm comm) {
   int size = 0, rank = 0;

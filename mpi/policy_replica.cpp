@@ -68,9 +68,10 @@ struct MicroBatch {
     }
   }
 
-  rl::LossInputs inputs(std::span<const float> logp) const {
+  rl::LossInputs inputs(std::span<const float> logp, std::span<const float> ref_logp = {}) const {
     rl::LossInputs in;
     in.logp = logp;
+    in.ref_logp = ref_logp;
     in.old_logp = old_logp;
     in.mask = mask;
     in.advantages = advantages;
@@ -83,6 +84,7 @@ struct MicroBatch {
 
 TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
   TrainReport report;
+  LEAP_CHECK(opts_.loss.kl_beta == 0 || reference_ != nullptr, "rl.kl_beta > 0 needs a reference policy");
   const int32_t pad = tokenizer_.pad_id();
   for (int epoch = 0; epoch < work.ppo_epochs; ++epoch) {
     for (int m = 0; m < work.mini_batches; ++m) {
@@ -102,10 +104,18 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
       if (global_norm <= 0) continue;  // nothing to learn in this mini-batch on any rank
       model_.zero_grad();
       for (auto& mb : micro) {
+        // The reference's forward comes first: the policy's own forward then leaves the
+        // activations its backward needs.
+        std::vector<float> ref_logp;
+        if (opts_.loss.kl_beta > 0) {
+          ref_logp.resize(mb.old_logp.size());
+          Status st = reference_->logprobs(model_, mb.batch, ref_logp.data());
+          LEAP_CHECK(st.is_ok(), "reference forward failed: " << st.message());
+        }
         std::vector<float> logp(mb.old_logp.size());
         Status st = model_.forward(mb.batch, logp.data());
         LEAP_CHECK(st.is_ok(), "training forward failed: " << st.message());
-        rl::LossOutput out = rl::grpo_loss(mb.inputs(logp), opts_.loss, global_norm);
+        rl::LossOutput out = rl::grpo_loss(mb.inputs(logp, ref_logp), opts_.loss, global_norm);
         // The last micro-batch's backward completes the gradient: its reduction may start there.
         if (opts_.reducer && &mb == &micro.back()) opts_.reducer->arm(model_);
         model_.backward(out.dlogp.data());

@@ -6,10 +6,12 @@
 // rank takes part, with zeros when it holds no samples of that mini-batch), each micro-batch
 // back-propagates its GRPO loss under that global normaliser into the flat gradient, the flat
 // gradient is summed (not averaged) across the policy ranks, and AdamW steps. Replicas start
-// identical and apply identical updates, so they stay identical.
+// identical and apply identical updates, so they stay identical. With rl.kl_beta > 0, each
+// micro-batch first runs a forward under the frozen reference weights for the k3 term.
 #pragma once
 
 #include "model/optimizer.h"
+#include "model/reference_policy.h"
 #include "model/sampler.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
@@ -35,6 +37,8 @@ class PolicyReplica final : public PolicyEngine {
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
   size_t count_tokens(std::string_view text) const override;
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
+  // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.
+  void set_reference(const model::ReferencePolicy* reference) { reference_ = reference; }
   // Host memory: the model's own buffer on the CPU backend, a downloaded copy otherwise.
   const float* params() const override;
   size_t num_params() const override { return model_.num_params(); }
@@ -44,6 +48,7 @@ class PolicyReplica final : public PolicyEngine {
   const model::Tokenizer& tokenizer_;
   model::AdamW& optimizer_;
   PolicyReplicaOptions opts_;
+  const model::ReferencePolicy* reference_ = nullptr;
   model::Sampler sampler_;
   mutable std::vector<float> host_params_;  // params() on a device backend
 };

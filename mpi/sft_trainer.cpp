@@ -112,19 +112,33 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
   return out;
 }
 
-SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const std::vector<TrainSample>& examples,
-                    int steps, int micro_batch_seqs, const SftOptions& opts, uint64_t seed, MPI_Comm policy,
-                    const Logger& log, GradReducer* reducer) {
+std::string sft_material_hash(const std::vector<TrainSample>& examples) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over (prompt_len, length, tokens) of each example
+  auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (const auto& e : examples) {
+    mix(static_cast<uint64_t>(e.prompt_len));
+    mix(e.tokens.size());
+    for (int32_t t : e.tokens) mix(static_cast<uint32_t>(t));
+  }
+  return fmt::format("{:016x}", h);
+}
+
+Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer,
+                              const std::vector<TrainSample>& examples, int steps, int micro_batch_seqs,
+                              const SftOptions& opts, uint64_t seed, MPI_Comm policy, const Logger& log,
+                              GradReducer* reducer, const SftPosition& from, const SftStepDone& step_done) {
   SftReport report;
+  report.steps = from.next_step;
   int rank = 0, size = 1;
   MPI_Comm_rank(policy, &rank);
   MPI_Comm_size(policy, &size);
   std::vector<int> pool(examples.size());
   for (size_t i = 0; i < pool.size(); ++i) pool[i] = static_cast<int>(i);
   tasks::TaskSampler sampler(pool, seed ^ 0x5f75f7ull);  // the same draws on every rank
+  sampler.set_state(from.data_order);
   double window = 0;
   int window_n = 0;
-  for (int step = 0; step < steps; ++step) {
+  for (int step = from.next_step; step < steps; ++step) {
     auto batch = sampler.next_batch(opts.batch_seqs);
     std::vector<int64_t> weights;
     double answer_tokens = 0;
@@ -164,7 +178,7 @@ SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const st
     }
     model::StepStats st = optimizer.step();
     loss = allreduce_sum(loss, policy);
-    if (step == 0) report.first_loss = loss;
+    if (step == from.next_step) report.first_loss = loss;
     report.last_loss = loss;
     report.steps = step + 1;
     window += loss;
@@ -175,6 +189,7 @@ SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const st
       window = 0;
       window_n = 0;
     }
+    if (step_done) LEAP_RETURN_IF_ERROR(step_done(step, sampler.state(), step + 1 == steps));
   }
   return report;
 }

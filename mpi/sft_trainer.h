@@ -13,6 +13,8 @@
 
 #include <mpi.h>
 
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "common/config.h"
@@ -25,6 +27,7 @@
 #include "mpi/messages.h"
 #include "rl/prompt_builder.h"
 #include "tasks/suite.h"
+#include "tasks/task_sampler.h"
 
 namespace leap::mpi {
 
@@ -49,14 +52,31 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
                                                       SftMaterialStats* stats);
 
 struct SftReport {
-  double first_loss = 0, last_loss = 0;
-  int steps = 0;
+  double first_loss = 0, last_loss = 0;  // of this run's first and last step
+  int steps = 0;                         // steps done, counting those before a resume
 };
 
+// Where an SFT run continues: the first step to run and the data order (the example sampler's
+// state) after the step before it, as a checkpoint recorded them. {} starts at step 0.
+struct SftPosition {
+  int next_step = 0;
+  tasks::TaskSampler::State data_order;
+};
+
+// Called on every policy rank after each step (0-based) with the data order after it; rank 0
+// writes the checkpoints from here. An error stops the training.
+using SftStepDone = std::function<Status(int step, const tasks::TaskSampler::State& data_order, bool last)>;
+
+// A fingerprint of the material (every example's tokens and prompt length), recorded in SFT
+// checkpoints: a resumed run whose material differs does not continue the same data order.
+std::string sft_material_hash(const std::vector<TrainSample>& examples);
+
 // Every policy rank, collectively over `policy`, with the same `examples` everywhere. `reducer`
-// sums the gradient (NCCL on the CUDA backend); null: MPI_Allreduce.
-SftReport train_sft(model::Transformer& model, model::AdamW& optimizer, const std::vector<TrainSample>& examples,
-                    int steps, int micro_batch_seqs, const SftOptions& opts, uint64_t seed, MPI_Comm policy,
-                    const Logger& log, GradReducer* reducer = nullptr);
+// sums the gradient (NCCL on the CUDA backend); null: MPI_Allreduce. A run resumed from
+// `from` makes the same updates as an uninterrupted one from there on.
+Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer,
+                              const std::vector<TrainSample>& examples, int steps, int micro_batch_seqs,
+                              const SftOptions& opts, uint64_t seed, MPI_Comm policy, const Logger& log,
+                              GradReducer* reducer, const SftPosition& from, const SftStepDone& step_done);
 
 }  // namespace leap::mpi

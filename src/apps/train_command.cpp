@@ -1,16 +1,21 @@
 // `leap train`: the MPI training program. Parses the config on every rank before MPI starts (a
 // bad config exits 2 everywhere, with nothing written), lays out the ranks, builds each rank's
-// engines, agrees across ranks that setup worked, then runs the RL steps: rank 0 coordinates,
-// the other policy ranks serve rollouts and training, the sandbox ranks serve verification.
+// engines (and, with rl.kl_beta > 0, the KL reference: taken before a checkpoint is loaded, so
+// it is the initial weights on resume too), loads the checkpoint it resumes from, agrees across
+// ranks that setup worked, then runs the RL steps (rank 0 coordinates, the other policy ranks
+// serve rollouts and training, the sandbox ranks serve verification) or the SFT run
+// (train_sft_run.h).
 #include <mpi.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "apps/kl_reference.h"
 #include "apps/rank_setup.h"
 #include "apps/subcommands.h"
 #include "apps/train_config.h"
 #include "apps/train_rl_loop.h"
+#include "apps/train_sft_run.h"
 #include "common/check.h"
 #include "common/stop_signal.h"
 #include "io/checkpoint_dir.h"
@@ -34,51 +39,13 @@ std::string run_fingerprint(const TrainConfig& c, const model::ModelConfig& m) {
                      m.vocab_size);
 }
 
-// SFT: rank 0 builds the material (verifying through the sandbox ranks or in-process) while the
-// other ranks serve; then every policy rank gets the material and trains; rank 0 saves.
-Status run_sft(const TrainConfig& c, const mpi::Topology& topo, PolicyState& policy, mpi::VerifyEngine* local_sandbox,
-               int64_t prompt_budget, const Logger& log) {
-  mpi::TrainWork material;
-  if (topo.is_coordinator()) {
-    mpi::JobDispatcher dispatcher(topo, local_sandbox, 1, log);
-    rl::PromptBuilder prompts(c.rl.prompt.options(prompt_budget),
-                              [&](std::string_view t) { return policy.tokenizer.encode(t, true).size(); });
-    auto suite = tasks::load_suite(c.tasks.suite);
-    if (!suite) return suite.status();
-    mpi::SftMaterialStats stats;
-    auto examples = mpi::build_sft_material(*suite, prompts, policy.tokenizer, dispatcher, c.sft,
-                                            static_cast<uint64_t>(c.app.run.seed),
-                                            static_cast<size_t>(policy.model->config().max_position_embeddings), &stats);
-    if (!examples) LEAP_FATAL("building the SFT material: " << examples.status().message());
-    log.info("sft material: {} train tasks -> {} references, {} verified rewrites ({} dropped), {} repair turns "
-             "({} dropped), {} longer than the context",
-             stats.tasks, stats.references, stats.rewrites, stats.rewrites_dropped, stats.repairs,
-             stats.repairs_dropped, stats.too_long);
-    if (stats.references < stats.tasks)
-      log.warn("{} task(s) have no example that fits the context: raise max_position_embeddings or shorten prompts",
-               stats.tasks - stats.references);
-    material.samples = std::move(*examples);
-    mpi::Control stop{mpi::Control::Kind::kStop, 0, 0};
-    mpi::broadcast(stop, 0, topo.world);
-  } else if (topo.self().role == mpi::Role::kPolicy) {
-    LEAP_RETURN_IF_ERROR(mpi::serve_policy(topo, *policy.replica));
-  } else {
-    return mpi::serve_sandbox(topo, *local_sandbox);
-  }
-  mpi::broadcast(material, 0, topo.role_comm);
-  auto report = mpi::train_sft(*policy.model, *policy.optimizer, material.samples, c.train.steps,
-                               c.train.micro_batch_seqs, c.sft, static_cast<uint64_t>(c.app.run.seed), topo.role_comm,
-                               log, policy.reducer.get());
-  if (!topo.is_coordinator()) return Status::ok();
-  log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report.steps, report.first_loss, report.last_loss);
-  LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, report.steps - 1, *policy.model, *policy.optimizer,
-                                           nlohmann::json{{"mode", "sft"}, {"seed", c.app.run.seed}},
-                                           c.train.keep_checkpoints));
-  if (!c.sft.save_to.empty()) {
-    LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model));
-    log.info("policy written to {}", c.sft.save_to);
-  }
-  return Status::ok();
+// A checkpoint of the other mode (an RL run resumed with --mode sft, or the reverse) cannot be
+// continued: its state.json lacks what the mode needs.
+Status check_checkpoint_mode(const nlohmann::json& state, const std::string& dir, const std::string& mode) {
+  const std::string saved = state.value("mode", std::string("rl"));
+  if (saved == mode) return Status::ok();
+  return invalid_input(fmt::format("{}/state.json: a checkpoint of a --mode {} run cannot be resumed with --mode {}",
+                                   dir, saved, mode));
 }
 
 // The checkpoint a run continues from: "" for a fresh run. `auto` (what a requeued job runs)
@@ -146,18 +113,24 @@ int run_train(const std::vector<std::string>& args) {
   PolicyState policy;
   std::unique_ptr<mpi::SandboxEngine> sandbox;
   const int threads = threads_per_rank(c, *topo);
+  const bool sft = c.train.mode == "sft";
   if (role == mpi::Role::kPolicy) setup = build_policy(c, threads, *topo, setup, &policy);
+  // The KL reference is taken before any checkpoint is loaded: by default the initial weights.
+  if (setup && role == mpi::Role::kPolicy && !sft) setup = add_kl_reference(c, &policy);
+  if (setup && policy.reference && topo->is_coordinator())
+    log.info("KL to the reference {} (hash {}), beta {}: one more copy of the weights, one more forward per "
+             "micro-batch",
+             policy.reference->source(), policy.reference->hash(), c.rl.rl.kl_beta);
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.sandbox);
     if (engine) sandbox = std::move(*engine);
     else setup = engine.status().with_context("starting the sandbox workers");
   }
-  const bool sft = c.train.mode == "sft";
   // Resuming: every policy rank loads the checkpoint's model and optimizer; rank 0 also its state.
   // All ranks agree that this worked before rank 0 touches the trajectory file, so a bad
   // checkpoint leaves the run exactly as it was.
   nlohmann::json resume_state;
-  if (!sft) {
+  {
     // Rank 0 chooses the checkpoint and tells the others (a collective: every rank comes here).
     auto dir = mpi::from_root(world_rank == 0 ? resume_dir(c) : Expected<std::string>(std::string()),
                               MPI_COMM_WORLD);
@@ -166,6 +139,8 @@ int run_train(const std::vector<std::string>& args) {
       auto state = io::load_checkpoint(*dir, *policy.model, *policy.optimizer);
       if (state) resume_state = std::move(*state);
       else setup = state.status().with_context("resuming from " + *dir);
+      if (setup) setup = check_checkpoint_mode(resume_state, *dir, c.train.mode);
+      if (setup) setup = check_kl_reference(resume_state, *dir, policy.reference.get(), log);
       if (setup && topo->is_coordinator()) log.info("resuming from {} (step {})", *dir, resume_state["step"].get<int64_t>());
     }
   }
@@ -203,7 +178,7 @@ int run_train(const std::vector<std::string>& args) {
                                                            c.sampler.max_new_tokens)
                                       : 0;
   if (sft) {
-    result = run_sft(c, *topo, policy, sandbox.get(), budget, log);
+    result = run_sft({c, *topo, policy, sandbox.get(), resume_state, budget, log});
   } else if (topo->is_coordinator()) {
     result = run_rl_coordinator(
         {c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log, stop, &stopped_early});

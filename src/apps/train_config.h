@@ -11,6 +11,7 @@
 #include "model/byte_tokenizer.h"
 #include "model/model_options.h"
 #include "model/optimizer.h"
+#include "model/reference_policy.h"
 #include "model/sampler.h"
 #include "model/transformer.h"
 #include "mpi/grad_reducer.h"
@@ -57,6 +58,7 @@ struct PolicyState {
   model::ByteTokenizer tokenizer;
   std::unique_ptr<model::AdamW> optimizer;
   std::unique_ptr<mpi::GradReducer> reducer;  // null: the MPI sum inside the replica
+  std::unique_ptr<model::ReferencePolicy> reference;  // train with rl.kl_beta > 0 only
   std::unique_ptr<mpi::PolicyReplica> replica;
 };
 

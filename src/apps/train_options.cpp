@@ -12,8 +12,13 @@ void TrainOptions::declare(OptionSet& opts) {
            {.min = 1});
   opts.add("train.micro_batch_seqs", &micro_batch_seqs, 8,
            "Sequences per forward/backward on a rank; gradients accumulate over micro-batches.", {.min = 1});
-  opts.add("train.checkpoint_every", &checkpoint_every, 0, "Write a checkpoint every N steps (0: only at the end).",
+  opts.add("train.checkpoint_every", &checkpoint_every, 25,
+           "Write a checkpoint every N steps (RL or SFT steps), and always after the last (0: no step rule).",
            {.min = 0});
+  opts.add("train.checkpoint_minutes", &checkpoint_minutes, 30.0,
+           "Also write one when this many minutes have passed since the last (0: no time rule): a crash "
+           "loses at most this much, plus the step in flight.",
+           {.min = 0.0});
   opts.add("train.keep_checkpoints", &keep_checkpoints, 3, "Newest checkpoints kept in RUN/checkpoints.", {.min = 1});
   opts.add("train.check_replicas_every", &check_replicas_every, 0,
            "Debug: compare a checksum of the parameters across policy ranks every N steps; a mismatch is "

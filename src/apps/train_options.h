@@ -13,7 +13,8 @@ struct TrainOptions {
   int steps = 10;
   int batch_tasks = 4;         // B: tasks per RL step
   int micro_batch_seqs = 8;
-  int checkpoint_every = 0;    // 0: only at the end
+  int checkpoint_every = 25;   // 0: no step rule
+  double checkpoint_minutes = 30;  // 0: no time rule
   int keep_checkpoints = 3;
   int check_replicas_every = 0;
   bool random_init = false;    // start from config.json with random weights (tests, from-scratch SFT)

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "apps/kl_reference.h"
 #include "apps/train_progress.h"
 #include "common/check.h"
 #include "io/checkpoint_dir.h"
+#include "io/checkpoint_schedule.h"
 #include "mpi/coordinator.h"
 
 namespace leap::app {
@@ -19,7 +21,9 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   state["dcp"] = coord.dcp().state_json();
   auto s = coord.sampler().state();
   state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
+  state["mode"] = "rl";
   state["seed"] = c.app.run.seed;
+  if (ctx.policy.reference) state["kl_reference"] = kl_reference_json(*ctx.policy.reference);
   return io::save_checkpoint(c.app.run.out_dir, step, *ctx.policy.model, *ctx.policy.optimizer, state,
                              c.train.keep_checkpoints);
 }
@@ -75,6 +79,8 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
   PreemptionMargin margin(std::getenv("LEAP_PREEMPT_MARGIN_S"));
   int stopped_by = 0;
   int64_t last_done = start_step - 1;
+  io::CheckpointSchedule schedule(c.train.checkpoint_every, c.train.checkpoint_minutes,
+                                  io::CheckpointSchedule::steady_seconds);
   for (int step = start_step; step < c.train.steps; ++step) {
     if ((stopped_by = stop.requested()) != 0) break;  // arrived before any step of this run
     const auto t0 = std::chrono::steady_clock::now();
@@ -85,8 +91,9 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     // Read the signal once, so the step that saw it is the step that is checkpointed.
     const int sig = stop.requested();
     const bool last = step + 1 == c.train.steps;
-    if (last || sig || (c.train.checkpoint_every > 0 && (step + 1) % c.train.checkpoint_every == 0)) {
+    if (sig || schedule.due(step, last)) {
       if (Status st = save(ctx, coord, step); !st) LEAP_FATAL("writing the checkpoint of step " << step << ": " << st.message());
+      schedule.saved();
       margin.check(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), log);
     }
     if (sig && !last) {

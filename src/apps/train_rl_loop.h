@@ -1,8 +1,9 @@
 // The RL run on rank 0: the coordinator's steps from the first (or the resumed) step to
-// train.steps, the progress line, checkpoints every K steps and at the end, and the graceful
-// stop: when SIGUSR1 or SIGTERM arrived during a step, rank 0 checkpoints that step, closes the
-// HDF5 file and tells the other ranks to stop; `--resume` continues from there. Such a run
-// exits 75 (EX_TEMPFAIL), which the jobscripts requeue on; a finished run exits 0.
+// train.steps, the progress line, checkpoints (every K steps or M minutes, and at the end: see
+// io::CheckpointSchedule), and the graceful stop: when SIGUSR1 or SIGTERM arrived during a step,
+// rank 0 checkpoints that step, closes the HDF5 file and tells the other ranks to stop;
+// `--resume` continues from there. Such a run exits 75 (EX_TEMPFAIL), which the jobscripts
+// requeue on; a finished run exits 0.
 #pragma once
 
 #include <nlohmann/json.hpp>

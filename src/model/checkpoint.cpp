@@ -46,7 +46,7 @@ Expected<std::map<std::string, std::string>> weight_files(const std::string& dir
 
 }  // namespace
 
-Status load_weights(const std::string& dir, Transformer& model) {
+Status read_weights(const std::string& dir, const Transformer& model, float* host) {
   LEAP_ASSIGN_OR_RETURN(auto map, weight_files(dir));
   const bool tied = model.config().tie_word_embeddings;
   const std::string single = (fs::path(dir) / "model.safetensors").string();
@@ -59,7 +59,6 @@ Status load_weights(const std::string& dir, Transformer& model) {
     }
     return &it->second;
   };
-  std::vector<float> host(model.num_params());
   std::set<std::string> used;
   for (const TensorInfo& t : model.layout().tensors()) {
     std::string path = single;
@@ -72,7 +71,7 @@ Status load_weights(const std::string& dir, Transformer& model) {
       path = it->second;
     }
     LEAP_ASSIGN_OR_RETURN(const SafetensorsFile* f, file_for(path));
-    LEAP_RETURN_IF_ERROR(f->read_f32(t.name, t.shape, host.data() + t.offset));
+    LEAP_RETURN_IF_ERROR(f->read_f32(t.name, t.shape, host + t.offset));
     used.insert(t.name);
   }
   // Tensors the config does not explain mean the config and the weights disagree.
@@ -91,6 +90,12 @@ Status load_weights(const std::string& dir, Transformer& model) {
                         path, name));
     }
   }
+  return Status::ok();
+}
+
+Status load_weights(const std::string& dir, Transformer& model) {
+  std::vector<float> host(model.num_params());
+  LEAP_RETURN_IF_ERROR(read_weights(dir, model, host.data()));
   model.backend().upload(model.params(), host.data(), host.size());
   return Status::ok();
 }

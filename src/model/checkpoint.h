@@ -19,6 +19,9 @@ Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
                                                   backend::Backend& backend);
 // Loads the weights of DIR (single file or sharded) into an existing model whose config matches.
 Status load_weights(const std::string& dir, Transformer& model);
+// Reads the weights of DIR into host memory laid out as `model`'s parameters (num_params()
+// floats), with the same checks; the model itself is not touched.
+Status read_weights(const std::string& dir, const Transformer& model, float* host);
 // Writes DIR/config.json and DIR/model.safetensors (fp32). DIR is created if missing.
 Status save_model(const std::string& dir, const Transformer& model);
 

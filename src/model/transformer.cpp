@@ -179,6 +179,14 @@ void Transformer::forward_blocks(const TokenBatch& batch) {
                        static_cast<float>(cfg_.rms_norm_eps));
 }
 
+Status Transformer::forward_with(const float* weights, const TokenBatch& batch, float* logprobs) {
+  float* own = params_;
+  params_ = const_cast<float*>(weights);  // forward() only reads the parameters
+  Status st = forward(batch, logprobs);
+  params_ = own;
+  return st;
+}
+
 Status Transformer::forward(const TokenBatch& batch, float* logprobs) {
   LEAP_RETURN_IF_ERROR(batch.validate(cfg_.vocab_size));
   if (batch.T > cfg_.max_position_embeddings)

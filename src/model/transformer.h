@@ -64,6 +64,10 @@ class Transformer {
   // convention above) and keeps the activations for backward(). invalid_input for token ids out
   // of range or sequences longer than max_position_embeddings.
   Status forward(const TokenBatch& batch, float* logprobs);
+  // forward() over other weights of the same layout (backend memory, num_params() floats, read
+  // only), e.g. a frozen KL reference: no second model, so no second set of activations or
+  // gradients. It overwrites the activations, so a backward() needs a forward() after it.
+  Status forward_with(const float* weights, const TokenBatch& batch, float* logprobs);
   // (2) Backward of the last forward from dL/dlogprobs (B*T host floats, same convention).
   // Entries at t = 0 and t >= len_b are ignored. Adds into grads().
   void backward(const float* dlogprobs);

@@ -88,8 +88,14 @@ void RlConfig::declare(OptionSet& o) {
         "Constant divisor of seq-mean-token-sum-norm; 0 means the sampler's max new tokens.",
         {.min = 0.0});
   o.add("rl.kl_beta", &kl_beta, 0.0,
-        "Weight of the k3 KL to a frozen reference policy; 0 loads no reference.",
+        "Weight of the per-token k3 KL to a frozen reference policy; 0 loads no reference. The "
+        "reference costs one more copy of the weights on each policy rank and one more forward per "
+        "update micro-batch.",
         {.min = 0.0, .max = 100.0});
+  o.add("rl.kl_reference", &kl_reference, std::string(""),
+        "The KL reference policy's folder (config.json + safetensors, the policy's shape); empty: the "
+        "run's initial weights (model.path, or the random init of run.seed). Checkpoints record its "
+        "path and hash; a resumed run must have the same reference.");
   o.add("rl.ppo_epochs", &ppo_epochs, 1, "Passes over each step's samples.",
         {.min = 1, .max = 100});
   o.add(

@@ -34,6 +34,7 @@ struct RlConfig {
   std::string loss_agg = "token-mean";
   int64_t loss_norm_tokens = 0;  // 0: the sampler's max new tokens, resolved by the caller
   double kl_beta = 0;
+  std::string kl_reference;  // "": the run's initial weights
   int ppo_epochs = 1;
   int mini_batches = 1;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the golden file of the GRPO loss: inputs, loss and d loss / d logp per token, computed
+"""Writes the golden file of the GRPO loss: inputs, loss, d loss / d logp per token and the mean k3 KL, computed
 with PyTorch autograd in float64, for every aggregation mode, with PPO clipping (and dual clip)
 active on some tokens. The C++ test (test_grpo_golden.cpp) recomputes each case and compares.
 
@@ -51,9 +51,12 @@ def loss_of(inp, mode, eps_low, eps_high, dual_clip, beta, norm_tokens):
         clipped = clipped | dual
         pg = torch.where(adv < 0, torch.minimum(pg, pg3), pg)
     loss_tok = pg
+    kl_mean = 0.0  # what /steps records as kl: k3 averaged over the masked tokens
     if beta > 0:
         d = inp["ref_logp"] - logp
-        loss_tok = loss_tok + beta * (torch.exp(d) - d - 1)
+        k3 = torch.exp(d) - d - 1
+        loss_tok = loss_tok + beta * k3
+        kl_mean = ((k3 * mask).sum() / mask.sum()).item()
     # The whole batch is one part: the global normaliser is its own.
     if mode == "token-mean":
         loss = (loss_tok * mask).sum() / mask.sum()
@@ -67,7 +70,7 @@ def loss_of(inp, mode, eps_low, eps_high, dual_clip, beta, norm_tokens):
             per_seq = per_seq[keep] / norm_tokens
         loss = per_seq.sum() / keep.sum()
     loss.backward()
-    return loss.item(), logp.grad.tolist(), int(clipped.sum().item())
+    return loss.item(), logp.grad.tolist(), int(clipped.sum().item()), kl_mean
 
 
 def main():
@@ -77,7 +80,7 @@ def main():
     configs = [(m, 0.2, 0.28, 3.0, 0.05) for m in MODES] + [(m, 0.2, 0.2, 0.0, 0.0) for m in MODES]
     for mode, eps_low, eps_high, dual_clip, beta in configs:
         inp = make_inputs(gen)
-        loss, grad, n_clipped = loss_of(inp, mode, eps_low, eps_high, dual_clip, beta, 16.0)
+        loss, grad, n_clipped, kl_mean = loss_of(inp, mode, eps_low, eps_high, dual_clip, beta, 16.0)
         assert n_clipped > 0, "the golden case must exercise clipping"
         cases.append({
             "aggregation": mode, "clip_eps_low": eps_low, "clip_eps_high": eps_high,
@@ -85,6 +88,7 @@ def main():
             "lens": inp["lens"], "logp": inp["logp"].tolist(), "old_logp": inp["old_logp"].tolist(),
             "ref_logp": inp["ref_logp"].tolist(), "mask": inp["mask"].tolist(),
             "advantages": inp["adv"].tolist(), "loss": loss, "dlogp": grad, "clipped_tokens": n_clipped,
+            "kl_mean": kl_mean,
         })
     with open(out_path, "w") as f:
         json.dump({"version": 1, "generator": "tests/rl/grpo_loss_golden.py", "cases": cases}, f, indent=1)

@@ -69,6 +69,12 @@ TEST(GrpoGolden, MatchesPyTorchAutograd) {
     EXPECT_EQ(out.stats.clipped + out.stats.dual_clipped, c.at("clipped_tokens").get<double>())
         << mode;
     EXPECT_GT(out.stats.clipped, 0) << mode;
+    // The /steps kl column: k3 averaged over the masked tokens (0 without a reference).
+    const double want_kl = c.at("kl_mean");
+    EXPECT_NEAR(out.stats.kl_mean(), want_kl, 1e-9 * std::max(1.0, want_kl)) << mode;
+    if (o.kl_beta > 0) {
+      EXPECT_GT(want_kl, 1e-3) << mode;
+    }
     if (o.dual_clip > 1) {
       EXPECT_GT(out.stats.dual_clipped, 0) << mode;
     }

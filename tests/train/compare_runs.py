@@ -1,5 +1,7 @@
-"""Compares two run folders: the same steps, samples (verdicts, tokens, texts) and final
-parameters. Used to check that a resumed run equals an uninterrupted one.
+"""Compares two run folders: a resumed run against an uninterrupted one. Identical means: the same
+/steps and /samples, every column (texts and task ids included) except the wall-clock ones, and
+byte-identical model.safetensors, optimizer.safetensors and state.json in the final checkpoint.
+NaN equals NaN in the same place.
 
 usage: compare_runs.py RUN_A RUN_B
 """
@@ -9,22 +11,41 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
 from leap_trajectories import load_run  # noqa: E402
 
-a, b = (load_run(os.path.join(d, "trajectories.h5")) for d in sys.argv[1:3])
+# Wall-clock measurements: the only columns that may differ between two runs of the same steps.
+TIMING = {"time_s", "gen_s", "sandbox_s", "train_s", "compile_ms", "exec_ms"}
+
+
+def compare_frame(name, fa, fb, errors):
+    if list(fa.columns) != list(fb.columns):
+        errors.append(f"{name} columns {list(fa.columns)} vs {list(fb.columns)}")
+        return 0
+    if len(fa) != len(fb):
+        errors.append(f"{name}: {len(fa)} vs {len(fb)} rows")
+        return 0
+    cols = [c for c in fa.columns if c not in TIMING]
+    for col in cols:
+        a, b = fa[col].reset_index(drop=True), fb[col].reset_index(drop=True)
+        if not a.equals(b):
+            bad = [i for i in range(len(a)) if not (a[i] == b[i] or (a[i] != a[i] and b[i] != b[i]))]
+            show = (lambda v: repr(v)[:80]) if bad else (lambda v: "?")
+            first = bad[0] if bad else 0
+            errors.append(f"{name}.{col} differs in {len(bad)} rows, first row {bad[:1]}: "
+                          f"{show(a[first])} vs {show(b[first])}")
+    return len(cols)
+
+
+a_dir, b_dir = sys.argv[1:3]
+a, b = (load_run(os.path.join(d, "trajectories.h5")) for d in (a_dir, b_dir))
 errors = []
-if list(a.steps["step"]) != list(b.steps["step"]):
-    errors.append(f"steps {list(a.steps['step'])} vs {list(b.steps['step'])}")
-cols = ["step", "task_id", "group", "sample", "turn", "verdict", "dcp", "reward", "advantage", "completion_tokens",
-        "completion", "feedback"]
-if len(a.samples) != len(b.samples) or not a.samples[cols].equals(b.samples[cols]):
-    errors.append(f"samples differ ({len(a.samples)} vs {len(b.samples)} rows)")
-for col in ("loss", "pass_turn1", "pass_final", "n_sandbox_jobs", "n_expanded"):
-    if list(a.steps[col]) != list(b.steps[col]):
-        errors.append(f"steps.{col}: {list(a.steps[col])} vs {list(b.steps[col])}")
+n_step_cols = compare_frame("steps", a.steps, b.steps, errors)
+n_sample_cols = compare_frame("samples", a.samples, b.samples, errors)
 last = "step_%06d" % a.steps["step"].iloc[-1]
-pa, pb = (open(os.path.join(d, "checkpoints", last, "model.safetensors"), "rb").read() for d in sys.argv[1:3])
-if pa != pb:
-    errors.append("final parameters differ")
+for f in ("model.safetensors", "optimizer.safetensors", "state.json"):
+    pa, pb = (open(os.path.join(d, "checkpoints", last, f), "rb").read() for d in (a_dir, b_dir))
+    if pa != pb:
+        errors.append(f"{last}/{f} differs")
 if errors:
     print("\n".join(errors))
     sys.exit(1)
-print(f"identical: {len(a.steps)} steps, {len(a.samples)} samples, final parameters")
+print(f"identical: {len(a.steps)} steps x {n_step_cols} columns, {len(a.samples)} samples x {n_sample_cols} columns "
+      f"(all but {sorted(TIMING)}); {last}: model, optimizer and state")

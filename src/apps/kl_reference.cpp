@@ -1,0 +1,46 @@
+// See kl_reference.h.
+#include "apps/kl_reference.h"
+
+#include <fmt/format.h>
+
+namespace leap::app {
+
+Status add_kl_reference(const TrainConfig& c, PolicyState* p) {
+  if (c.rl.rl.kl_beta <= 0) return Status::ok();
+  if (!c.rl.rl.kl_reference.empty()) {
+    LEAP_ASSIGN_OR_RETURN(p->reference,
+                          model::ReferencePolicy::load(c.rl.rl.kl_reference, *p->model));
+  } else {
+    const std::string source =
+        c.train.random_init
+            ? fmt::format("random init of {}/config.json, seed {}", c.model.path, c.app.run.seed)
+            : c.model.path;
+    p->reference = model::ReferencePolicy::copy_of(*p->model, source);
+  }
+  p->replica->set_reference(p->reference.get());
+  return Status::ok();
+}
+
+nlohmann::json kl_reference_json(const model::ReferencePolicy& ref) {
+  return {{"path", ref.source()}, {"hash", ref.hash()}};
+}
+
+Status check_kl_reference(const nlohmann::json& state, const std::string& checkpoint,
+                          const model::ReferencePolicy* ref, const Logger& log) {
+  const nlohmann::json& saved = state.value("kl_reference", nlohmann::json());
+  if (ref == nullptr || !saved.is_object()) return Status::ok();
+  const std::string path = saved.value("path", std::string("?")),
+                    hash = saved.value("hash", std::string("?"));
+  if (hash != ref->hash())
+    return invalid_input(fmt::format(
+        "{}/state.json: the run was trained with the KL reference {} (hash {}), but this run's "
+        "reference is {} "
+        "(hash {}): resume with --rl.kl_reference pointing at the run's reference weights",
+        checkpoint, path, hash, ref->source(), ref->hash()));
+  if (path != ref->source())
+    log.info("KL reference {} has the checkpoint's weights (hash {}), recorded as {}",
+             ref->source(), hash, path);
+  return Status::ok();
+}
+
+}  // namespace leap::app

@@ -1,0 +1,120 @@
+// See train_sft_run.h.
+#include "apps/train_sft_run.h"
+
+#include "common/check.h"
+#include "io/checkpoint_dir.h"
+#include "io/checkpoint_schedule.h"
+#include "model/checkpoint.h"
+#include "mpi/coordinator.h"
+#include "mpi/sft_trainer.h"
+
+namespace leap::app {
+
+namespace {
+
+// Where the run continues: step 0, or the step after the checkpoint's, with its data order.
+mpi::SftPosition start_position(const nlohmann::json& resume_state) {
+  mpi::SftPosition from;
+  if (resume_state.is_null()) return from;
+  from.next_step = resume_state["step"].get<int>() + 1;
+  const auto& order = resume_state.value("data_order", nlohmann::json::object());
+  from.data_order = {order.value("epoch", int64_t{0}), order.value("position", int64_t{0})};
+  return from;
+}
+
+// Rank 0: the training examples, verified through the JobDispatcher.
+Expected<std::vector<mpi::TrainSample>> build_material(const SftRunContext& ctx) {
+  const TrainConfig& c = ctx.config;
+  PolicyState& policy = ctx.policy;
+  mpi::JobDispatcher dispatcher(ctx.topo, ctx.local_sandbox, 1, ctx.log);
+  rl::PromptBuilder prompts(c.rl.prompt.options(ctx.prompt_budget), [&](std::string_view t) {
+    return policy.tokenizer.encode(t, true).size();
+  });
+  LEAP_ASSIGN_OR_RETURN(auto suite, tasks::load_suite(c.tasks.suite));
+  mpi::SftMaterialStats stats;
+  auto examples = mpi::build_sft_material(
+      suite, prompts, policy.tokenizer, dispatcher, c.sft, static_cast<uint64_t>(c.app.run.seed),
+      static_cast<size_t>(policy.model->config().max_position_embeddings), &stats);
+  if (!examples) return examples.status().with_context("building the SFT material");
+  ctx.log.info(
+      "sft material: {} train tasks -> {} references, {} verified rewrites ({} dropped), {} repair "
+      "turns "
+      "({} dropped), {} longer than the context",
+      stats.tasks, stats.references, stats.rewrites, stats.rewrites_dropped, stats.repairs,
+      stats.repairs_dropped, stats.too_long);
+  if (stats.references < stats.tasks)
+    ctx.log.warn(
+        "{} task(s) have no example that fits the context: raise max_position_embeddings or "
+        "shorten prompts",
+        stats.tasks - stats.references);
+  return examples;
+}
+
+}  // namespace
+
+Status run_sft(const SftRunContext& ctx) {
+  const TrainConfig& c = ctx.config;
+  const mpi::Topology& topo = ctx.topo;
+  PolicyState& policy = ctx.policy;
+  const Logger& log = ctx.log;
+  const mpi::SftPosition from = start_position(ctx.resume_state);
+  const bool complete = from.next_step >= c.train.steps;
+  mpi::TrainWork material;
+  if (topo.is_coordinator()) {
+    if (complete) {
+      log.info("the SFT run in {} is already complete ({} of {} steps): nothing to do",
+               c.app.run.out_dir, from.next_step, c.train.steps);
+    } else {
+      auto examples = build_material(ctx);
+      if (!examples) LEAP_FATAL(examples.status().message());  // the other ranks wait to serve
+      material.samples = std::move(*examples);
+    }
+    mpi::Control stop{mpi::Control::Kind::kStop, 0, 0};
+    mpi::broadcast(stop, 0, topo.world);
+  } else if (topo.self().role == mpi::Role::kPolicy) {
+    LEAP_RETURN_IF_ERROR(mpi::serve_policy(topo, *policy.replica));
+  } else {
+    return mpi::serve_sandbox(topo, *ctx.local_sandbox);
+  }
+  if (complete) return Status::ok();
+  mpi::broadcast(material, 0, topo.role_comm);
+  const std::string material_hash = mpi::sft_material_hash(material.samples);
+  const std::string saved_hash = ctx.resume_state.is_null()
+                                     ? material_hash
+                                     : ctx.resume_state.value("material_hash", std::string("none"));
+  if (topo.is_coordinator() && saved_hash != material_hash)
+    log.warn(
+        "the SFT material differs from the checkpoint's (hash {} vs {}: another suite, sft.* "
+        "options or seed?): "
+        "the data order continues, over other examples",
+        material_hash, saved_hash);
+
+  io::CheckpointSchedule schedule(c.train.checkpoint_every, c.train.checkpoint_minutes,
+                                  io::CheckpointSchedule::steady_seconds);
+  auto step_done = [&](int step, const tasks::TaskSampler::State& order, bool last) -> Status {
+    if (!topo.is_coordinator() || !schedule.due(step, last)) return Status::ok();
+    nlohmann::json state{{"mode", "sft"},
+                         {"seed", c.app.run.seed},
+                         {"data_order", {{"epoch", order.epoch}, {"position", order.position}}},
+                         {"material_hash", material_hash}};
+    LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, step, *policy.model,
+                                             *policy.optimizer, state, c.train.keep_checkpoints));
+    schedule.saved();
+    return Status::ok();
+  };
+  auto report =
+      mpi::train_sft(*policy.model, *policy.optimizer, material.samples, c.train.steps,
+                     c.train.micro_batch_seqs, c.sft, static_cast<uint64_t>(c.app.run.seed),
+                     topo.role_comm, log, policy.reducer.get(), from, step_done);
+  if (!report) return report.status().with_context("SFT");
+  if (!topo.is_coordinator()) return Status::ok();
+  log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss,
+           report->last_loss);
+  if (!c.sft.save_to.empty()) {
+    LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model));
+    log.info("policy written to {}", c.sft.save_to);
+  }
+  return Status::ok();
+}
+
+}  // namespace leap::app

@@ -1,0 +1,22 @@
+// FNV-1a over the raw bits of a float array: any bit difference changes it, and it depends on
+// nothing but the values and their order. Used to compare parameter replicas across ranks and
+// to fingerprint the KL reference policy in checkpoints.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace leap {
+
+inline uint64_t fnv1a_floats(const float* data, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, data + i, 4);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace leap

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Crash and resume with real updates. The demo policy (whose samples pass, fail and differ in
+# length, so advantages are not zero and AdamW steps) trains 3 RL steps with the KL term on, on 4
+# ranks (2 policy, 2 sandbox): once straight through, once killed with SIGKILL (every rank and
+# worker) after its first checkpoint and resumed with --resume latest. The two must match in
+# model.safetensors, optimizer.safetensors, state.json and every /steps and /samples column but
+# the wall-clock ones, and the weights must have moved. The KL column is 0 at the first update
+# (the policy is still its reference) and positive after; a resume against another reference is
+# refused. SFT: a run continued from its checkpoint ends with the same model and optimizer as a
+# run that went straight through, and checkpoints every train.checkpoint_every steps.
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$here/../.."
+source "$src/tests/cli/check_lib.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+# Three elementwise tasks the demo policy passes some of the time: every step's groups mix passes and
+# failures, so every step trains.
+grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
+rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 --sampler.max_new_tokens 384 --optim.lr 1e-4
+    --rl.kl_beta 0.05 --train.checkpoint_every 1 --log.level info)
+run() {  # run NAME NP ARGS...
+  local name="$1" np="$2"; shift 2
+  if "$src/scripts/mpirun_local.sh" "$np" "$LEAP" train "$@" >"$tmp/$name.log" 2>&1; then echo "ok   $name"
+  else echo "FAIL $name"; tail -20 "$tmp/$name.log"; fail=1; fi
+}
+
+# ---- RL: straight, then killed and resumed ------------------------------------------------------
+run rl-straight 4 "${rl[@]}" --train.steps 3 --run.out_dir "$tmp/straight"
+setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train "${rl[@]}" --train.steps 3 --run.out_dir "$tmp/crash" >"$tmp/crash.log" 2>&1 &
+pid=$!
+for _ in $(seq 3000); do [ -e "$tmp/crash/checkpoints/step_000000/state.json" ] && break; sleep 0.1; done
+kill -9 -- -"$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+if [ -e "$tmp/crash/checkpoints/step_000002" ] || [ ! -e "$tmp/crash/checkpoints/step_000000" ]; then
+  echo "FAIL the kill did not land between the first checkpoint and the end: $(ls "$tmp/crash/checkpoints" 2>&1)"; fail=1
+else echo "ok   killed with SIGKILL after checkpoint $(ls "$tmp/crash/checkpoints" | tail -1)"; fi
+run rl-resumed 4 "${rl[@]}" --train.steps 3 --run.out_dir "$tmp/crash" --resume latest
+grep -q "resuming from .*step_00000[01]" "$tmp/rl-resumed.log" || { echo "FAIL the resumed run did not say where it resumed"; fail=1; }
+/usr/bin/python3 "$here/compare_runs.py" "$tmp/straight" "$tmp/crash" || fail=1
+/usr/bin/python3 "$here/weights_moved.py" "$src/models/demo" "$tmp/straight/checkpoints/step_000002" || fail=1
+/usr/bin/python3 - "$tmp/straight" "$src/models/demo" <<'PY' || fail=1
+import json, os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(sys.argv[2]), "..", "tools"))
+from leap_trajectories import load_run
+run = load_run(os.path.join(sys.argv[1], "trajectories.h5"))
+kl = list(run.steps["kl"])
+trained = list(run.steps["n_dropped_groups"] < run.steps["n_groups"])
+errors = []
+if (run.samples["advantage"] == 0).all():
+    errors.append("every advantage is zero: nothing trained")
+# 0 at the first update (the policy is its reference), > 0 at every later step that trained.
+if not trained[0] or kl[0] != 0.0 or not any(trained[1:]) or not all(k > 0 for k, t in zip(kl[1:], trained[1:]) if t):
+    errors.append(f"kl per step {kl} (trained {trained}): wanted 0 at the first update, then > 0")
+state = json.load(open(os.path.join(sys.argv[1], "checkpoints", "step_000002", "state.json")))
+ref = state.get("kl_reference", {})
+if not ref.get("path", "").endswith("models/demo") or len(ref.get("hash", "")) != 16:
+    errors.append(f"state.json kl_reference {ref}")
+if errors:
+    sys.exit("FAIL " + "; ".join(errors))
+print(f"ok   kl per step {[f'{k:.3g}' for k in kl]}, reference {ref['hash']}; "
+      f"{(run.samples['advantage'] != 0).sum()} of {len(run.samples)} samples with an advantage")
+PY
+# Resuming against other reference weights is refused before anything changes.
+check kl-reference-mismatch 2 "trained with the KL reference .* this run's reference is" -- \
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${rl[@]}" --mpi.sandbox_ranks 0 --train.steps 4 \
+  --run.out_dir "$tmp/straight" --resume latest --rl.kl_reference "$tmp/straight/checkpoints/step_000001"
+
+# ---- SFT: checkpoints as it goes; a continued run equals a straight one ------------------------
+head -n 2 "$src/tasks/level1.jsonl" > "$tmp/two.jsonl"
+mkdir -p "$tmp/tiny" && cp "$here/tiny_config.json" "$tmp/tiny/config.json"
+sft=(--suite "$tmp/two.jsonl" --model "$tmp/tiny" --train.random_init --sft.batch_seqs 4 --sft.augment 1
+     --mpi.sandbox_ranks 1 --sandbox.device cpu --train.checkpoint_every 2 --log.level info)
+run sft-straight 3 --mode sft "${sft[@]}" --train.steps 6 --run.out_dir "$tmp/sft-a"
+run sft-first-half 3 --mode sft "${sft[@]}" --train.steps 3 --run.out_dir "$tmp/sft-b"
+run sft-continued 3 --mode sft "${sft[@]}" --train.steps 6 --run.out_dir "$tmp/sft-b" --resume latest
+ls "$tmp/sft-a/checkpoints" | tr '\n' ' ' | grep -q "^step_000001 step_000003 step_000005 $" \
+  && echo "ok   sft checkpoints every 2 steps" || { echo "FAIL sft checkpoints: $(ls "$tmp/sft-a/checkpoints")"; fail=1; }
+grep -q '"data_order"' "$tmp/sft-a/checkpoints/step_000005/state.json" || { echo "FAIL sft state.json lacks data_order"; fail=1; }
+grep -q "resuming from .*step_000002" "$tmp/sft-continued.log" || { echo "FAIL the SFT run did not resume"; fail=1; }
+for f in model.safetensors optimizer.safetensors; do
+  if cmp -s "$tmp/sft-a/checkpoints/step_000005/$f" "$tmp/sft-b/checkpoints/step_000005/$f"; then echo "ok   sft resumed $f identical"
+  else echo "FAIL sft resumed $f differs"; fail=1; fi
+done
+/usr/bin/python3 "$here/weights_moved.py" "$tmp/sft-b/checkpoints/step_000002" "$tmp/sft-b/checkpoints/step_000005" || fail=1
+check sft-complete 0 "already complete" -- "$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft "${sft[@]}" \
+  --train.steps 6 --run.out_dir "$tmp/sft-a" --resume latest
+check sft-checkpoint-in-rl 2 "cannot be resumed with --mode rl" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" train \
+  --suite "$tmp/two.jsonl" --model "$tmp/tiny" --train.random_init --mpi.sandbox_ranks 0 --sandbox.device cpu \
+  --train.steps 8 --run.out_dir "$tmp/sft-a" --resume latest
+
+[ "$fail" = 0 ] && echo "all resume checks passed"
+exit $fail
