@@ -63,9 +63,13 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
 Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   auto content = read_file(path);
   if (!content) return not_found(fmt::format("cannot read safetensors file {}", path));
+  return parse(std::move(*content), path);
+}
+
+Expected<SafetensorsFile> SafetensorsFile::parse(std::string bytes, const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
-  f.bytes_ = std::move(*content);
+  f.bytes_ = std::move(bytes);
   auto bad = [&](const std::string& m) { return invalid_input(fmt::format("{}: {}", path, m)); };
   if (f.bytes_.size() < 8) return bad("truncated file: no header length");
   uint64_t header_len = 0;
@@ -103,7 +107,12 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
       if (!d.is_number_integer() || d.get<int64_t>() < 0)
         return bad(fmt::format("tensor '{}': bad shape", name));
       entry.shape.push_back(d.get<int64_t>());
-      numel *= static_cast<size_t>(d.get<int64_t>());
+      // Checked: a wrapped count could match a small (even empty) byte range, and the caller
+      // would then allocate and read the shape's true size.
+      if (__builtin_mul_overflow(numel, static_cast<size_t>(d.get<int64_t>()), &numel) ||
+          numel > SIZE_MAX / 4)
+        return bad(fmt::format("tensor '{}': shape {} holds too many values", name,
+                               shape_to_string(entry.shape)));
     }
     const json& off = e["data_offsets"];
     if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() ||
@@ -134,6 +143,9 @@ Status SafetensorsFile::read_f32(const std::string& name, const std::vector<int6
                                      name, shape_to_string(e.shape), shape_to_string(shape)));
   const char* src = bytes_.data() + data_offset_ + e.begin;
   const size_t n = (e.end - e.begin) / dtype_size(e.dtype);
+  // An empty tensor (a 0 in its shape) copies nothing; its caller may pass a null `out` (an
+  // empty vector's data()), and memcpy's pointers must be valid even for 0 bytes.
+  if (n == 0) return Status::ok();
   if (e.dtype == DType::kF32) {
     std::memcpy(out, src, n * 4);
     return Status::ok();

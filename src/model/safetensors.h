@@ -26,6 +26,8 @@ struct SafetensorEntry {
 class SafetensorsFile {
  public:
   static Expected<SafetensorsFile> open(const std::string& path);
+  // The same from a file's bytes in memory; `name` stands for the file in messages.
+  static Expected<SafetensorsFile> parse(std::string bytes, const std::string& name);
 
   const std::string& path() const { return path_; }
   const std::map<std::string, SafetensorEntry>& entries() const { return entries_; }

@@ -521,7 +521,7 @@ Expected<Suite> parse_suite(std::string_view text, const std::string& source_nam
     json j;
     try {
       j = json::parse(line);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers like 1e999
       return invalid_input(fmt::format(
           "{}: not valid JSON ({}): each line must be one complete JSON object", where, e.what()));
     }

@@ -159,6 +159,27 @@ TEST(Safetensors, ReadsBf16AndF16) {
   EXPECT_EQ(b[2], std::ldexp(1.0f, -24));
 }
 
+// Both found by fuzz/safetensors_fuzz.cpp (inputs kept in fuzz/regressions/safetensors/).
+TEST(Safetensors, ShapeWhoseElementCountWrapsIsRefused) {
+  // 2^62 x 4 F32 values are 2^66 bytes: wrapped to 0 they matched the empty byte range.
+  json h = {{"w", {{"dtype", "F32"}, {"shape", {int64_t{1} << 62, 4}}, {"data_offsets", {0, 0}}}}};
+  auto f = SafetensorsFile::parse(raw_file(h, ""), "wrap.safetensors");
+  ASSERT_FALSE(f.has_value());
+  EXPECT_NE(f.status().message().find("wrap.safetensors: tensor 'w': shape"), std::string::npos)
+      << f.status().message();
+  EXPECT_NE(f.status().message().find("too many values"), std::string::npos);
+}
+
+TEST(Safetensors, EmptyTensorReadsIntoNoBuffer) {
+  json h = {{"e", {{"dtype", "F32"}, {"shape", {0, 4}}, {"data_offsets", {0, 0}}}}};
+  auto f = SafetensorsFile::parse(raw_file(h, ""), "empty.safetensors");
+  ASSERT_TRUE(f.has_value()) << f.status().message();
+  // data() is null: memcpy(nullptr, src, 0) is undefined behaviour (UBSan reports it; a plain
+  // build shows nothing), so reading an empty tensor must not call it.
+  std::vector<float> none;
+  EXPECT_TRUE(f->read_f32("e", {0, 4}, none.data()).is_ok());
+}
+
 TEST_F(Checkpoint, MissingTensorIsNamed) {
   std::string d = saved("missing", false);
   auto f = SafetensorsFile::open(d + "/model.safetensors");
