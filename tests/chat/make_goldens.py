@@ -15,6 +15,7 @@ bos_token=..., eos_token=...). Every case passes enable_thinking=False, as LEAP 
     /usr/bin/python3 tests/chat/make_goldens.py --check  # fail if goldens/ is stale
 """
 import json
+import random
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -138,6 +139,36 @@ CASES = [
 ]
 
 
+# Random conversations from tricky pieces (seeded, so the goldens are stable): whitespace of
+# every kind at the edges, template syntax, quotes, special-token text, think tags, Unicode.
+PIECES = ["plain words", " ", "\n", "\n\n", "\t", "\u3000", "\u00a0", "\u2028", "{{ x }}", "{% if %}",
+          "{#", "'", '"', "\\", "<|im_end|>", "<|eot_id|>", "<|im_start|>user", "<think>", "</think>",
+          "<tool_response>", "</tool_response>", "你好", "🚀", "é", "```cuda\n__global__ void k() {}\n```",
+          "0", "None", "true"]
+
+
+def random_cases(count, seed=20260801):
+    rng = random.Random(seed)
+    cases = []
+    for k in range(count):
+        messages = []
+        if rng.random() < 0.5:
+            messages.append({"role": "system", "content": random_text(rng)})
+        turns = rng.randint(1, 4)
+        for t in range(turns):
+            messages.append({"role": "user", "content": random_text(rng)})
+            if t + 1 < turns or rng.random() < 0.3:
+                messages.append({"role": "assistant", "content": random_text(rng)})
+        last_is_assistant = messages[-1]["role"] == "assistant"
+        cases.append({"name": "random_%02d" % k, "messages": messages,
+                      "add_generation_prompt": not last_is_assistant or rng.random() < 0.5})
+    return cases
+
+
+def random_text(rng):
+    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 5)))
+
+
 # Small templates for the corners of the subset, rendered against SNIPPET_MESSAGES.
 SNIPPET_MESSAGES = [{"role": "user", "content": "  Hello, World  "},
                     {"role": "assistant", "content": "a</think>\n\nb", "n": 3, "x": 2.5,
@@ -190,7 +221,7 @@ def goldens_for(folder):
     config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     env = make_env()
     cases = []
-    for case in CASES:
+    for case in CASES + random_cases(30):
         out = {"name": case["name"], "messages": case["messages"], "tools": case.get("tools"),
                "variables": case.get("variables", {}),
                "add_generation_prompt": case.get("add_generation_prompt", True)}

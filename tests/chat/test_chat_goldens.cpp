@@ -30,6 +30,7 @@ std::string describe_difference(const std::string& want, const std::string& got)
 TEST(ChatGoldens, EveryTemplateMatchesJinja2) {
   int templates = 0, cases = 0;
   for (const auto& entry : fs::directory_iterator(kChatDir / "templates")) {
+    if (!entry.is_directory()) continue;
     const std::string name = entry.path().filename().string();
     SCOPED_TRACE(name);
     auto tmpl = load_template(entry.path().string());
@@ -58,7 +59,7 @@ TEST(ChatGoldens, EveryTemplateMatchesJinja2) {
     }
   }
   EXPECT_EQ(templates, 6);
-  EXPECT_GE(cases, 6 * 16);
+  EXPECT_GE(cases, 6 * 46);
 }
 
 }  // namespace
