@@ -11,15 +11,16 @@
 namespace leap::chat {
 namespace {
 
-const std::set<std::string> kFilters = {"length", "count", "trim", "tojson", "items", "default",
-                                        "d", "join", "reject", "select", "list", "first", "last",
-                                        "string"};
-const std::set<std::string> kTests = {"defined", "undefined", "none", "string", "mapping",
-                                      "iterable", "sequence", "number", "integer", "float",
-                                      "boolean", "true", "false", "equalto", "eq", "==", "ne",
-                                      "!=", "sameas"};
-const std::set<std::string> kMethods = {"split", "strip", "lstrip", "rstrip", "startswith",
-                                        "endswith", "replace", "items", "keys", "values", "get"};
+const std::set<std::string> kFilters = {"length",  "count", "trim", "tojson", "items",
+                                        "default", "d",     "join", "reject", "select",
+                                        "list",    "first", "last", "string"};
+const std::set<std::string> kTests = {"defined",  "undefined", "none",   "string",  "mapping",
+                                      "iterable", "sequence",  "number", "integer", "float",
+                                      "boolean",  "true",      "false",  "equalto", "eq",
+                                      "==",       "ne",        "!=",     "sameas"};
+const std::set<std::string> kMethods = {"split",      "strip",    "lstrip",  "rstrip",
+                                        "startswith", "endswith", "replace", "items",
+                                        "keys",       "values",   "get"};
 const std::set<std::string> kFunctions = {"raise_exception", "strftime_now", "namespace"};
 
 std::uint32_t decode_at(const std::string& s, size_t begin, size_t end) {
@@ -36,8 +37,8 @@ std::uint32_t decode_at(const std::string& s, size_t begin, size_t end) {
 // Python's str.isspace() for one code point.
 bool is_unicode_space(std::uint32_t c) {
   return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
+         c == 0x205F || c == 0x3000;
 }
 
 const Value& require_string(const Value& v, const std::string& what, int line) {
@@ -77,7 +78,9 @@ Value split_text(const Text& t, const Value* sep, const Value* maxsplit_v, int l
   if (sep == nullptr || sep->is_none()) {
     std::vector<size_t> cp = code_point_offsets(t.bytes);
     size_t n = cp.size() - 1, k = 0;
-    auto space = [&](size_t idx) { return is_unicode_space(decode_at(t.bytes, cp[idx], cp[idx + 1])); };
+    auto space = [&](size_t idx) {
+      return is_unicode_space(decode_at(t.bytes, cp[idx], cp[idx + 1]));
+    };
     while (k < n) {
       while (k < n && space(k)) ++k;
       if (k == n) break;
@@ -98,7 +101,8 @@ Value split_text(const Text& t, const Value* sep, const Value* maxsplit_v, int l
   size_t pos = 0;
   while (true) {
     size_t hit = t.bytes.find(s, pos);
-    if (hit == std::string::npos || (maxsplit >= 0 && static_cast<std::int64_t>(parts.size()) == maxsplit)) {
+    if (hit == std::string::npos ||
+        (maxsplit >= 0 && static_cast<std::int64_t>(parts.size()) == maxsplit)) {
       parts.push_back(Value::string(t.substr(pos)));
       break;
     }
@@ -108,7 +112,8 @@ Value split_text(const Text& t, const Value* sep, const Value* maxsplit_v, int l
   return Value::list(std::move(parts));
 }
 
-Value replace_text(const Text& t, const Value& old_v, const Value& new_v, const Value* count_v, int line) {
+Value replace_text(const Text& t, const Value& old_v, const Value& new_v, const Value* count_v,
+                   int line) {
   const std::string& old_s = require_string(old_v, "replace(old)", line).str.bytes;
   const Text& new_t = require_string(new_v, "replace(new)", line).str;
   std::int64_t count = count_v && count_v->kind == Value::Kind::kInt ? count_v->i : -1;
@@ -142,7 +147,8 @@ Value replace_text(const Text& t, const Value& old_v, const Value& new_v, const 
 
 bool affix_matches(const Text& t, const Value& affix, bool prefix, int line) {
   auto one = [&](const Value& a) {
-    const std::string& s = require_string(a, prefix ? "startswith()" : "endswith()", line).str.bytes;
+    const std::string& s =
+        require_string(a, prefix ? "startswith()" : "endswith()", line).str.bytes;
     if (s.size() > t.bytes.size()) return false;
     return prefix ? t.bytes.compare(0, s.size(), s) == 0
                   : t.bytes.compare(t.bytes.size() - s.size(), s.size(), s) == 0;
@@ -155,12 +161,16 @@ bool affix_matches(const Text& t, const Value& affix, bool prefix, int line) {
 
 bool contains_content(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kString: return v.str.has_content();
-    case Value::Kind::kArray: return std::any_of(v.array->begin(), v.array->end(), contains_content);
+    case Value::Kind::kString:
+      return v.str.has_content();
+    case Value::Kind::kArray:
+      return std::any_of(v.array->begin(), v.array->end(), contains_content);
     case Value::Kind::kObject:
       return v.keys_are_content ||
-             std::any_of(v.object->begin(), v.object->end(), [](const auto& kv) { return contains_content(kv.second); });
-    default: return false;
+             std::any_of(v.object->begin(), v.object->end(),
+                         [](const auto& kv) { return contains_content(kv.second); });
+    default:
+      return false;
   }
 }
 
@@ -170,7 +180,8 @@ Value key_value(const std::string& key, bool content) {
 
 Value item_pairs(const Value& v) {
   Array pairs;
-  for (const auto& [k, val] : *v.object) pairs.push_back(Value::list({key_value(k, v.keys_are_content), val}));
+  for (const auto& [k, val] : *v.object)
+    pairs.push_back(Value::list({key_value(k, v.keys_are_content), val}));
   return Value::list(std::move(pairs));
 }
 
@@ -184,8 +195,8 @@ Value to_json_text(const Value& v, const CallArgs& call) {
     style.indent = static_cast<int>(ind->i);
   }
   if (const Value* sep = call.get(2, "separators"); sep && !sep->is_none()) {
-    if (sep->kind != Value::Kind::kArray || sep->array->size() != 2 || !(*sep->array)[0].is_string() ||
-        !(*sep->array)[1].is_string()) {
+    if (sep->kind != Value::Kind::kArray || sep->array->size() != 2 ||
+        !(*sep->array)[0].is_string() || !(*sep->array)[1].is_string()) {
       fail_render(call.line, "tojson(separators=...) needs two strings");
     }
     style.item_separator = (*sep->array)[0].str.bytes;
@@ -195,15 +206,24 @@ Value to_json_text(const Value& v, const CallArgs& call) {
   std::string out, error;
   if (!dump_json(v, style, &out, &error)) fail_render(call.line, "tojson: " + error);
   // The JSON of the caller's data is content: its bytes must never turn into special tokens.
-  return Value::string(contains_content(v) ? Text::from_content(std::move(out)) : Text::from_template(std::move(out)));
+  return Value::string(contains_content(v) ? Text::from_content(std::move(out))
+                                           : Text::from_template(std::move(out)));
 }
 
 }  // namespace
 
-bool is_known_filter(const std::string& name) { return kFilters.count(name) > 0; }
-bool is_known_test(const std::string& name) { return kTests.count(name) > 0; }
-bool is_known_method(const std::string& name) { return kMethods.count(name) > 0; }
-bool is_known_function(const std::string& name) { return kFunctions.count(name) > 0; }
+bool is_known_filter(const std::string& name) {
+  return kFilters.count(name) > 0;
+}
+bool is_known_test(const std::string& name) {
+  return kTests.count(name) > 0;
+}
+bool is_known_method(const std::string& name) {
+  return kMethods.count(name) > 0;
+}
+bool is_known_function(const std::string& name) {
+  return kFunctions.count(name) > 0;
+}
 
 const Value* CallArgs::get(size_t index, const char* name) const {
   if (index < args.size()) return &args[index];
@@ -224,18 +244,25 @@ std::vector<size_t> code_point_offsets(const std::string& s) {
 
 std::int64_t python_len(const Value& v, int line) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return static_cast<std::int64_t>(code_point_offsets(v.str.bytes).size() - 1);
-    case Value::Kind::kArray: return static_cast<std::int64_t>(v.array->size());
-    case Value::Kind::kObject: return static_cast<std::int64_t>(v.object->size());
-    default: fail_render(line, std::string("object of type '") + kind_name(v.kind) + "' has no len()");
+    case Value::Kind::kUndefined:
+      return 0;
+    case Value::Kind::kString:
+      return static_cast<std::int64_t>(code_point_offsets(v.str.bytes).size() - 1);
+    case Value::Kind::kArray:
+      return static_cast<std::int64_t>(v.array->size());
+    case Value::Kind::kObject:
+      return static_cast<std::int64_t>(v.object->size());
+    default:
+      fail_render(line, std::string("object of type '") + kind_name(v.kind) + "' has no len()");
   }
 }
 
 std::vector<Value> iterate(const Value& v, int line) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return {};
-    case Value::Kind::kArray: return *v.array;
+    case Value::Kind::kUndefined:
+      return {};
+    case Value::Kind::kArray:
+      return *v.array;
     case Value::Kind::kObject: {
       std::vector<Value> keys;
       for (const auto& kv : *v.object) keys.push_back(key_value(kv.first, v.keys_are_content));
@@ -244,21 +271,25 @@ std::vector<Value> iterate(const Value& v, int line) {
     case Value::Kind::kString: {
       std::vector<size_t> cp = code_point_offsets(v.str.bytes);
       std::vector<Value> chars;
-      for (size_t k = 0; k + 1 < cp.size(); ++k) chars.push_back(Value::string(v.str.substr(cp[k], cp[k + 1] - cp[k])));
+      for (size_t k = 0; k + 1 < cp.size(); ++k)
+        chars.push_back(Value::string(v.str.substr(cp[k], cp[k + 1] - cp[k])));
       return chars;
     }
-    default: fail_render(line, std::string("'") + kind_name(v.kind) + "' object is not iterable");
+    default:
+      fail_render(line, std::string("'") + kind_name(v.kind) + "' object is not iterable");
   }
 }
 
 Value apply_filter(const std::string& name, const Value& v, const CallArgs& call) {
   const int line = call.line;
   if (name == "length" || name == "count") return Value::integer(python_len(v, line));
-  if (name == "trim") return Value::string(strip_text(to_text(v), call.get(0, "chars"), true, true, line));
+  if (name == "trim")
+    return Value::string(strip_text(to_text(v), call.get(0, "chars"), true, true, line));
   if (name == "tojson") return to_json_text(v, call);
   if (name == "items") {
     if (v.is_undefined()) return Value::list({});
-    if (v.kind != Value::Kind::kObject) fail_render(line, "items: can only get item pairs from a mapping");
+    if (v.kind != Value::Kind::kObject)
+      fail_render(line, "items: can only get item pairs from a mapping");
     return item_pairs(v);
   }
   if (name == "default" || name == "d") {
@@ -318,9 +349,11 @@ bool apply_test(const std::string& name, const Value& v, const CallArgs& call) {
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.kind == K::kObject;
   if (name == "iterable") {
-    return v.kind == K::kUndefined || v.kind == K::kString || v.kind == K::kArray || v.kind == K::kObject;
+    return v.kind == K::kUndefined || v.kind == K::kString || v.kind == K::kArray ||
+           v.kind == K::kObject;
   }
-  if (name == "sequence") return v.kind == K::kString || v.kind == K::kArray || v.kind == K::kObject;
+  if (name == "sequence")
+    return v.kind == K::kString || v.kind == K::kArray || v.kind == K::kObject;
   if (name == "number") return v.is_number();
   if (name == "integer") return v.kind == K::kInt;
   if (name == "float") return v.kind == K::kFloat;
@@ -344,13 +377,17 @@ Value call_method(const Value& obj, const std::string& name, const CallArgs& cal
   const int line = call.line;
   if (obj.is_string()) {
     const Text& t = obj.str;
-    if (name == "strip") return Value::string(strip_text(t, call.get(0, "chars"), true, true, line));
-    if (name == "lstrip") return Value::string(strip_text(t, call.get(0, "chars"), true, false, line));
-    if (name == "rstrip") return Value::string(strip_text(t, call.get(0, "chars"), false, true, line));
+    if (name == "strip")
+      return Value::string(strip_text(t, call.get(0, "chars"), true, true, line));
+    if (name == "lstrip")
+      return Value::string(strip_text(t, call.get(0, "chars"), true, false, line));
+    if (name == "rstrip")
+      return Value::string(strip_text(t, call.get(0, "chars"), false, true, line));
     if (name == "split") return split_text(t, call.get(0, "sep"), call.get(1, "maxsplit"), line);
     if (name == "startswith" || name == "endswith") {
       const Value* affix = call.get(0, "prefix");
-      if (!affix || call.args.size() > 1) fail_unsupported(line, "'." + name + "()' with start/end arguments");
+      if (!affix || call.args.size() > 1)
+        fail_unsupported(line, "'." + name + "()' with start/end arguments");
       return Value::boolean(affix_matches(t, *affix, name == "startswith", line));
     }
     if (name == "replace") {
@@ -378,7 +415,8 @@ Value call_method(const Value& obj, const std::string& name, const CallArgs& cal
   } else if (obj.is_undefined()) {
     fail_render(line, "'." + name + "()' called on an undefined value");
   }
-  fail_render(line, std::string("'") + kind_name(obj.kind) + "' object has no method '" + name + "'");
+  fail_render(line,
+              std::string("'") + kind_name(obj.kind) + "' object has no method '" + name + "'");
 }
 
 }  // namespace leap::chat

@@ -23,10 +23,12 @@ Expected<ChatRequest> read_chat_request(const std::string& path, std::int64_t no
       if (key == "messages") {
         req.messages = value;
       } else if (key == "tools") {
-        if (!value.is_array() && !value.is_null()) return invalid_input(path + ": \"tools\" must be a list or null");
+        if (!value.is_array() && !value.is_null())
+          return invalid_input(path + ": \"tools\" must be a list or null");
         req.options.tools = value;
       } else if (key == "add_generation_prompt") {
-        if (!value.is_boolean()) return invalid_input(path + ": \"add_generation_prompt\" must be true or false");
+        if (!value.is_boolean())
+          return invalid_input(path + ": \"add_generation_prompt\" must be true or false");
         req.options.add_generation_prompt = value.get<bool>();
       } else if (key == "variables") {
         if (!value.is_object()) return invalid_input(path + ": \"variables\" must be an object");
@@ -44,7 +46,8 @@ Expected<ChatRequest> read_chat_request(const std::string& path, std::int64_t no
     const auto& m = req.messages[k];
     const std::string where = path + ": message " + std::to_string(k);
     if (!m.is_object()) return invalid_input(where + " is not an object");
-    if (!m.contains("role") || !m["role"].is_string()) return invalid_input(where + " has no string \"role\"");
+    if (!m.contains("role") || !m["role"].is_string())
+      return invalid_input(where + " has no string \"role\"");
     if (!m.contains("content") && !m.contains("tool_calls")) {
       return invalid_input(where + " has neither \"content\" nor \"tool_calls\"");
     }
@@ -61,7 +64,8 @@ nlohmann::ordered_json rendering_to_json(const Rendering& r) {
   return {{"text", r.text}, {"spans", std::move(spans)}};
 }
 
-Expected<Rendering> render_chat_file(const std::string& tokenizer_dir, const std::string& messages_path,
+Expected<Rendering> render_chat_file(const std::string& tokenizer_dir,
+                                     const std::string& messages_path,
                                      std::int64_t now_unix_seconds) {
   LEAP_ASSIGN_OR_RETURN(ChatTemplate tmpl, load_template(tokenizer_dir));
   LEAP_ASSIGN_OR_RETURN(ChatRequest req, read_chat_request(messages_path, now_unix_seconds));

@@ -27,7 +27,8 @@ Expected<ChatRequest> read_chat_request(const std::string& path, std::int64_t no
 nlohmann::ordered_json rendering_to_json(const Rendering& r);
 
 // load_template(tokenizer_dir), then renders the conversation of `messages_path`.
-Expected<Rendering> render_chat_file(const std::string& tokenizer_dir, const std::string& messages_path,
+Expected<Rendering> render_chat_file(const std::string& tokenizer_dir,
+                                     const std::string& messages_path,
                                      std::int64_t now_unix_seconds);
 
 }  // namespace leap::chat

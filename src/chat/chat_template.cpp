@@ -14,7 +14,8 @@ namespace leap::chat {
 namespace {
 
 Status to_status(const TemplateError& e) {
-  std::string where = e.line > 0 ? "chat template line " + std::to_string(e.line) + ": " : "chat template: ";
+  std::string where =
+      e.line > 0 ? "chat template line " + std::to_string(e.line) + ": " : "chat template: ";
   return Status(e.code, where + e.message);
 }
 
@@ -42,8 +43,8 @@ Rendering Rendering::tail(size_t from) const {
   return r;
 }
 
-Expected<ChatTemplate> ChatTemplate::parse(const std::string& source,
-                                           std::vector<std::pair<std::string, std::string>> special_tokens) {
+Expected<ChatTemplate> ChatTemplate::parse(
+    const std::string& source, std::vector<std::pair<std::string, std::string>> special_tokens) {
   ChatTemplate t;
   t.source_ = source;
   t.special_tokens_ = std::move(special_tokens);
@@ -62,12 +63,14 @@ std::string ChatTemplate::special_token(const std::string& name) const {
   return "";
 }
 
-Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages, const RenderOptions& options) const {
+Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages,
+                                         const RenderOptions& options) const {
   if (!messages.is_array()) return invalid_input("chat messages must be a JSON list of objects");
   for (const auto& m : messages) {
     if (!m.is_object()) return invalid_input("chat messages must be a JSON list of objects");
   }
-  if (!options.variables.is_object()) return invalid_input("chat template variables must be a JSON object");
+  if (!options.variables.is_object())
+    return invalid_input("chat template variables must be a JSON object");
   RenderContext ctx;
   ctx.now_unix_seconds = options.now_unix_seconds;
   // The order transformers uses: its keyword arguments, then the special tokens. The caller's
@@ -76,7 +79,8 @@ Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages,
   ctx.globals.emplace_back("tools", value_from_json(options.tools, Origin::kContent));
   ctx.globals.emplace_back("documents", Value::none());
   ctx.globals.emplace_back("add_generation_prompt", Value::boolean(options.add_generation_prompt));
-  for (const auto& [k, v] : options.variables.items()) ctx.globals.emplace_back(k, value_from_json(v, Origin::kTemplate));
+  for (const auto& [k, v] : options.variables.items())
+    ctx.globals.emplace_back(k, value_from_json(v, Origin::kTemplate));
   for (const auto& [k, v] : special_tokens_) ctx.globals.emplace_back(k, Value::template_string(v));
   try {
     return to_rendering(render_template(*body_, ctx));
@@ -85,13 +89,16 @@ Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages,
   }
 }
 
-Expected<Continuation> render_continuation(const ChatTemplate& tmpl, const nlohmann::ordered_json& before,
-                                           const nlohmann::ordered_json& added, const RenderOptions& options) {
+Expected<Continuation> render_continuation(const ChatTemplate& tmpl,
+                                           const nlohmann::ordered_json& before,
+                                           const nlohmann::ordered_json& added,
+                                           const RenderOptions& options) {
   if (!before.is_array() || !added.is_array() || added.empty() || !added[0].is_object() ||
       added[0].value("role", "") != "assistant" || !added[0].contains("content") ||
       !added[0]["content"].is_string()) {
-    return invalid_input("render_continuation: `added` must start with the sampled assistant message "
-                         "(role \"assistant\", string content)");
+    return invalid_input(
+        "render_continuation: `added` must start with the sampled assistant message "
+        "(role \"assistant\", string content)");
   }
   RenderOptions prompt_options = options;
   prompt_options.add_generation_prompt = true;
@@ -114,7 +121,8 @@ Expected<Continuation> render_continuation(const ChatTemplate& tmpl, const nlohm
 Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std::string& name) {
   const std::string path = tokenizer_dir + "/tokenizer_config.json";
   std::ifstream in(path);
-  if (!in) return not_found(path + ": cannot open (is --tokenizer a Hugging Face tokenizer folder?)");
+  if (!in)
+    return not_found(path + ": cannot open (is --tokenizer a Hugging Face tokenizer folder?)");
   nlohmann::ordered_json config;
   try {
     config = nlohmann::ordered_json::parse(in);
@@ -133,12 +141,15 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std
     for (const auto& entry : field) {
       if (!entry.is_object() || !entry.contains("name") || !entry.contains("template") ||
           !entry["name"].is_string() || !entry["template"].is_string()) {
-        return invalid_input(path + ": chat_template list entries need string \"name\" and \"template\"");
+        return invalid_input(path +
+                             ": chat_template list entries need string \"name\" and \"template\"");
       }
       names += (names.empty() ? "" : ", ") + entry["name"].get<std::string>();
       if (entry["name"] == name) source = entry["template"].get<std::string>();
     }
-    if (source.empty()) return not_found(path + ": chat_template has no template named '" + name + "' (has: " + names + ")");
+    if (source.empty())
+      return not_found(path + ": chat_template has no template named '" + name +
+                       "' (has: " + names + ")");
   } else {
     return invalid_input(path + ": chat_template must be a string or a list of {name, template}");
   }

@@ -54,12 +54,13 @@ struct RenderOptions {
 class ChatTemplate {
  public:
   // Parses `source` whole. special_tokens (bos_token, eos_token, ...) become template variables.
-  static Expected<ChatTemplate> parse(const std::string& source,
-                                      std::vector<std::pair<std::string, std::string>> special_tokens);
+  static Expected<ChatTemplate> parse(
+      const std::string& source, std::vector<std::pair<std::string, std::string>> special_tokens);
 
   // apply_chat_template(messages, tools=options.tools, add_generation_prompt=...). `messages`
   // is a JSON list of {"role": ..., "content": ...} objects.
-  Expected<Rendering> render(const nlohmann::ordered_json& messages, const RenderOptions& options) const;
+  Expected<Rendering> render(const nlohmann::ordered_json& messages,
+                             const RenderOptions& options) const;
 
   const std::string& source() const { return source_; }
   // The value of a special token given at parse time ("" when absent).
@@ -74,7 +75,8 @@ class ChatTemplate {
 // The template of a Hugging Face tokenizer folder: tokenizer_config.json's chat_template (a
 // string, or a list of {"name", "template"} from which `name` is taken), with bos_token and
 // eos_token (strings or AddedToken objects) as its special tokens.
-Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std::string& name = "default");
+Expected<ChatTemplate> load_template(const std::string& tokenizer_dir,
+                                     const std::string& name = "default");
 
 // The next turn of a multi-turn prompt, built by appending. `before` is the conversation the
 // policy was prompted with (rendered with the generation prompt); `added` starts with the
@@ -93,7 +95,9 @@ struct Continuation {
   size_t first_difference = 0;
   Rendering full;
 };
-Expected<Continuation> render_continuation(const ChatTemplate& tmpl, const nlohmann::ordered_json& before,
-                                           const nlohmann::ordered_json& added, const RenderOptions& options);
+Expected<Continuation> render_continuation(const ChatTemplate& tmpl,
+                                           const nlohmann::ordered_json& before,
+                                           const nlohmann::ordered_json& added,
+                                           const RenderOptions& options);
 
 }  // namespace leap::chat

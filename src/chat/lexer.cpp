@@ -9,7 +9,9 @@
 namespace leap::chat {
 namespace {
 
-bool is_py_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_py_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 std::string rstrip_space(std::string s) {
   while (!s.empty() && is_py_space(s.back())) s.pop_back();
@@ -50,26 +52,54 @@ std::string unescape_literal(std::string_view body, int line) {
         if (i + k >= body.size() || !std::isxdigit(static_cast<unsigned char>(body[i + k]))) {
           fail_syntax(line, "bad \\x/\\u escape in string literal");
         }
-        cp = cp * 16 + static_cast<std::uint32_t>(std::stoi(std::string(1, body[i + k]), nullptr, 16));
+        cp = cp * 16 +
+             static_cast<std::uint32_t>(std::stoi(std::string(1, body[i + k]), nullptr, 16));
       }
       i += n;
       append_utf8(cp, &out);
     };
     switch (e) {
-      case '\n': break;
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
-      case 'x': hex(2); break;
-      case 'u': hex(4); break;
-      case 'U': hex(8); break;
+      case '\n':
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'x':
+        hex(2);
+        break;
+      case 'u':
+        hex(4);
+        break;
+      case 'U':
+        hex(8);
+        break;
       default:
         if (e >= '0' && e <= '7') {
           std::uint32_t cp = 0;
@@ -96,8 +126,8 @@ class Lexer {
     bool line_starting = true;
     while (pos_ < src_.size()) {
       size_t start = src_.find('{', pos_);
-      while (start != std::string_view::npos && start + 1 < src_.size() &&
-             src_[start + 1] != '{' && src_[start + 1] != '%' && src_[start + 1] != '#') {
+      while (start != std::string_view::npos && start + 1 < src_.size() && src_[start + 1] != '{' &&
+             src_[start + 1] != '%' && src_[start + 1] != '#') {
         start = src_.find('{', start + 1);
       }
       if (start == std::string_view::npos || start + 1 >= src_.size()) {
@@ -162,9 +192,11 @@ class Lexer {
     int braces = 0;
     while (true) {
       while (pos_ < src_.size() && is_py_space(src_[pos_])) advance_to(pos_ + 1);
-      if (pos_ >= src_.size()) fail_syntax(line_, std::string("tag not closed with ") + std::string(close));
-      if (braces == 0 && (starts_with(close) || (src_[pos_] == '-' && src_.substr(pos_ + 1, 2) == close) ||
-                          (src_[pos_] == '+' && src_.substr(pos_ + 1, 2) == close))) {
+      if (pos_ >= src_.size())
+        fail_syntax(line_, std::string("tag not closed with ") + std::string(close));
+      if (braces == 0 &&
+          (starts_with(close) || (src_[pos_] == '-' && src_.substr(pos_ + 1, 2) == close) ||
+           (src_[pos_] == '+' && src_.substr(pos_ + 1, 2) == close))) {
         char modifier = src_[pos_];
         size_t after = pos_ + (modifier == '-' || modifier == '+' ? 3 : 2);
         if (modifier == '-') {
@@ -185,7 +217,9 @@ class Lexer {
     int line = line_;
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t end = pos_;
-      while (end < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[end])) || src_[end] == '_')) ++end;
+      while (end < src_.size() &&
+             (std::isalnum(static_cast<unsigned char>(src_[end])) || src_[end] == '_'))
+        ++end;
       tokens_.push_back({TokenKind::kName, std::string(src_.substr(pos_, end - pos_)), line});
       advance_to(end);
       return;
@@ -193,8 +227,11 @@ class Lexer {
     if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t end = pos_;
       bool is_float = false;
-      while (end < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[end])) || src_[end] == '_')) ++end;
-      if (end + 1 < src_.size() && src_[end] == '.' && std::isdigit(static_cast<unsigned char>(src_[end + 1]))) {
+      while (end < src_.size() &&
+             (std::isdigit(static_cast<unsigned char>(src_[end])) || src_[end] == '_'))
+        ++end;
+      if (end + 1 < src_.size() && src_[end] == '.' &&
+          std::isdigit(static_cast<unsigned char>(src_[end + 1]))) {
         is_float = true;
         ++end;
         while (end < src_.size() && std::isdigit(static_cast<unsigned char>(src_[end]))) ++end;
@@ -223,13 +260,14 @@ class Lexer {
         ++end;
       }
       if (end >= src_.size()) fail_syntax(line, "string literal not closed");
-      tokens_.push_back({TokenKind::kString, unescape_literal(src_.substr(pos_ + 1, end - pos_ - 1), line), line});
+      tokens_.push_back({TokenKind::kString,
+                         unescape_literal(src_.substr(pos_ + 1, end - pos_ - 1), line), line});
       advance_to(end + 1);
       return;
     }
-    static const char* const kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%",
-                                       "~", "<", ">", "=", "(", ")", "[", "]", "{", "}", ",", ".",
-                                       ":", "|"};
+    static const char* const kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*",
+                                       "/",  "%",  "~",  "<",  ">",  "=",  "(", ")", "[",
+                                       "]",  "{",  "}",  ",",  ".",  ":",  "|"};
     for (const char* op : kOps) {
       if (starts_with(op)) {
         if (*op == '{') ++*braces;

@@ -23,7 +23,7 @@ enum class TokenKind {
   kString,      // a string literal, unescaped
   kInt,
   kFloat,
-  kOp,          // operators and punctuation: + - * / // % ** ~ == != < > <= >= = ( ) [ ] { } , . : |
+  kOp,  // operators and punctuation: + - * / // % ** ~ == != < > <= >= = ( ) [ ] { } , . : |
   kEnd,
 };
 

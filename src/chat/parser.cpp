@@ -14,8 +14,8 @@ namespace {
 // Statements jinja2 has that this subset does not: named so the error says what was found.
 const std::set<std::string>& unsupported_statements() {
   static const std::set<std::string> names = {
-      "macro", "call", "include", "import", "from", "extends", "block", "filter", "with",
-      "raw", "autoescape", "do", "generation", "trans", "pluralize", "print"};
+      "macro", "call", "include",    "import", "from",       "extends", "block",     "filter",
+      "with",  "raw",  "autoescape", "do",     "generation", "trans",   "pluralize", "print"};
   return names;
 }
 
@@ -30,29 +30,39 @@ class Parser {
   }
 
  private:
-  const Token& peek(size_t ahead = 0) const { return toks_[std::min(i_ + ahead, toks_.size() - 1)]; }
+  const Token& peek(size_t ahead = 0) const {
+    return toks_[std::min(i_ + ahead, toks_.size() - 1)];
+  }
   const Token& next() { return toks_[i_ < toks_.size() - 1 ? i_++ : i_]; }
   bool at_op(const char* op) const { return peek().kind == TokenKind::kOp && peek().text == op; }
   bool at_name(const char* n) const { return peek().kind == TokenKind::kName && peek().text == n; }
   void expect_op(const char* op) {
-    if (!at_op(op)) fail_syntax(peek().line, std::string("expected '") + op + "', found " + describe(peek()));
+    if (!at_op(op))
+      fail_syntax(peek().line, std::string("expected '") + op + "', found " + describe(peek()));
     next();
   }
   void expect_block_end() {
-    if (peek().kind != TokenKind::kBlockEnd) fail_syntax(peek().line, "expected '%}', found " + describe(peek()));
+    if (peek().kind != TokenKind::kBlockEnd)
+      fail_syntax(peek().line, "expected '%}', found " + describe(peek()));
     next();
   }
   static std::string describe(const Token& t) {
     switch (t.kind) {
-      case TokenKind::kBlockEnd: return "'%}'";
-      case TokenKind::kVarEnd: return "'}}'";
-      case TokenKind::kEnd: return "the end of the template";
-      case TokenKind::kString: return "a string";
-      default: return "'" + t.text + "'";
+      case TokenKind::kBlockEnd:
+        return "'%}'";
+      case TokenKind::kVarEnd:
+        return "'}}'";
+      case TokenKind::kEnd:
+        return "the end of the template";
+      case TokenKind::kString:
+        return "a string";
+      default:
+        return "'" + t.text + "'";
     }
   }
   std::string expect_name() {
-    if (peek().kind != TokenKind::kName) fail_syntax(peek().line, "expected a name, found " + describe(peek()));
+    if (peek().kind != TokenKind::kName)
+      fail_syntax(peek().line, "expected a name, found " + describe(peek()));
     return next().text;
   }
 
@@ -63,7 +73,8 @@ class Parser {
     while (true) {
       const Token& t = peek();
       if (t.kind == TokenKind::kEnd) {
-        if (!stops.empty()) fail_syntax(t.line, "the template ends inside a block (missing end tag)");
+        if (!stops.empty())
+          fail_syntax(t.line, "the template ends inside a block (missing end tag)");
         return body;
       }
       if (t.kind == TokenKind::kText) {
@@ -80,7 +91,8 @@ class Parser {
         s->kind = Stmt::Kind::kOutput;
         s->line = t.line;
         s->expr = parse_expr();
-        if (peek().kind != TokenKind::kVarEnd) fail_syntax(peek().line, "expected '}}', found " + describe(peek()));
+        if (peek().kind != TokenKind::kVarEnd)
+          fail_syntax(peek().line, "expected '}}', found " + describe(peek()));
         next();
         body.push_back(std::move(s));
         continue;
@@ -156,7 +168,8 @@ class Parser {
         s->attr = expect_name();
       }
       if (at_op(",")) fail_unsupported(peek().line, "'set a, b = ...' (tuple assignment)");
-      if (peek().kind == TokenKind::kBlockEnd) fail_unsupported(kw.line, "'{% set %}...{% endset %}' (block assignment)");
+      if (peek().kind == TokenKind::kBlockEnd)
+        fail_unsupported(kw.line, "'{% set %}...{% endset %}' (block assignment)");
       expect_op("=");
       s->expr = parse_expr();
       expect_block_end();
@@ -167,7 +180,8 @@ class Parser {
       expect_block_end();
       return s;
     }
-    if (unsupported_statements().count(kw.text)) fail_unsupported(kw.line, "'{% " + kw.text + " %}'");
+    if (unsupported_statements().count(kw.text))
+      fail_unsupported(kw.line, "'{% " + kw.text + " %}'");
     if (kw.text == "elif" || kw.text == "else" || kw.text.rfind("end", 0) == 0) {
       fail_syntax(kw.line, "'{% " + kw.text + " %}' without an open block it could close");
     }
@@ -312,16 +326,20 @@ class Parser {
     }
     if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat) {
       auto e = make(Expr::Kind::kLiteral, t.line);
-      e->value = t.kind == TokenKind::kInt ? Value::integer(std::stoll(t.text)) : Value::floating(std::stod(t.text));
+      e->value = t.kind == TokenKind::kInt ? Value::integer(std::stoll(t.text))
+                                           : Value::floating(std::stod(t.text));
       next();
       return e;
     }
     if (t.kind == TokenKind::kName) {
       auto e = make(Expr::Kind::kLiteral, t.line);
       const std::string& n = t.text;
-      if (n == "true" || n == "True") e->value = Value::boolean(true);
-      else if (n == "false" || n == "False") e->value = Value::boolean(false);
-      else if (n == "none" || n == "None") e->value = Value::none();
+      if (n == "true" || n == "True")
+        e->value = Value::boolean(true);
+      else if (n == "false" || n == "False")
+        e->value = Value::boolean(false);
+      else if (n == "none" || n == "None")
+        e->value = Value::none();
       else {
         e->kind = Expr::Kind::kName;
         e->name = n;
@@ -380,12 +398,14 @@ class Parser {
   void parse_call_args(Expr* call) {
     expect_op("(");
     while (!at_op(")")) {
-      if (peek().kind == TokenKind::kName && peek(1).kind == TokenKind::kOp && peek(1).text == "=") {
+      if (peek().kind == TokenKind::kName && peek(1).kind == TokenKind::kOp &&
+          peek(1).text == "=") {
         std::string key = next().text;
         next();
         call->kwargs.emplace_back(key, parse_expr());
       } else {
-        if (!call->kwargs.empty()) fail_syntax(peek().line, "positional argument after a keyword argument");
+        if (!call->kwargs.empty())
+          fail_syntax(peek().line, "positional argument after a keyword argument");
         call->args.push_back(parse_expr());
       }
       if (!at_op(",")) break;
@@ -447,7 +467,8 @@ class Parser {
   // Only the global functions and the methods the subset implements may be called.
   static void check_callee(const Expr& callee, int line) {
     if (callee.kind == Expr::Kind::kName) {
-      if (!is_known_function(callee.name)) fail_unsupported(line, "function '" + callee.name + "()'");
+      if (!is_known_function(callee.name))
+        fail_unsupported(line, "function '" + callee.name + "()'");
     } else if (callee.kind == Expr::Kind::kAttr) {
       if (!is_known_method(callee.name)) fail_unsupported(line, "method '." + callee.name + "()'");
     } else {
@@ -497,6 +518,8 @@ class Parser {
 
 }  // namespace
 
-Body parse_template(std::string_view source) { return Parser(lex_template(source)).parse(); }
+Body parse_template(std::string_view source) {
+  return Parser(lex_template(source)).parse();
+}
 
 }  // namespace leap::chat

@@ -20,8 +20,11 @@ enum class Flow { kNormal, kBreak, kContinue };
 std::vector<size_t> slice_indices(std::int64_t n, std::optional<std::int64_t> start,
                                   std::optional<std::int64_t> stop, std::int64_t step) {
   std::vector<size_t> out;
-  auto clamp = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::max(lo, std::min(hi, v)); };
-  auto norm = [&](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo, std::int64_t hi) {
+  auto clamp = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
+    return std::max(lo, std::min(hi, v));
+  };
+  auto norm = [&](std::optional<std::int64_t> v, std::int64_t dflt, std::int64_t lo,
+                  std::int64_t hi) {
     if (!v) return dflt;
     std::int64_t x = *v < 0 ? *v + n : *v;
     return clamp(x, lo, hi);
@@ -61,15 +64,22 @@ class Renderer {
 
   Flow exec(const Stmt& s) {
     switch (s.kind) {
-      case Stmt::Kind::kText: out_.append_template(s.text); return Flow::kNormal;
-      case Stmt::Kind::kOutput: out_.append(to_text(eval(*s.expr))); return Flow::kNormal;
+      case Stmt::Kind::kText:
+        out_.append_template(s.text);
+        return Flow::kNormal;
+      case Stmt::Kind::kOutput:
+        out_.append(to_text(eval(*s.expr)));
+        return Flow::kNormal;
       case Stmt::Kind::kIf:
         for (const auto& [cond, body] : s.branches) {
           if (eval(*cond).truthy()) return exec_body(body);
         }
         return exec_body(s.else_body);
-      case Stmt::Kind::kFor: return exec_for(s);
-      case Stmt::Kind::kSet: exec_set(s); return Flow::kNormal;
+      case Stmt::Kind::kFor:
+        return exec_for(s);
+      case Stmt::Kind::kSet:
+        exec_set(s);
+        return Flow::kNormal;
       case Stmt::Kind::kBreak:
         if (loop_depth_ == 0) fail_syntax(s.line, "'break' outside a for loop");
         return Flow::kBreak;
@@ -88,7 +98,8 @@ class Renderer {
     }
     Value ns = lookup(s.targets[0]);
     if (ns.kind != Value::Kind::kNamespace) {
-      fail_render(s.line, "cannot assign attribute '" + s.attr + "' on '" + s.targets[0] + "': not a namespace");
+      fail_render(s.line, "cannot assign attribute '" + s.attr + "' on '" + s.targets[0] +
+                              "': not a namespace");
     }
     for (auto& kv : *ns.object) {
       if (kv.first == s.attr) {
@@ -172,8 +183,10 @@ class Renderer {
 
   Value eval(const Expr& e) {
     switch (e.kind) {
-      case Expr::Kind::kLiteral: return e.value;
-      case Expr::Kind::kName: return lookup(e.name);
+      case Expr::Kind::kLiteral:
+        return e.value;
+      case Expr::Kind::kName:
+        return lookup(e.name);
       case Expr::Kind::kList: {
         Array items;
         for (const auto& c : e.children) items.push_back(eval(*c));
@@ -188,24 +201,32 @@ class Renderer {
         }
         return Value::dict(std::move(items));
       }
-      case Expr::Kind::kAttr: return get_attr(eval(*e.children[0]), e.name, e);
-      case Expr::Kind::kIndex: return get_item(eval(*e.children[0]), eval(*e.children[1]), e);
-      case Expr::Kind::kSlice: return eval_slice(e);
-      case Expr::Kind::kCall: return eval_call(e);
-      case Expr::Kind::kFilter: return apply_filter(e.name, eval(*e.children[0]), eval_args(e));
+      case Expr::Kind::kAttr:
+        return get_attr(eval(*e.children[0]), e.name, e);
+      case Expr::Kind::kIndex:
+        return get_item(eval(*e.children[0]), eval(*e.children[1]), e);
+      case Expr::Kind::kSlice:
+        return eval_slice(e);
+      case Expr::Kind::kCall:
+        return eval_call(e);
+      case Expr::Kind::kFilter:
+        return apply_filter(e.name, eval(*e.children[0]), eval_args(e));
       case Expr::Kind::kTest: {
         bool r = apply_test(e.name, eval(*e.children[0]), eval_args(e));
         return Value::boolean(r != e.negated);
       }
-      case Expr::Kind::kNot: return Value::boolean(!eval(*e.children[0]).truthy());
+      case Expr::Kind::kNot:
+        return Value::boolean(!eval(*e.children[0]).truthy());
       case Expr::Kind::kNegate: {
         Value v = eval(*e.children[0]);
         if (v.kind == Value::Kind::kInt) return Value::integer(-v.i);
         if (v.kind == Value::Kind::kFloat) return Value::floating(-v.f);
         if (v.kind == Value::Kind::kBool) return Value::integer(-std::int64_t{v.b});
-        fail_render(e.line, std::string("bad operand type for unary -: '") + kind_name(v.kind) + "'");
+        fail_render(e.line,
+                    std::string("bad operand type for unary -: '") + kind_name(v.kind) + "'");
       }
-      case Expr::Kind::kBinary: return eval_binary(e);
+      case Expr::Kind::kBinary:
+        return eval_binary(e);
       case Expr::Kind::kCondition:
         if (eval(*e.children[0]).truthy()) return eval(*e.children[1]);
         return e.children[2] ? eval(*e.children[2]) : Value::undefined();
@@ -238,7 +259,8 @@ class Renderer {
       if (k < 0 || k >= n) return Value::undefined();
       if (obj.kind == Value::Kind::kArray) return (*obj.array)[static_cast<size_t>(k)];
       std::vector<size_t> cp = code_point_offsets(obj.str.bytes);
-      return Value::string(obj.str.substr(cp[static_cast<size_t>(k)], cp[static_cast<size_t>(k) + 1] - cp[static_cast<size_t>(k)]));
+      return Value::string(obj.str.substr(
+          cp[static_cast<size_t>(k)], cp[static_cast<size_t>(k) + 1] - cp[static_cast<size_t>(k)]));
     }
     return Value::undefined();
   }
@@ -250,10 +272,12 @@ class Renderer {
       if (!p) return std::nullopt;
       Value v = eval(*p);
       if (v.is_none()) return std::nullopt;
-      if (v.kind != Value::Kind::kInt) fail_render(e.line, "slice indices must be integers or None");
+      if (v.kind != Value::Kind::kInt)
+        fail_render(e.line, "slice indices must be integers or None");
       return v.i;
     };
-    std::optional<std::int64_t> start = bound(e.children[1]), stop = bound(e.children[2]), step = bound(e.children[3]);
+    std::optional<std::int64_t> start = bound(e.children[1]), stop = bound(e.children[2]),
+                                step = bound(e.children[3]);
     if (step && *step == 0) fail_render(e.line, "slice step cannot be zero");
     std::int64_t n = python_len(obj, e.line);
     std::vector<size_t> idx = slice_indices(n, start, stop, step.value_or(1));
@@ -278,7 +302,8 @@ class Renderer {
       return call_method(obj, callee.name, eval_args(e));
     }
     Value f = eval(callee);
-    if (f.kind != Value::Kind::kCallable) fail_render(e.line, "'" + callee.name + "' is not callable");
+    if (f.kind != Value::Kind::kCallable)
+      fail_render(e.line, "'" + callee.name + "' is not callable");
     CallArgs call = eval_args(e);
     const std::string& name = f.str.bytes;
     if (name == "namespace") {
@@ -289,8 +314,10 @@ class Renderer {
     }
     if (name == "raise_exception") {
       const Value* msg = call.get(0, "message");
-      throw TemplateError{StatusCode::kInvalidInput,
-                          "the template raised an exception: " + (msg ? to_text(*msg).bytes : std::string()), e.line};
+      throw TemplateError{
+          StatusCode::kInvalidInput,
+          "the template raised an exception: " + (msg ? to_text(*msg).bytes : std::string()),
+          e.line};
     }
     if (name == "strftime_now") {
       const Value* fmt = call.get(0, "format");
@@ -306,13 +333,15 @@ class Renderer {
   }
 
   static double as_double(const Value& v) {
-    return v.kind == Value::Kind::kFloat ? v.f : static_cast<double>(v.kind == Value::Kind::kBool ? v.b : v.i);
+    return v.kind == Value::Kind::kFloat
+               ? v.f
+               : static_cast<double>(v.kind == Value::Kind::kBool ? v.b : v.i);
   }
   static std::int64_t as_int(const Value& v) { return v.kind == Value::Kind::kBool ? v.b : v.i; }
 
   [[noreturn]] static void fail_operands(const Expr& e, const Value& a, const Value& b) {
-    fail_render(e.line, "unsupported operand types for " + e.name + ": '" + kind_name(a.kind) + "' and '" +
-                            kind_name(b.kind) + "'");
+    fail_render(e.line, "unsupported operand types for " + e.name + ": '" + kind_name(a.kind) +
+                            "' and '" + kind_name(b.kind) + "'");
   }
 
   bool contains(const Value& container, const Value& item, const Expr& e) {
@@ -325,9 +354,13 @@ class Renderer {
           if (values_equal(x, item)) return true;
         }
         return false;
-      case Value::Kind::kObject: return item.is_string() && container.find(item.str.bytes) != nullptr;
-      case Value::Kind::kUndefined: return false;
-      default: fail_render(e.line, std::string("argument of type '") + kind_name(container.kind) + "' is not iterable");
+      case Value::Kind::kObject:
+        return item.is_string() && container.find(item.str.bytes) != nullptr;
+      case Value::Kind::kUndefined:
+        return false;
+      default:
+        fail_render(e.line, std::string("argument of type '") + kind_name(container.kind) +
+                                "' is not iterable");
     }
   }
 
@@ -360,14 +393,16 @@ class Renderer {
       } else if (a.is_string() && b.is_string()) {
         cmp = a.str.bytes.compare(b.str.bytes);
       } else {
-        fail_render(e.line, "'" + op + "' not supported between '" + kind_name(a.kind) + "' and '" + kind_name(b.kind) + "'");
+        fail_render(e.line, "'" + op + "' not supported between '" + kind_name(a.kind) + "' and '" +
+                                kind_name(b.kind) + "'");
       }
       if (op == "<") return Value::boolean(cmp < 0);
       if (op == ">") return Value::boolean(cmp > 0);
       if (op == "<=") return Value::boolean(cmp <= 0);
       return Value::boolean(cmp >= 0);
     }
-    if (a.is_undefined() || b.is_undefined()) fail_render(e.line, "'" + op + "' on an undefined value");
+    if (a.is_undefined() || b.is_undefined())
+      fail_render(e.line, "'" + op + "' on an undefined value");
     if (op == "+") {
       if (a.is_string() && b.is_string()) {
         Text t = a.str;
@@ -382,9 +417,15 @@ class Renderer {
     }
     if (!a.is_number() || !b.is_number()) fail_operands(e, a, b);
     bool floats = a.kind == Value::Kind::kFloat || b.kind == Value::Kind::kFloat;
-    if (op == "+") return floats ? Value::floating(as_double(a) + as_double(b)) : Value::integer(as_int(a) + as_int(b));
-    if (op == "-") return floats ? Value::floating(as_double(a) - as_double(b)) : Value::integer(as_int(a) - as_int(b));
-    if (op == "*") return floats ? Value::floating(as_double(a) * as_double(b)) : Value::integer(as_int(a) * as_int(b));
+    if (op == "+")
+      return floats ? Value::floating(as_double(a) + as_double(b))
+                    : Value::integer(as_int(a) + as_int(b));
+    if (op == "-")
+      return floats ? Value::floating(as_double(a) - as_double(b))
+                    : Value::integer(as_int(a) - as_int(b));
+    if (op == "*")
+      return floats ? Value::floating(as_double(a) * as_double(b))
+                    : Value::integer(as_int(a) * as_int(b));
     if (op == "/") {
       if (as_double(b) == 0.0) fail_render(e.line, "division by zero");
       return Value::floating(as_double(a) / as_double(b));
@@ -417,6 +458,8 @@ class Renderer {
 
 }  // namespace
 
-Text render_template(const Body& body, const RenderContext& context) { return Renderer(context).run(body); }
+Text render_template(const Body& body, const RenderContext& context) {
+  return Renderer(context).run(body);
+}
 
 }  // namespace leap::chat

@@ -94,15 +94,23 @@ Value Value::new_namespace(Object attrs) {
 bool Value::truthy() const {
   switch (kind) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return b;
-    case Kind::kInt: return i != 0;
-    case Kind::kFloat: return f != 0.0;
-    case Kind::kString: return !str.bytes.empty();
-    case Kind::kArray: return !array->empty();
-    case Kind::kObject: return !object->empty();
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return b;
+    case Kind::kInt:
+      return i != 0;
+    case Kind::kFloat:
+      return f != 0.0;
+    case Kind::kString:
+      return !str.bytes.empty();
+    case Kind::kArray:
+      return !array->empty();
+    case Kind::kObject:
+      return !object->empty();
     case Kind::kNamespace:
-    case Kind::kCallable: return true;
+    case Kind::kCallable:
+      return true;
   }
   return false;
 }
@@ -117,16 +125,26 @@ const Value* Value::find(std::string_view key) const {
 
 const char* kind_name(Value::Kind kind) {
   switch (kind) {
-    case Value::Kind::kUndefined: return "undefined";
-    case Value::Kind::kNone: return "None";
-    case Value::Kind::kBool: return "bool";
-    case Value::Kind::kInt: return "int";
-    case Value::Kind::kFloat: return "float";
-    case Value::Kind::kString: return "str";
-    case Value::Kind::kArray: return "list";
-    case Value::Kind::kObject: return "dict";
-    case Value::Kind::kNamespace: return "namespace";
-    case Value::Kind::kCallable: return "function";
+    case Value::Kind::kUndefined:
+      return "undefined";
+    case Value::Kind::kNone:
+      return "None";
+    case Value::Kind::kBool:
+      return "bool";
+    case Value::Kind::kInt:
+      return "int";
+    case Value::Kind::kFloat:
+      return "float";
+    case Value::Kind::kString:
+      return "str";
+    case Value::Kind::kArray:
+      return "list";
+    case Value::Kind::kObject:
+      return "dict";
+    case Value::Kind::kNamespace:
+      return "namespace";
+    case Value::Kind::kCallable:
+      return "function";
   }
   return "?";
 }
@@ -153,7 +171,8 @@ std::string format_python_float(double v) {
       out.append(digits, 1, std::string::npos);
     }
     char exp_buf[16];
-    std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+    std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exponent < 0 ? '-' : '+',
+                  std::abs(exponent));
     out.append(exp_buf);
     return out;
   }
@@ -188,11 +207,16 @@ Text repr_string(const Text& s) {
   for (size_t i = 0; i < s.bytes.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s.bytes[i]);
     std::string piece;
-    if (c == '\\') piece = "\\\\";
-    else if (c == '\n') piece = "\\n";
-    else if (c == '\r') piece = "\\r";
-    else if (c == '\t') piece = "\\t";
-    else if (c == static_cast<unsigned char>(quote)) piece = std::string("\\") + quote;
+    if (c == '\\')
+      piece = "\\\\";
+    else if (c == '\n')
+      piece = "\\n";
+    else if (c == '\r')
+      piece = "\\r";
+    else if (c == '\t')
+      piece = "\\t";
+    else if (c == static_cast<unsigned char>(quote))
+      piece = std::string("\\") + quote;
     else if (c < 0x20 || c == 0x7f) {
       char buf[8];
       std::snprintf(buf, sizeof(buf), "\\x%02x", c);
@@ -217,12 +241,18 @@ Text to_repr(const Value& v) {
 
 Text to_text(const Value& v) {
   switch (v.kind) {
-    case Value::Kind::kUndefined: return {};
-    case Value::Kind::kNone: return Text::from_template("None");
-    case Value::Kind::kBool: return Text::from_template(v.b ? "True" : "False");
-    case Value::Kind::kInt: return Text::from_template(std::to_string(v.i));
-    case Value::Kind::kFloat: return Text::from_template(format_python_float(v.f));
-    case Value::Kind::kString: return v.str;
+    case Value::Kind::kUndefined:
+      return {};
+    case Value::Kind::kNone:
+      return Text::from_template("None");
+    case Value::Kind::kBool:
+      return Text::from_template(v.b ? "True" : "False");
+    case Value::Kind::kInt:
+      return Text::from_template(std::to_string(v.i));
+    case Value::Kind::kFloat:
+      return Text::from_template(format_python_float(v.f));
+    case Value::Kind::kString:
+      return v.str;
     case Value::Kind::kArray: {
       Text out = Text::from_template("[");
       for (size_t k = 0; k < v.array->size(); ++k) {
@@ -243,8 +273,10 @@ Text to_text(const Value& v) {
       out.append_template("}");
       return out;
     }
-    case Value::Kind::kNamespace: return Text::from_template("<Namespace>");
-    case Value::Kind::kCallable: return Text::from_template("<function " + v.str.bytes + ">");
+    case Value::Kind::kNamespace:
+      return Text::from_template("<Namespace>");
+    case Value::Kind::kCallable:
+      return Text::from_template("<function " + v.str.bytes + ">");
   }
   return {};
 }
@@ -252,10 +284,14 @@ Text to_text(const Value& v) {
 bool values_equal(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
     auto as_double = [](const Value& v) {
-      return v.kind == Value::Kind::kFloat ? v.f : static_cast<double>(v.kind == Value::Kind::kBool ? v.b : v.i);
+      return v.kind == Value::Kind::kFloat
+                 ? v.f
+                 : static_cast<double>(v.kind == Value::Kind::kBool ? v.b : v.i);
     };
     if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat) {
-      auto as_int = [](const Value& v) { return v.kind == Value::Kind::kBool ? std::int64_t{v.b} : v.i; };
+      auto as_int = [](const Value& v) {
+        return v.kind == Value::Kind::kBool ? std::int64_t{v.b} : v.i;
+      };
       return as_int(a) == as_int(b);
     }
     return as_double(a) == as_double(b);
@@ -263,8 +299,10 @@ bool values_equal(const Value& a, const Value& b) {
   if (a.kind != b.kind) return false;
   switch (a.kind) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.str.bytes == b.str.bytes;
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.str.bytes == b.str.bytes;
     case Value::Kind::kArray:
       if (a.array->size() != b.array->size()) return false;
       for (size_t k = 0; k < a.array->size(); ++k) {
@@ -279,19 +317,26 @@ bool values_equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Value::Kind::kNamespace: return a.object == b.object;
-    case Value::Kind::kCallable: return a.str.bytes == b.str.bytes;
-    default: return false;
+    case Value::Kind::kNamespace:
+      return a.object == b.object;
+    case Value::Kind::kCallable:
+      return a.str.bytes == b.str.bytes;
+    default:
+      return false;
   }
 }
 
 Value value_from_json(const nlohmann::ordered_json& j, Origin origin) {
   switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null: return Value::none();
-    case nlohmann::ordered_json::value_t::boolean: return Value::boolean(j.get<bool>());
+    case nlohmann::ordered_json::value_t::null:
+      return Value::none();
+    case nlohmann::ordered_json::value_t::boolean:
+      return Value::boolean(j.get<bool>());
     case nlohmann::ordered_json::value_t::number_integer:
-    case nlohmann::ordered_json::value_t::number_unsigned: return Value::integer(j.get<std::int64_t>());
-    case nlohmann::ordered_json::value_t::number_float: return Value::floating(j.get<double>());
+    case nlohmann::ordered_json::value_t::number_unsigned:
+      return Value::integer(j.get<std::int64_t>());
+    case nlohmann::ordered_json::value_t::number_float:
+      return Value::floating(j.get<double>());
     case nlohmann::ordered_json::value_t::string: {
       std::string s = j.get<std::string>();
       return Value::string(origin == Origin::kContent ? Text::from_content(std::move(s))
@@ -309,7 +354,8 @@ Value value_from_json(const nlohmann::ordered_json& j, Origin origin) {
       v.keys_are_content = origin == Origin::kContent;
       return v;
     }
-    default: return Value::undefined();
+    default:
+      return Value::undefined();
   }
 }
 
@@ -319,13 +365,27 @@ void dump_json_string(const std::string& s, std::string* out) {
   *out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -349,15 +409,26 @@ bool dump_json_at(const Value& v, const JsonStyle& style, int level, std::string
     out->append(static_cast<size_t>(style.indent) * static_cast<size_t>(lvl), ' ');
   };
   switch (v.kind) {
-    case Value::Kind::kNone: *out += "null"; return true;
-    case Value::Kind::kBool: *out += v.b ? "true" : "false"; return true;
-    case Value::Kind::kInt: *out += std::to_string(v.i); return true;
-    case Value::Kind::kFloat:
-      if (std::isnan(v.f)) *out += "NaN";
-      else if (std::isinf(v.f)) *out += v.f > 0 ? "Infinity" : "-Infinity";
-      else *out += format_python_float(v.f);
+    case Value::Kind::kNone:
+      *out += "null";
       return true;
-    case Value::Kind::kString: dump_json_string(v.str.bytes, out); return true;
+    case Value::Kind::kBool:
+      *out += v.b ? "true" : "false";
+      return true;
+    case Value::Kind::kInt:
+      *out += std::to_string(v.i);
+      return true;
+    case Value::Kind::kFloat:
+      if (std::isnan(v.f))
+        *out += "NaN";
+      else if (std::isinf(v.f))
+        *out += v.f > 0 ? "Infinity" : "-Infinity";
+      else
+        *out += format_python_float(v.f);
+      return true;
+    case Value::Kind::kString:
+      dump_json_string(v.str.bytes, out);
+      return true;
     case Value::Kind::kArray: {
       if (v.array->empty()) {
         *out += "[]";
@@ -399,8 +470,7 @@ bool dump_json_at(const Value& v, const JsonStyle& style, int level, std::string
     case Value::Kind::kUndefined:
     case Value::Kind::kNamespace:
     case Value::Kind::kCallable:
-      *error = std::string("Object of type ") + kind_name(v.kind) +
-               " is not JSON serializable";
+      *error = std::string("Object of type ") + kind_name(v.kind) + " is not JSON serializable";
       return false;
   }
   return false;

@@ -44,7 +44,15 @@ using Object = std::vector<std::pair<std::string, Value>>;  // dict, in insertio
 
 struct Value {
   enum class Kind {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kArray, kObject, kNamespace,
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kArray,
+    kObject,
+    kNamespace,
     kCallable,  // a global function (raise_exception, strftime_now, namespace); str holds its name
   };
   Kind kind = Kind::kUndefined;
@@ -70,7 +78,9 @@ struct Value {
   bool is_undefined() const { return kind == Kind::kUndefined; }
   bool is_none() const { return kind == Kind::kNone; }
   bool is_string() const { return kind == Kind::kString; }
-  bool is_number() const { return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool; }
+  bool is_number() const {
+    return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool;
+  }
   bool is_mapping() const { return kind == Kind::kObject || kind == Kind::kNamespace; }
 
   // Python's bool(x); Undefined is false.
@@ -94,8 +104,8 @@ bool values_equal(const Value& a, const Value& b);
 Value value_from_json(const nlohmann::ordered_json& j, Origin origin);
 
 struct JsonStyle {
-  int indent = -1;                // -1: None (one line)
-  std::string item_separator;     // empty: Python's default for the indent
+  int indent = -1;             // -1: None (one line)
+  std::string item_separator;  // empty: Python's default for the indent
   std::string key_separator = ": ";
   bool sort_keys = false;
 };

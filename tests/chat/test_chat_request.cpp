@@ -17,8 +17,9 @@ const fs::path kChatDir = fs::path(LEAP_SOURCE_DIR) / "tests" / "chat";
 class ChatFile : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = fs::temp_directory_path() / ("leap_chat_request_" + std::to_string(::getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json");
+    path_ = fs::temp_directory_path() /
+            ("leap_chat_request_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".json");
   }
   void TearDown() override { fs::remove(path_); }
   void write(const std::string& text) { std::ofstream(path_) << text; }
@@ -28,16 +29,19 @@ class ChatFile : public ::testing::Test {
 TEST_F(ChatFile, ListFormRendersLikeTheGolden) {
   write(R"([{"role": "system", "content": "You are a CUDA expert."},
             {"role": "user", "content": "Write a ReLU kernel."}])");
-  auto r = render_chat_file((kChatDir / "templates" / "qwen2.5-instruct").string(), path_.string(), 0);
+  auto r =
+      render_chat_file((kChatDir / "templates" / "qwen2.5-instruct").string(), path_.string(), 0);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_EQ(r->text,
-            "<|im_start|>system\nYou are a CUDA expert.<|im_end|>\n<|im_start|>user\nWrite a ReLU kernel.<|im_end|>\n"
+            "<|im_start|>system\nYou are a CUDA expert.<|im_end|>\n<|im_start|>user\nWrite a ReLU "
+            "kernel.<|im_end|>\n"
             "<|im_start|>assistant\n");
   nlohmann::ordered_json j = rendering_to_json(*r);
   EXPECT_EQ(j["text"], r->text);
   ASSERT_GE(j["spans"].size(), 3u);
   EXPECT_EQ(j["spans"][0]["kind"], "template");
-  EXPECT_EQ(j["spans"][0]["text"], "<|im_start|>system\n");  // the system branch writes its role itself
+  EXPECT_EQ(j["spans"][0]["text"],
+            "<|im_start|>system\n");  // the system branch writes its role itself
   EXPECT_EQ(j["spans"][1]["kind"], "content");
   EXPECT_EQ(j["spans"][1]["text"], "You are a CUDA expert.");
   std::string joined;
@@ -48,7 +52,8 @@ TEST_F(ChatFile, ListFormRendersLikeTheGolden) {
 TEST_F(ChatFile, ObjectFormCarriesOptions) {
   write(R"({"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": false,
             "variables": {"date_string": "02 Feb 2031"}})");
-  auto r = render_chat_file((kChatDir / "templates" / "llama-3.1-instruct").string(), path_.string(), 0);
+  auto r =
+      render_chat_file((kChatDir / "templates" / "llama-3.1-instruct").string(), path_.string(), 0);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_NE(r->text.find("Today Date: 02 Feb 2031"), std::string::npos);
   EXPECT_EQ(r->text.substr(r->text.size() - 12), "hi<|eot_id|>");

@@ -26,8 +26,12 @@ ChatTemplate load_fixture(const std::string& name) {
   return std::move(t).value();
 }
 
-Json user(const std::string& s) { return {{"role", "user"}, {"content", s}}; }
-Json assistant(const std::string& s) { return {{"role", "assistant"}, {"content", s}}; }
+Json user(const std::string& s) {
+  return {{"role", "user"}, {"content", s}};
+}
+Json assistant(const std::string& s) {
+  return {{"role", "assistant"}, {"content", s}};
+}
 
 // The text of the spans of one kind, joined.
 std::string text_of(const Rendering& r, SpanKind kind) {
@@ -44,7 +48,8 @@ TEST(ChatSnippets, MatchJinja2) {
   for (const auto& s : golden["snippets"]) {
     const std::string source = s["template"].get<std::string>();
     SCOPED_TRACE(source);
-    auto t = ChatTemplate::parse(source, {{"bos_token", golden["bos_token"]}, {"eos_token", golden["eos_token"]}});
+    auto t = ChatTemplate::parse(
+        source, {{"bos_token", golden["bos_token"]}, {"eos_token", golden["eos_token"]}});
     ++n;
     if (s.contains("error")) {
       if (!t) continue;  // jinja2 refused it at compile time too
@@ -52,7 +57,8 @@ TEST(ChatSnippets, MatchJinja2) {
       opts.now_unix_seconds = golden["now_unix_seconds"].get<std::int64_t>();
       auto r = t->render(golden["messages"], opts);
       ASSERT_FALSE(r) << "jinja2 failed with: " << s["error"].get<std::string>();
-      EXPECT_NE(r.status().message().find(s["error"].get<std::string>()), std::string::npos) << r.status().message();
+      EXPECT_NE(r.status().message().find(s["error"].get<std::string>()), std::string::npos)
+          << r.status().message();
       continue;
     }
     ASSERT_TRUE(t) << t.status().message();
@@ -85,9 +91,11 @@ TEST(ChatSpans, SpecialTokensTypedByTheUserAreContent) {
   ChatTemplate t = load_fixture("qwen2.5-instruct");
   auto r = t.render(Json::array({user("say <|im_end|> now")}), {});
   ASSERT_TRUE(r);
-  EXPECT_EQ(text_of(*r, SpanKind::kContent), "usersay <|im_end|> now");  // the role string is caller data too
+  EXPECT_EQ(text_of(*r, SpanKind::kContent),
+            "usersay <|im_end|> now");  // the role string is caller data too
   EXPECT_EQ(text_of(*r, SpanKind::kTemplate),
-            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.<|im_end|>\n"
             "<|im_start|>\n<|im_end|>\n<|im_start|>assistant\n");
 }
 
@@ -100,8 +108,9 @@ TEST(ChatSpans, ProvenanceSurvivesTrimSplitAndTojson) {
   EXPECT_EQ(r->spans.front().kind, SpanKind::kTemplate);
 
   ChatTemplate qwen3 = load_fixture("qwen3");
-  auto q = qwen3.render(Json::array({user("q"), assistant("<think>\nr <|im_end|>\n</think>\n\nans")}),
-                        RenderOptions{.add_generation_prompt = false});
+  auto q =
+      qwen3.render(Json::array({user("q"), assistant("<think>\nr <|im_end|>\n</think>\n\nans")}),
+                   RenderOptions{.add_generation_prompt = false});
   ASSERT_TRUE(q);
   // split('</think>') and strip() move bytes; the moved bytes are still content.
   EXPECT_NE(text_of(*q, SpanKind::kContent).find("r <|im_end|>"), std::string::npos);
@@ -112,17 +121,21 @@ TEST(ChatSpans, ProvenanceSurvivesTrimSplitAndTojson) {
   opts.tools = tools;
   auto w = load_fixture("qwen2.5-instruct").render(Json::array({user("x")}), opts);
   ASSERT_TRUE(w);
-  EXPECT_NE(text_of(*w, SpanKind::kContent).find("{\"type\": \"function\", \"function\": {\"name\": \"<|im_end|>\"}}"),
+  EXPECT_NE(text_of(*w, SpanKind::kContent)
+                .find("{\"type\": \"function\", \"function\": {\"name\": \"<|im_end|>\"}}"),
             std::string::npos);
 }
 
 TEST(ChatContinuation, AppendOnlyTemplateGivesTheSuffix) {
   ChatTemplate t = load_fixture("qwen2.5-instruct");
-  auto c = render_continuation(t, Json::array({user("write a kernel")}),
-                               Json::array({assistant("here it is"), user("compile error <|im_end|>")}), {});
+  auto c = render_continuation(
+      t, Json::array({user("write a kernel")}),
+      Json::array({assistant("here it is"), user("compile error <|im_end|>")}), {});
   ASSERT_TRUE(c) << c.status().message();
   ASSERT_TRUE(c->append_only);
-  EXPECT_EQ(c->suffix.text, "<|im_end|>\n<|im_start|>user\ncompile error <|im_end|><|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(
+      c->suffix.text,
+      "<|im_end|>\n<|im_start|>user\ncompile error <|im_end|><|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(text_of(c->suffix, SpanKind::kContent), "usercompile error <|im_end|>");
   // prompt(t-1) + sampled + suffix is the full rendering.
   auto prev = t.render(Json::array({user("write a kernel")}), {});
@@ -130,7 +143,8 @@ TEST(ChatContinuation, AppendOnlyTemplateGivesTheSuffix) {
   EXPECT_EQ(prev->text + "here it is" + c->suffix.text, c->full.text);
 
   ChatTemplate llama = load_fixture("llama-3.1-instruct");
-  auto l = render_continuation(llama, Json::array({user("k")}), Json::array({assistant("a"), user("f")}), {});
+  auto l = render_continuation(llama, Json::array({user("k")}),
+                               Json::array({assistant("a"), user("f")}), {});
   ASSERT_TRUE(l);
   ASSERT_TRUE(l->append_only);
   EXPECT_EQ(l->suffix.text,
@@ -159,7 +173,8 @@ TEST(ChatContinuation, ReportsTemplatesThatRewriteHistory) {
 }
 
 TEST(ChatContinuation, NeedsTheSampledAssistantFirst) {
-  auto c = render_continuation(load_fixture("qwen3"), Json::array({user("a")}), Json::array({user("b")}), {});
+  auto c = render_continuation(load_fixture("qwen3"), Json::array({user("a")}),
+                               Json::array({user("b")}), {});
   ASSERT_FALSE(c);
   EXPECT_EQ(c.status().exit_code(), 2);
 }
@@ -168,14 +183,18 @@ TEST(ChatContinuation, NeedsTheSampledAssistantFirst) {
 // and its line.
 TEST(ChatUnsupported, NamesTheConstructAndLine) {
   const std::pair<const char*, const char*> cases[] = {
-      {"ok\n{% if false %}\n{% macro m() %}x{% endmacro %}\n{% endif %}", "line 3: unsupported construct '{% macro %}'"},
+      {"ok\n{% if false %}\n{% macro m() %}x{% endmacro %}\n{% endif %}",
+       "line 3: unsupported construct '{% macro %}'"},
       {"a\nb\n{% include 'other.jinja' %}", "line 3: unsupported construct '{% include %}'"},
-      {"{% if tools %}\n  {{ tools | shuffle }}\n{% endif %}", "line 2: unsupported construct filter 'shuffle'"},
+      {"{% if tools %}\n  {{ tools | shuffle }}\n{% endif %}",
+       "line 2: unsupported construct filter 'shuffle'"},
       {"\n{{ x is odd }}", "line 2: unsupported construct test 'is odd'"},
       {"{{ messages[0].content.upper() }}", "line 1: unsupported construct method '.upper()'"},
       {"\n\n{{ cycler(1, 2) }}", "line 3: unsupported construct function 'cycler()'"},
-      {"{% set x %}block{% endset %}", "line 1: unsupported construct '{% set %}...{% endset %}' (block assignment)"},
-      {"{% for m in messages recursive %}{% endfor %}", "line 1: unsupported construct 'for ... recursive'"},
+      {"{% set x %}block{% endset %}",
+       "line 1: unsupported construct '{% set %}...{% endset %}' (block assignment)"},
+      {"{% for m in messages recursive %}{% endfor %}",
+       "line 1: unsupported construct 'for ... recursive'"},
       {"{% with a = 1 %}{% endwith %}", "line 1: unsupported construct '{% with %}'"},
   };
   for (const auto& [source, want] : cases) {
@@ -193,11 +212,13 @@ TEST(ChatUnsupported, SyntaxAndRuntimeErrorsNameTheLine) {
   ASSERT_FALSE(unclosed);
   EXPECT_EQ(unclosed.status().exit_code(), 2);
 
-  auto raises = ChatTemplate::parse("a\n{{ raise_exception('only user and assistant roles') }}", {});
+  auto raises =
+      ChatTemplate::parse("a\n{{ raise_exception('only user and assistant roles') }}", {});
   ASSERT_TRUE(raises);
   auto r = raises->render(Json::array(), {});
   ASSERT_FALSE(r);
-  EXPECT_NE(r.status().message().find("line 2: the template raised an exception: only user and assistant roles"),
+  EXPECT_NE(r.status().message().find(
+                "line 2: the template raised an exception: only user and assistant roles"),
             std::string::npos)
       << r.status().message();
 
@@ -211,12 +232,15 @@ TEST(ChatUnsupported, SyntaxAndRuntimeErrorsNameTheLine) {
 class TokenizerDir : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("leap_chat_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("leap_chat_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
-  void write_config(const std::string& text) { std::ofstream(dir_ / "tokenizer_config.json") << text; }
+  void write_config(const std::string& text) {
+    std::ofstream(dir_ / "tokenizer_config.json") << text;
+  }
   fs::path dir_;
 };
 
@@ -254,9 +278,10 @@ TEST_F(TokenizerDir, ErrorsNameTheFileAndKey) {
   write_config(R"({"chat_template": "{% import 'x' as y %}"})");
   auto bad = load_template(dir_.string());
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.status().message().find("tokenizer_config.json: chat_template: chat template line 1: "
-                                        "unsupported construct '{% import %}'"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.status().message().find("tokenizer_config.json: chat_template: chat template line 1: "
+                                  "unsupported construct '{% import %}'"),
+      std::string::npos)
       << bad.status().message();
 
   auto absent = load_template((dir_ / "nowhere").string());
