@@ -3,6 +3,7 @@
 // then postfix (.attr, [index], [a:b:c], call) with filters and `is` tests.
 #include "chat/parser.h"
 
+#include <charconv>
 #include <set>
 
 #include "chat/builtins.h"
@@ -18,6 +19,21 @@ const std::set<std::string>& unsupported_statements() {
       "with",  "raw",  "autoescape", "do",     "generation", "trans",   "pluralize", "print"};
   return names;
 }
+
+// Bounds the parser's recursion, so a hostile template is an error, not a stack overflow.
+class DepthGuard {
+ public:
+  static constexpr int kMaxNesting = 250;
+  DepthGuard(int& depth, int line) : depth_(depth) {
+    if (++depth_ > kMaxNesting) fail_unsupported(line, "nesting deeper than 250 levels");
+  }
+  ~DepthGuard() { --depth_; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+
+ private:
+  int& depth_;
+};
 
 class Parser {
  public:
@@ -111,6 +127,7 @@ class Parser {
   }
 
   StmtPtr parse_statement() {
+    DepthGuard guard(depth_, peek().line);
     const Token kw = next();
     auto s = std::make_unique<Stmt>();
     s->line = kw.line;
@@ -188,6 +205,23 @@ class Parser {
     fail_unsupported(kw.line, "'{% " + kw.text + " %}' (unknown statement)");
   }
 
+  static std::int64_t parse_int(const Token& t) {
+    std::int64_t v = 0;
+    auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc() || end != t.text.data() + t.text.size()) {
+      fail_unsupported(t.line, "integer literal " + t.text + " (beyond 64 bits)");
+    }
+    return v;
+  }
+  static double parse_float(const Token& t) {
+    double v = 0;
+    auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+    if (ec != std::errc() || end != t.text.data() + t.text.size()) {
+      fail_unsupported(t.line, "float literal " + t.text + " (out of range)");
+    }
+    return v;
+  }
+
   ExprPtr make(Expr::Kind kind, int line) {
     auto e = std::make_unique<Expr>();
     e->kind = kind;
@@ -203,6 +237,7 @@ class Parser {
   }
 
   ExprPtr parse_expr(bool allow_condition = true) {
+    DepthGuard guard(depth_, peek().line);
     ExprPtr e = parse_or();
     if (allow_condition && at_name("if")) {
       int line = next().line;
@@ -237,6 +272,7 @@ class Parser {
     return e;
   }
   ExprPtr parse_not() {
+    DepthGuard guard(depth_, peek().line);
     if (at_name("not")) {
       int line = next().line;
       auto e = make(Expr::Kind::kNot, line);
@@ -298,6 +334,7 @@ class Parser {
     return e;
   }
   ExprPtr parse_unary(bool with_filter) {
+    DepthGuard guard(depth_, peek().line);
     ExprPtr e;
     if (at_op("-") || at_op("+")) {
       const Token& op = next();
@@ -326,8 +363,8 @@ class Parser {
     }
     if (t.kind == TokenKind::kInt || t.kind == TokenKind::kFloat) {
       auto e = make(Expr::Kind::kLiteral, t.line);
-      e->value = t.kind == TokenKind::kInt ? Value::integer(std::stoll(t.text))
-                                           : Value::floating(std::stod(t.text));
+      e->value = t.kind == TokenKind::kInt ? Value::integer(parse_int(t))
+                                           : Value::floating(parse_float(t));
       next();
       return e;
     }
@@ -423,7 +460,7 @@ class Parser {
           a->kind = Expr::Kind::kIndex;
           a->children.push_back(std::move(e));
           auto idx = make(Expr::Kind::kLiteral, line);
-          idx->value = Value::integer(std::stoll(next().text));
+          idx->value = Value::integer(parse_int(next()));
           a->children.push_back(std::move(idx));
           e = std::move(a);
           continue;
@@ -514,6 +551,7 @@ class Parser {
 
   std::vector<Token> toks_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

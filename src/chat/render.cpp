@@ -417,15 +417,19 @@ class Renderer {
     }
     if (!a.is_number() || !b.is_number()) fail_operands(e, a, b);
     bool floats = a.kind == Value::Kind::kFloat || b.kind == Value::Kind::kFloat;
-    if (op == "+")
-      return floats ? Value::floating(as_double(a) + as_double(b))
-                    : Value::integer(as_int(a) + as_int(b));
-    if (op == "-")
-      return floats ? Value::floating(as_double(a) - as_double(b))
-                    : Value::integer(as_int(a) - as_int(b));
-    if (op == "*")
-      return floats ? Value::floating(as_double(a) * as_double(b))
-                    : Value::integer(as_int(a) * as_int(b));
+    if (floats) {
+      if (op == "+") return Value::floating(as_double(a) + as_double(b));
+      if (op == "-") return Value::floating(as_double(a) - as_double(b));
+      if (op == "*") return Value::floating(as_double(a) * as_double(b));
+    }
+    // Python's ints do not overflow; LEAP's are 64-bit, so an overflow is refused, not wrapped.
+    std::int64_t r = 0;
+    if ((op == "+" && __builtin_add_overflow(as_int(a), as_int(b), &r)) ||
+        (op == "-" && __builtin_sub_overflow(as_int(a), as_int(b), &r)) ||
+        (op == "*" && __builtin_mul_overflow(as_int(a), as_int(b), &r))) {
+      fail_unsupported(e.line, "integer arithmetic beyond 64 bits");
+    }
+    if (op == "+" || op == "-" || op == "*") return Value::integer(r);
     if (op == "/") {
       if (as_double(b) == 0.0) fail_render(e.line, "division by zero");
       return Value::floating(as_double(a) / as_double(b));
@@ -443,9 +447,13 @@ class Renderer {
     }
     if (op == "**") {
       if (floats || as_int(b) < 0) return Value::floating(std::pow(as_double(a), as_double(b)));
-      std::int64_t r = 1;
-      for (std::int64_t k = 0; k < as_int(b); ++k) r *= as_int(a);
-      return Value::integer(r);
+      std::int64_t result = 1, base = as_int(a);
+      for (std::int64_t exp = as_int(b); exp > 0; exp >>= 1) {
+        bool overflow = (exp & 1) && __builtin_mul_overflow(result, base, &result);
+        overflow = overflow || (exp > 1 && __builtin_mul_overflow(base, base, &base));
+        if (overflow) fail_unsupported(e.line, "integer arithmetic beyond 64 bits");
+      }
+      return Value::integer(result);
     }
     fail_operands(e, a, b);
   }

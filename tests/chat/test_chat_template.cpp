@@ -3,6 +3,7 @@
 // unsupported constructs named with their line, and the forms of tokenizer_config.json.
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -287,6 +288,77 @@ TEST_F(TokenizerDir, ErrorsNameTheFileAndKey) {
   auto absent = load_template((dir_ / "nowhere").string());
   ASSERT_FALSE(absent);
   EXPECT_EQ(absent.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace leap::chat
+
+namespace leap::chat {
+namespace {
+
+// Mangled templates (characters deleted, Jinja punctuation inserted, chunks repeated) must load
+// or fail with a Status, and render or fail with a Status: never crash or hang.
+TEST(ChatRobustness, MangledTemplatesFailCleanly) {
+  std::mt19937 rng(1234);
+  const std::string alphabet = "{}%#-+()[]'\"|.:~ \n\\0aZ";
+  int parsed = 0, failed = 0;
+  for (const char* name :
+       {"qwen2.5-instruct", "qwen3", "llama-3.1-instruct", "deepseek-coder-instruct"}) {
+    const std::string source = load_fixture(name).source();
+    for (int trial = 0; trial < 300; ++trial) {
+      std::string s = source;
+      for (int edit = 0; edit < 3; ++edit) {
+        size_t at = rng() % (s.size() + 1);
+        switch (rng() % 3) {
+          case 0:
+            s.erase(at, rng() % 8);
+            break;
+          case 1:
+            s.insert(at, 1, alphabet[rng() % alphabet.size()]);
+            break;
+          default:
+            s.insert(at, s.substr(at, rng() % 40));
+            break;
+        }
+      }
+      auto t = ChatTemplate::parse(s, {{"bos_token", "<s>"}});
+      if (!t) {
+        ++failed;
+        EXPECT_EQ(t.status().exit_code(), 2) << t.status().message();
+        continue;
+      }
+      ++parsed;
+      auto r =
+          t->render(Json::array({user("hi"), assistant("<think>a</think>b"), user("more")}), {});
+      if (!r) {
+        EXPECT_EQ(r.status().exit_code(), 2) << r.status().message();
+      }
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(failed, 0);
+}
+
+TEST(ChatRobustness, DeepNestingAndHugeNumbersAreErrors) {
+  auto deep = ChatTemplate::parse(
+      "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}", {});
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.status().code(), StatusCode::kUnsupported);
+  std::string nots;
+  for (int k = 0; k < 5000; ++k) nots += "not ";
+  EXPECT_FALSE(ChatTemplate::parse("{{ " + nots + "x }}", {}));
+  std::string ifs;
+  for (int k = 0; k < 5000; ++k) ifs += "{% if x %}";
+  EXPECT_FALSE(ChatTemplate::parse(ifs, {}));
+  EXPECT_FALSE(ChatTemplate::parse("{{ 99999999999999999999 }}", {}));
+  auto big = ChatTemplate::parse("{{ 3037000500 * 3037000500 }}", {});
+  ASSERT_TRUE(big);
+  EXPECT_FALSE(big->render(Json::array(), {}));
+  auto pow = ChatTemplate::parse("{{ 2 ** 62 }} {{ 1 ** 4000000000000000000 }}", {});
+  ASSERT_TRUE(pow);
+  auto p = pow->render(Json::array(), {});
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ(p->text, "4611686018427387904 1");
 }
 
 }  // namespace
