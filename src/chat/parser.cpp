@@ -20,6 +20,13 @@ const std::set<std::string>& unsupported_statements() {
   return names;
 }
 
+// What the evaluator's `loop` object holds; loop.cycle(), loop.depth and the like are refused.
+const std::set<std::string>& loop_attributes() {
+  static const std::set<std::string> names = {"index", "index0", "revindex", "revindex0", "first",
+                                              "last",  "length", "previtem", "nextitem"};
+  return names;
+}
+
 // Bounds the parser's recursion, so a hostile template is an error, not a stack overflow.
 class DepthGuard {
  public:
@@ -466,6 +473,10 @@ class Parser {
           continue;
         }
         a->name = expect_name();
+        if (e->kind == Expr::Kind::kName && e->name == "loop" &&
+            !loop_attributes().count(a->name)) {
+          fail_unsupported(line, "'loop." + a->name + "'");
+        }
         a->children.push_back(std::move(e));
         e = std::move(a);
       } else if (at_op("[")) {

@@ -197,6 +197,8 @@ TEST(ChatUnsupported, NamesTheConstructAndLine) {
       {"{% for m in messages recursive %}{% endfor %}",
        "line 1: unsupported construct 'for ... recursive'"},
       {"{% with a = 1 %}{% endwith %}", "line 1: unsupported construct '{% with %}'"},
+      {"{% for m in messages %}\n{{ loop.depth }}{% endfor %}",
+       "line 2: unsupported construct 'loop.depth'"},
   };
   for (const auto& [source, want] : cases) {
     SCOPED_TRACE(source);
