@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,8 +43,9 @@ struct Rendering {
 struct RenderOptions {
   bool add_generation_prompt = true;
   // What strftime_now() formats (UTC seconds). Pinned once per run and recorded with it, so a
-  // template that prints today's date (Llama 3.x) renders the same prompt on every rank and rerun.
-  std::int64_t now_unix_seconds = 0;
+  // template that prints today's date (Llama 3.2) renders the same prompt on every rank and rerun.
+  // Unset, a template that calls strftime_now() fails rather than print some other date.
+  std::optional<std::int64_t> now_unix_seconds;
   // Tool schemas (a JSON list), or null: transformers passes tools=None when there are none.
   nlohmann::ordered_json tools = nullptr;
   // Further template variables. enable_thinking=false is passed to every template; those that
@@ -84,6 +86,10 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir,
 // The turn-t prompt is the turn-(t-1) prompt, the sampled ids as generated, then `suffix`: the
 // rendering of [before + added] from where the assistant's content ends (the end of the
 // assistant message, the new messages, the generation prompt).
+//
+// The suffix opens with the template's end-of-turn marker (Qwen's "<|im_end|>", Llama's
+// "<|eot_id|>") as a template span. If the sampler stopped on that token and kept it in the
+// sampled ids, the caller leaves the suffix's copy out rather than repeat it.
 //
 // append_only is false when the template re-renders history so that the earlier prompt plus the
 // sampled text is not a prefix of the new rendering (Qwen3 drops the think block of earlier

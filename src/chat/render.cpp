@@ -322,7 +322,11 @@ class Renderer {
     if (name == "strftime_now") {
       const Value* fmt = call.get(0, "format");
       if (!fmt || !fmt->is_string()) fail_render(e.line, "strftime_now() needs a format string");
-      std::time_t t = static_cast<std::time_t>(ctx_.now_unix_seconds);
+      if (!ctx_.now_unix_seconds) {
+        fail_render(e.line,
+                    "strftime_now() needs the run's pinned time (RenderOptions::now_unix_seconds)");
+      }
+      std::time_t t = static_cast<std::time_t>(*ctx_.now_unix_seconds);
       std::tm tm{};
       gmtime_r(&t, &tm);
       char buf[256];

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,7 +15,7 @@ namespace leap::chat {
 
 struct RenderContext {
   std::vector<std::pair<std::string, Value>> globals;  // messages, tools, bos_token, ...
-  std::int64_t now_unix_seconds = 0;                   // what strftime_now() formats (UTC)
+  std::optional<std::int64_t> now_unix_seconds;  // what strftime_now() formats (UTC); unset: error
 };
 
 // The rendered text with each byte's origin. Throws TemplateError (raise_exception() included).

@@ -210,6 +210,20 @@ TEST(ChatUnsupported, NamesTheConstructAndLine) {
   }
 }
 
+TEST(ChatRender, TheDateIsThePinnedOneOrAnError) {
+  ChatTemplate t = load_fixture("llama-3.2-instruct");
+  auto unpinned = t.render(Json::array({user("day?")}), {});
+  ASSERT_FALSE(unpinned);
+  EXPECT_NE(unpinned.status().message().find("line 10: strftime_now() needs the run's pinned time"),
+            std::string::npos)
+      << unpinned.status().message();
+  RenderOptions opts;
+  opts.now_unix_seconds = 1767225599;  // 2025-12-31 23:59:59 UTC
+  auto r = t.render(Json::array({user("day?")}), opts);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_NE(r->text.find("Today Date: 31 Dec 2025\n"), std::string::npos);
+}
+
 TEST(ChatUnsupported, SyntaxAndRuntimeErrorsNameTheLine) {
   auto unclosed = ChatTemplate::parse("{% if x %}\nno end", {});
   ASSERT_FALSE(unclosed);
