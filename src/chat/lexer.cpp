@@ -52,10 +52,14 @@ std::string unescape_literal(std::string_view body, int line) {
         if (i + k >= body.size() || !std::isxdigit(static_cast<unsigned char>(body[i + k]))) {
           fail_syntax(line, "bad \\x/\\u escape in string literal");
         }
-        cp = cp * 16 +
-             static_cast<std::uint32_t>(std::stoi(std::string(1, body[i + k]), nullptr, 16));
+        const char d = static_cast<char>(std::tolower(static_cast<unsigned char>(body[i + k])));
+        cp = cp * 16 + static_cast<std::uint32_t>(d <= '9' ? d - '0' : d - 'a' + 10);
       }
       i += n;
+      if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+        fail_unsupported(
+            line, "escape of a code point that is not valid UTF-8 (surrogate or beyond U+10FFFF)");
+      }
       append_utf8(cp, &out);
     };
     switch (e) {

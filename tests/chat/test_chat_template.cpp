@@ -367,6 +367,12 @@ TEST(ChatRobustness, DeepNestingAndHugeNumbersAreErrors) {
   for (int k = 0; k < 5000; ++k) ifs += "{% if x %}";
   EXPECT_FALSE(ChatTemplate::parse(ifs, {}));
   EXPECT_FALSE(ChatTemplate::parse("{{ 99999999999999999999 }}", {}));
+  EXPECT_FALSE(ChatTemplate::parse("{{ '\\ud83d' }}", {}));  // a lone surrogate
+  auto escapes = ChatTemplate::parse("{{ '\\u00e9\\x41\\U0001F680\\n\\d' }}", {});
+  ASSERT_TRUE(escapes);
+  auto e = escapes->render(Json::array(), {});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->text, "\u00e9A\U0001F680\n\\d");  // Python keeps unknown escapes as written
   auto big = ChatTemplate::parse("{{ 3037000500 * 3037000500 }}", {});
   ASSERT_TRUE(big);
   EXPECT_FALSE(big->render(Json::array(), {}));
