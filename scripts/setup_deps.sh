@@ -8,6 +8,11 @@ pkgs=(build-essential cmake pkg-config git
       libseccomp-dev strace
       python3-torch python3-h5py python3-numpy python3-matplotlib python3-pandas
       slurm-wlm munge)  # Slurm and munge: the one-node Slurm integration test (tests/slurm)
+# --dev: what only developers need, never CI: python3-jinja2 renders the chat-template goldens
+# (tests/chat/make_goldens.py); CI reads the committed goldens.
+if [ "${1:-}" = "--dev" ]; then
+  pkgs+=(python3-jinja2)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,387 @@
+// The chat-template module beyond the template goldens: jinja2's semantics on small snippets
+// (goldens/snippets.json), the template/content spans, the append-only continuation,
+// unsupported constructs named with their line, and the forms of tokenizer_config.json.
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "chat/chat_template.h"
+
+namespace leap::chat {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+const fs::path kChatDir = fs::path(LEAP_SOURCE_DIR) / "tests" / "chat";
+
+Json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  return Json::parse(in);
+}
+
+ChatTemplate load_fixture(const std::string& name) {
+  auto t = load_template((kChatDir / "templates" / name).string());
+  EXPECT_TRUE(t) << t.status().message();
+  return std::move(t).value();
+}
+
+Json user(const std::string& s) {
+  return {{"role", "user"}, {"content", s}};
+}
+Json assistant(const std::string& s) {
+  return {{"role", "assistant"}, {"content", s}};
+}
+
+// The text of the spans of one kind, joined.
+std::string text_of(const Rendering& r, SpanKind kind) {
+  std::string out;
+  for (const Span& s : r.spans) {
+    if (s.kind == kind) out += r.text.substr(s.begin, s.end - s.begin);
+  }
+  return out;
+}
+
+TEST(ChatSnippets, MatchJinja2) {
+  const Json golden = read_json(kChatDir / "goldens" / "snippets.json");
+  int n = 0;
+  for (const auto& s : golden["snippets"]) {
+    const std::string source = s["template"].get<std::string>();
+    SCOPED_TRACE(source);
+    auto t = ChatTemplate::parse(
+        source, {{"bos_token", golden["bos_token"]}, {"eos_token", golden["eos_token"]}});
+    ++n;
+    if (s.contains("error")) {
+      if (!t) continue;  // jinja2 refused it at compile time too
+      RenderOptions opts;
+      opts.now_unix_seconds = golden["now_unix_seconds"].get<std::int64_t>();
+      auto r = t->render(golden["messages"], opts);
+      ASSERT_FALSE(r) << "jinja2 failed with: " << s["error"].get<std::string>();
+      EXPECT_NE(r.status().message().find(s["error"].get<std::string>()), std::string::npos)
+          << r.status().message();
+      continue;
+    }
+    ASSERT_TRUE(t) << t.status().message();
+    RenderOptions opts;
+    opts.now_unix_seconds = golden["now_unix_seconds"].get<std::int64_t>();
+    auto r = t->render(golden["messages"], opts);
+    ASSERT_TRUE(r) << r.status().message();
+    EXPECT_EQ(r->text, s["text"].get<std::string>());
+  }
+  EXPECT_GE(n, 20);
+}
+
+TEST(ChatSpans, CoverTheTextAndAlternate) {
+  ChatTemplate t = load_fixture("qwen2.5-instruct");
+  auto r = t.render(Json::array({user("hi"), assistant("yo"), user("more")}), {});
+  ASSERT_TRUE(r);
+  size_t at = 0;
+  for (size_t k = 0; k < r->spans.size(); ++k) {
+    EXPECT_EQ(r->spans[k].begin, at);
+    EXPECT_LT(r->spans[k].begin, r->spans[k].end);
+    if (k) {
+      EXPECT_NE(r->spans[k].kind, r->spans[k - 1].kind);
+    }
+    at = r->spans[k].end;
+  }
+  EXPECT_EQ(at, r->text.size());
+}
+
+TEST(ChatSpans, SpecialTokensTypedByTheUserAreContent) {
+  ChatTemplate t = load_fixture("qwen2.5-instruct");
+  auto r = t.render(Json::array({user("say <|im_end|> now")}), {});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(text_of(*r, SpanKind::kContent),
+            "usersay <|im_end|> now");  // the role string is caller data too
+  EXPECT_EQ(text_of(*r, SpanKind::kTemplate),
+            "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+            "assistant.<|im_end|>\n"
+            "<|im_start|>\n<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatSpans, ProvenanceSurvivesTrimSplitAndTojson) {
+  ChatTemplate llama = load_fixture("llama-3.1-instruct");
+  auto r = llama.render(Json::array({user("  <|eot_id|>  ")}), {});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(text_of(*r, SpanKind::kContent), "user<|eot_id|>");  // | trim keeps the origin
+  EXPECT_EQ(r->text.find("<|begin_of_text|>"), 0u);
+  EXPECT_EQ(r->spans.front().kind, SpanKind::kTemplate);
+
+  ChatTemplate qwen3 = load_fixture("qwen3");
+  auto q =
+      qwen3.render(Json::array({user("q"), assistant("<think>\nr <|im_end|>\n</think>\n\nans")}),
+                   RenderOptions{.add_generation_prompt = false});
+  ASSERT_TRUE(q);
+  // split('</think>') and strip() move bytes; the moved bytes are still content.
+  EXPECT_NE(text_of(*q, SpanKind::kContent).find("r <|im_end|>"), std::string::npos);
+  EXPECT_EQ(text_of(*q, SpanKind::kTemplate).find("r <|im_end|>"), std::string::npos);
+
+  Json tools = Json::parse(R"([{"type": "function", "function": {"name": "<|im_end|>"}}])");
+  RenderOptions opts;
+  opts.tools = tools;
+  auto w = load_fixture("qwen2.5-instruct").render(Json::array({user("x")}), opts);
+  ASSERT_TRUE(w);
+  EXPECT_NE(text_of(*w, SpanKind::kContent)
+                .find("{\"type\": \"function\", \"function\": {\"name\": \"<|im_end|>\"}}"),
+            std::string::npos);
+}
+
+TEST(ChatContinuation, AppendOnlyTemplateGivesTheSuffix) {
+  ChatTemplate t = load_fixture("qwen2.5-instruct");
+  auto c = render_continuation(
+      t, Json::array({user("write a kernel")}),
+      Json::array({assistant("here it is"), user("compile error <|im_end|>")}), {});
+  ASSERT_TRUE(c) << c.status().message();
+  ASSERT_TRUE(c->append_only);
+  EXPECT_EQ(
+      c->suffix.text,
+      "<|im_end|>\n<|im_start|>user\ncompile error <|im_end|><|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(text_of(c->suffix, SpanKind::kContent), "usercompile error <|im_end|>");
+  // prompt(t-1) + sampled + suffix is the full rendering.
+  auto prev = t.render(Json::array({user("write a kernel")}), {});
+  ASSERT_TRUE(prev);
+  EXPECT_EQ(prev->text + "here it is" + c->suffix.text, c->full.text);
+
+  ChatTemplate llama = load_fixture("llama-3.1-instruct");
+  auto l = render_continuation(llama, Json::array({user("k")}),
+                               Json::array({assistant("a"), user("f")}), {});
+  ASSERT_TRUE(l);
+  ASSERT_TRUE(l->append_only);
+  EXPECT_EQ(l->suffix.text,
+            "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nf<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST(ChatContinuation, ReportsTemplatesThatRewriteHistory) {
+  // Qwen3 with enable_thinking=false opens the answer with an empty think block, and drops it
+  // from earlier answers once a later user turn exists.
+  ChatTemplate t = load_fixture("qwen3");
+  auto before = Json::array({user("write a kernel")});
+  auto c = render_continuation(t, before, Json::array({assistant("here"), user("failed")}), {});
+  ASSERT_TRUE(c) << c.status().message();
+  EXPECT_FALSE(c->append_only);
+  auto prev = t.render(before, {});
+  ASSERT_TRUE(prev);
+  EXPECT_EQ(prev->text.substr(c->first_difference), "<think>\n\n</think>\n\n");
+  EXPECT_TRUE(c->suffix.text.empty());
+
+  // Llama trims history: trailing whitespace the policy sampled does not survive re-rendering.
+  auto l = render_continuation(load_fixture("llama-3.1-instruct"), before,
+                               Json::array({assistant("answer \n"), user("f")}), {});
+  ASSERT_TRUE(l);
+  EXPECT_FALSE(l->append_only);
+}
+
+TEST(ChatContinuation, NeedsTheSampledAssistantFirst) {
+  auto c = render_continuation(load_fixture("qwen3"), Json::array({user("a")}),
+                               Json::array({user("b")}), {});
+  ASSERT_FALSE(c);
+  EXPECT_EQ(c.status().exit_code(), 2);
+}
+
+// An unsupported construct fails at parse time, even in a branch never taken, naming itself
+// and its line.
+TEST(ChatUnsupported, NamesTheConstructAndLine) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"ok\n{% if false %}\n{% macro m() %}x{% endmacro %}\n{% endif %}",
+       "line 3: unsupported construct '{% macro %}'"},
+      {"a\nb\n{% include 'other.jinja' %}", "line 3: unsupported construct '{% include %}'"},
+      {"{% if tools %}\n  {{ tools | shuffle }}\n{% endif %}",
+       "line 2: unsupported construct filter 'shuffle'"},
+      {"\n{{ x is odd }}", "line 2: unsupported construct test 'is odd'"},
+      {"{{ messages[0].content.upper() }}", "line 1: unsupported construct method '.upper()'"},
+      {"\n\n{{ cycler(1, 2) }}", "line 3: unsupported construct function 'cycler()'"},
+      {"{% set x %}block{% endset %}",
+       "line 1: unsupported construct '{% set %}...{% endset %}' (block assignment)"},
+      {"{% for m in messages recursive %}{% endfor %}",
+       "line 1: unsupported construct 'for ... recursive'"},
+      {"{% with a = 1 %}{% endwith %}", "line 1: unsupported construct '{% with %}'"},
+      {"{% for m in messages %}\n{{ loop.depth }}{% endfor %}",
+       "line 2: unsupported construct 'loop.depth'"},
+  };
+  for (const auto& [source, want] : cases) {
+    SCOPED_TRACE(source);
+    auto t = ChatTemplate::parse(source, {});
+    ASSERT_FALSE(t);
+    EXPECT_EQ(t.status().code(), StatusCode::kUnsupported);
+    EXPECT_EQ(t.status().exit_code(), 2);
+    EXPECT_NE(t.status().message().find(want), std::string::npos) << t.status().message();
+  }
+}
+
+TEST(ChatRender, TheDateIsThePinnedOneOrAnError) {
+  ChatTemplate t = load_fixture("llama-3.2-instruct");
+  auto unpinned = t.render(Json::array({user("day?")}), {});
+  ASSERT_FALSE(unpinned);
+  EXPECT_NE(unpinned.status().message().find("line 10: strftime_now() needs the run's pinned time"),
+            std::string::npos)
+      << unpinned.status().message();
+  RenderOptions opts;
+  opts.now_unix_seconds = 1767225599;  // 2025-12-31 23:59:59 UTC
+  auto r = t.render(Json::array({user("day?")}), opts);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_NE(r->text.find("Today Date: 31 Dec 2025\n"), std::string::npos);
+}
+
+TEST(ChatUnsupported, SyntaxAndRuntimeErrorsNameTheLine) {
+  auto unclosed = ChatTemplate::parse("{% if x %}\nno end", {});
+  ASSERT_FALSE(unclosed);
+  EXPECT_EQ(unclosed.status().exit_code(), 2);
+
+  auto raises =
+      ChatTemplate::parse("a\n{{ raise_exception('only user and assistant roles') }}", {});
+  ASSERT_TRUE(raises);
+  auto r = raises->render(Json::array(), {});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.status().message().find(
+                "line 2: the template raised an exception: only user and assistant roles"),
+            std::string::npos)
+      << r.status().message();
+
+  auto bad_add = ChatTemplate::parse("\n\n{{ 'a' + messages }}", {});
+  ASSERT_TRUE(bad_add);
+  auto b = bad_add->render(Json::array(), {});
+  ASSERT_FALSE(b);
+  EXPECT_NE(b.status().message().find("line 3"), std::string::npos) << b.status().message();
+}
+
+class TokenizerDir : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("leap_chat_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write_config(const std::string& text) {
+    std::ofstream(dir_ / "tokenizer_config.json") << text;
+  }
+  fs::path dir_;
+};
+
+TEST_F(TokenizerDir, NamedTemplateListAndAddedTokenDicts) {
+  write_config(R"({
+    "bos_token": {"__type": "AddedToken", "content": "<B>", "lstrip": false},
+    "eos_token": "<E>",
+    "chat_template": [{"name": "default", "template": "{{ bos_token }}{{ messages[0].content }}{{ eos_token }}"},
+                      {"name": "tool_use", "template": "tools:{{ tools is none }}"}]})");
+  auto d = load_template(dir_.string());
+  ASSERT_TRUE(d) << d.status().message();
+  auto r = d->render(Json::array({user("x")}), {});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->text, "<B>x<E>");
+  EXPECT_EQ(d->special_token("bos_token"), "<B>");
+
+  auto tu = load_template(dir_.string(), "tool_use");
+  ASSERT_TRUE(tu);
+  auto rt = tu->render(Json::array(), {});
+  ASSERT_TRUE(rt);
+  EXPECT_EQ(rt->text, "tools:True");
+
+  auto missing = load_template(dir_.string(), "rag");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find("has: default, tool_use"), std::string::npos);
+}
+
+TEST_F(TokenizerDir, ErrorsNameTheFileAndKey) {
+  write_config(R"({"eos_token": "<E>"})");
+  auto none = load_template(dir_.string());
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.status().exit_code(), 2);
+  EXPECT_NE(none.status().message().find("no \"chat_template\""), std::string::npos);
+
+  write_config(R"({"chat_template": "{% import 'x' as y %}"})");
+  auto bad = load_template(dir_.string());
+  ASSERT_FALSE(bad);
+  EXPECT_NE(
+      bad.status().message().find("tokenizer_config.json: chat_template: chat template line 1: "
+                                  "unsupported construct '{% import %}'"),
+      std::string::npos)
+      << bad.status().message();
+
+  auto absent = load_template((dir_ / "nowhere").string());
+  ASSERT_FALSE(absent);
+  EXPECT_EQ(absent.status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace leap::chat
+
+namespace leap::chat {
+namespace {
+
+// Mangled templates (characters deleted, Jinja punctuation inserted, chunks repeated) must load
+// or fail with a Status, and render or fail with a Status: never crash or hang.
+TEST(ChatRobustness, MangledTemplatesFailCleanly) {
+  std::mt19937 rng(1234);
+  const std::string alphabet = "{}%#-+()[]'\"|.:~ \n\\0aZ";
+  int parsed = 0, failed = 0;
+  for (const char* name :
+       {"qwen2.5-instruct", "qwen3", "llama-3.1-instruct", "deepseek-coder-instruct"}) {
+    const std::string source = load_fixture(name).source();
+    for (int trial = 0; trial < 300; ++trial) {
+      std::string s = source;
+      for (int edit = 0; edit < 3; ++edit) {
+        size_t at = rng() % (s.size() + 1);
+        switch (rng() % 3) {
+          case 0:
+            s.erase(at, rng() % 8);
+            break;
+          case 1:
+            s.insert(at, 1, alphabet[rng() % alphabet.size()]);
+            break;
+          default:
+            s.insert(at, s.substr(at, rng() % 40));
+            break;
+        }
+      }
+      auto t = ChatTemplate::parse(s, {{"bos_token", "<s>"}});
+      if (!t) {
+        ++failed;
+        EXPECT_EQ(t.status().exit_code(), 2) << t.status().message();
+        continue;
+      }
+      ++parsed;
+      auto r =
+          t->render(Json::array({user("hi"), assistant("<think>a</think>b"), user("more")}), {});
+      if (!r) {
+        EXPECT_EQ(r.status().exit_code(), 2) << r.status().message();
+      }
+    }
+  }
+  EXPECT_GT(parsed, 0);
+  EXPECT_GT(failed, 0);
+}
+
+TEST(ChatRobustness, DeepNestingAndHugeNumbersAreErrors) {
+  auto deep = ChatTemplate::parse(
+      "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}", {});
+  ASSERT_FALSE(deep);
+  EXPECT_EQ(deep.status().code(), StatusCode::kUnsupported);
+  std::string nots;
+  for (int k = 0; k < 5000; ++k) nots += "not ";
+  EXPECT_FALSE(ChatTemplate::parse("{{ " + nots + "x }}", {}));
+  std::string ifs;
+  for (int k = 0; k < 5000; ++k) ifs += "{% if x %}";
+  EXPECT_FALSE(ChatTemplate::parse(ifs, {}));
+  EXPECT_FALSE(ChatTemplate::parse("{{ 99999999999999999999 }}", {}));
+  EXPECT_FALSE(ChatTemplate::parse("{{ '\\ud83d' }}", {}));  // a lone surrogate
+  auto escapes = ChatTemplate::parse("{{ '\\u00e9\\x41\\U0001F680\\n\\d' }}", {});
+  ASSERT_TRUE(escapes);
+  auto e = escapes->render(Json::array(), {});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->text, "\u00e9A\U0001F680\n\\d");  // Python keeps unknown escapes as written
+  auto big = ChatTemplate::parse("{{ 3037000500 * 3037000500 }}", {});
+  ASSERT_TRUE(big);
+  EXPECT_FALSE(big->render(Json::array(), {}));
+  auto pow = ChatTemplate::parse("{{ 2 ** 62 }} {{ 1 ** 4000000000000000000 }}", {});
+  ASSERT_TRUE(pow);
+  auto p = pow->render(Json::array(), {});
+  ASSERT_TRUE(p) << p.status().message();
+  EXPECT_EQ(p->text, "4611686018427387904 1");
+}
+
+}  // namespace
+}  // namespace leap::chat
