@@ -3,7 +3,9 @@
 //  - Device time per step: CUDA events on the compute stream around a step whose logits stay
 //    on the device, so the full-vocabulary logits download (B x V fp32, about 13 MB at B = 64)
 //    is timed on its own, and the host's step time (with the download, as the sampler runs it)
-//    is reported beside both.
+//    is reported beside both. The events span the stream, so time the device sits idle while
+//    the host enqueues (a staged copy from pageable memory waits for the stream) is counted:
+//    the figure is what the device delivers to this host loop, not the kernels' sum.
 //  - The HBM bound of a step is the bytes it must really read over the GPU's bandwidth: every
 //    weight once as its bf16 compute copy, plus each sequence's K and V history as the cache
 //    stores it, fp32 today (CudaBackend keeps every float* buffer in fp32). The figure is that
