@@ -150,7 +150,9 @@ CHECK="$BUILD/cuda/leap_gpu_check"
 # The step runs at most TIMEOUT_S, and never past the budget (less 15 s to pack).
 run_step() {
   local name=$1 limit=$2; shift 2
-  local t0=$(date +%s) rc avail=$(( $(left) - 15 ))
+  local t0 rc avail
+  t0=$(date +%s)
+  avail=$(( $(left) - 15 ))
   if (( avail < 10 )); then
     note "SKIPPED $name: the ${BUDGET} s budget is spent"; return
   fi

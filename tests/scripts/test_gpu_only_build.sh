@@ -61,5 +61,5 @@ set +e
 "$bin" train > /dev/null 2> "$tmp/train.err"; rc=$?
 set -e
 [[ $rc == 3 ]] || fail "train without a device exited $rc, not 3 (SKIPPED): $(cat "$tmp/train.err")"
-echo "PASS: GPU-only build from staged dependencies: configure $((t1 - t0)) s (with staging), "\
-"build $((t2 - t1)) s; info: $(cat "$tmp/info.err" | head -n 1)"
+echo "PASS: GPU-only build from staged dependencies: configure $((t1 - t0)) s (with staging)," \
+     "build $((t2 - t1)) s; info: $(head -n 1 "$tmp/info.err")"
