@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# benchmarks/gpu_check.sh RESULTS_DIR — the GPU check of LEAP, one command for one GPU machine
-# (sized for about 5 minutes on one H200). It needs only the CUDA toolkit, CMake and Python with
-# PyTorch; the Debian development packages of the full build may be missing. It:
+# benchmarks/gpu_check.sh RESULTS_DIR — the GPU check of LEAP, one command for one GPU machine.
+# It fits 9 minutes (LEAP_GPU_BUDGET_S, default 500 s of its own, so an outer `timeout 9m` never
+# cuts it) and needs only the CUDA toolkit, CMake and Python with PyTorch; the Debian
+# development packages of the full build may be missing. It:
 #   1. prints what is present (GPU, driver, toolkit, CMake, PyTorch, NCCL, optional libraries);
 #   2. configures and builds the GPU-only target (LEAP_GPU_ONLY=ON, sm_90 unless
 #      LEAP_GPU_ARCH says otherwise) into $LEAP_GPU_BUILD (default build-gpu/), with
@@ -13,14 +14,22 @@
 #   4. runs the benchmarks: cuBLASLt GEMM throughput, training-step MFU (~124M parameters,
 #      T = 1024), decode at batch 64 against the HBM-bandwidth bound, and PyTorch eager on the
 #      same model;
-#   5. writes every figure into RESULTS_DIR (one JSON per step, their logs, summary.txt).
-# A step that cannot run says why (SKIPPED: reason) and the others still run. The exit code is
-# 1 when a check failed, else 0.
+#   5. leaves two files in RESULTS_DIR: summary.txt and gpu_check.tar.gz (every step's JSON
+#      and log, the environment, the build logs, figures.json; not the op reference tensors).
+#      The archive is rewritten after every step, so a run cut short still leaves one.
+# Each step gets what is left of the budget, at most its own limit; a step that cannot run says
+# why (SKIPPED: reason), including a check whose tier this build left out, and the others still
+# run. The exit code is 1 when a check failed, else 0.
+# To run it on a GPU machine (the dependencies staged on this checkout's machine, or there):
+#   scripts/stage_gpu_deps.sh && timeout 9m benchmarks/gpu_check.sh RESULTS_DIR
 set -u
 if [[ $# -ne 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
+T_START=$(date +%s)
+BUDGET="${LEAP_GPU_BUDGET_S:-500}"
+DEADLINE=$(( T_START + BUDGET ))
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 RESULTS="$(mkdir -p "$1" && cd "$1" && pwd)" || { echo "cannot create $1" >&2; exit 2; }
 BUILD="${LEAP_GPU_BUILD:-$ROOT/build-gpu}"
@@ -29,12 +38,25 @@ JOBS="${LEAP_GPU_JOBS:-$(nproc)}"
 DEPS="${LEAP_GPU_DEPS:-$ROOT/build-gpu-deps}"
 PY="${PYTHON:-python3}"
 export PATH="$PATH:/usr/local/cuda/bin"
-SUMMARY="$RESULTS/summary.txt"
+# Every step writes into WORK; RESULTS_DIR receives only summary.txt and the archive.
+WORK="${LEAP_GPU_WORK:-$BUILD/check-results}"
+rm -rf "$WORK" && mkdir -p "$WORK" || { echo "cannot create $WORK" >&2; exit 2; }
+SUMMARY="$WORK/summary.txt"
+ARCHIVE="$RESULTS/gpu_check.tar.gz"
 : > "$SUMMARY"
 failed=0
 
 note() { echo "$*" | tee -a "$SUMMARY"; }
 have() { command -v "$1" > /dev/null 2>&1; }
+left() { echo $(( DEADLINE - $(date +%s) )); }
+# The archive and summary.txt into RESULTS_DIR, without the op reference tensors (tens of MB,
+# remade from op_reference.py's seed on any machine).
+pack() {
+  tar -C "$WORK" --exclude=./op_reference -czf "$ARCHIVE.tmp" . 2> /dev/null && mv -f "$ARCHIVE.tmp" "$ARCHIVE"
+  cp -f "$SUMMARY" "$RESULTS/summary.txt"
+}
+trap 'note "STOPPED by a signal after $(( $(date +%s) - T_START )) s; the results so far are packed"; pack; exit 1' TERM INT
+note "== gpu_check: budget ${BUDGET} s; rerun with: scripts/stage_gpu_deps.sh && timeout 9m benchmarks/gpu_check.sh RESULTS_DIR"
 
 # ---- 1. what is present ----------------------------------------------------------------------
 {
@@ -78,10 +100,12 @@ PYEOF
   done
   if [[ -d "$DEPS/include" ]]; then echo "staged dependencies: $DEPS ($(ls "$DEPS/include" | tr '\n' ' '))"
   else echo "staged dependencies: none ($DEPS absent; scripts/stage_gpu_deps.sh makes it)"; fi
-} 2>&1 | tee "$RESULTS/environment.txt" | tee -a "$SUMMARY"
+} 2>&1 | tee "$WORK/environment.txt" | tee -a "$SUMMARY"
+pack
 
 if ! have nvcc || ! have cmake; then
   note "SKIPPED everything: the GPU-only build needs nvcc and cmake"
+  pack
   exit 1
 fi
 
@@ -101,76 +125,97 @@ if have "$PY"; then
 fi
 note "== build: cmake ${cmake_args[*]}"
 start=$(date +%s)
-if ! cmake "${cmake_args[@]}" > "$RESULTS/configure.log" 2>&1; then
-  note "FAILED configure (see configure.log):"; tail -n 15 "$RESULTS/configure.log" | tee -a "$SUMMARY"
-  exit 1
+if ! cmake "${cmake_args[@]}" > "$WORK/configure.log" 2>&1; then
+  note "FAILED configure (see configure.log):"; tail -n 15 "$WORK/configure.log" | tee -a "$SUMMARY"
+  pack; exit 1
 fi
-grep "LEAP" "$RESULTS/configure.log" | tee -a "$SUMMARY"
-if ! cmake --build "$BUILD" -j "$JOBS" --target leap_gpu_check > "$RESULTS/build.log" 2>&1; then
-  note "FAILED build (see build.log):"; grep -m 20 -E "error|Error" "$RESULTS/build.log" | tee -a "$SUMMARY"
-  exit 1
+grep "LEAP" "$WORK/configure.log" | tee -a "$SUMMARY"
+# The build may use the budget less a minute, so that at least the device report runs.
+build_limit=$(( $(left) > 90 ? $(left) - 60 : 30 ))
+timeout "$build_limit" cmake --build "$BUILD" -j "$JOBS" --target leap_gpu_check > "$WORK/build.log" 2>&1
+rc=$?
+if (( rc == 124 )); then
+  note "FAILED build: not done within ${build_limit} s of the ${BUDGET} s budget (see build.log;" \
+       "rerun to continue it, or raise LEAP_GPU_BUDGET_S)"
+  pack; exit 1
+elif (( rc != 0 )); then
+  note "FAILED build (see build.log):"; grep -m 20 -E "error|Error" "$WORK/build.log" | tee -a "$SUMMARY"
+  pack; exit 1
 fi
-note "build: $(( $(date +%s) - start )) s"
+note "build: $(( $(date +%s) - start )) s; $(left) s of the budget left"
+pack
 CHECK="$BUILD/cuda/leap_gpu_check"
 
 # run_step NAME TIMEOUT_S COMMAND...: stdout -> NAME.json, stderr -> NAME.log, verdict in summary.
+# The step runs at most TIMEOUT_S, and never past the budget (less 15 s to pack).
 run_step() {
   local name=$1 limit=$2; shift 2
-  local t0=$(date +%s) rc
-  timeout "$limit" "$@" > "$RESULTS/$name.json" 2> "$RESULTS/$name.log"
+  local t0 rc avail
+  t0=$(date +%s)
+  avail=$(( $(left) - 15 ))
+  if (( avail < 10 )); then
+    note "SKIPPED $name: the ${BUDGET} s budget is spent"; return
+  fi
+  (( limit > avail )) && limit=$avail
+  timeout "$limit" "$@" > "$WORK/$name.json" 2> "$WORK/$name.log"
   rc=$?
   local dt=$(( $(date +%s) - t0 ))
   case $rc in
-    0) note "ok      $name (${dt}s): $(head -c 600 "$RESULTS/$name.json")" ;;
-    3) note "SKIPPED $name: $(tail -n 1 "$RESULTS/$name.log")" ;;
+    0) note "ok      $name (${dt}s): $(head -c 600 "$WORK/$name.json")" ;;
+    3) note "SKIPPED $name: $(tail -n 1 "$WORK/$name.log")" ;;
     124) note "FAILED  $name: timed out after ${limit}s"; failed=1 ;;
-    *) note "FAILED  $name (exit $rc): $(tail -n 3 "$RESULTS/$name.log" | tr '\n' ' ')"
-       [[ -s "$RESULTS/$name.json" ]] && note "        $(head -c 600 "$RESULTS/$name.json")"
+    *) note "FAILED  $name (exit $rc): $(tail -n 3 "$WORK/$name.log" | tr '\n' ' ')"
+       [[ -s "$WORK/$name.json" ]] && note "        $(head -c 600 "$WORK/$name.json")"
        failed=1 ;;
   esac
+  pack
 }
 torch_ok() { have "$PY" && "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
 
 # ---- 3. checks -------------------------------------------------------------------------------
 note "== checks"
-run_step info 60 "$CHECK" info
+run_step info 30 "$CHECK" info
 if torch_ok; then
-  refdir="$RESULTS/op_reference"
-  if "$PY" "$ROOT/benchmarks/gpu/op_reference.py" "$refdir" > "$RESULTS/op_reference.log" 2>&1; then
-    run_step ops 120 "$CHECK" ops --ref="$refdir"
+  refdir="$WORK/op_reference"
+  if timeout 120 "$PY" "$ROOT/benchmarks/gpu/op_reference.py" "$refdir" > "$WORK/op_reference.log" 2>&1; then
+    run_step ops 60 "$CHECK" ops --ref="$refdir"
   else
     note "FAILED  op_reference.py (see op_reference.log)"; failed=1
   fi
 else
   note "SKIPPED ops: PyTorch with a CUDA device is not available to make the reference"
 fi
-run_step executor 120 "$CHECK" executor --suite="$ROOT/tasks/level1.jsonl"
+run_step executor 60 "$CHECK" executor --suite="$ROOT/tasks/level1.jsonl"
 # The same, confined as a GPU sandbox worker confines itself; under strace where it exists, for
 # the record of what a confined GPU worker touches (DESIGN.md, Isolation).
 if have strace; then
-  run_step executor_confined 180 strace -f -qq -o "$RESULTS/worker_access_gpu.trace" \
+  run_step executor_confined 90 strace -f -qq -o "$WORK/worker_access_gpu.trace" \
     -e trace=%file,%network,%process,write "$CHECK" executor_confined --suite="$ROOT/tasks/level1.jsonl"
-  bash "$ROOT/scripts/record_worker_access.sh" --from-trace "$RESULTS/worker_access_gpu.trace" \
-    "$RESULTS/worker_access_gpu.md" >> "$SUMMARY" 2>&1 || note "FAILED  worker access record"
-  rm -f "$RESULTS/worker_access_gpu.trace"
+  if [[ -s "$WORK/worker_access_gpu.trace" ]]; then
+    bash "$ROOT/scripts/record_worker_access.sh" --from-trace "$WORK/worker_access_gpu.trace" \
+      "$WORK/worker_access_gpu.md" >> "$SUMMARY" 2>&1 || note "FAILED  worker access record"
+  fi
+  rm -f "$WORK/worker_access_gpu.trace"
 else
-  run_step executor_confined 120 "$CHECK" executor_confined --suite="$ROOT/tasks/level1.jsonl"
+  run_step executor_confined 60 "$CHECK" executor_confined --suite="$ROOT/tasks/level1.jsonl"
   note "        (no strace here: the GPU worker's access record was not made)"
 fi
-run_step nccl 60 "$CHECK" nccl
+run_step nccl 45 "$CHECK" nccl
 
 # ---- 4. benchmarks ---------------------------------------------------------------------------
 note "== benchmarks"
-run_step gemm 60 "$CHECK" gemm
-run_step train 180 "$CHECK" train
-run_step decode 120 "$CHECK" decode
+run_step gemm 45 "$CHECK" gemm
+run_step train 90 "$CHECK" train
+run_step decode 60 "$CHECK" decode
 if torch_ok; then
-  run_step torch_eager 240 "$PY" "$ROOT/benchmarks/gpu/torch_eager.py"
+  run_step torch_eager 120 "$PY" "$ROOT/benchmarks/gpu/torch_eager.py"
 else
   note "SKIPPED torch_eager: PyTorch with a CUDA device is not available"
 fi
 if have "$PY"; then
-  "$PY" "$ROOT/benchmarks/gpu/summarize.py" "$RESULTS" 2>&1 | tee -a "$SUMMARY"
+  "$PY" "$ROOT/benchmarks/gpu/summarize.py" "$WORK" 2>&1 | tee -a "$SUMMARY"
 fi
-note "results in $RESULTS"
+note "total: $(( $(date +%s) - T_START )) s of the ${BUDGET} s budget"
+note "results: $RESULTS/summary.txt and $ARCHIVE (tar -xzf it for every step's JSON and log)"
+pack
 exit $failed

@@ -4,6 +4,8 @@
 #include "cuda/cuda_check.h"
 #include "cuda/launch_cast.h"
 
+#include <algorithm>
+
 namespace leap::cuda {
 
 ComputeCopies::~ComputeCopies() {
@@ -13,11 +15,13 @@ ComputeCopies::~ComputeCopies() {
 const __nv_bfloat16* ComputeCopies::get(const float* w, size_t n) {
   Copy& c = copies_[w];
   if (c.n != n) {
-    CUDA_CHECK(cudaFree(c.data));
+    // Stream-ordered, like the backend's scratch: no device-wide wait mid-backward.
+    if (c.data != nullptr) CUDA_CHECK(cudaFreeAsync(c.data, ctx_->compute()));
     c.data = nullptr;
-    CUDA_CHECK(cudaMalloc(&c.data, n * sizeof(__nv_bfloat16)));
+    CUDA_CHECK(cudaMallocAsync(&c.data, n * sizeof(__nv_bfloat16), ctx_->compute()));
     c.n = n;
     c.stale = true;
+    longest_ = std::max(longest_, n);
   }
   if (c.stale) {
     launch_cast_to_bf16(c.data, w, n, ctx_->compute());
@@ -27,19 +31,13 @@ const __nv_bfloat16* ComputeCopies::get(const float* w, size_t n) {
 }
 
 void ComputeCopies::invalidate(const float* p, size_t n) {
-  if (copies_.empty() || n == 0) return;
-  // The first copy that may overlap starts at or before p.
-  auto it = copies_.upper_bound(p);
-  if (it != copies_.begin()) --it;
-  for (; it != copies_.end() && it->first < p + n; ++it) {
-    if (it->first + it->second.n > p) it->second.stale = true;
-  }
+  for_each_overlap(copies_, p, n, longest_, [](Copy& c) { c.stale = true; });
 }
 
 void ComputeCopies::forget(const float* p, size_t n) {
   auto it = copies_.lower_bound(p);
   while (it != copies_.end() && it->first < p + n) {
-    cudaFree(it->second.data);
+    cudaFreeAsync(it->second.data, ctx_->compute());
     it = copies_.erase(it);
   }
 }

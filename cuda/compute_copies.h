@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "cuda/cuda_context.h"
+#include "cuda/range_overlap.h"
 
 namespace leap::cuda {
 
@@ -42,6 +43,7 @@ class ComputeCopies {
   };
   CudaContext* ctx_;
   std::map<const float*, Copy> copies_;
+  size_t longest_ = 0;  // the longest copy ever made (for_each_overlap's bound)
 };
 
 }  // namespace leap::cuda

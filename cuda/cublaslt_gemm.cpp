@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cuda/cuda_check.h"
+#include "cuda/launch_cast.h"
 
 namespace leap::cuda {
 
@@ -83,7 +84,14 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmProblem& p, Alignments align) {
 
 void GemmRunner::run(const GemmProblem& p, const void* a, const void* b, float* d, float alpha,
                      float beta, const float* bias) {
-  if (p.m == 0 || p.n == 0 || (p.k == 0 && beta == 1.0f)) return;
+  if (p.m == 0 || p.n == 0) return;
+  if (p.k == 0) {
+    // An empty product: D = beta D (+ bias). cuBLASLt rejects k = 0, so it is not asked.
+    if (beta != 1.0f || p.bias)
+      launch_gemm_empty_epilogue(d, p.bias ? bias : nullptr, p.m, p.n, p.ldc, beta,
+                                 ctx_->compute());
+    return;
+  }
   Plan& plan = plan_for(p, {alignment_of(a), alignment_of(b), alignment_of(d)});
   if (p.bias) set_desc(plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   CUBLAS_CHECK(cublasLtMatmul(ctx_->lt(), plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d,

@@ -12,6 +12,7 @@
 #include "cuda/kernels/adamw.cuh"
 #include "cuda/kernels/cast.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/gemm_empty.cuh"
 #include "cuda/kernels/reduce.cuh"
 #include "cuda/kernels/residual.cuh"
 #include "cuda/kernels/rmsnorm.cuh"
@@ -35,6 +36,15 @@ void launch_cast_to_bf16(__nv_bfloat16* out, const float* in, size_t n, cudaStre
   if (n == 0) return;
   kn::cast_from_f32<kn::bf16>
       <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, stream>>>(out, in, n);
+  check_launch();
+}
+
+void launch_gemm_empty_epilogue(float* d, const float* bias, int m, int n, int ldd, float beta,
+                                cudaStream_t stream) {
+  const size_t total = static_cast<size_t>(m) * n;
+  if (total == 0) return;
+  kn::gemm_empty_epilogue<float><<<kn::elementwise_blocks(total), kn::kElementwiseThreads, 0, stream>>>(
+      d, bias, m, n, ldd, beta);
   check_launch();
 }
 

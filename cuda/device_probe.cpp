@@ -13,6 +13,18 @@
 
 namespace leap::cuda {
 
+bool driver_runs_build(int driver_cuda_version, int runtime_cuda_version) {
+  return driver_cuda_version > 0 && driver_cuda_version / 1000 >= runtime_cuda_version / 1000;
+}
+
+std::string minimum_driver(int cuda_major) {
+  switch (cuda_major) {
+    case 12: return "525.60.13";
+    case 13: return "580";
+    default: return "the one of CUDA " + std::to_string(cuda_major) + ".0";
+  }
+}
+
 Expected<DeviceInfo> probe_devices() {
   DeviceInfo info;
 #ifndef LEAP_HAVE_CUDA
@@ -37,12 +49,13 @@ Expected<DeviceInfo> probe_devices() {
   }
   auto too_old = [&] {
     return unsupported(fmt::format(
-        "the NVIDIA driver supports CUDA {}.{} but this build needs CUDA {}.{} (driver 580 or newer "
-        "for CUDA 13): update the driver, or run on the CPU with CUDA_VISIBLE_DEVICES=\"\"",
+        "the NVIDIA driver supports CUDA {}.{} but this build needs CUDA {}.x (driver {} or newer): "
+        "update the driver, install the matching cuda-compat package, build with a CUDA {}.x "
+        "toolkit (docs/cuda_backend.md, Drivers), or run on the CPU with CUDA_VISIBLE_DEVICES=\"\"",
         info.driver_cuda_version / 1000, info.driver_cuda_version % 1000 / 10, CUDART_VERSION / 1000,
-        CUDART_VERSION % 1000 / 10));
+        minimum_driver(CUDART_VERSION / 1000), info.driver_cuda_version / 1000));
   };
-  if (info.driver_cuda_version < CUDART_VERSION) return too_old();
+  if (!driver_runs_build(info.driver_cuda_version, CUDART_VERSION)) return too_old();
   int n = 0;
   cudaError_t err = cudaGetDeviceCount(&n);
   if (err == cudaErrorNoDevice) {

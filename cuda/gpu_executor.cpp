@@ -122,16 +122,28 @@ class GpuExecutor final : public sandbox::Executor {
       : compiler_(std::move(compiler)), sm_(sm), lock_(pci_bus_id) {
     // Writing twice the L2's size evicts everything a previous run left in it.
     flush_bytes_ = std::max<size_t>(l2_bytes * 2, 1 << 20);
-    cudaMalloc(&flush_, flush_bytes_);
-    cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
-    cudaEventCreate(&start_);
-    cudaEventCreate(&stop_);
   }
   ~GpuExecutor() override {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
+    if (start_) cudaEventDestroy(start_);
+    if (stop_) cudaEventDestroy(stop_);
     if (flush_) cudaFree(flush_);
     if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  // The stream, the events and the L2-flush buffer; a failure here means no executor.
+  Status init() {
+    cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreate(&start_);
+    if (e == cudaSuccess) e = cudaEventCreate(&stop_);
+    if (e != cudaSuccess) return internal_error("creating the executor's stream: " + cuda_text(e));
+    e = cudaMalloc(&flush_, flush_bytes_);
+    if (e != cudaSuccess) {
+      cudaGetLastError();
+      flush_ = nullptr;
+      return internal_error("allocating the " + std::to_string(flush_bytes_) +
+                            "-byte L2-flush buffer: " + cuda_text(e));
+    }
+    return Status::ok();
   }
 
   const char* name() const override { return "gpu"; }
@@ -186,36 +198,45 @@ class GpuExecutor final : public sandbox::Executor {
     return out;
   }
 
+  // Every copy and fill goes on stream_, the stream the kernels run on: the legacy default
+  // stream does not order against a cudaStreamNonBlocking stream, so a kernel could otherwise
+  // read its inputs or guard bytes before they land.
   Expected<uint64_t> allocate(size_t bytes) override {
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, bytes);
-    if (e == cudaSuccess) e = cudaMemset(p, 0, bytes);
+    if (e == cudaSuccess) e = cudaMemsetAsync(p, 0, bytes, stream_);
     if (e != cudaSuccess) {
       cudaGetLastError();
+      if (p) cudaFree(p);
       return internal_error("cudaMalloc of " + std::to_string(bytes) + " bytes: " + cuda_text(e));
     }
     sizes_[reinterpret_cast<uint64_t>(p)] = bytes;
     return reinterpret_cast<uint64_t>(p);
   }
   // Scrubbed before it is freed: a later job's kernel reading out of bounds in reused device
-  // memory must not find a reference's outputs there.
+  // memory must not find a reference's outputs there. The wait makes the scrub complete before
+  // the memory can be handed out again.
   void release(uint64_t address) override {
     auto it = sizes_.find(address);
     if (it != sizes_.end()) {
-      cudaMemset(reinterpret_cast<void*>(address), 0, it->second);
+      cudaMemsetAsync(reinterpret_cast<void*>(address), 0, it->second, stream_);
       sizes_.erase(it);
     }
+    cudaStreamSynchronize(stream_);
     cudaFree(reinterpret_cast<void*>(address));
   }
+  // From pageable host memory the call returns once `data` has been staged, so the caller may
+  // reuse it; the copy itself is ordered before the kernels that follow on stream_.
   Status write(uint64_t address, const void* data, size_t bytes) override {
-    cudaError_t e =
-        cudaMemcpy(reinterpret_cast<void*>(address), data, bytes, cudaMemcpyHostToDevice);
+    cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(address), data, bytes,
+                                    cudaMemcpyHostToDevice, stream_);
     return e == cudaSuccess ? Status::ok()
                             : internal_error("cudaMemcpy to device: " + cuda_text(e));
   }
   Status read(uint64_t address, void* data, size_t bytes) override {
-    cudaError_t e =
-        cudaMemcpy(data, reinterpret_cast<const void*>(address), bytes, cudaMemcpyDeviceToHost);
+    cudaError_t e = cudaMemcpyAsync(data, reinterpret_cast<const void*>(address), bytes,
+                                    cudaMemcpyDeviceToHost, stream_);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
     return e == cudaSuccess ? Status::ok()
                             : internal_error("cudaMemcpy from device: " + cuda_text(e));
   }
@@ -263,7 +284,14 @@ class GpuExecutor final : public sandbox::Executor {
 
   ExecOutcome synchronize() override {
     // While timing, the stop event goes in right behind the kernels, before the host waits.
-    if (timing_) cudaEventRecord(stop_, stream_);
+    if (timing_) {
+      cudaError_t r = cudaEventRecord(stop_, stream_);
+      if (r != cudaSuccess) {
+        cudaGetLastError();
+        cudaStreamSynchronize(stream_);
+        return {Verdict::kSandboxError, "cudaEventRecord (stop): " + cuda_text(r)};
+      }
+    }
     cudaError_t e = cudaStreamSynchronize(stream_);
     if (!timing_) lock_.release();
     if (e == cudaSuccess) return {};
@@ -286,6 +314,12 @@ class GpuExecutor final : public sandbox::Executor {
   }
 
  private:
+  // A failure of the executor's own timing calls: not the candidate's fault.
+  static ExecOutcome sandbox_error(const char* what, cudaError_t e) {
+    cudaGetLastError();
+    return {Verdict::kSandboxError, std::string(what) + ": " + cuda_text(e)};
+  }
+
   ExecOutcome timed_runs(const std::function<ExecOutcome()>& run_once,
                          const sandbox::TimingOptions& o, sandbox::Timing* out) {
     for (int i = 0; i < o.warmups; ++i) {
@@ -297,12 +331,16 @@ class GpuExecutor final : public sandbox::Executor {
     ExecOutcome result;
     while (static_cast<int>(times.size()) < o.max_launches &&
            (static_cast<int>(times.size()) < o.min_launches || total < o.min_total_ms)) {
-      cudaMemsetAsync(flush_, static_cast<int>(times.size() & 0xff), flush_bytes_, stream_);
-      cudaEventRecord(start_, stream_);
+      const int fill = static_cast<int>(times.size() & 0xff);
+      cudaError_t e = cudaMemsetAsync(flush_, fill, flush_bytes_, stream_);
+      if (e != cudaSuccess) return sandbox_error("the L2 flush (cudaMemsetAsync)", e);
+      e = cudaEventRecord(start_, stream_);
+      if (e != cudaSuccess) return sandbox_error("cudaEventRecord (start)", e);
       result = run_once();  // ends in synchronize(), which records stop_
       if (!result.ok()) break;
       float ms = 0;
-      cudaEventElapsedTime(&ms, start_, stop_);
+      e = cudaEventElapsedTime(&ms, start_, stop_);
+      if (e != cudaSuccess) return sandbox_error("cudaEventElapsedTime", e);
       times.push_back(ms);
       total += ms;
     }
@@ -344,8 +382,10 @@ Expected<std::unique_ptr<sandbox::Executor>> make_gpu_executor(
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device);
   if (e != cudaSuccess)
     return internal_error("initialising GPU " + std::to_string(device) + ": " + cuda_text(e));
-  return std::unique_ptr<sandbox::Executor>(
+  std::unique_ptr<GpuExecutor> executor(
       new GpuExecutor(std::move(compiler), bus_id, major * 10 + minor, static_cast<size_t>(l2)));
+  LEAP_RETURN_IF_ERROR(executor->init());
+  return std::unique_ptr<sandbox::Executor>(std::move(executor));
 }
 
 }  // namespace leap::cuda

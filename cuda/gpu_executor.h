@@ -7,6 +7,11 @@
 //    to PTX, through the shared compile cache), as on the CPU path;
 //  - every buffer gets guard zones (guard_bytes), because a GPU does not check accesses, and is
 //    zeroed before it is freed, so no job finds another's data in reused device memory;
+//  - one stream: every fill, copy, launch, flush and event of the executor goes on its own
+//    non-blocking stream, so a kernel always sees its inputs and guard bytes written (the legacy
+//    default stream does not order against a non-blocking one);
+//  - a failure of the executor's own calls (events, the L2 flush) is SANDBOX_ERROR, never
+//    charged to the candidate;
 //  - any error at a synchronisation marks the executor broken: the CUDA context may be
 //    corrupted, so the worker replies and exits, and the supervisor starts a fresh one;
 //  - timing (DESIGN.md): warm-ups, then at least 10 timed runs or 25 ms, an L2 flush before

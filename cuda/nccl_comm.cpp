@@ -38,33 +38,31 @@ Expected<std::unique_ptr<NcclComm>> NcclComm::create(CudaContext& ctx, const ncc
   config.blocking = 0;
   ncclResult_t rc = ncclCommInitRankConfig(&c->comm_, nranks, id, rank, &config);
   if (rc != ncclSuccess && rc != ncclInProgress) {
-    return internal_error(std::string("ncclCommInitRankConfig failed: ") + ncclGetErrorString(rc));
+    // fail() aborts what NCCL may have allocated before failing (only a non-null handle).
+    return c->fail(std::string("ncclCommInitRankConfig failed: ") + ncclGetErrorString(rc));
   }
   LEAP_RETURN_IF_ERROR(c->wait_enqueued("communicator initialisation"));
   return c;
 }
 
+// ncclCommAbort is never given a null handle: fail() aborts and clears comm_, so a failed
+// initialisation or a failed final wait leaves nothing to abort here.
 NcclComm::~NcclComm() {
-  if (comm_ == nullptr) return;
-  if (broken_) {
-    ncclCommAbort(comm_);
+  if (comm_ == nullptr) return;  // never created, or fail() has aborted it
+  // Finish outstanding work first; destroy only a healthy communicator.
+  if (!wait().is_ok()) return;  // wait() failed through fail(), which aborted it
+  ncclCommFinalize(comm_);
+  ncclResult_t state = ncclInProgress;
+  const auto t0 = Clock::now();
+  while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
+         seconds_since(t0) < timeout_s_) {
+    std::this_thread::yield();
+  }
+  if (state == ncclSuccess) {
+    ncclCommDestroy(comm_);
     return;
   }
-  // Finish outstanding work first; destroy only a healthy communicator.
-  if (wait().is_ok()) {
-    ncclCommFinalize(comm_);
-    ncclResult_t state = ncclInProgress;
-    const auto t0 = Clock::now();
-    while (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclInProgress &&
-           seconds_since(t0) < timeout_s_) {
-      std::this_thread::yield();
-    }
-    if (state == ncclSuccess) {
-      ncclCommDestroy(comm_);
-      return;
-    }
-  }
-  ncclCommAbort(comm_);
+  ncclCommAbort(comm_);  // finalisation failed or timed out; comm_ is still the live handle
 }
 
 Status NcclComm::fail(const std::string& why) {

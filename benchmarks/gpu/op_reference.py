@@ -102,6 +102,87 @@ for n, t in [("lp_logits", logits), ("lp_targets", targets), ("lp_g", g), ("lp_o
     save(n, t)
 shapes.append("logprob N=%d V=%d" % (N, V))
 
+# RoPE, rotate-half (HF): x (N, H, D), row n at position pos[n], tables (maxT, D/2) from theta.
+N, H, D, maxT = 97, 6, 64, 512
+x, dy = randn(N, H, D), randn(N, H, D)
+pos = torch.randint(0, maxT, (N,), generator=gen)
+inv = 1.0 / (10000.0 ** (torch.arange(0, D // 2, dtype=torch.float64) * 2 / D))
+ang = torch.arange(maxT, dtype=torch.float64)[:, None] * inv[None, :]
+cos_t, sin_t = ang.cos().float(), ang.sin().float()
+(xd,) = d64(x)
+c = cos_t.to(dev, torch.float64)[pos.to(dev)][:, None, :]
+sn = sin_t.to(dev, torch.float64)[pos.to(dev)][:, None, :]
+x1, x2 = xd[..., : D // 2], xd[..., D // 2:]
+y = torch.cat([x1 * c - x2 * sn, x2 * c + x1 * sn], dim=-1)
+y.backward(dy.to(dev, torch.float64))
+for n, t in [("rope_x", x), ("rope_dy", dy), ("rope_cos", cos_t), ("rope_sin", sin_t),
+             ("rope_pos", pos), ("rope_y", y), ("rope_dx", xd.grad)]:
+    save(n, t)
+shapes.append("rope N=%d H=%d D=%d maxT=%d" % (N, H, D, maxT))
+
+# Embedding: out (N, C) = wte[tokens]; the backward sums repeated tokens' rows into dwte.
+N, Vocab, C = 300, 1000, 384
+wte, dy = randn(Vocab, C), randn(N, C)
+tokens = torch.randint(0, 50, (N,), generator=gen)  # a small range: many repeats
+(wd,) = d64(wte)
+y = wd[tokens.to(dev)]
+y.backward(dy.to(dev, torch.float64))
+for n, t in [("emb_wte", wte), ("emb_tokens", tokens), ("emb_dy", dy), ("emb_y", y),
+             ("emb_dwte", wd.grad)]:
+    save(n, t)
+shapes.append("embedding N=%d V=%d C=%d" % (N, Vocab, C))
+
+# AdamW (decoupled weight decay, torch.optim.AdamW's update written out), one step at t = 3
+# from non-zero moments, with a gradient scale. The check compares the parameters' change, so
+# the parameters are weight-sized (0.02): their fp32 rounding (an ulp of |p|) stays far below
+# the lr-sized change, which O(1) parameters would not allow.
+n_p = 100003
+lr, b1, b2, eps, wdecay, gscale, step = 1e-3, 0.9, 0.95, 1e-8, 0.1, 0.5, 3
+p0, m0, g = randn(n_p, scale=0.02), randn(n_p, scale=0.01), randn(n_p)
+v0 = randn(n_p, scale=0.01).abs()
+pd, md, vd, gd = [t.to(dev, torch.float64) for t in (p0, m0, v0, g)]
+gd = gd * gscale
+m1 = b1 * md + (1 - b1) * gd
+v1 = b2 * vd + (1 - b2) * gd * gd
+mhat, vhat = m1 / (1 - b1 ** step), v1 / (1 - b2 ** step)
+p1 = pd - lr * (wdecay * pd + mhat / (vhat.sqrt() + eps))
+for n, t in [("adamw_p", p0), ("adamw_m", m0), ("adamw_v", v0), ("adamw_g", g),
+             ("adamw_p1", p1), ("adamw_m1", m1), ("adamw_v1", v1)]:
+    save(n, t)
+shapes.append("adamw n=%d lr=%r beta1=%r beta2=%r eps=%r weight_decay=%r grad_scale=%r t=%d"
+              % (n_p, lr, b1, b2, eps, wdecay, gscale, step))
+
+# Sum of squares (global-norm clipping), in float64 from float32 values.
+n_s = 1000003
+xs = randn(n_s, scale=0.01)
+ss = (xs.to(dev, torch.float64) ** 2).sum()
+save("sumsq_x", xs)
+shapes.append("sum_squares n=%d want=%.17g" % (n_s, ss.item()))
+
+# Decode: kv_cache_write puts each row's K/V at position len-1 of its slot, then
+# attention_decode reads positions [0, len) of that slot. Caches (slots, maxT, Hkv, D).
+slots, maxT, H, Hkv, D = 5, 40, 8, 2, 64
+n_r = 4
+slot = torch.tensor([3, 0, 4, 1])
+length = torch.tensor([1, 17, 40, 33])
+kc, vc = randn(slots, maxT, Hkv, D), randn(slots, maxT, Hkv, D)
+q, k_new, v_new = randn(n_r, H, D), randn(n_r, Hkv, D), randn(n_r, Hkv, D)
+kc1, vc1 = kc.clone(), vc.clone()
+kc1[slot, length - 1] = k_new
+vc1[slot, length - 1] = v_new
+outs = []
+for r in range(n_r):
+    kk = kc1[slot[r], : length[r]].to(dev, torch.float64).repeat_interleave(H // Hkv, dim=1)
+    vv = vc1[slot[r], : length[r]].to(dev, torch.float64).repeat_interleave(H // Hkv, dim=1)
+    qq = q[r].to(dev, torch.float64)                              # (H, D)
+    sc = torch.einsum("hd,thd->ht", qq, kk) / math.sqrt(D)        # (H, len)
+    outs.append(torch.einsum("ht,thd->hd", torch.softmax(sc, -1), vv))
+for n, t in [("dec_kc", kc), ("dec_vc", vc), ("dec_q", q), ("dec_k", k_new), ("dec_v", v_new),
+             ("dec_slot", slot), ("dec_len", length), ("dec_kc1", kc1), ("dec_vc1", vc1),
+             ("dec_out", torch.stack(outs))]:
+    save(n, t)
+shapes.append("decode slots=%d maxT=%d H=%d Hkv=%d D=%d n=%d" % (slots, maxT, H, Hkv, D, n_r))
+
 with open(os.path.join(out, "manifest.txt"), "w") as f:
     f.write("\n".join(manifest) + "\n")
 with open(os.path.join(out, "shapes.txt"), "w") as f:

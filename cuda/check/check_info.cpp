@@ -30,6 +30,11 @@ Expected<JsonRecord> run_info(const CheckArgs& args) {
 #else
   r.set("model_tier", false);
 #endif
+#ifdef LEAP_CHECK_HAS_SANDBOX
+  r.set("sandbox_tier", true);
+#else
+  r.set("sandbox_tier", false);
+#endif
   if (info.count == 0) {
     std::fprintf(stderr, "%s\n", describe(info).c_str());
     return r;

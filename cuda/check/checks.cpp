@@ -50,4 +50,23 @@ std::vector<CheckSpec> all_checks() {
   return out;
 }
 
+std::vector<AbsentCheck> absent_checks() {
+  std::vector<AbsentCheck> out;
+#ifndef LEAP_CHECK_HAS_MODEL
+  const char* model =
+      "this build has no model library (the model tier needs nlohmann_json: "
+      "stage it with scripts/stage_gpu_deps.sh)";
+  out.push_back({"train", model});
+  out.push_back({"decode", model});
+#endif
+#ifndef LEAP_CHECK_HAS_SANDBOX
+  const char* sandbox =
+      "this build has no sandbox (the sandbox tier needs nlohmann_json and "
+      "Boost.program_options: stage them with scripts/stage_gpu_deps.sh)";
+  out.push_back({"executor", sandbox});
+  out.push_back({"executor_confined", sandbox});
+#endif
+  return out;
+}
+
 }  // namespace leap::cuda::check

@@ -22,6 +22,14 @@ struct CheckSpec {
 // Every check this build has (the model-tier ones only where the model library was built).
 std::vector<CheckSpec> all_checks();
 
+// The checks of a tier this build left out, each with why (cmake/gpu_only.cmake): asking for
+// one is SKIPPED (exit 3), not a failure, since the build chose not to have it.
+struct AbsentCheck {
+  std::string name;
+  std::string reason;
+};
+std::vector<AbsentCheck> absent_checks();
+
 Expected<JsonRecord> run_info(const CheckArgs& args);
 Expected<JsonRecord> run_ops(const CheckArgs& args);
 Expected<JsonRecord> run_nccl(const CheckArgs& args);

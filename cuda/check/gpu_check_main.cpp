@@ -2,7 +2,7 @@
 // CUDA toolkit). `leap_gpu_check CHECK [--key=value ...]` runs one check or benchmark and prints
 // its results as one JSON object on stdout; benchmarks/gpu_check.sh runs them all.
 // Exit codes: 0 ran, 1 failed (a check's tolerance or a CUDA error), 2 bad arguments,
-// 3 skipped (no device, or a library this build lacks).
+// 3 skipped (no device, or a check of a tier this build left out).
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -46,6 +46,11 @@ int main(int argc, char** argv) {
     }
     std::printf("%s\n", result->str().c_str());
     return result->failed() ? 1 : 0;
+  }
+  for (const auto& a : absent_checks()) {
+    if (a.name != argv[1]) continue;
+    std::fprintf(stderr, "leap_gpu_check %s: SKIPPED: %s\n", argv[1], a.reason.c_str());
+    return kExitSkipped;
   }
   std::fprintf(stderr, "leap_gpu_check: unknown check '%s'\n", argv[1]);
   print_usage(checks);

@@ -92,6 +92,8 @@ class Transformer {
   Status prefill(const TokenBatch& prompts, KvCache& cache, float* last_logits);
   // Decode: one token per row r, appended to cache slot slots[r] at position cache.len[slot];
   // writes next-token logits (n*V host floats). The caller checks capacity (len < maxT).
+  // logits may be null: then they stay in the backend and nothing waits for the device (the
+  // GPU check times the device side of a step this way, apart from the download).
   void decode(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache, float* logits);
 
  private:

@@ -147,7 +147,7 @@ void Transformer::decode(const int32_t* tokens, const int32_t* slots, int n, KvC
   }
   be_->rmsnorm_forward(d.ln, d.rstd, d.x, w.lnf, n, C, eps);
   be_->matmul_forward(d.logits, d.ln, w.lm_head, nullptr, n, C, V);
-  be_->download(logits, d.logits, static_cast<size_t>(n) * V);
+  if (logits != nullptr) be_->download(logits, d.logits, static_cast<size_t>(n) * V);
   for (int r = 0; r < n; ++r) cache.len[slots[r]] = lens[r];
 }
 

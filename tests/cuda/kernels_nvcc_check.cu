@@ -6,6 +6,7 @@
 #include "cuda/kernels/attention_decode.cuh"
 #include "cuda/kernels/cast.cuh"
 #include "cuda/kernels/embedding.cuh"
+#include "cuda/kernels/gemm_empty.cuh"
 #include "cuda/kernels/logprob.cuh"
 #include "cuda/kernels/reduce.cuh"
 #include "cuda/kernels/residual.cuh"
@@ -62,6 +63,7 @@ namespace leap::cuda::kernels {
 LEAP_INSTANTIATE_STORAGE(float)
 LEAP_INSTANTIATE_STORAGE(bf16)
 template __global__ void sum_squares_finish<double>(double*, const double*, int);
+template __global__ void gemm_empty_epilogue<float>(float*, const float*, int, int, int, float);
 LEAP_INSTANTIATE_ATTENTION(float, 8)
 LEAP_INSTANTIATE_ATTENTION(bf16, 8)
 LEAP_INSTANTIATE_ATTENTION(float, 64)

@@ -275,5 +275,43 @@ TYPED_TEST(PointwiseKernels, SumSquaresInDouble) {
   EXPECT_NEAR(got, want, 1e-12 * want);
 }
 
+// GemmRunner's k = 0 case, D (m, n; column-major, ld > m) = beta D (+ bias), worked by hand:
+// beta = 0 must overwrite NaN, the padding rows between columns must stay untouched.
+TEST(GemmEmptyEpilogue, ScalesAddsBiasAndKeepsThePadding) {
+  if (!sandbox::nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  KernelLab lab;
+  lab.build("gemm_empty.cuh", {"gemm_empty_epilogue<float>"});
+  const int m = 3, n = 5, ld = 4;
+  const float pad = 7.5f;
+  std::vector<float> d(static_cast<size_t>(ld) * n, pad), bias = {1.0f, -2.0f, 0.25f};
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < m; ++i) d[j * ld + i] = static_cast<float>(10 * j + i);
+  for (float beta : {0.0f, 0.5f}) {
+    for (bool with_bias : {false, true}) {
+      std::vector<float> in = d;
+      if (beta == 0.0f) in[1 * ld + 2] = std::nanf("");  // must not survive beta = 0
+      const uint64_t dd = lab.put(false, in), db = lab.put(false, bias);
+      lab.run("gemm_empty_epilogue<float>", grid3(2, 1, 1, 4),
+              Args()
+                  .ptr(dd)
+                  .ptr(with_bias ? db : 0)
+                  .add<int>(m)
+                  .add<int>(n)
+                  .add<int>(ld)
+                  .add<float>(beta));
+      const auto got = lab.get(false, dd, in.size());
+      for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < ld; ++i) {
+          const float want =
+              i >= m ? pad
+                     : (beta == 0.0f ? 0.0f : beta * (10 * j + i)) + (with_bias ? bias[i] : 0.0f);
+          EXPECT_EQ(got[j * ld + i], want)
+              << "beta " << beta << " bias " << with_bias << " (" << i << ", " << j << ")";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace leap::cuda::testing
