@@ -14,6 +14,8 @@ const std::vector<Subcommand>& subcommands() {
       {"analyze", "tables of a run's HDF5 file (also while it runs): pass rates, DCP, verdicts, tokens, time",
        run_analyze},
       {"tasks", "list and validate task suites", run_tasks},
+      {"tokenize", "a Hugging Face tokenizer.json: text to ids as JSON (--input), ids to text (--decode)",
+       run_tokenize},
       {"worker", "the sandbox's worker process (started by the sandbox itself)", run_worker, true},
   };
   return kTable;
