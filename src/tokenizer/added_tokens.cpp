@@ -5,28 +5,24 @@
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
-#include <utf8proc.h>
 
+#include "tokenizer/regex_pattern.h"
 #include "tokenizer/utf8.h"
 
 namespace leap::tokenizer {
 namespace {
 
-// Rust's char::is_alphanumeric: Alphabetic or Numeric; the general categories L*, N* and the
-// other alphabetic marks are what utf8proc can tell us, which covers the added-token cases.
-bool is_alphanumeric(char32_t cp) {
-  const utf8proc_category_t c = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
-  switch (c) {
-    case UTF8PROC_CATEGORY_LU: case UTF8PROC_CATEGORY_LL: case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM: case UTF8PROC_CATEGORY_LO: case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL: case UTF8PROC_CATEGORY_NO:
-      return true;
-    default:
-      return false;
-  }
+// Hugging Face decides single_word with the Rust regex crate's Unicode \w on the neighbouring
+// character: Alphabetic, marks, decimal digits, connector punctuation (so '_' and a combining
+// accent touch a word, '②' does not) and the joiners.
+bool is_word_char(std::string_view text, size_t at, size_t len) {
+  static const RegexPattern kWord = *RegexPattern::compile(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}])");
+  std::vector<std::pair<size_t, size_t>> m;
+  kWord.find_all(text.substr(at, len), m);
+  return !m.empty();
 }
 
-// Rust's char::is_whitespace: the Unicode White_Space property.
+// Rust's \s and char::is_whitespace: the Unicode White_Space property.
 bool is_white_space(char32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
          (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
@@ -85,8 +81,11 @@ void AddedTokenMatcher::split(std::string_view text, bool parse_special, std::ve
     pos = stop;  // the scan goes on after the raw match, whatever the flags do below
     if (hit->special && !parse_special) continue;
     if (hit->single_word) {
-      const bool space_before = start == 0 || !is_alphanumeric(char_before(text, start));
-      const bool space_after = stop == text.size() || !is_alphanumeric(char_at(text, stop));
+      size_t b = 0, len = 0;
+      if (start > 0) char_before(text, start, &b);
+      if (stop < text.size()) char_at(text, stop, &len);
+      const bool space_before = start == 0 || !is_word_char(text, b, start - b);
+      const bool space_after = stop == text.size() || !is_word_char(text, stop, len);
       if (!space_before || !space_after) continue;
     }
     if (hit->lstrip) {

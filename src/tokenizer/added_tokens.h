@@ -1,7 +1,7 @@
 // Added tokens of tokenizer.json ("added_tokens"): strings matched in the text before the
 // pre-tokenizer runs, each one token. Matching is leftmost-longest over all added tokens, then
 // each match is checked and widened by its flags, exactly as Hugging Face's AddedVocabulary:
-//   single_word  the match must not touch a letter or digit on either side;
+//   single_word  the neighbouring characters must not be word characters (Rust regex \w);
 //   lstrip       whitespace just before the match joins the token;
 //   rstrip       whitespace just after the match joins the token;
 //   normalized   the token is matched in the normalized text (after the normalizer) rather than

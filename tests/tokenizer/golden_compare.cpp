@@ -12,9 +12,11 @@ namespace leap::tokenizer::testing {
 namespace {
 
 std::string ids_text(const std::vector<int32_t>& ids) {
-  std::string s = "[";
-  for (size_t i = 0; i < ids.size(); ++i) s += (i ? "," : "") + std::to_string(ids[i]);
-  return s + "]";
+  std::ostringstream s;
+  s << '[';
+  for (size_t i = 0; i < ids.size(); ++i) s << (i ? "," : "") << ids[i];
+  s << ']';
+  return s.str();
 }
 
 }  // namespace
@@ -44,9 +46,10 @@ GoldenReport compare_golden(const std::string& golden_path, const std::string& s
     const auto special = (*tok)->encode(text, true);
     if (plain != want_plain || special != want_special) {
       const bool p = plain != want_plain;
-      r.mismatches.push_back("case " + std::to_string(r.cases) + " (" + (p ? "plain" : "special") + ") text " +
-                             nlohmann::json(text).dump() + "\n  hf   " + ids_text(p ? want_plain : want_special) +
-                             "\n  leap " + ids_text(p ? plain : special));
+      std::ostringstream msg;
+      msg << "case " << r.cases << " (" << (p ? "plain" : "special") << ") text " << nlohmann::json(text).dump()
+          << "\n  hf   " << ids_text(p ? want_plain : want_special) << "\n  leap " << ids_text(p ? plain : special);
+      r.mismatches.push_back(msg.str());
     }
     ++r.cases;
   }
