@@ -15,7 +15,22 @@ namespace {
 // Hugging Face decides single_word with the Rust regex crate's Unicode \w on the neighbouring
 // character: Alphabetic, marks, decimal digits, connector punctuation (so '_' and a combining
 // accent touch a word, '②' does not) and the joiners.
+// Characters newer than Debian's PCRE2 tables (Unicode 14) that HF's newer tables make \w are
+// listed in word_char_exceptions.inc (tests/tokenizer/word_char_scan.py).
+struct CodeRange {
+  char32_t lo, hi;
+};
+constexpr CodeRange kNewWordChars[] = {
+#include "tokenizer/word_char_exceptions.inc"
+};
+
 bool is_word_char(std::string_view text, size_t at, size_t len) {
+  const size_t n = utf8_sequence_length(text, at);
+  if (n == len && n > 1) {
+    const char32_t cp = utf8_decode_at(text, at, n);
+    for (const CodeRange& r : kNewWordChars)
+      if (cp >= r.lo && cp <= r.hi) return true;
+  }
   static const RegexPattern kWord = *RegexPattern::compile(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}])");
   std::vector<std::pair<size_t, size_t>> m;
   kWord.find_all(text.substr(at, len), m);

@@ -1,14 +1,34 @@
 // utf8proc does the Unicode work; ASCII text is left alone without a call, since every normal
-// form maps ASCII to itself.
+// form maps ASCII to itself. Hugging Face's normalization tables are older than utf8proc's: the
+// characters they do not know (nfc_exceptions.inc, made by tests/tokenizer/nfc_scan.py) are
+// starters there, with no decomposition and class 0, so nothing reorders or composes across
+// them. LEAP cuts the text at those characters and normalizes the runs between, which gives
+// exactly that.
 #include "tokenizer/normalizer.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
 #include <utf8proc.h>
 
+#include "tokenizer/utf8.h"
+
 namespace leap::tokenizer {
 namespace {
+
+struct CodeRange {
+  char32_t lo, hi;
+};
+constexpr CodeRange kHfUnknown[] = {
+#include "tokenizer/nfc_exceptions.inc"
+};
+
+bool hf_unknown(char32_t cp) {
+  auto it = std::upper_bound(std::begin(kHfUnknown), std::end(kHfUnknown), cp,
+                             [](char32_t c, const CodeRange& r) { return c < r.lo; });
+  return it != std::begin(kHfUnknown) && cp <= std::prev(it)->hi;
+}
 
 bool is_ascii(std::string_view text) {
   for (unsigned char c : text)
@@ -46,8 +66,26 @@ Expected<Normalizer> Normalizer::from_json(const nlohmann::json& j, const std::s
 }
 
 std::string Normalizer::normalize(std::string_view text) const {
+  if (forms_.empty() || is_ascii(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  size_t run = 0;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = std::max<size_t>(1, utf8_sequence_length(text, i));
+    if (static_cast<unsigned char>(text[i]) >= 0x80 && hf_unknown(utf8_decode_at(text, i, n))) {
+      out += normalize_run(text.substr(run, i - run));
+      out.append(text.substr(i, n));
+      run = i + n;
+    }
+    i += n;
+  }
+  out += normalize_run(text.substr(run));
+  return out;
+}
+
+std::string Normalizer::normalize_run(std::string_view text) const {
   std::string cur(text);
-  if (forms_.empty() || is_ascii(text)) return cur;
+  if (is_ascii(text)) return cur;
   for (NormalForm f : forms_) {
     int options = UTF8PROC_STABLE;
     switch (f) {

@@ -25,6 +25,7 @@ class Normalizer {
   std::string normalize(std::string_view text) const;
 
  private:
+  std::string normalize_run(std::string_view text) const;  // text holds no HF-unknown character
   std::vector<NormalForm> forms_;
 };
 
