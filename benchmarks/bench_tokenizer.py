@@ -54,7 +54,8 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--bench", default=str(ROOT / "build/benchmarks/bench_tokenizer"))
     ap.add_argument("--tokenizer", nargs="*", default=[str(ROOT / "tests/tokenizer/fixtures/qwen2_style"),
-                                                       str(ROOT / "tests/tokenizer/fixtures/llama3_style")])
+                                                       str(ROOT / "tests/tokenizer/fixtures/llama3_style"),
+                                                       str(ROOT / "tests/tokenizer/fixtures/deepseek_style")])
     a = ap.parse_args()
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # both sides on the same one core
     docs = corpus()

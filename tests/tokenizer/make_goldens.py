@@ -14,6 +14,8 @@ and tokenizer_config.json):
   llama3_style  NFC, Split(Llama-3's regex) + ByteLevel, merges in the pair form, ignore_merges,
                 a TemplateProcessing BOS, specials <|begin_of_text|> <|end_of_text|> <|eot_id|>,
                 and added tokens with lstrip / rstrip / single_word / normalized flags
+  deepseek_style  no normalizer, DeepSeek-Coder's five Splits + ByteLevel, a BOS template,
+                the full-width-bar specials and a non-special FIM token
 The training corpus is this repository's own CUDA and C++ sources plus a few lines of other
 scripts, so the vocab is code-heavy like the real ones.
 """
@@ -72,12 +74,13 @@ def save_folder(tok, name, config, merges_as_strings):
     return Tokenizer.from_file(str(folder / "tokenizer.json"))
 
 
-def train(regex, specials, vocab_size):
+def train(regex, specials, vocab_size, splits=None, nfc=True):
     tok = Tokenizer(models.BPE())
-    tok.normalizer = normalizers.Sequence([normalizers.NFC()])
-    tok.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(regex), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tok.normalizer = normalizers.Sequence([normalizers.NFC()] if nfc else [])
+    splits = splits or [regex]
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Split(Regex(r), behavior="isolated", invert=False) for r in splits] +
+        [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
@@ -114,13 +117,39 @@ def make_llama3_style():
     return save_folder(tok, "llama3_style", cfg, merges_as_strings=False)
 
 
+# DeepSeek-Coder's pre-tokenizer: five Splits (newlines, letters of many scripts with an optional
+# leading space, ASCII and full-width punctuation, trailing whitespace, CJK/Hangul runs, digit
+# runs) before ByteLevel, and an empty normalizer Sequence.
+DEEPSEEK_SPLITS = [
+    "[\r\n]",
+    "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\u1f7dᾀ-ᾴᾶ-ᾼ\u1fbeῂ-ῄῆ-ῌῐ-\u1fd3ῖ-\u1fdbῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\u2126ℨ\u212a-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+    "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
+    "\\s+$",
+    "[一-龥ࠀ-一가-퟿]+",
+    "\\p{N}+",
+]
+DEEPSEEK_BOS = "<\uff5cbegin\u2581of\u2581sentence\uff5c>"
+DEEPSEEK_EOS = "<\uff5cend\u2581of\u2581sentence\uff5c>"
+
+
+def make_deepseek_style():
+    tok = train(None, [DEEPSEEK_BOS, DEEPSEEK_EOS], 3000, splits=DEEPSEEK_SPLITS, nfc=False)
+    tok.add_tokens([AddedToken("<\uff5cfim\u2581hole\uff5c>", special=False, normalized=False)])
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{DEEPSEEK_BOS} $A", pair=f"{DEEPSEEK_BOS} $A $B",
+        special_tokens=[(DEEPSEEK_BOS, tok.token_to_id(DEEPSEEK_BOS))])
+    cfg = {"tokenizer_class": "LlamaTokenizerFast", "bos_token": DEEPSEEK_BOS, "eos_token": DEEPSEEK_EOS}
+    return save_folder(tok, "deepseek_style", cfg, merges_as_strings=True)
+
+
 def main():
     versions = {"tokenizers": tokenizers.__version__}
     if versions["tokenizers"] != oc.PINNED["tokenizers"]:
         print(f"warning: tokenizers {versions['tokenizers']} is not the pinned {oc.PINNED['tokenizers']}")
     GOLD.mkdir(exist_ok=True)
     for name, make, added in (("qwen2_style", make_qwen2_style, ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]),
-                              ("llama3_style", make_llama3_style, ["<|begin_of_text|>", "<|eot_id|>", "<sep>", "word", "Å"])):
+                              ("llama3_style", make_llama3_style, ["<|begin_of_text|>", "<|eot_id|>", "<sep>", "word", "Å"]),
+                              ("deepseek_style", make_deepseek_style, [DEEPSEEK_BOS, DEEPSEEK_EOS, "<\uff5cfim\u2581hole\uff5c>"])):
         tok = make()
         texts = GOLDEN_TEXTS + oc.random_texts(seed=1234, n=300, added=added)
         oc.write_cases(GOLD / f"{name}.json", f"tests/tokenizer/fixtures/{name}", tok, texts, versions)

@@ -18,7 +18,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "seed $seed, $n texts per fixture, tokenizers $("$py" -c 'import tokenizers; print(tokenizers.__version__)')"
 status=0
-for fx in qwen2_style llama3_style; do
+for fx in qwen2_style llama3_style deepseek_style; do
   "$py" "$src/tests/tokenizer/diff_cases.py" random "$src/tests/tokenizer/fixtures/$fx" "$tmp/$fx.json" \
     --n "$n" --seed "$seed"
   echo "== $fx"

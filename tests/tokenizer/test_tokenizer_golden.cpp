@@ -1,5 +1,5 @@
 // LEAP's ids against the committed goldens of the `tokenizers` package (make_goldens.py), for
-// both trained fixtures, and decode(encode(text)) == the normalized text.
+// the three trained fixtures, and decode(encode(text)) == the normalized text.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -26,6 +26,7 @@ void expect_golden(const std::string& name) {
 
 TEST(TokenizerGolden, Qwen2StyleMatchesHuggingFace) { expect_golden("qwen2_style"); }
 TEST(TokenizerGolden, Llama3StyleMatchesHuggingFace) { expect_golden("llama3_style"); }
+TEST(TokenizerGolden, DeepSeekStyleMatchesHuggingFace) { expect_golden("deepseek_style"); }
 
 TEST(TokenizerGolden, DecodeGivesBackTheNormalizedText) {
   auto tok = load_hf_tokenizer(kSrc + "/tests/tokenizer/fixtures/qwen2_style");
