@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
     if (n != tokens) return 1;
     best = std::min(best, s);
   }
-  std::printf("{\"bytes\": %zu, \"tokens\": %zu, \"seconds\": %.6f, \"mb_per_s\": %.3f}\n", bytes, tokens, best,
-              static_cast<double>(bytes) / best / 1e6);
+  std::printf("{\"bytes\": %zu, \"tokens\": %zu, \"seconds\": %.6f, \"mb_per_s\": %.3f}\n", bytes,
+              tokens, best, static_cast<double>(bytes) / best / 1e6);
   return 0;
 }

@@ -35,7 +35,8 @@ struct TokenizeConfig {
     opts.add("tokenize.tokenizer", &tokenizer, "",
              "Folder written by save_pretrained (with tokenizer.json), or a tokenizer.json file.",
              {.alias = "tokenizer"});
-    opts.add("tokenize.input", &input, "", "Text file to encode; prints {\"ids\": [...]}.", {.alias = "input"});
+    opts.add("tokenize.input", &input, "", "Text file to encode; prints {\"ids\": [...]}.",
+             {.alias = "input"});
     opts.add("tokenize.parse_special", &parse_special, false,
              "Special-token strings in the input become their ids (default: plain text, the safe "
              "mode for untrusted text).",
@@ -43,10 +44,11 @@ struct TokenizeConfig {
     opts.add("tokenize.add_special_tokens", &add_special_tokens, false,
              "Apply the post-processor's template (e.g. Llama-3's <|begin_of_text|>).",
              {.alias = "add-special-tokens"});
-    opts.add("tokenize.decode", &decode, "", "JSON file of ids ({\"ids\": [...]} or [...]); prints their text.",
+    opts.add("tokenize.decode", &decode, "",
+             "JSON file of ids ({\"ids\": [...]} or [...]); prints their text.",
              {.alias = "decode"});
-    opts.add("tokenize.chat", &chat, "", "JSON file of chat messages, rendered by the chat template.",
-             {.alias = "chat"});
+    opts.add("tokenize.chat", &chat, "",
+             "JSON file of chat messages, rendered by the chat template.", {.alias = "chat"});
   }
 };
 
@@ -69,13 +71,15 @@ Expected<std::vector<int32_t>> read_ids(const std::string& path, int vocab_size)
     arr = &j["ids"];
     field = "ids";
   }
-  if (!arr->is_array()) return invalid_input(path + ": field '" + field + "': expected an array of token ids");
+  if (!arr->is_array())
+    return invalid_input(path + ": field '" + field + "': expected an array of token ids");
   std::vector<int32_t> ids;
   for (size_t i = 0; i < arr->size(); ++i) {
     const auto& v = (*arr)[i];
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab_size)
-      return invalid_input(path + ": field '" + (field == "ids" ? "ids" : "") + "[" + std::to_string(i) +
-                           "]': expected a token id in [0, " + std::to_string(vocab_size) + "), got " + v.dump());
+      return invalid_input(path + ": field '" + (field == "ids" ? "ids" : "") + "[" +
+                           std::to_string(i) + "]': expected a token id in [0, " +
+                           std::to_string(vocab_size) + "), got " + v.dump());
     ids.push_back(v.get<int32_t>());
   }
   return ids;
@@ -84,7 +88,8 @@ Expected<std::vector<int32_t>> read_ids(const std::string& path, int vocab_size)
 // The chat mode belongs to the chat-template module: it renders MSGS.json with the folder's
 // template, then encodes the result here with parse_special on (the template's own markers).
 int run_chat(const TokenizeConfig& /*cfg*/, const tokenizer::HfTokenizer& /*tok*/) {
-  return report_error("tokenize", unsupported("--chat: chat templates are not built yet in this version"));
+  return report_error("tokenize",
+                      unsupported("--chat: chat templates are not built yet in this version"));
 }
 
 }  // namespace
@@ -96,8 +101,10 @@ int run_tokenize(const std::vector<std::string>& args) {
   if (int rc = parse_or_exit("tokenize", kUsage, args, opts); rc >= 0) return rc;
   const int modes = !cfg.input.empty() + !cfg.decode.empty() + !cfg.chat.empty();
   if (cfg.tokenizer.empty() || modes != 1)
-    return report_error("tokenize", invalid_input(std::string("give --tokenizer and exactly one of --input, "
-                                                              "--decode, --chat\nusage: leap tokenize ") + kUsage));
+    return report_error("tokenize",
+                        invalid_input(std::string("give --tokenizer and exactly one of --input, "
+                                                  "--decode, --chat\nusage: leap tokenize ") +
+                                      kUsage));
   auto tok = tokenizer::load_hf_tokenizer(cfg.tokenizer);
   if (!tok) return report_error("tokenize", tok.status());
 

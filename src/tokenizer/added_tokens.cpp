@@ -31,7 +31,8 @@ bool is_word_char(std::string_view text, size_t at, size_t len) {
     for (const CodeRange& r : kNewWordChars)
       if (cp >= r.lo && cp <= r.hi) return true;
   }
-  static const RegexPattern kWord = *RegexPattern::compile(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}])");
+  static const RegexPattern kWord =
+      *RegexPattern::compile(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}])");
   std::vector<std::pair<size_t, size_t>> m;
   kWord.find_all(text.substr(at, len), m);
   return !m.empty();
@@ -40,8 +41,8 @@ bool is_word_char(std::string_view text, size_t at, size_t len) {
 // Rust's \s and char::is_whitespace: the Unicode White_Space property.
 bool is_white_space(char32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+         cp == 0x205F || cp == 0x3000;
 }
 
 // The last character of text[0, end), or 0 when there is none.
@@ -71,23 +72,26 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
   by_first_byte_.resize(256);
   for (size_t i = 0; i < tokens_.size(); ++i)
     if (!tokens_[i].content.empty())
-      by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(static_cast<int32_t>(i));
+      by_first_byte_[static_cast<unsigned char>(tokens_[i].content[0])].push_back(
+          static_cast<int32_t>(i));
   for (auto& list : by_first_byte_)
-    std::stable_sort(list.begin(), list.end(),
-                     [&](int32_t a, int32_t b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
+    std::stable_sort(list.begin(), list.end(), [&](int32_t a, int32_t b) {
+      return tokens_[a].content.size() > tokens_[b].content.size();
+    });
 }
 
-void AddedTokenMatcher::split(std::string_view text, bool parse_special, std::vector<TextSegment>& out) const {
+void AddedTokenMatcher::split(std::string_view text, bool parse_special,
+                              std::vector<TextSegment>& out) const {
   size_t done = 0;  // text before this is already in `out`
   size_t pos = 0;   // where the leftmost-longest scan resumes
   while (pos < text.size()) {
     if (by_first_byte_.empty()) break;
     const AddedToken* hit = nullptr;
     for (int32_t k : by_first_byte_[static_cast<unsigned char>(text[pos])])
-        if (text.compare(pos, tokens_[k].content.size(), tokens_[k].content) == 0) {
-          hit = &tokens_[k];
-          break;
-        }
+      if (text.compare(pos, tokens_[k].content.size(), tokens_[k].content) == 0) {
+        hit = &tokens_[k];
+        break;
+      }
     if (!hit) {
       ++pos;
       continue;
@@ -119,16 +123,19 @@ void AddedTokenMatcher::split(std::string_view text, bool parse_special, std::ve
   if (done < text.size()) out.push_back({done, text.size(), -1});
 }
 
-Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j, const std::string& field) {
+Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j,
+                                                     const std::string& field) {
   std::vector<AddedToken> out;
   if (j.is_null()) return out;
   if (!j.is_array()) return invalid_input("field '" + field + "': expected an array");
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string where = field + "[" + std::to_string(i) + "]";
     const auto& t = j[i];
-    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0)
+    if (!t.is_object() || !t.contains("id") || !t["id"].is_number_integer() ||
+        t["id"].get<int64_t>() < 0)
       return invalid_input("field '" + where + ".id': expected an id >= 0");
-    if (!t.contains("content") || !t["content"].is_string() || t["content"].get<std::string>().empty())
+    if (!t.contains("content") || !t["content"].is_string() ||
+        t["content"].get<std::string>().empty())
       return invalid_input("field '" + where + ".content': expected a non-empty string");
     AddedToken a;
     a.id = t["id"].get<int32_t>();
@@ -138,7 +145,8 @@ Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j, co
     a.rstrip = get_bool(t, "rstrip", false);
     a.single_word = get_bool(t, "single_word", false);
     a.normalized = get_bool(t, "normalized", !a.special);
-    if (!is_valid_utf8(a.content)) return invalid_input("field '" + where + ".content': not valid UTF-8");
+    if (!is_valid_utf8(a.content))
+      return invalid_input("field '" + where + ".content': not valid UTF-8");
     out.push_back(std::move(a));
   }
   return out;

@@ -53,6 +53,7 @@ class AddedTokenMatcher {
 };
 
 // Parses "added_tokens" (an array; null or absent is none).
-Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j, const std::string& field);
+Expected<std::vector<AddedToken>> parse_added_tokens(const nlohmann::json& j,
+                                                     const std::string& field);
 
 }  // namespace leap::tokenizer

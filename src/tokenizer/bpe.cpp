@@ -49,8 +49,10 @@ Expected<BpeModel> BpeModel::from_json(const nlohmann::json& j, const std::strin
     if (j.contains(key) && j[key].is_string() && !j[key].get<std::string>().empty())
       return unsupported("field '" + field + "." + key + "': a non-empty value is not supported");
   if (j.contains("dropout") && !j["dropout"].is_null())
-    return unsupported("field '" + field + ".dropout': BPE dropout is not supported (must be null)");
-  if (j.contains("byte_fallback") && j["byte_fallback"].is_boolean() && j["byte_fallback"].get<bool>())
+    return unsupported("field '" + field +
+                       ".dropout': BPE dropout is not supported (must be null)");
+  if (j.contains("byte_fallback") && j["byte_fallback"].is_boolean() &&
+      j["byte_fallback"].get<bool>())
     return unsupported("field '" + field + ".byte_fallback': true is not supported");
 
   BpeModel m;
@@ -59,8 +61,10 @@ Expected<BpeModel> BpeModel::from_json(const nlohmann::json& j, const std::strin
   m.vocab_.reserve(j["vocab"].size());
   int32_t max_id = -1;
   for (auto it = j["vocab"].begin(); it != j["vocab"].end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() >= (1 << 30))
-      return invalid_input("field '" + field + ".vocab[\"" + it.key() + "\"]': expected an id >= 0");
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
+        it.value().get<int64_t>() >= (1 << 30))
+      return invalid_input("field '" + field + ".vocab[\"" + it.key() +
+                           "\"]': expected an id >= 0");
     const auto id = it.value().get<int32_t>();
     m.vocab_.emplace(it.key(), id);
     max_id = std::max(max_id, id);
@@ -82,7 +86,8 @@ Expected<BpeModel> BpeModel::from_json(const nlohmann::json& j, const std::strin
     if (merges[r].is_string()) {  // "a b"
       const std::string s = merges[r];
       const size_t sp = s.find(' ');
-      if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size() || s.find(' ', sp + 1) != std::string::npos)
+      if (sp == std::string::npos || sp == 0 || sp + 1 >= s.size() ||
+          s.find(' ', sp + 1) != std::string::npos)
         return invalid_input(where + ": expected \"LEFT RIGHT\", got \"" + s + "\"");
       a = s.substr(0, sp);
       b = s.substr(sp + 1);
@@ -95,21 +100,25 @@ Expected<BpeModel> BpeModel::from_json(const nlohmann::json& j, const std::strin
     }
     auto ia = m.vocab_.find(a), ib = m.vocab_.find(b), iab = m.vocab_.find(a + b);
     if (ia == m.vocab_.end() || ib == m.vocab_.end())
-      return invalid_input(where + ": '" + (ia == m.vocab_.end() ? a : b) + "' is not in the vocab");
-    if (iab == m.vocab_.end()) return invalid_input(where + ": the merged token '" + a + b + "' is not in the vocab");
+      return invalid_input(where + ": '" + (ia == m.vocab_.end() ? a : b) +
+                           "' is not in the vocab");
+    if (iab == m.vocab_.end())
+      return invalid_input(where + ": the merged token '" + a + b + "' is not in the vocab");
     // A pair listed twice keeps its first (lowest) rank, as Hugging Face does.
-    m.merges_.emplace(pair_key(ia->second, ib->second), Merge{static_cast<int32_t>(r), iab->second});
+    m.merges_.emplace(pair_key(ia->second, ib->second),
+                      Merge{static_cast<int32_t>(r), iab->second});
   }
 
   if (j.contains("unk_token") && j["unk_token"].is_string()) {
     auto it = m.vocab_.find(j["unk_token"].get<std::string>());
     if (it == m.vocab_.end())
-      return invalid_input("field '" + field + ".unk_token': '" + j["unk_token"].get<std::string>() +
-                           "' is not in the vocab");
+      return invalid_input("field '" + field + ".unk_token': '" +
+                           j["unk_token"].get<std::string>() + "' is not in the vocab");
     m.unk_id_ = it->second;
   }
   m.fuse_unk_ = j.contains("fuse_unk") && j["fuse_unk"].is_boolean() && j["fuse_unk"].get<bool>();
-  m.ignore_merges_ = j.contains("ignore_merges") && j["ignore_merges"].is_boolean() && j["ignore_merges"].get<bool>();
+  m.ignore_merges_ = j.contains("ignore_merges") && j["ignore_merges"].is_boolean() &&
+                     j["ignore_merges"].get<bool>();
   m.cache_ = std::make_shared<Cache>();
   return m;
 }
@@ -153,13 +162,15 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out) con
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_->mu);
     if (cache_->words.size() < kCacheCapacity)
-      cache_->words.emplace(std::move(key), std::vector<int32_t>(out.begin() + static_cast<ptrdiff_t>(start), out.end()));
+      cache_->words.emplace(
+          std::move(key),
+          std::vector<int32_t>(out.begin() + static_cast<ptrdiff_t>(start), out.end()));
   }
 }
 
 void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
-  // One symbol per character; a character outside the vocab becomes unk when there is one (with fuse_unk
-  // a run of unknowns is one) or is dropped, as Hugging Face does.
+  // One symbol per character; a character outside the vocab becomes unk when there is one (with
+  // fuse_unk a run of unknowns is one) or is dropped, as Hugging Face does.
   std::vector<Symbol> syms;
   syms.reserve(word.size());
   std::string ch;
@@ -211,7 +222,9 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
   } else {
     struct Candidate {
       int32_t rank, pos;
-      bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+      bool operator>(const Candidate& o) const {
+        return rank != o.rank ? rank > o.rank : pos > o.pos;
+      }
     };
     std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
     auto push = [&](int32_t k) {

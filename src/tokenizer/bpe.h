@@ -43,7 +43,7 @@ class BpeModel {
   const Merge* find_merge(int32_t a, int32_t b) const;
 
   std::unordered_map<std::string, int32_t> vocab_;
-  std::vector<std::string> id_to_token_;    // "" for ids the vocab does not use
+  std::vector<std::string> id_to_token_;  // "" for ids the vocab does not use
   std::vector<bool> has_id_;
   std::unordered_map<uint64_t, Merge> merges_;  // (left id << 32 | right id) -> merge
   std::optional<int32_t> unk_id_;

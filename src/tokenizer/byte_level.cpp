@@ -13,13 +13,14 @@ constexpr char32_t kNoByte = 0xFFFFFFFF;
 constexpr size_t kReverseSize = 0x144;
 
 struct Tables {
-  std::array<std::string, 256> encoded;      // byte -> its character in UTF-8
+  std::array<std::string, 256> encoded;       // byte -> its character in UTF-8
   std::array<uint32_t, kReverseSize> decode;  // code point -> byte, or kNoByte
   Tables() {
     decode.fill(kNoByte);
     char32_t next_extra = 256;
     for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      const bool printable =
+          (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
       const char32_t cp = printable ? static_cast<char32_t>(b) : next_extra++;
       utf8_append(encoded[b], cp);
       decode[cp] = static_cast<uint32_t>(b);

@@ -11,7 +11,10 @@ namespace {
 
 // Used for EOS when there is no tokenizer_config.json to name it: the end-of-text tokens of the
 // supported families, in this order.
-constexpr const char* kEosFallbacks[] = {"<|endoftext|>", "<|end_of_text|>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "</s>"};
+constexpr const char* kEosFallbacks[] = {"<|endoftext|>", "<|end_of_text|>",
+                                         "<\xEF\xBD\x9C"
+                                         "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                         "</s>"};
 
 }  // namespace
 
@@ -47,7 +50,8 @@ HfTokenizer::HfTokenizer(HfTokenizerParts parts) : p_(std::move(parts)) {
   pad_id_ = find(p_.pad_token).value_or(eos_id_);
 }
 
-std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool parse_special, bool add_special_tokens) const {
+std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool parse_special,
+                                         bool add_special_tokens) const {
   std::string repaired;
   if (!is_valid_utf8(text)) {
     repaired = repair_utf8(text);
@@ -58,8 +62,10 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool parse_speci
   std::vector<TextSegment> segs;
   raw_matcher_.split(text, parse_special, segs);
   for (const TextSegment& s : segs) {
-    if (s.id >= 0) ids.push_back(s.id);
-    else encode_span(text.substr(s.begin, s.end - s.begin), ids);
+    if (s.id >= 0)
+      ids.push_back(s.id);
+    else
+      encode_span(text.substr(s.begin, s.end - s.begin), ids);
   }
   return add_special_tokens ? p_.post_processor.apply_single(ids) : ids;
 }
@@ -88,13 +94,16 @@ void HfTokenizer::encode_normalized(std::string_view text, std::vector<int32_t>&
   std::vector<TextSegment> segs;
   normalized_matcher_.split(text, /*parse_special=*/true, segs);
   for (const TextSegment& s : segs) {
-    if (s.id >= 0) out.push_back(s.id);
-    else pre_tokenize(text.substr(s.begin, s.end - s.begin));
+    if (s.id >= 0)
+      out.push_back(s.id);
+    else
+      pre_tokenize(text.substr(s.begin, s.end - s.begin));
   }
 }
 
 std::string HfTokenizer::id_to_token(int32_t id) const {
-  if (auto it = added_by_id_.find(id); it != added_by_id_.end()) return p_.added_tokens[it->second].content;
+  if (auto it = added_by_id_.find(id); it != added_by_id_.end())
+    return p_.added_tokens[it->second].content;
   const std::string* tok = p_.model.id_to_token(id);
   return tok ? *tok : std::string();
 }

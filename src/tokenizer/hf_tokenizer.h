@@ -48,7 +48,8 @@ class HfTokenizer final : public model::Tokenizer {
     return encode(text, allow_special, false);
   }
   // add_special_tokens applies the post-processor's single template (e.g. Llama-3's BOS).
-  std::vector<int32_t> encode(std::string_view text, bool parse_special, bool add_special_tokens) const;
+  std::vector<int32_t> encode(std::string_view text, bool parse_special,
+                              bool add_special_tokens) const;
   std::string token_bytes(int32_t id) const override;
   std::optional<int32_t> special_id(std::string_view text) const override;
   int32_t eos_id() const override { return eos_id_; }

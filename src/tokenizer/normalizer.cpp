@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include <nlohmann/json.hpp>
 #include <utf8proc.h>
+#include <nlohmann/json.hpp>
 
 #include "tokenizer/utf8.h"
 
@@ -36,20 +36,26 @@ bool is_ascii(std::string_view text) {
   return true;
 }
 
-Status parse_into(const nlohmann::json& j, const std::string& field, std::vector<NormalForm>& forms) {
+Status parse_into(const nlohmann::json& j, const std::string& field,
+                  std::vector<NormalForm>& forms) {
   if (j.is_null()) return Status::ok();
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
     return invalid_input("field '" + field + "': expected an object with a string 'type'");
   const std::string type = j["type"];
-  if (type == "NFC") forms.push_back(NormalForm::kNfc);
-  else if (type == "NFD") forms.push_back(NormalForm::kNfd);
-  else if (type == "NFKC") forms.push_back(NormalForm::kNfkc);
-  else if (type == "NFKD") forms.push_back(NormalForm::kNfkd);
+  if (type == "NFC")
+    forms.push_back(NormalForm::kNfc);
+  else if (type == "NFD")
+    forms.push_back(NormalForm::kNfd);
+  else if (type == "NFKC")
+    forms.push_back(NormalForm::kNfkc);
+  else if (type == "NFKD")
+    forms.push_back(NormalForm::kNfkd);
   else if (type == "Sequence") {
     if (!j.contains("normalizers") || !j["normalizers"].is_array())
       return invalid_input("field '" + field + ".normalizers': expected an array");
     for (size_t i = 0; i < j["normalizers"].size(); ++i)
-      LEAP_RETURN_IF_ERROR(parse_into(j["normalizers"][i], field + ".normalizers[" + std::to_string(i) + "]", forms));
+      LEAP_RETURN_IF_ERROR(parse_into(j["normalizers"][i],
+                                      field + ".normalizers[" + std::to_string(i) + "]", forms));
   } else {
     return unsupported("field '" + field + ".type': unsupported normalizer '" + type +
                        "' (supported: NFC, NFD, NFKC, NFKD, Sequence, null)");
@@ -89,15 +95,23 @@ std::string Normalizer::normalize_run(std::string_view text) const {
   for (NormalForm f : forms_) {
     int options = UTF8PROC_STABLE;
     switch (f) {
-      case NormalForm::kNfc: options |= UTF8PROC_COMPOSE; break;
-      case NormalForm::kNfd: options |= UTF8PROC_DECOMPOSE; break;
-      case NormalForm::kNfkc: options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-      case NormalForm::kNfkd: options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+      case NormalForm::kNfc:
+        options |= UTF8PROC_COMPOSE;
+        break;
+      case NormalForm::kNfd:
+        options |= UTF8PROC_DECOMPOSE;
+        break;
+      case NormalForm::kNfkc:
+        options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+        break;
+      case NormalForm::kNfkd:
+        options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+        break;
     }
     utf8proc_uint8_t* out = nullptr;
-    const utf8proc_ssize_t n =
-        utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()), static_cast<utf8proc_ssize_t>(cur.size()),
-                     &out, static_cast<utf8proc_option_t>(options));
+    const utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(cur.data()),
+                                            static_cast<utf8proc_ssize_t>(cur.size()), &out,
+                                            static_cast<utf8proc_option_t>(options));
     if (n >= 0) cur.assign(reinterpret_cast<const char*>(out), static_cast<size_t>(n));
     std::free(out);  // utf8proc_map allocates with malloc; on error the text stays as it was
   }

@@ -6,7 +6,8 @@
 
 namespace leap::tokenizer {
 
-Status PostProcessor::parse_into(const nlohmann::json& j, const std::string& field, PostProcessor& p) {
+Status PostProcessor::parse_into(const nlohmann::json& j, const std::string& field,
+                                 PostProcessor& p) {
   if (j.is_null()) return Status::ok();
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
     return invalid_input("field '" + field + "': expected an object with a string 'type'");
@@ -16,7 +17,8 @@ Status PostProcessor::parse_into(const nlohmann::json& j, const std::string& fie
     if (!j.contains("processors") || !j["processors"].is_array())
       return invalid_input("field '" + field + ".processors': expected an array");
     for (size_t i = 0; i < j["processors"].size(); ++i)
-      LEAP_RETURN_IF_ERROR(parse_into(j["processors"][i], field + ".processors[" + std::to_string(i) + "]", p));
+      LEAP_RETURN_IF_ERROR(
+          parse_into(j["processors"][i], field + ".processors[" + std::to_string(i) + "]", p));
     return Status::ok();
   }
   if (type != "TemplateProcessing")
@@ -36,21 +38,27 @@ Status PostProcessor::parse_into(const nlohmann::json& j, const std::string& fie
     } else if (item.contains("SpecialToken") && item["SpecialToken"].contains("id") &&
                item["SpecialToken"]["id"].is_string()) {
       const std::string name = item["SpecialToken"]["id"];
-      if (!specials.contains(name) || !specials[name].contains("ids") || !specials[name]["ids"].is_array())
-        return invalid_input("field '" + field + ".special_tokens': no ids for '" + name + "' (used by " + where + ")");
+      if (!specials.contains(name) || !specials[name].contains("ids") ||
+          !specials[name]["ids"].is_array())
+        return invalid_input("field '" + field + ".special_tokens': no ids for '" + name +
+                             "' (used by " + where + ")");
       for (const auto& id : specials[name]["ids"]) {
-        if (!id.is_number_integer()) return invalid_input("field '" + field + ".special_tokens." + name + ".ids': expected ids");
+        if (!id.is_number_integer())
+          return invalid_input("field '" + field + ".special_tokens." + name +
+                               ".ids': expected ids");
         piece.special.push_back(id.get<int32_t>());
       }
     } else {
-      return invalid_input("field '" + where + "': expected {\"Sequence\": ...} or {\"SpecialToken\": ...}");
+      return invalid_input("field '" + where +
+                           "': expected {\"Sequence\": ...} or {\"SpecialToken\": ...}");
     }
     p.single_.push_back(std::move(piece));
   }
   return Status::ok();
 }
 
-Expected<PostProcessor> PostProcessor::from_json(const nlohmann::json& j, const std::string& field) {
+Expected<PostProcessor> PostProcessor::from_json(const nlohmann::json& j,
+                                                 const std::string& field) {
   PostProcessor p;
   LEAP_RETURN_IF_ERROR(parse_into(j, field, p));
   return p;
@@ -61,8 +69,10 @@ std::vector<int32_t> PostProcessor::apply_single(const std::vector<int32_t>& ids
   std::vector<int32_t> out;
   out.reserve(ids.size() + 4);
   for (const Piece& p : single_) {
-    if (p.is_sequence) out.insert(out.end(), ids.begin(), ids.end());
-    else out.insert(out.end(), p.special.begin(), p.special.end());
+    if (p.is_sequence)
+      out.insert(out.end(), ids.begin(), ids.end());
+    else
+      out.insert(out.end(), p.special.begin(), p.special.end());
   }
   return out;
 }

@@ -48,8 +48,10 @@ std::vector<Run> merge_runs(std::vector<Run> runs, SplitBehavior behavior) {
     case SplitBehavior::kMergedWithPrevious: {
       bool previous_match = false;
       for (const Run& r : runs) {
-        if (r.matched && !previous_match && !out.empty()) out.back().end = r.end;
-        else out.push_back(r);
+        if (r.matched && !previous_match && !out.empty())
+          out.back().end = r.end;
+        else
+          out.push_back(r);
         previous_match = r.matched;
       }
       return out;
@@ -57,8 +59,10 @@ std::vector<Run> merge_runs(std::vector<Run> runs, SplitBehavior behavior) {
     case SplitBehavior::kMergedWithNext: {
       bool previous_match = false;
       for (auto it = runs.rbegin(); it != runs.rend(); ++it) {
-        if (it->matched && !previous_match && !out.empty()) out.back().begin = it->begin;
-        else out.push_back(*it);
+        if (it->matched && !previous_match && !out.empty())
+          out.back().begin = it->begin;
+        else
+          out.push_back(*it);
         previous_match = it->matched;
       }
       return {out.rbegin(), out.rend()};
@@ -66,8 +70,10 @@ std::vector<Run> merge_runs(std::vector<Run> runs, SplitBehavior behavior) {
     case SplitBehavior::kContiguous: {
       bool previous_match = false;
       for (const Run& r : runs) {
-        if (r.matched == previous_match && !out.empty()) out.back().end = r.end;
-        else out.push_back(r);
+        if (r.matched == previous_match && !out.empty())
+          out.back().end = r.end;
+        else
+          out.push_back(r);
         previous_match = r.matched;
       }
       return out;
@@ -78,7 +84,8 @@ std::vector<Run> merge_runs(std::vector<Run> runs, SplitBehavior behavior) {
 
 }  // namespace
 
-Status PreTokenizer::parse_into(const nlohmann::json& j, const std::string& field, std::vector<Step>& steps) {
+Status PreTokenizer::parse_into(const nlohmann::json& j, const std::string& field,
+                                std::vector<Step>& steps) {
   if (j.is_null()) return Status::ok();
   if (!j.is_object() || !j.contains("type") || !j["type"].is_string())
     return invalid_input("field '" + field + "': expected an object with a string 'type'");
@@ -87,8 +94,8 @@ Status PreTokenizer::parse_into(const nlohmann::json& j, const std::string& fiel
     if (!j.contains("pretokenizers") || !j["pretokenizers"].is_array())
       return invalid_input("field '" + field + ".pretokenizers': expected an array");
     for (size_t i = 0; i < j["pretokenizers"].size(); ++i)
-      LEAP_RETURN_IF_ERROR(
-          parse_into(j["pretokenizers"][i], field + ".pretokenizers[" + std::to_string(i) + "]", steps));
+      LEAP_RETURN_IF_ERROR(parse_into(j["pretokenizers"][i],
+                                      field + ".pretokenizers[" + std::to_string(i) + "]", steps));
     return Status::ok();
   }
   Step s;
@@ -98,7 +105,8 @@ Status PreTokenizer::parse_into(const nlohmann::json& j, const std::string& fiel
     s.use_regex = get_bool(j, "use_regex", true);
   } else if (type == "Split") {
     if (!j.contains("pattern") || !j["pattern"].is_object())
-      return invalid_input("field '" + field + ".pattern': expected {\"Regex\": ...} or {\"String\": ...}");
+      return invalid_input("field '" + field +
+                           ".pattern': expected {\"Regex\": ...} or {\"String\": ...}");
     const auto& pat = j["pattern"];
     if (pat.contains("Regex") && pat["Regex"].is_string()) {
       auto re = RegexPattern::compile(pat["Regex"].get<std::string>());
@@ -109,7 +117,8 @@ Status PreTokenizer::parse_into(const nlohmann::json& j, const std::string& fiel
       s.literal = pat["String"].get<std::string>();
       if (s.literal.empty()) return invalid_input("field '" + field + ".pattern.String': empty");
     } else {
-      return invalid_input("field '" + field + ".pattern': expected {\"Regex\": ...} or {\"String\": ...}");
+      return invalid_input("field '" + field +
+                           ".pattern': expected {\"Regex\": ...} or {\"String\": ...}");
     }
     if (!j.contains("behavior")) return invalid_input("field '" + field + ".behavior': missing");
     LEAP_ASSIGN_OR_RETURN(s.behavior, parse_behavior(j["behavior"], field + ".behavior"));
@@ -140,7 +149,8 @@ bool PreTokenizer::byte_level() const {
   return false;
 }
 
-void PreTokenizer::apply_split(const Step& s, std::string_view piece, std::vector<std::string>& out) {
+void PreTokenizer::apply_split(const Step& s, std::string_view piece,
+                               std::vector<std::string>& out) {
   std::vector<std::pair<size_t, size_t>> matches;
   if (s.is_regex) {
     s.regex.find_all(piece, matches);
@@ -161,7 +171,8 @@ void PreTokenizer::apply_split(const Step& s, std::string_view piece, std::vecto
     if (r.end > r.begin) out.emplace_back(piece.substr(r.begin, r.end - r.begin));
 }
 
-void PreTokenizer::apply_byte_level(const Step& s, std::string_view piece, std::vector<std::string>& out) const {
+void PreTokenizer::apply_byte_level(const Step& s, std::string_view piece,
+                                    std::vector<std::string>& out) const {
   std::string prefixed;
   if (s.add_prefix_space && (piece.empty() || piece.front() != ' ')) {
     prefixed = " ";
@@ -199,8 +210,10 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string>& pieces
   for (const Step& s : steps_) {
     next.clear();
     for (const std::string& piece : cur) {
-      if (s.kind == Step::Kind::kSplit) apply_split(s, piece, next);
-      else apply_byte_level(s, piece, next);
+      if (s.kind == Step::Kind::kSplit)
+        apply_split(s, piece, next);
+      else
+        apply_byte_level(s, piece, next);
     }
     cur.swap(next);
   }

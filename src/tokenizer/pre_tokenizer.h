@@ -32,15 +32,16 @@ class PreTokenizer {
  private:
   struct Step {
     enum class Kind { kSplit, kByteLevel } kind = Kind::kSplit;
-    RegexPattern regex;         // kSplit with a regex pattern
-    std::string literal;        // kSplit with a string pattern (regex unused)
+    RegexPattern regex;   // kSplit with a regex pattern
+    std::string literal;  // kSplit with a string pattern (regex unused)
     bool is_regex = false;
     SplitBehavior behavior = SplitBehavior::kIsolated;
     bool invert = false;
     bool add_prefix_space = false;  // kByteLevel
     bool use_regex = false;         // kByteLevel: split with GPT-2's pattern first
   };
-  static Status parse_into(const nlohmann::json& j, const std::string& field, std::vector<Step>& steps);
+  static Status parse_into(const nlohmann::json& j, const std::string& field,
+                           std::vector<Step>& steps);
   static void apply_split(const Step& s, std::string_view piece, std::vector<std::string>& out);
   void apply_byte_level(const Step& s, std::string_view piece, std::vector<std::string>& out) const;
 

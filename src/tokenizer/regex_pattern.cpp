@@ -27,7 +27,9 @@ std::string translate_oniguruma(std::string_view p) {
     if (c == '\\' && i + 1 < p.size()) {
       const char e = p[++i];
       const bool negated = (e == 'S' || e == 'H');
-      const char* set = (e == 's' || e == 'S') ? kWhiteSpace : (e == 'h' || e == 'H') ? kHexDigit : nullptr;
+      const char* set = (e == 's' || e == 'S')   ? kWhiteSpace
+                        : (e == 'h' || e == 'H') ? kHexDigit
+                                                 : nullptr;
       if (set && in_class && !negated) {
         out += set;
       } else if (set && !in_class) {
@@ -73,8 +75,9 @@ Expected<RegexPattern> RegexPattern::compile(std::string_view pattern) {
   const std::string translated = translate_oniguruma(pattern);
   int err = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                                   PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE, &err, &offset, nullptr);
+  pcre2_code* code =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
+                    PCRE2_UTF | PCRE2_UCP | PCRE2_MULTILINE, &err, &offset, nullptr);
   if (!code) {
     PCRE2_UCHAR msg[256];
     pcre2_get_error_message(err, msg, sizeof(msg));
@@ -90,13 +93,15 @@ Expected<RegexPattern> RegexPattern::compile(std::string_view pattern) {
   return r;
 }
 
-void RegexPattern::find_all(std::string_view text, std::vector<std::pair<size_t, size_t>>& out) const {
+void RegexPattern::find_all(std::string_view text,
+                            std::vector<std::pair<size_t, size_t>>& out) const {
   pcre2_match_data* md = pcre2_match_data_create(1, nullptr);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
   while (start < text.size()) {
     // The text was checked for valid UTF-8 once, before the pipeline; skip PCRE2's own check.
-    const int rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
+    const int rc =
+        pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
     if (rc < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     if (ov[1] > ov[0]) {

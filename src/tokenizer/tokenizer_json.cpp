@@ -29,7 +29,8 @@ std::string token_name(const nlohmann::json& cfg, const char* key) {
   if (!cfg.contains(key)) return {};
   const auto& v = cfg[key];
   if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string())
+    return v["content"].get<std::string>();
   return {};
 }
 
@@ -43,23 +44,28 @@ Status check_decoder(const nlohmann::json& j, bool& byte_level) {
     byte_level = true;
     return Status::ok();
   }
-  return unsupported("field 'decoder.type': unsupported decoder '" + type + "' (supported: ByteLevel, null)");
+  return unsupported("field 'decoder.type': unsupported decoder '" + type +
+                     "' (supported: ByteLevel, null)");
 }
 
 Expected<HfTokenizerParts> parse_parts(const nlohmann::json& j) {
   if (!j.is_object()) return invalid_input("expected a JSON object at the top level");
   for (const char* key : {"truncation", "padding"})
     if (j.contains(key) && !j[key].is_null())
-      return unsupported(std::string("field '") + key + "': must be null (LEAP does its own " + key +
-                         "; Hugging Face would change the ids)");
+      return unsupported(std::string("field '") + key + "': must be null (LEAP does its own " +
+                         key + "; Hugging Face would change the ids)");
   if (!j.contains("model")) return invalid_input("field 'model': missing");
   const nlohmann::json null_json;
-  auto get = [&](const char* key) -> const nlohmann::json& { return j.contains(key) ? j[key] : null_json; };
+  auto get = [&](const char* key) -> const nlohmann::json& {
+    return j.contains(key) ? j[key] : null_json;
+  };
   HfTokenizerParts p;
   LEAP_ASSIGN_OR_RETURN(p.normalizer, Normalizer::from_json(get("normalizer"), "normalizer"));
-  LEAP_ASSIGN_OR_RETURN(p.pre_tokenizer, PreTokenizer::from_json(get("pre_tokenizer"), "pre_tokenizer"));
+  LEAP_ASSIGN_OR_RETURN(p.pre_tokenizer,
+                        PreTokenizer::from_json(get("pre_tokenizer"), "pre_tokenizer"));
   LEAP_ASSIGN_OR_RETURN(p.model, BpeModel::from_json(j["model"], "model"));
-  LEAP_ASSIGN_OR_RETURN(p.post_processor, PostProcessor::from_json(get("post_processor"), "post_processor"));
+  LEAP_ASSIGN_OR_RETURN(p.post_processor,
+                        PostProcessor::from_json(get("post_processor"), "post_processor"));
   LEAP_ASSIGN_OR_RETURN(p.added_tokens, parse_added_tokens(get("added_tokens"), "added_tokens"));
   LEAP_RETURN_IF_ERROR(check_decoder(get("decoder"), p.byte_level_decoder));
   return p;
@@ -75,7 +81,8 @@ Expected<std::unique_ptr<HfTokenizer>> load_hf_tokenizer(const std::string& path
     config = file / "tokenizer_config.json";
     file = file / "tokenizer.json";
     if (!fs::exists(file, ec))
-      return not_found(file.string() + ": no tokenizer.json in the folder (save the tokenizer with a fast "
+      return not_found(file.string() +
+                       ": no tokenizer.json in the folder (save the tokenizer with a fast "
                        "tokenizer's save_pretrained, which writes it)");
   } else if (!fs::exists(file, ec)) {
     return not_found(path + ": no such file or folder");

@@ -4,7 +4,9 @@
 namespace leap::tokenizer {
 namespace {
 
-bool in(unsigned char c, unsigned lo, unsigned hi) { return c >= lo && c <= hi; }
+bool in(unsigned char c, unsigned lo, unsigned hi) {
+  return c >= lo && c <= hi;
+}
 
 // Expected total length of a sequence led by `lead`, 0 for bytes that never lead one.
 size_t lead_length(unsigned char lead) {
@@ -19,10 +21,14 @@ size_t lead_length(unsigned char lead) {
 void second_range(unsigned char lead, unsigned& lo, unsigned& hi) {
   lo = 0x80;
   hi = 0xBF;
-  if (lead == 0xE0) lo = 0xA0;       // no overlong 3-byte forms
-  else if (lead == 0xED) hi = 0x9F;  // no surrogates
-  else if (lead == 0xF0) lo = 0x90;  // no overlong 4-byte forms
-  else if (lead == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
+  if (lead == 0xE0)
+    lo = 0xA0;  // no overlong 3-byte forms
+  else if (lead == 0xED)
+    hi = 0x9F;  // no surrogates
+  else if (lead == 0xF0)
+    lo = 0x90;  // no overlong 4-byte forms
+  else if (lead == 0xF4)
+    hi = 0x8F;  // nothing past U+10FFFF
 }
 
 }  // namespace
@@ -40,12 +46,18 @@ size_t utf8_sequence_length(std::string_view text, size_t i) {
 }
 
 char32_t utf8_decode_at(std::string_view text, size_t i, size_t len) {
-  const auto b = [&](size_t k) { return static_cast<char32_t>(static_cast<unsigned char>(text[i + k])); };
+  const auto b = [&](size_t k) {
+    return static_cast<char32_t>(static_cast<unsigned char>(text[i + k]));
+  };
   switch (len) {
-    case 1: return b(0);
-    case 2: return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
-    case 3: return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
-    default: return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+    case 1:
+      return b(0);
+    case 2:
+      return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+    case 3:
+      return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+    default:
+      return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
   }
 }
 

@@ -32,7 +32,8 @@ GoldenReport compare_golden(const std::string& golden_path, const std::string& s
   std::stringstream ss;
   ss << in.rdbuf();
   const nlohmann::json g = nlohmann::json::parse(ss.str());
-  const std::string dir = tokenizer_dir.empty() ? source_dir + "/" + g["tokenizer"].get<std::string>() : tokenizer_dir;
+  const std::string dir =
+      tokenizer_dir.empty() ? source_dir + "/" + g["tokenizer"].get<std::string>() : tokenizer_dir;
   auto tok = load_hf_tokenizer(dir);
   if (!tok) {
     r.error = tok.status().message();
@@ -47,8 +48,9 @@ GoldenReport compare_golden(const std::string& golden_path, const std::string& s
     if (plain != want_plain || special != want_special) {
       const bool p = plain != want_plain;
       std::ostringstream msg;
-      msg << "case " << r.cases << " (" << (p ? "plain" : "special") << ") text " << nlohmann::json(text).dump()
-          << "\n  hf   " << ids_text(p ? want_plain : want_special) << "\n  leap " << ids_text(p ? plain : special);
+      msg << "case " << r.cases << " (" << (p ? "plain" : "special") << ") text "
+          << nlohmann::json(text).dump() << "\n  hf   " << ids_text(p ? want_plain : want_special)
+          << "\n  leap " << ids_text(p ? plain : special);
       r.mismatches.push_back(msg.str());
     }
     ++r.cases;

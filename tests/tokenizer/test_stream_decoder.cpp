@@ -25,7 +25,8 @@ TEST(StreamDecoder, HoldsASplitCharacterUntilItsLastByte) {
 }
 
 TEST(StreamDecoder, StopStringAcrossByteLevelTokens) {
-  auto tok = load_hf_tokenizer(std::string(LEAP_SOURCE_DIR) + "/tests/tokenizer/fixtures/qwen2_style");
+  auto tok =
+      load_hf_tokenizer(std::string(LEAP_SOURCE_DIR) + "/tests/tokenizer/fixtures/qwen2_style");
   ASSERT_TRUE(tok) << tok.status().message();
   // An emoji stop string: the fixture's small vocab has no token for it, so its four bytes arrive
   // over several byte-level tokens.

@@ -24,9 +24,15 @@ void expect_golden(const std::string& name) {
   EXPECT_EQ(r.mismatches.size(), 0u);
 }
 
-TEST(TokenizerGolden, Qwen2StyleMatchesHuggingFace) { expect_golden("qwen2_style"); }
-TEST(TokenizerGolden, Llama3StyleMatchesHuggingFace) { expect_golden("llama3_style"); }
-TEST(TokenizerGolden, DeepSeekStyleMatchesHuggingFace) { expect_golden("deepseek_style"); }
+TEST(TokenizerGolden, Qwen2StyleMatchesHuggingFace) {
+  expect_golden("qwen2_style");
+}
+TEST(TokenizerGolden, Llama3StyleMatchesHuggingFace) {
+  expect_golden("llama3_style");
+}
+TEST(TokenizerGolden, DeepSeekStyleMatchesHuggingFace) {
+  expect_golden("deepseek_style");
+}
 
 TEST(TokenizerGolden, DecodeGivesBackTheNormalizedText) {
   auto tok = load_hf_tokenizer(kSrc + "/tests/tokenizer/fixtures/qwen2_style");

@@ -22,7 +22,10 @@ namespace {
 using nlohmann::json;
 
 TEST(Utf8, RepairReplacesEachBadByte) {
-  EXPECT_EQ(repair_utf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(repair_utf8("a\xFF"
+                        "b"),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(repair_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_TRUE(is_valid_utf8("h\xC3\xA9llo \xF0\x9F\x98\x80"));
   EXPECT_FALSE(is_valid_utf8("\xC0\xAF"));  // overlong '/'
@@ -50,23 +53,34 @@ TEST(ByteLevel, SpaceAndNewlineAndEveryByteRoundTrip) {
 }
 
 TEST(Regex, WhiteSpaceIsOniguruma) {
-  const std::string cls = "[\\x{09}-\\x{0D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}]";
+  const std::string cls =
+      "[\\x{09}-\\x{0D}\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}"
+      "\\x{205F}\\x{3000}]";
   EXPECT_EQ(translate_oniguruma("\\s+"), cls + "+");
   EXPECT_EQ(translate_oniguruma("[^\\s\\p{L}]"), "[^" + cls.substr(1, cls.size() - 2) + "\\p{L}]");
   EXPECT_EQ(translate_oniguruma("\\S"), "[^" + cls.substr(1));
   auto re = RegexPattern::compile("\\s+");
   ASSERT_TRUE(re);
   std::vector<std::pair<size_t, size_t>> m;
-  re->find_all("a\xE1\xA0\x8E" "b", m);  // U+180E: not White_Space
+  re->find_all(
+      "a\xE1\xA0\x8E"
+      "b",
+      m);  // U+180E: not White_Space
   EXPECT_TRUE(m.empty());
-  re->find_all("a\xC2\x85" "b", m);  // U+0085 NEL: White_Space
+  re->find_all(
+      "a\xC2\x85"
+      "b",
+      m);  // U+0085 NEL: White_Space
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0], (std::pair<size_t, size_t>{1, 3}));
 }
 
 std::vector<std::string> split_with(const char* behavior, const std::string& text) {
-  auto p = PreTokenizer::from_json(
-      json{{"type", "Split"}, {"pattern", {{"String", "-"}}}, {"behavior", behavior}, {"invert", false}}, "pre_tokenizer");
+  auto p = PreTokenizer::from_json(json{{"type", "Split"},
+                                        {"pattern", {{"String", "-"}}},
+                                        {"behavior", behavior},
+                                        {"invert", false}},
+                                   "pre_tokenizer");
   EXPECT_TRUE(p) << p.status().message();
   std::vector<std::string> out;
   p->split(text, out);
@@ -84,8 +98,9 @@ TEST(PreTokenizer, SplitBehavioursAsHuggingFaceDocumentsThem) {
 }
 
 TEST(PreTokenizer, ByteLevelPrefixSpaceAndGpt2Regex) {
-  auto p = PreTokenizer::from_json(json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}},
-                                   "pre_tokenizer");
+  auto p = PreTokenizer::from_json(
+      json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}},
+      "pre_tokenizer");
   ASSERT_TRUE(p);
   std::vector<std::string> out;
   p->split("Hello world's", out);
@@ -126,7 +141,8 @@ TEST(Bpe, IgnoreMergesTakesAWholeVocabWord) {
 TEST(Bpe, LongWordsMergeLikeShortOnes) {
   // Past the scan limit the heap does the merging: the result must be the same pairs.
   std::vector<int32_t> ids;
-  tiny_bpe(json::array({"a b", "ab c"})).encode_word(std::string(40, 'a') + "abc" + std::string(10, 'c'), ids);
+  tiny_bpe(json::array({"a b", "ab c"}))
+      .encode_word(std::string(40, 'a') + "abc" + std::string(10, 'c'), ids);
   std::vector<int32_t> want(40, 0);
   want.push_back(5);
   want.insert(want.end(), 10, 2);
@@ -137,10 +153,12 @@ TEST(Bpe, BadMergeNamesTheField) {
   json j = {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array({"a q"})}};
   auto m = BpeModel::from_json(j, "model");
   ASSERT_FALSE(m);
-  EXPECT_NE(m.status().message().find("model.merges[0]"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("model.merges[0]"), std::string::npos)
+      << m.status().message();
 }
 
-std::vector<TextSegment> segments(const AddedToken& t, const std::string& text, bool parse_special) {
+std::vector<TextSegment> segments(const AddedToken& t, const std::string& text,
+                                  bool parse_special) {
   AddedTokenMatcher m({t});
   std::vector<TextSegment> out;
   m.split(text, parse_special, out);
@@ -161,7 +179,8 @@ TEST(AddedTokens, FlagsWidenOrRejectMatches) {
 }
 
 TEST(AddedTokens, LeftmostLongestWins) {
-  AddedTokenMatcher m({AddedToken{.id = 1, .content = "<a"}, AddedToken{.id = 2, .content = "<ab>"}});
+  AddedTokenMatcher m(
+      {AddedToken{.id = 1, .content = "<a"}, AddedToken{.id = 2, .content = "<ab>"}});
   std::vector<TextSegment> out;
   m.split("x<ab>", true, out);
   ASSERT_EQ(out.size(), 2u);
@@ -177,7 +196,8 @@ std::string write_temp(const std::string& name, const std::string& text) {
 }
 
 TEST(Loader, UnsupportedComponentsAreNamed) {
-  const json base = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()}}}};
+  const json base = {
+      {"model", {{"type", "BPE"}, {"vocab", {{"a", 0}}}, {"merges", json::array()}}}};
   json j = base;
   j["normalizer"] = {{"type", "Lowercase"}};
   auto t = load_hf_tokenizer(write_temp("lower.json", j.dump()));

@@ -9,12 +9,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: tokenizer_compare GOLDEN.json [TOKENIZER_DIR]\n");
     return 2;
   }
-  const auto r = leap::tokenizer::testing::compare_golden(argv[1], LEAP_SOURCE_DIR, argc > 2 ? argv[2] : "");
+  const auto r =
+      leap::tokenizer::testing::compare_golden(argv[1], LEAP_SOURCE_DIR, argc > 2 ? argv[2] : "");
   if (!r.error.empty()) {
     std::fprintf(stderr, "error: %s\n", r.error.c_str());
     return 2;
   }
-  for (size_t i = 0; i < r.mismatches.size() && i < 20; ++i) std::printf("%s\n", r.mismatches[i].c_str());
+  for (size_t i = 0; i < r.mismatches.size() && i < 20; ++i)
+    std::printf("%s\n", r.mismatches[i].c_str());
   std::printf("%zu passed, %zu failed\n", r.cases - r.mismatches.size(), r.mismatches.size());
   return r.mismatches.empty() ? 0 : 1;
 }
