@@ -18,10 +18,16 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "seed $seed, $n texts per fixture, tokenizers $("$py" -c 'import tokenizers; print(tokenizers.__version__)')"
 status=0
-for fx in qwen2_style llama3_style deepseek_style; do
-  "$py" "$src/tests/tokenizer/diff_cases.py" random "$src/tests/tokenizer/fixtures/$fx" "$tmp/$fx.json" \
-    --n "$n" --seed "$seed"
+dirs=()
+for fx in qwen2_style llama3_style deepseek_style; do dirs+=("$src/tests/tokenizer/fixtures/$fx"); done
+# The real models' files, when unpacked (the tokenizer_real ctest fixture).
+for fx in qwen2_real llama3_real; do
+  [ -f "${LEAP_REAL_TOKENIZERS:-/nonexistent}/$fx/tokenizer.json" ] && dirs+=("$LEAP_REAL_TOKENIZERS/$fx")
+done
+for dir in "${dirs[@]}"; do
+  fx="$(basename "$dir")"
+  "$py" "$src/tests/tokenizer/diff_cases.py" random "$dir" "$tmp/$fx.json" --n "$n" --seed "$seed"
   echo "== $fx"
-  "$compare" "$tmp/$fx.json" "$src/tests/tokenizer/fixtures/$fx" || status=1
+  "$compare" "$tmp/$fx.json" "$dir" || status=1
 done
 exit $status
