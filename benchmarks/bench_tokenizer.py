@@ -4,7 +4,8 @@ tokenizer.json. The corpus is this repository's CUDA and C++ sources plus genera
 text (CJK, emoji, long whitespace and digit runs), as a list of documents. Both sides get a
 warm-up pass and report the best of N timed passes; the token counts must agree.
 
-    cmake --build build --target bench_tokenizer
+    cmake --build build --target bench_tokenizer tokenizer_compare
+    (cd build && ctest -R tokenizer_real_unpack)   # unpacks the real Qwen2 and Llama-3 files
     .venv-oracle/bin/python benchmarks/bench_tokenizer.py [--repeats 5] [--tokenizer DIR ...]
 """
 import argparse
@@ -53,7 +54,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--bench", default=str(ROOT / "build/benchmarks/bench_tokenizer"))
-    ap.add_argument("--tokenizer", nargs="*", default=[str(ROOT / "tests/tokenizer/fixtures/qwen2_style"),
+    real = ROOT / "build/tokenizer_fixtures"  # the real vocabularies, unpacked by ctest's tokenizer_real_unpack
+    ap.add_argument("--tokenizer", nargs="*", default=[str(real / "qwen2_real"), str(real / "llama3_real"),
+                                                       str(ROOT / "tests/tokenizer/fixtures/qwen2_style"),
                                                        str(ROOT / "tests/tokenizer/fixtures/llama3_style"),
                                                        str(ROOT / "tests/tokenizer/fixtures/deepseek_style")])
     a = ap.parse_args()
