@@ -38,6 +38,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 FAMILIES = {
     "qwen2": {"regex": oc.QWEN2_REGEX, "normalizer": {"type": "NFC"}, "ignore_merges": False, "bos": False},
     "llama-bpe": {"regex": oc.LLAMA3_REGEX, "normalizer": None, "ignore_merges": True, "bos": True},
+    "deepseek-coder": {"splits": oc.DEEPSEEK_SPLITS, "normalizer": {"type": "Sequence", "normalizers": []},
+                       "ignore_merges": False, "bos": True},
 }
 
 
@@ -80,8 +82,8 @@ def main():
     tj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
           "normalizer": fam["normalizer"],
           "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-              {"type": "Split", "pattern": {"Regex": fam["regex"]}, "behavior": "Isolated", "invert": False},
-              byte_level]},
+              {"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False}
+              for r in fam.get("splits", [fam.get("regex")])] + [byte_level]},
           "post_processor": post, "decoder": byte_level,
           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                     "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,

@@ -21,7 +21,7 @@ status=0
 dirs=()
 for fx in qwen2_style llama3_style deepseek_style; do dirs+=("$src/tests/tokenizer/fixtures/$fx"); done
 # The real models' files, when unpacked (the tokenizer_real ctest fixture).
-for fx in qwen2_real llama3_real; do
+for fx in qwen2_real llama3_real deepseek_coder_real; do
   [ -f "${LEAP_REAL_TOKENIZERS:-/nonexistent}/$fx/tokenizer.json" ] && dirs+=("$LEAP_REAL_TOKENIZERS/$fx")
 done
 for dir in "${dirs[@]}"; do
