@@ -4,7 +4,7 @@ ids the C++ tests compare against. CI never runs it (the outputs are committed);
 change the fixtures, with the pinned version (oracle_common.PINNED):
 
     python3 -m venv --system-site-packages .venv-oracle
-    .venv-oracle/bin/pip install tokenizers==0.23.3
+    .venv-oracle/bin/pip install -r tests/tokenizer/requirements-oracle.txt
     .venv-oracle/bin/python tests/tokenizer/make_goldens.py
 
 Fixtures (tests/tokenizer/fixtures/), each a folder as save_pretrained writes it (tokenizer.json
