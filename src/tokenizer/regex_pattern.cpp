@@ -16,6 +16,9 @@ constexpr const char* kWhiteSpace =
     "\\x{205F}\\x{3000}";
 constexpr const char* kHexDigit = "0-9A-Fa-f";
 
+// Letters and numbers newer than PCRE2's Unicode 14 that Oniguruma's tables already have.
+#include "tokenizer/regex_class_exceptions.inc"
+
 }  // namespace
 
 std::string translate_oniguruma(std::string_view p) {
@@ -24,6 +27,16 @@ std::string translate_oniguruma(std::string_view p) {
   bool in_class = false;
   for (size_t i = 0; i < p.size(); ++i) {
     const char c = p[i];
+    if (c == '\\' && i + 3 < p.size() && (p[i + 1] == 'p' || p[i + 1] == 'P') && p[i + 2] == '{' &&
+        (p[i + 3] == 'L' || p[i + 3] == 'N') && i + 4 < p.size() && p[i + 4] == '}') {
+      const bool negated = p[i + 1] == 'P';
+      const std::string cls = std::string("\\p{") + p[i + 3] + "}" + (p[i + 3] == 'L' ? kExtraL : kExtraN);
+      if (in_class && !negated) out += cls;
+      else if (!in_class) out += (negated ? "[^" : "[") + cls + "]";
+      else out.append(p.substr(i, 5));  // \P{L} inside a class: not used by these tokenizers
+      i += 4;
+      continue;
+    }
     if (c == '\\' && i + 1 < p.size()) {
       const char e = p[++i];
       const bool negated = (e == 'S' || e == 'H');

@@ -7,8 +7,9 @@
 //           the explicit White_Space class.
 //   \h, \H  Oniguruma (Ruby): a hexadecimal digit; PCRE2: horizontal space.
 //   ^, $    Ruby's anchors are always line anchors: the pattern is compiled MULTILINE.
-// Characters whose general category differs between the two engines' Unicode versions are
-// listed in docs/design.md (tokenizer section), found by tests/tokenizer/unicode_scan.py.
+//   \p{L}, \p{N}  Oniguruma's tables are newer than PCRE2's (Unicode 14): the letters and
+//           numbers added since are appended to the class (regex_class_exceptions.inc, written by
+//           tests/tokenizer/regex_class_scan.py).
 #pragma once
 
 #include <memory>

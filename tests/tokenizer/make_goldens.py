@@ -16,6 +16,7 @@ and tokenizer_config.json):
                 and added tokens with lstrip / rstrip / single_word / normalized flags
   deepseek_style  no normalizer, DeepSeek-Coder's five Splits + ByteLevel, a BOS template,
                 the full-width-bar specials and a non-special FIM token
+  gpt2_style    a lone ByteLevel pre-tokenizer with its own GPT-2 regex and add_prefix_space
 The training corpus is this repository's own CUDA and C++ sources plus a few lines of other
 scripts, so the vocab is code-heavy like the real ones.
 """
@@ -132,6 +133,17 @@ def make_deepseek_style():
     return save_folder(tok, "deepseek_style", cfg, merges_as_strings=True)
 
 
+def make_gpt2_style():
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=2000, special_tokens=["<|endoftext|>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus(), trainer=trainer)
+    cfg = {"eos_token": "<|endoftext|>"}
+    return save_folder(tok, "gpt2_style", cfg, merges_as_strings=False)
+
+
 def main():
     versions = {"tokenizers": tokenizers.__version__}
     if versions["tokenizers"] != oc.PINNED["tokenizers"]:
@@ -139,6 +151,7 @@ def main():
     GOLD.mkdir(exist_ok=True)
     for name, make, added in (("qwen2_style", make_qwen2_style, ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]),
                               ("llama3_style", make_llama3_style, ["<|begin_of_text|>", "<|eot_id|>", "<sep>", "word", "Å"]),
+                              ("gpt2_style", make_gpt2_style, ["<|endoftext|>"]),
                               ("deepseek_style", make_deepseek_style, [DEEPSEEK_BOS, DEEPSEEK_EOS, "<\uff5cfim\u2581hole\uff5c>"])):
         tok = make()
         texts = GOLDEN_TEXTS + oc.random_texts(seed=1234, n=300, added=added)

@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "seed $seed, $n texts per fixture, tokenizers $("$py" -c 'import tokenizers; print(tokenizers.__version__)')"
 status=0
 dirs=()
-for fx in qwen2_style llama3_style deepseek_style; do dirs+=("$src/tests/tokenizer/fixtures/$fx"); done
+for fx in qwen2_style llama3_style deepseek_style gpt2_style; do dirs+=("$src/tests/tokenizer/fixtures/$fx"); done
 # The real models' files, when unpacked (the tokenizer_real ctest fixture).
 for fx in qwen2_real llama3_real deepseek_coder_real; do
   [ -f "${LEAP_REAL_TOKENIZERS:-/nonexistent}/$fx/tokenizer.json" ] && dirs+=("$LEAP_REAL_TOKENIZERS/$fx")

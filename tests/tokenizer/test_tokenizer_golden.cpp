@@ -1,5 +1,5 @@
 // LEAP's ids against the committed goldens of the `tokenizers` package (make_goldens.py), for
-// the three trained fixtures, and decode(encode(text)) == the normalized text.
+// the four trained fixtures, and decode(encode(text)) == the normalized text.
 #include <gtest/gtest.h>
 
 #include <fstream>
