@@ -30,10 +30,14 @@ std::string translate_oniguruma(std::string_view p) {
     if (c == '\\' && i + 3 < p.size() && (p[i + 1] == 'p' || p[i + 1] == 'P') && p[i + 2] == '{' &&
         (p[i + 3] == 'L' || p[i + 3] == 'N') && i + 4 < p.size() && p[i + 4] == '}') {
       const bool negated = p[i + 1] == 'P';
-      const std::string cls = std::string("\\p{") + p[i + 3] + "}" + (p[i + 3] == 'L' ? kExtraL : kExtraN);
-      if (in_class && !negated) out += cls;
-      else if (!in_class) out += (negated ? "[^" : "[") + cls + "]";
-      else out.append(p.substr(i, 5));  // \P{L} inside a class: not used by these tokenizers
+      const std::string cls =
+          std::string("\\p{") + p[i + 3] + "}" + (p[i + 3] == 'L' ? kExtraL : kExtraN);
+      if (in_class && !negated)
+        out += cls;
+      else if (!in_class)
+        out += (negated ? "[^" : "[") + cls + "]";
+      else
+        out.append(p.substr(i, 5));  // \P{L} inside a class: not used by these tokenizers
       i += 4;
       continue;
     }
