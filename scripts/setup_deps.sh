@@ -6,6 +6,7 @@ pkgs=(build-essential cmake pkg-config git
       libopenmpi-dev openmpi-bin libhdf5-dev libboost-program-options-dev libopenblas-dev
       nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev
       libseccomp-dev strace
+      libpcre2-dev libutf8proc-dev xz-utils  # the tokenizer: Split regexes (PCRE2 JIT), NFC, fixtures
       python3-torch python3-h5py python3-numpy python3-matplotlib python3-pandas
       slurm-wlm munge)  # Slurm and munge: the one-node Slurm integration test (tests/slurm)
 # --dev: what only developers need, never CI: python3-jinja2 renders the chat-template goldens

@@ -15,6 +15,8 @@ const std::vector<Subcommand>& subcommands() {
        run_analyze},
       {"tasks", "list and validate task suites", run_tasks},
       {"layout", "where every rank of a job goes (role, GPU, CPU package), without a GPU", run_layout},
+      {"tokenize", "a Hugging Face tokenizer.json: text to ids as JSON (--input), ids to text (--decode)",
+       run_tokenize},
       {"worker", "the sandbox's worker process (started by the sandbox itself)", run_worker, true},
   };
   return kTable;

@@ -1,0 +1,133 @@
+// The encode pipeline and the id -> bytes side of HfTokenizer.
+#include "tokenizer/hf_tokenizer.h"
+
+#include <algorithm>
+
+#include "tokenizer/byte_level.h"
+#include "tokenizer/utf8.h"
+
+namespace leap::tokenizer {
+namespace {
+
+// Used for EOS when there is no tokenizer_config.json to name it: the end-of-text tokens of the
+// supported families, in this order.
+constexpr const char* kEosFallbacks[] = {"<|endoftext|>", "<|end_of_text|>",
+                                         "<\xEF\xBD\x9C"
+                                         "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                         "</s>"};
+
+}  // namespace
+
+HfTokenizer::HfTokenizer(HfTokenizerParts parts) : p_(std::move(parts)) {
+  std::vector<AddedToken> raw, normalized;
+  int32_t max_id = p_.model.max_id();
+  for (size_t i = 0; i < p_.added_tokens.size(); ++i) {
+    AddedToken t = p_.added_tokens[i];
+    added_by_id_[t.id] = i;
+    max_id = std::max(max_id, t.id);
+    if (t.normalized && !p_.normalizer.empty()) {
+      t.content = p_.normalizer.normalize(t.content);
+      normalized.push_back(std::move(t));
+    } else if (t.normalized) {
+      normalized.push_back(std::move(t));
+    } else {
+      raw.push_back(std::move(t));
+    }
+  }
+  raw_matcher_ = AddedTokenMatcher(std::move(raw));
+  normalized_matcher_ = AddedTokenMatcher(std::move(normalized));
+  vocab_size_ = max_id + 1;
+  auto find = [&](const std::string& s) { return s.empty() ? std::nullopt : special_id(s); };
+  if (auto id = find(p_.eos_token)) {
+    eos_id_ = *id;
+  } else {
+    for (const char* name : kEosFallbacks)
+      if (auto fid = special_id(name)) {
+        eos_id_ = *fid;
+        break;
+      }
+  }
+  pad_id_ = find(p_.pad_token).value_or(eos_id_);
+}
+
+std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool parse_special,
+                                         bool add_special_tokens) const {
+  std::string repaired;
+  if (!is_valid_utf8(text)) {
+    repaired = repair_utf8(text);
+    text = repaired;
+  }
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  std::vector<TextSegment> segs;
+  raw_matcher_.split(text, parse_special, segs);
+  for (const TextSegment& s : segs) {
+    if (s.id >= 0)
+      ids.push_back(s.id);
+    else
+      encode_span(text.substr(s.begin, s.end - s.begin), ids);
+  }
+  return add_special_tokens ? p_.post_processor.apply_single(ids) : ids;
+}
+
+void HfTokenizer::encode_span(std::string_view span, std::vector<int32_t>& out) const {
+  if (p_.normalizer.empty()) {
+    encode_normalized(span, out);
+    return;
+  }
+  const std::string norm = p_.normalizer.normalize(span);
+  encode_normalized(norm, out);
+}
+
+void HfTokenizer::encode_normalized(std::string_view text, std::vector<int32_t>& out) const {
+  std::vector<std::string> pieces;
+  auto pre_tokenize = [&](std::string_view part) {
+    pieces.clear();
+    p_.pre_tokenizer.split(part, pieces);
+    for (const std::string& piece : pieces) p_.model.encode_word(piece, out);
+  };
+  if (normalized_matcher_.empty()) {
+    pre_tokenize(text);
+    return;
+  }
+  // Added tokens marked `normalized` match here; special ones among them follow the same rule.
+  std::vector<TextSegment> segs;
+  normalized_matcher_.split(text, /*parse_special=*/true, segs);
+  for (const TextSegment& s : segs) {
+    if (s.id >= 0)
+      out.push_back(s.id);
+    else
+      pre_tokenize(text.substr(s.begin, s.end - s.begin));
+  }
+}
+
+std::string HfTokenizer::id_to_token(int32_t id) const {
+  if (auto it = added_by_id_.find(id); it != added_by_id_.end())
+    return p_.added_tokens[it->second].content;
+  const std::string* tok = p_.model.id_to_token(id);
+  return tok ? *tok : std::string();
+}
+
+std::string HfTokenizer::token_bytes(int32_t id) const {
+  if (auto it = added_by_id_.find(id); it != added_by_id_.end()) {
+    const std::string& content = p_.added_tokens[it->second].content;
+    std::string bytes;
+    // Hugging Face passes added tokens through the decoder too: a content written wholly in the
+    // byte-level alphabet is decoded by it, any other stays as written.
+    if (p_.byte_level_decoder && append_bytes_of_byte_level(content, bytes)) return bytes;
+    return content;
+  }
+  const std::string* tok = p_.model.id_to_token(id);
+  if (!tok) return {};
+  std::string bytes;
+  if (p_.byte_level_decoder && append_bytes_of_byte_level(*tok, bytes)) return bytes;
+  return *tok;
+}
+
+std::optional<int32_t> HfTokenizer::special_id(std::string_view text) const {
+  for (const AddedToken& t : p_.added_tokens)
+    if (t.content == text) return t.id;
+  return std::nullopt;
+}
+
+}  // namespace leap::tokenizer
