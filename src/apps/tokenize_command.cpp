@@ -5,9 +5,11 @@
 //                       default because text from the sandbox or the model must never become a
 //                       control token); non-special added tokens (Qwen3's <think>) always match.
 //   --decode IDS.json   prints the text of {"ids": [...]} (or a bare [...]) as raw bytes.
-//   --chat MSGS.json    the chat template's mode (its own module; see run_chat below).
+//   --chat MSGS.json    renders the messages with the folder's chat template and prints
+//                       {"text", "ids", "now"}; only the template's markers become special ids.
 // A bad file is exit 2 naming the file and the field.
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/subcommands.h"
+#include "chat/chat_request.h"
 #include "tokenizer/hf_tokenizer.h"
 
 namespace leap::app {
@@ -30,6 +33,7 @@ struct TokenizeConfig {
   std::string chat;
   bool parse_special = false;
   bool add_special_tokens = false;
+  int64_t now = 0;
 
   void declare(OptionSet& opts) {
     opts.add("tokenize.tokenizer", &tokenizer, "",
@@ -48,7 +52,11 @@ struct TokenizeConfig {
              "JSON file of ids ({\"ids\": [...]} or [...]); prints their text.",
              {.alias = "decode"});
     opts.add("tokenize.chat", &chat, "",
-             "JSON file of chat messages, rendered by the chat template.", {.alias = "chat"});
+             "JSON file of chat messages (or {messages, tools, add_generation_prompt, variables}), "
+             "rendered by the folder's chat template; prints {\"text\", \"ids\", \"now\"}.",
+             {.alias = "chat"});
+    opts.add("tokenize.now", &now, int64_t{0},
+             "With --chat: the time (Unix seconds) strftime_now() prints; 0: now.", {.min = 0});
   }
 };
 
@@ -85,11 +93,24 @@ Expected<std::vector<int32_t>> read_ids(const std::string& path, int vocab_size)
   return ids;
 }
 
-// The chat mode belongs to the chat-template module: it renders MSGS.json with the folder's
-// template, then encodes the result here with parse_special on (the template's own markers).
-int run_chat(const TokenizeConfig& /*cfg*/, const tokenizer::HfTokenizer& /*tok*/) {
-  return report_error("tokenize",
-                      unsupported("--chat: chat templates are not built yet in this version"));
+// The chat mode: the folder's chat template (tokenizer_config.json) renders MSGS.json as
+// transformers' apply_chat_template(messages, add_generation_prompt=True) does, and the text is
+// encoded in one pass with special tokens recognised only in the template's own spans, so a
+// message that contains "<|im_end|>" cannot close its turn. Prints {"text", "ids", "now"}:
+// `now` is the strftime_now() time the rendering used (tokenize.now, else the current time).
+int run_chat(const TokenizeConfig& cfg, const tokenizer::HfTokenizer& tok) {
+  const int64_t now = cfg.now > 0 ? cfg.now : static_cast<int64_t>(std::time(nullptr));
+  auto rendering = chat::render_chat_file(cfg.tokenizer, cfg.chat, now);
+  if (!rendering) return report_error("tokenize", rendering.status());
+  std::vector<std::pair<size_t, size_t>> markers;
+  for (const chat::Span& sp : rendering->spans)
+    if (sp.kind == chat::SpanKind::kTemplate) markers.emplace_back(sp.begin, sp.end);
+  nlohmann::ordered_json out;
+  out["text"] = rendering->text;
+  out["ids"] = tok.encode_with_special_spans(rendering->text, markers);
+  out["now"] = now;
+  std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  return 0;
 }
 
 }  // namespace

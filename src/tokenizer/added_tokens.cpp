@@ -82,6 +82,12 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens) : tokens_(s
 
 void AddedTokenMatcher::split(std::string_view text, bool parse_special,
                               std::vector<TextSegment>& out) const {
+  split(text, [parse_special](size_t, size_t) { return parse_special; }, out);
+}
+
+void AddedTokenMatcher::split(std::string_view text,
+                              const std::function<bool(size_t, size_t)>& special_allowed,
+                              std::vector<TextSegment>& out) const {
   size_t done = 0;  // text before this is already in `out`
   size_t pos = 0;   // where the leftmost-longest scan resumes
   while (pos < text.size()) {
@@ -98,7 +104,7 @@ void AddedTokenMatcher::split(std::string_view text, bool parse_special,
     }
     size_t start = pos, stop = pos + hit->content.size();
     pos = stop;  // the scan goes on after the raw match, whatever the flags do below
-    if (hit->special && !parse_special) continue;
+    if (hit->special && !special_allowed(start, stop)) continue;
     if (hit->single_word) {
       size_t b = 0, len = 0;
       if (start > 0) char_before(text, start, &b);

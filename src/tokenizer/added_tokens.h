@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,10 @@ class AddedTokenMatcher {
   bool empty() const { return tokens_.empty(); }
   // Cuts text (valid UTF-8) into segments covering it, in order.
   void split(std::string_view text, bool parse_special, std::vector<TextSegment>& out) const;
+  // The same, where a special token matches only at [start, stop) that `special_allowed` accepts
+  // (a chat template's own markers, never the messages' text).
+  void split(std::string_view text, const std::function<bool(size_t, size_t)>& special_allowed,
+             std::vector<TextSegment>& out) const;
 
  private:
   std::vector<AddedToken> tokens_;

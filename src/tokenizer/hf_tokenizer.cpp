@@ -52,6 +52,21 @@ HfTokenizer::HfTokenizer(HfTokenizerParts parts) : p_(std::move(parts)) {
 
 std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool parse_special,
                                          bool add_special_tokens) const {
+  std::vector<int32_t> ids = encode_where(text, [parse_special](size_t, size_t) { return parse_special; });
+  return add_special_tokens ? p_.post_processor.apply_single(ids) : ids;
+}
+
+std::vector<int32_t> HfTokenizer::encode_with_special_spans(
+    std::string_view text, const std::vector<std::pair<size_t, size_t>>& special_spans) const {
+  return encode_where(text, [&](size_t start, size_t stop) {
+    for (const auto& [b, e] : special_spans)
+      if (start >= b && stop <= e) return true;
+    return false;
+  });
+}
+
+std::vector<int32_t> HfTokenizer::encode_where(
+    std::string_view text, const std::function<bool(size_t, size_t)>& special_allowed) const {
   std::string repaired;
   if (!is_valid_utf8(text)) {
     repaired = repair_utf8(text);
@@ -60,14 +75,14 @@ std::vector<int32_t> HfTokenizer::encode(std::string_view text, bool parse_speci
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
   std::vector<TextSegment> segs;
-  raw_matcher_.split(text, parse_special, segs);
+  raw_matcher_.split(text, special_allowed, segs);
   for (const TextSegment& s : segs) {
     if (s.id >= 0)
       ids.push_back(s.id);
     else
       encode_span(text.substr(s.begin, s.end - s.begin), ids);
   }
-  return add_special_tokens ? p_.post_processor.apply_single(ids) : ids;
+  return ids;
 }
 
 void HfTokenizer::encode_span(std::string_view span, std::vector<int32_t>& out) const {

@@ -11,6 +11,7 @@
 // becomes U+FFFD), since the `tokenizers` package only ever sees Python strings.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,11 @@ class HfTokenizer final : public model::Tokenizer {
   // add_special_tokens applies the post-processor's single template (e.g. Llama-3's BOS).
   std::vector<int32_t> encode(std::string_view text, bool parse_special,
                               bool add_special_tokens) const;
+  // One pass over the whole text (so ids at span boundaries are HF's), where special-token
+  // strings become their ids only inside `special_spans` ([begin, end) byte ranges: a chat
+  // template's own markers); anywhere else they are plain text.
+  std::vector<int32_t> encode_with_special_spans(
+      std::string_view text, const std::vector<std::pair<size_t, size_t>>& special_spans) const;
   std::string token_bytes(int32_t id) const override;
   std::optional<int32_t> special_id(std::string_view text) const override;
   int32_t eos_id() const override { return eos_id_; }
@@ -59,6 +65,9 @@ class HfTokenizer final : public model::Tokenizer {
   std::string id_to_token(int32_t id) const;
 
  private:
+  // Encodes with special tokens matched where `special_allowed(start, stop)` says so.
+  std::vector<int32_t> encode_where(std::string_view text,
+                                    const std::function<bool(size_t, size_t)>& special_allowed) const;
   void encode_span(std::string_view span, std::vector<int32_t>& out) const;
   void encode_normalized(std::string_view text, std::vector<int32_t>& out) const;
 
