@@ -60,7 +60,12 @@ run_address() {
   export ASAN_OPTIONS="detect_leaks=$leaks:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1"
   export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
-  (cd "$dir" && ctest --output-on-failure --timeout 1800 $unit && ctest --output-on-failure --timeout 1800 $mpi)
+  (cd "$dir" && ctest --output-on-failure --timeout 1800 $unit)
+  # Open MPI unloads its components (dlclose) in MPI_Finalize, so LSan sees their allocations as
+  # coming from unknown modules that no suppression can name: the MPI tests run without leak
+  # checking (memory errors and UBSan still fail them).
+  (cd "$dir" && ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=1/detect_leaks=0}" \
+     ctest --output-on-failure --timeout 1800 $mpi)
 }
 
 run_thread() {
