@@ -69,7 +69,8 @@ class WireReader {
         return;
       }
       v.resize(n);
-      std::memcpy(v.data(), p_, n * sizeof(T));
+      // An empty vector's data() may be null, and memcpy's pointers must not be even for 0 bytes.
+      if (n > 0) std::memcpy(v.data(), p_, n * sizeof(T));
       p_ += n * sizeof(T);
     } else {
       if (n > static_cast<uint64_t>(end_ - p_)) {  // every element takes at least one byte

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what LEAP needs from Debian's packages; quick when everything is already there.
+# Installs what LEAP needs from Debian's packages, quick when everything is already there, and
+# checks for the CUDA toolkit, which Debian does not ship: without it, it says how to get it and
+# exits 1 (LEAP_ALLOW_NO_CUDA=1 goes on without it).
 # Used by both README commands and by CI. Run as root (or with sudo available).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
@@ -23,4 +25,28 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The CUDA toolkit is not a Debian package: NVIDIA ships it. The build needs its nvcc and NVRTC
+# even on machines without a GPU (the sandbox compiles candidates with NVRTC and runs the PTX in
+# its interpreter). Found as CMake finds it: nvcc on PATH, in $CUDA_HOME/bin or /usr/local/cuda/bin.
+nvcc_found=""
+for d in ${PATH//:/ } "${CUDA_HOME:-/nonexistent}/bin" /usr/local/cuda/bin; do
+  [ -x "$d/nvcc" ] && { nvcc_found="$d/nvcc"; break; }
+done
+if [ -z "$nvcc_found" ]; then
+  cat >&2 <<'MSG'
+[setup] The CUDA toolkit (nvcc and NVRTC) was not found on PATH, in $CUDA_HOME/bin or in
+[setup] /usr/local/cuda/bin. LEAP is tested with CUDA 13.0. Install it from NVIDIA's Debian 12
+[setup] repository (no GPU or driver is needed to build and run on the CPU):
+[setup]   wget https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb
+[setup]   sudo dpkg -i cuda-keyring_1.1-1_all.deb && sudo apt-get update
+[setup]   sudo apt-get install cuda-toolkit-13-0     # installs /usr/local/cuda-13.0, /usr/local/cuda
+[setup] or put an existing toolkit's bin/ on PATH (or set CUDA_HOME), then run this again.
+[setup] Without it the build has no NVRTC: the sandbox cannot compile any kernel, so the demo
+[setup] and `leap train` stop at startup, and the tests that compile kernels report *skipped*.
+[setup] To build without it anyway: LEAP_ALLOW_NO_CUDA=1 scripts/setup_deps.sh (or scripts/test.sh).
+MSG
+  [ "${LEAP_ALLOW_NO_CUDA:-0}" = 1 ] || exit 1
+  echo "[setup] LEAP_ALLOW_NO_CUDA=1: going on without the CUDA toolkit" >&2
 fi

@@ -24,24 +24,16 @@
 #include <filesystem>
 #include <string_view>
 
+#include "common/sanitizers.h"
+
 namespace leap::sandbox {
 
 namespace {
 
 // Sanitizer runtimes need what the filter forbids: LeakSanitizer stops the world from a
-// ptrace-ing helper made by clone() without CLONE_THREAD. A sanitizer build relaxes exactly those
+// ptrace-ing helper made by clone() without CLONE_THREAD. An ASan build relaxes exactly those
 // two rules (documented in DESIGN.md, Isolation); a release build never does.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitizerBuild = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kSanitizerBuild = true;
-#else
-constexpr bool kSanitizerBuild = false;
-#endif
-#else
-constexpr bool kSanitizerBuild = false;
-#endif
+constexpr bool kSanitizerBuild = kAddressSanitizer;
 
 // Landlock, as the kernel defines it (include/uapi/linux/landlock.h).
 struct LandlockRulesetAttr {

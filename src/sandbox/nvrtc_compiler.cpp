@@ -121,6 +121,12 @@ bool nvrtc_available() {
   return true;
 }
 
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "";
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
 namespace {
 
 struct ProgramGuard {
@@ -218,6 +224,10 @@ CompileResult NvrtcCompiler::compile_uncached(std::string_view source,
 
 bool nvrtc_available() {
   return false;
+}
+
+std::string nvrtc_version() {
+  return "";
 }
 
 CompileResult NvrtcCompiler::compile_uncached(std::string_view, const CompileOptions&) const {

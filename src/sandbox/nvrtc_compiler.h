@@ -80,6 +80,9 @@ std::string bound_compile_log(std::string_view raw, size_t max_error_lines = 20,
 // True when this build links NVRTC (LEAP_HAVE_CUDA); otherwise every compile fails with a log
 // that says so.
 bool nvrtc_available();
+// NVRTC's version as "MAJOR.MINOR" (what docs/ptx_coverage.md was generated with), or "" in a
+// build without NVRTC.
+std::string nvrtc_version();
 
 // Compiles with NVRTC and caches the results. Thread-safe: one compiler may serve many threads
 // (NVRTC programs are independent; only the cache is shared, behind a mutex).

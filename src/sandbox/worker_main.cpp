@@ -9,6 +9,7 @@
 
 #include <cstring>
 
+#include "common/sanitizers.h"
 #include "sandbox/confinement.h"
 #include "sandbox/job_runner.h"
 #include "sandbox/nvrtc_compiler.h"
@@ -49,7 +50,8 @@ Status apply_worker_limits(const SandboxConfig& config, bool gpu) {
   if (config.limit_open_files > 0)
     LEAP_RETURN_IF_ERROR(
         set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(config.limit_open_files), "RLIMIT_NOFILE"));
-  if (!gpu && config.limit_memory_mb > 0)
+  // ASan's shadow memory alone is terabytes of address space (cmake/sanitizers.cmake).
+  if (!gpu && config.limit_memory_mb > 0 && !kAddressSanitizer)
     LEAP_RETURN_IF_ERROR(
         set_limit(RLIMIT_AS, static_cast<rlim_t>(config.limit_memory_mb) << 20, "RLIMIT_AS"));
   return Status::ok();

@@ -218,6 +218,7 @@ JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost) 
     if (frame->type == wire::FrameType::kCompiled && !compiled) {
       compiled = true;
       deadline = after(cfg.run_timeout_s);
+      if (options_.on_run_started) options_.on_run_started(w.pid);
       continue;
     }
     if (frame->type != wire::FrameType::kReport) {

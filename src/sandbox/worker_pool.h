@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,9 @@ struct WorkerPoolOptions {
   std::string leap_binary;         // the `leap` executable; empty: this process's own executable
   SandboxConfig config;            // config.device must be "cpu" or "gpu" (resolved, not "auto")
   double startup_timeout_s = 120;  // a GPU worker initialises CUDA before it is ready
+  // Called on the job's thread with the worker's pid when the worker reports that the job
+  // compiled and its run starts: the event tests wait on to kill a worker mid-job.
+  std::function<void(pid_t)> on_run_started;
 };
 
 struct WorkerPoolStats {

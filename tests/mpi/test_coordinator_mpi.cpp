@@ -1,16 +1,21 @@
 // The distributed step under mpirun -np 4 (2 policy + 2 sandbox ranks) with small engines whose
 // behaviour is known: completions succeed or fail by their seed, the verifier judges by text,
-// and training sums advantages into the parameters. Checks: the step runs end to end; DCP
-// decisions equal the rule's; a SANDBOX_ERROR is retried; replicas stay identical; the HDF5
-// rows are written; and a 1-rank run (sandbox in-process) gives the same rows as the 4-rank run.
+// and training sums advantages into the parameters. Checks: the step runs end to end; the DCP
+// label of every group in the HDF5 rows equals the rule's, recomputed here from the group's turn-1
+// verdicts, and only expanded groups' failed samples got more turns; a SANDBOX_ERROR is retried;
+// replicas stay identical; the HDF5 rows are written; and a 1-rank run (sandbox in-process) gives
+// the same rows as the 4-rank run.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "mpi/coordinator.h"
+#include "io/trajectory_reader.h"
 #include "mpi/grad_reduce.h"
 
 namespace leap::mpi {
@@ -80,10 +85,60 @@ rl::RlSections rl_config() {
   return rl;
 }
 
-struct RunResult {
-  std::vector<io::StepRow> steps;
-  std::vector<std::vector<rl::DcpDecision>> decisions;
-};
+// The DCP rule of src/rl/dcp.h restated for static mode with easy_below 0.5 and hopeless_at 1.0,
+// from a group's turn-1 verdicts: a void sample (sandbox error) counts neither way.
+io::DcpClass rule_label(const std::vector<Verdict>& turn1) {
+  int valid = 0, failed = 0;
+  for (Verdict v : turn1) {
+    if (v == Verdict::kSandboxError) continue;
+    ++valid;
+    if (v != Verdict::kOk) ++failed;
+  }
+  if (valid == 0) return io::DcpClass::kNone;
+  if (failed == 0) return io::DcpClass::kEasy;
+  if (failed == valid) return io::DcpClass::kHopeless;  // failed >= 1.0 * valid
+  if (2 * failed < valid) return io::DcpClass::kEasy;   // failed < 0.5 * valid
+  return io::DcpClass::kExpanded;
+}
+
+// Checks every group of the file: its stored label is the rule's, and a sample has turns after
+// the first exactly when its group was expanded and its turn 1 was a valid failure. Returns how
+// many groups got each label, so the caller can see that the run exercised them.
+std::map<io::DcpClass, int> check_dcp_rows(const std::string& h5) {
+  std::map<io::DcpClass, int> labels;
+  auto run = io::read_trajectory_run(h5);
+  EXPECT_TRUE(run.has_value()) << run.status().message();
+  if (!run.has_value()) return labels;
+  using GroupKey = std::pair<int64_t, int32_t>;  // (step, group)
+  std::map<GroupKey, std::map<int32_t, Verdict>> turn1;  // sample -> its turn-1 verdict
+  std::map<GroupKey, std::map<int32_t, int>> turns;      // sample -> its number of turns
+  std::map<GroupKey, std::set<io::DcpClass>> stored;
+  for (const auto& row : run->samples) {
+    GroupKey key{row.step, row.group};
+    if (row.turn == 1) turn1[key][row.sample] = static_cast<Verdict>(row.verdict);
+    ++turns[key][row.sample];
+    stored[key].insert(row.dcp);
+  }
+  EXPECT_EQ(turn1.size(), 3u * 4u);  // 3 steps of 4 groups
+  for (const auto& [key, samples] : turn1) {
+    std::vector<Verdict> verdicts;
+    for (const auto& [s, v] : samples) verdicts.push_back(v);
+    EXPECT_EQ(verdicts.size(), 6u);  // group_size
+    io::DcpClass want = rule_label(verdicts);
+    ++labels[want];
+    EXPECT_EQ(stored[key].size(), 1u) << "step " << key.first << " group " << key.second;
+    if (stored[key].size() != 1u) continue;
+    EXPECT_EQ(static_cast<int>(*stored[key].begin()), static_cast<int>(want))
+        << "step " << key.first << " group " << key.second;
+    for (const auto& [s, v] : samples) {
+      bool valid_failure = v != Verdict::kOk && v != Verdict::kSandboxError;
+      bool more_turns = turns[key][s] > 1;
+      EXPECT_EQ(more_turns, want == io::DcpClass::kExpanded && valid_failure)
+          << "step " << key.first << " group " << key.second << " sample " << s;
+    }
+  }
+  return labels;
+}
 
 TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
   int world_rank = 0, world_size = 0;
@@ -95,6 +150,10 @@ TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
                                   "fake.jsonl");
   ASSERT_TRUE(suite.has_value()) << suite.status().message();
   auto rl = rl_config();
+  // rule_label() restates the rule for these options.
+  ASSERT_EQ(rl.dcp.mode, "static");
+  ASSERT_DOUBLE_EQ(rl.dcp.easy_below, 0.5);
+  ASSERT_DOUBLE_EQ(rl.dcp.hopeless_at, 1.0);
   Logger log(world_rank, false, LogLevel::kWarn);
   CoordinatorOptions co;
   co.batch_tasks = 4;
@@ -131,6 +190,15 @@ TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
     ASSERT_TRUE(check_replicas_identical(p0, 2, topo->role_comm).is_ok());
   }
   free_topology(&*topo);
+
+  // The file is closed: every group's DCP label against the rule. The FakePolicy's odds give
+  // groups of each kind; each must occur, or the check above proved nothing about it.
+  if (world_rank == 0) {
+    auto labels = check_dcp_rows(h5);
+    EXPECT_GT(labels[io::DcpClass::kEasy], 0);
+    EXPECT_GT(labels[io::DcpClass::kHopeless], 0);
+    EXPECT_GT(labels[io::DcpClass::kExpanded], 0);
+  }
 
   // The same three steps on rank 0 alone, sandbox in-process.
   if (world_rank == 0) {
