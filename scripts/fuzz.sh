@@ -18,17 +18,7 @@ build="${LEAP_FUZZ_BUILD_DIR:-build-fuzz}"
 # The project's packages, then clang with libFuzzer and the sanitizer runtimes (libclang-rt) and
 # clang's OpenMP (the configure step finds OpenMP for the CPU backend even though no fuzz target
 # links it).
-scripts/setup_deps.sh
-missing=()
-for p in clang libclang-rt-dev libomp-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "[fuzz] installing: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+scripts/setup_deps.sh clang libclang-rt-dev libomp-dev
 
 export PATH="$PATH:/usr/local/cuda/bin"
 cmake -S . -B "$build" -DLEAP_FUZZ=ON -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \

@@ -11,11 +11,13 @@ pkgs=(build-essential cmake pkg-config git
       libpcre2-dev libutf8proc-dev xz-utils  # the tokenizer: Split regexes (PCRE2 JIT), NFC, fixtures
       python3-torch python3-h5py python3-numpy python3-matplotlib python3-pandas
       slurm-wlm munge)  # Slurm and munge: the one-node Slurm integration test (tests/slurm)
+# usage: scripts/setup_deps.sh [--dev] [EXTRA_PACKAGE ...]
 # --dev: what only developers need, never CI: python3-jinja2 renders the chat-template goldens
-# (tests/chat/make_goldens.py); CI reads the committed goldens.
-if [ "${1:-}" = "--dev" ]; then
-  pkgs+=(python3-jinja2)
-fi
+# (tests/chat/make_goldens.py); CI reads the committed goldens. Extra packages are installed the
+# same way (scripts/fuzz.sh adds clang and its libFuzzer runtime).
+for a in "$@"; do
+  if [ "$a" = "--dev" ]; then pkgs+=(python3-jinja2); else pkgs+=("$a"); fi
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
