@@ -6,7 +6,10 @@
 
 #include "backend/cpu_math.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not in sanitizer builds: the clones' ifunc resolver runs while the dynamic loader relocates,
+// before the sanitizer's runtime is up, and its instrumented code crashes there (TSan).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define LEAP_ROW_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define LEAP_ROW_CLONES

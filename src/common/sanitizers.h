@@ -17,4 +17,7 @@ inline constexpr bool kThreadSanitizer = true;
 inline constexpr bool kThreadSanitizer = false;
 #endif
 
+// Sanitizers whose shadow memory needs terabytes of address space: no RLIMIT_AS under them.
+inline constexpr bool kShadowMemorySanitizer = kAddressSanitizer || kThreadSanitizer;
+
 }  // namespace leap

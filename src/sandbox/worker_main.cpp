@@ -50,8 +50,8 @@ Status apply_worker_limits(const SandboxConfig& config, bool gpu) {
   if (config.limit_open_files > 0)
     LEAP_RETURN_IF_ERROR(
         set_limit(RLIMIT_NOFILE, static_cast<rlim_t>(config.limit_open_files), "RLIMIT_NOFILE"));
-  // ASan's shadow memory alone is terabytes of address space (cmake/sanitizers.cmake).
-  if (!gpu && config.limit_memory_mb > 0 && !kAddressSanitizer)
+  // ASan's and TSan's shadow memory alone is terabytes of address space (cmake/sanitizers.cmake).
+  if (!gpu && config.limit_memory_mb > 0 && !kShadowMemorySanitizer)
     LEAP_RETURN_IF_ERROR(
         set_limit(RLIMIT_AS, static_cast<rlim_t>(config.limit_memory_mb) << 20, "RLIMIT_AS"));
   return Status::ok();

@@ -187,10 +187,10 @@ TEST(WorkersPool, WorkersRunUnderResourceLimits) {
   EXPECT_EQ(soft_limit(worker, "Max core file size"), "0");
   EXPECT_EQ(soft_limit(worker, "Max file size"), std::to_string(3 << 20));
   EXPECT_EQ(soft_limit(worker, "Max open files"), "77");
-  // An ASan build sets no address-space limit (its shadow memory alone is terabytes): the worker
+  // An ASan or TSan build sets no address-space limit (their shadow memory alone is terabytes): the worker
   // keeps the one it inherited.
   EXPECT_EQ(soft_limit(worker, "Max address space"),
-            kAddressSanitizer ? soft_limit("/proc/self/limits", "Max address space")
+            kShadowMemorySanitizer ? soft_limit("/proc/self/limits", "Max address space")
                               : std::to_string(int64_t{5000} << 20));
 }
 
