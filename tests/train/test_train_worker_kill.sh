@@ -10,13 +10,15 @@ src="$here/../.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
 setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train --config "$src/configs/demo.ini" --model "$src/models/demo" \
-  --suite "$src/tasks/level1.jsonl" --train.steps 2 --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 \
+  --suite "$src/tasks/level1.jsonl" --train.steps 2 --train.batch_tasks 2 --rl.group_size 8 --rl.max_turns 2 \
   --sampler.max_new_tokens 512 --log.level info --run.out_dir "$tmp/run" >"$tmp/log" 2>&1 &
 job=$!
 # The ranks' process groups hold their workers; a worker is a `leap worker` whose parent is a rank.
 ranks() { pgrep -f -- "--run.out_dir $tmp/run" | grep -v "^$job\$"; }
 kills=0
-for _ in $(seq 1200); do
+# Polled as fast as pgrep goes (a verification lasts tens of milliseconds), until the run ends or
+# 10 minutes pass; 16 answers a step go to the sandbox, so some are caught running.
+while [ "$SECONDS" -lt 600 ]; do
   kill -0 "$job" 2>/dev/null || break
   grep -q "training:" "$tmp/log" || { sleep 0.1; continue; }  # workers are busy starting up before
   for rank in $(ranks); do
@@ -26,7 +28,6 @@ for _ in $(seq 1200); do
       fi
     done
   done
-  sleep 0.05
 done
 wait "$job"; rc=$?
 if [ "$rc" != 0 ]; then echo "FAIL the run stopped (exit $rc)"; tail -20 "$tmp/log"; fail=1; fi
@@ -39,8 +40,8 @@ run = load_run(sys.argv[1], with_text=False)
 steps = list(run.steps["step"])
 errors = int((run.samples["verdict"] == "SANDBOX_ERROR").sum())
 first_turn = run.samples[run.samples["turn"] == 1]
-if steps != [0, 1] or len(first_turn) != 2 * 2 * 4 or errors:
-    sys.exit(f"FAIL steps {steps}, {len(first_turn)} turn-1 samples (wanted 16), {errors} SANDBOX_ERROR")
+if steps != [0, 1] or len(first_turn) != 2 * 2 * 8 or errors:
+    sys.exit(f"FAIL steps {steps}, {len(first_turn)} turn-1 samples (wanted 32), {errors} SANDBOX_ERROR")
 print(f"ok   run finished: steps {steps}, {len(run.samples)} samples, verdicts "
       f"{dict(run.samples['verdict'].value_counts())}")
 PY
