@@ -36,16 +36,13 @@ std::vector<CheckSpec> all_checks() {
                  run_decode});
 #endif
 #ifdef LEAP_CHECK_HAS_SANDBOX
-  out.push_back({"executor",
-                 "the sandbox's GPU executor: verify and time level-1 references",
-                 {{"suite", "tasks/level1.jsonl", "task suite (JSONL)"},
-                  {"tasks", "8", "how many tasks of the suite"}},
-                 run_executor});
+  const std::vector<ArgSpec> references = {{"suite", "tasks/level1.jsonl", "task suite (JSONL)"},
+                                            {"tasks", "8", "how many tasks of the suite"}};
+  out.push_back({"executor", "the sandbox's GPU executor: verify and time level-1 references",
+                 references, run_executor});
   out.push_back({"executor_confined",
                  "the same in a process confined as a GPU sandbox worker (Landlock, seccomp, user)",
-                 {{"suite", "tasks/level1.jsonl", "task suite (JSONL)"},
-                  {"tasks", "8", "how many tasks of the suite"}},
-                 run_executor_confined});
+                 references, run_executor_confined});
 #endif
   return out;
 }

@@ -193,11 +193,7 @@ Expected<std::string> apply_seccomp() {
   int rules = 0;
   auto add = [&](uint32_t action, int nr, unsigned count, const scmp_arg_cmp* args) -> Status {
     if (int rc = seccomp_rule_add_array(ctx, action, nr, count, args); rc != 0)
-      return io_error(fmt::format("seccomp_rule_add({}): {}",
-                                  seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr)
-                                      ? seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr)
-                                      : "?",
-                                  std::strerror(-rc)));
+      return io_error(fmt::format("seccomp_rule_add(system call {}): {}", nr, std::strerror(-rc)));
     ++rules;
     return Status::ok();
   };
