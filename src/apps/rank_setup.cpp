@@ -12,6 +12,7 @@
 #include "model/checkpoint.h"
 #include "mpi/agree.h"
 #include "sandbox/confinement.h"
+#include "tokenizer/model_tokenizer.h"
 
 namespace leap::app {
 
@@ -35,11 +36,9 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
   } else {
     LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend));
   }
-  if (p->model->config().vocab_size != p->tokenizer.vocab_size())
-    return invalid_input(
-        fmt::format("{}: vocab_size {} does not match the byte-level tokenizer ({} ids); this "
-                    "version of leap has only the byte-level tokenizer",
-                    c.model.path, p->model->config().vocab_size, p->tokenizer.vocab_size()));
+  LEAP_ASSIGN_OR_RETURN(p->tokenizer, tokenizer::load_model_tokenizer(c.model.path));
+  LEAP_RETURN_IF_ERROR(
+      tokenizer::check_vocab_fits(p->model->config().vocab_size, *p->tokenizer, c.model.path));
   p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
   return Status::ok();
 }
@@ -97,7 +96,7 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
         std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
   ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
-  p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, p->tokenizer, *p->optimizer, ro);
+  p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, *p->tokenizer, *p->optimizer, ro);
   return Status::ok();
 }
 

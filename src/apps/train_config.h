@@ -8,7 +8,7 @@
 #include "apps/policy_backend.h"
 #include "apps/train_options.h"
 #include "backend/cpu_backend.h"
-#include "model/byte_tokenizer.h"
+#include "model/tokenizer.h"
 #include "model/model_options.h"
 #include "model/optimizer.h"
 #include "model/reference_policy.h"
@@ -55,7 +55,7 @@ struct PolicyState {
 #endif
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<model::Transformer> model;
-  model::ByteTokenizer tokenizer;
+  std::unique_ptr<model::Tokenizer> tokenizer;  // chosen by the model folder (model_tokenizer.h)
   std::unique_ptr<model::AdamW> optimizer;
   std::unique_ptr<mpi::GradReducer> reducer;  // null: the MPI sum inside the replica
   std::unique_ptr<model::ReferencePolicy> reference;  // train with rl.kl_beta > 0 only

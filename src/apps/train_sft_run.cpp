@@ -28,12 +28,12 @@ Expected<std::vector<mpi::TrainSample>> build_material(const SftRunContext& ctx)
   PolicyState& policy = ctx.policy;
   mpi::JobDispatcher dispatcher(ctx.topo, ctx.local_sandbox, 1, ctx.log);
   rl::PromptBuilder prompts(c.rl.prompt.options(ctx.prompt_budget), [&](std::string_view t) {
-    return policy.tokenizer.encode(t, true).size();
+    return policy.tokenizer->encode(t, true).size();
   });
   LEAP_ASSIGN_OR_RETURN(auto suite, tasks::load_suite(c.tasks.suite));
   mpi::SftMaterialStats stats;
   auto examples = mpi::build_sft_material(
-      suite, prompts, policy.tokenizer, dispatcher, c.sft, static_cast<uint64_t>(c.app.run.seed),
+      suite, prompts, *policy.tokenizer, dispatcher, c.sft, static_cast<uint64_t>(c.app.run.seed),
       static_cast<size_t>(policy.model->config().max_position_embeddings), &stats);
   if (!examples) return examples.status().with_context("building the SFT material");
   ctx.log.info(

@@ -41,6 +41,11 @@ std::string ByteTokenizer::token_bytes(int32_t id) const {
   return {};
 }
 
+std::string ByteTokenizer::describe() const {
+  return "byte-level (" + std::to_string(vocab_size()) + " ids: 256 bytes and " +
+         std::to_string(specials_.size()) + " special tokens)";
+}
+
 std::optional<int32_t> ByteTokenizer::special_id(std::string_view text) const {
   for (size_t s = 0; s < specials_.size(); ++s)
     if (specials_[s] == text) return 256 + static_cast<int32_t>(s);

@@ -21,6 +21,7 @@ class ByteTokenizer final : public Tokenizer {
   std::optional<int32_t> special_id(std::string_view text) const override;
   int32_t eos_id() const override { return eos_; }
   int32_t pad_id() const override { return pad_; }
+  std::string describe() const override;
 
  private:
   std::vector<std::string> specials_;

@@ -65,6 +65,18 @@ std::vector<int32_t> HfTokenizer::encode_with_special_spans(
   });
 }
 
+std::vector<int32_t> HfTokenizer::bos_prefix() const {
+  if (!p_.add_bos_token) return p_.post_processor.single_prefix();
+  if (!*p_.add_bos_token || p_.bos_token.empty()) return {};
+  auto id = special_id(p_.bos_token);
+  return id ? std::vector<int32_t>{*id} : std::vector<int32_t>{};
+}
+
+std::string HfTokenizer::describe() const {
+  return "Hugging Face byte-level BPE (" + std::to_string(vocab_size_) + " ids, " +
+         std::to_string(p_.added_tokens.size()) + " added tokens)";
+}
+
 std::vector<int32_t> HfTokenizer::encode_where(
     std::string_view text, const std::function<bool(size_t, size_t)>& special_allowed) const {
   std::string repaired;

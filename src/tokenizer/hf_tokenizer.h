@@ -38,6 +38,10 @@ struct HfTokenizerParts {
   bool byte_level_decoder = false;
   std::string eos_token;  // from tokenizer_config.json when present
   std::string pad_token;
+  std::string bos_token;
+  // tokenizer_config.json's add_bos_token when it has one: transformers' Llama fast tokenizer
+  // rebuilds its post-processor from it, so it overrides tokenizer.json's template.
+  std::optional<bool> add_bos_token;
 };
 
 class HfTokenizer final : public model::Tokenizer {
@@ -55,7 +59,10 @@ class HfTokenizer final : public model::Tokenizer {
   // strings become their ids only inside `special_spans` ([begin, end) byte ranges: a chat
   // template's own markers); anywhere else they are plain text.
   std::vector<int32_t> encode_with_special_spans(
-      std::string_view text, const std::vector<std::pair<size_t, size_t>>& special_spans) const;
+      std::string_view text,
+      const std::vector<std::pair<size_t, size_t>>& special_spans) const override;
+  std::vector<int32_t> bos_prefix() const override;
+  std::string describe() const override;
   std::string token_bytes(int32_t id) const override;
   std::optional<int32_t> special_id(std::string_view text) const override;
   int32_t eos_id() const override { return eos_id_; }

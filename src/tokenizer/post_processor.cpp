@@ -77,4 +77,13 @@ std::vector<int32_t> PostProcessor::apply_single(const std::vector<int32_t>& ids
   return out;
 }
 
+std::vector<int32_t> PostProcessor::single_prefix() const {
+  std::vector<int32_t> out;
+  for (const Piece& p : single_) {
+    if (p.is_sequence) break;
+    out.insert(out.end(), p.special.begin(), p.special.end());
+  }
+  return out;
+}
+
 }  // namespace leap::tokenizer

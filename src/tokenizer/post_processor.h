@@ -18,6 +18,8 @@ class PostProcessor {
   static Expected<PostProcessor> from_json(const nlohmann::json& j, const std::string& field);
   // The ids the single template makes of `ids` (unchanged without a template).
   std::vector<int32_t> apply_single(const std::vector<int32_t>& ids) const;
+  // The special ids the single template puts before $A (Llama-3's BOS); empty without one.
+  std::vector<int32_t> single_prefix() const;
 
  private:
   struct Piece {

@@ -97,6 +97,12 @@ Expected<std::unique_ptr<HfTokenizer>> load_hf_tokenizer(const std::string& path
     if (!cfg.is_object()) return invalid_input(config.string() + ": expected a JSON object");
     parts->eos_token = token_name(cfg, "eos_token");
     parts->pad_token = token_name(cfg, "pad_token");
+    parts->bos_token = token_name(cfg, "bos_token");
+    if (cfg.contains("add_bos_token")) {
+      if (!cfg["add_bos_token"].is_boolean())
+        return invalid_input(config.string() + ": field 'add_bos_token': expected true or false");
+      parts->add_bos_token = cfg["add_bos_token"].get<bool>();
+    }
   }
   return std::make_unique<HfTokenizer>(std::move(*parts));
 }
