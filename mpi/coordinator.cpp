@@ -23,8 +23,8 @@ int64_t prompt_budget(int64_t context, int64_t max_new_tokens) {
 }
 
 Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const rl::RlSections& rl,
-                         CoordinatorOptions opts, uint64_t seed, PolicyEngine& policy, VerifyEngine* local_verifier,
-                         const Logger& log)
+                         CoordinatorOptions opts, uint64_t seed, PolicyEngine& policy,
+                         const rl::PromptFormat& format, VerifyEngine* local_verifier, const Logger& log)
     : topo_(topo),
       suite_(suite),
       rl_(rl),
@@ -39,7 +39,7 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
           if (suite.tasks[i].split == tasks::Split::kTrain) pool.push_back(static_cast<int>(i));
         return pool;
       }(), seed),
-      prompts_(rl.prompt.options(opts.prompt_budget), [&policy](std::string_view t) { return policy.count_tokens(t); }) {
+      prompts_(rl.prompt.options(opts.prompt_budget), format) {
   LEAP_CHECK(topo.is_coordinator(), "the Coordinator runs on world rank 0 only");
 }
 

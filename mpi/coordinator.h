@@ -46,8 +46,8 @@ struct StepReport {
 class Coordinator {
  public:
   Coordinator(const Topology& topo, const tasks::Suite& suite, const rl::RlSections& rl,
-              CoordinatorOptions opts, uint64_t seed, PolicyEngine& policy, VerifyEngine* local_verifier,
-              const Logger& log);
+              CoordinatorOptions opts, uint64_t seed, PolicyEngine& policy,
+              const rl::PromptFormat& format, VerifyEngine* local_verifier, const Logger& log);
 
   // One RL step; appends it to `out` when given.
   Expected<StepReport> run_step(int64_t step, io::TrajectoryFile* out);

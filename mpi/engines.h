@@ -20,8 +20,6 @@ class PolicyEngine {
   // Completions for the items, each sampled with its own seed (so a sample does not depend on
   // the rank or the batch it lands in).
   virtual std::vector<Completion> generate(const std::vector<RolloutItem>& items) = 0;
-  // Tokens of a prompt, for balancing work by tokens.
-  virtual size_t count_tokens(std::string_view text) const = 0;
   // ppo_epochs x mini_batches updates on this rank's share. Collective over `policy`: every
   // policy rank calls it with its share (possibly empty) and the replicas stay identical.
   virtual TrainReport train(const TrainWork& work, MPI_Comm policy) = 0;

@@ -16,15 +16,15 @@ rl::DcpOptions no_pruning(int turns) {
 
 Evaluator::Evaluator(const Topology& topo, const tasks::Suite& suite,
                      const rl::PromptConfig& prompt, EvaluatorOptions opts, uint64_t seed,
-                     PolicyEngine& policy, VerifyEngine* local_verifier, const Logger& log)
+                     PolicyEngine& policy, const rl::PromptFormat& format,
+                     VerifyEngine* local_verifier, const Logger& log)
     : topo_(topo),
       suite_(suite),
       opts_(opts),
       seed_(seed),
       turns_(topo, policy, local_verifier, opts.sandbox_retries, log, "batch"),
       no_pruning_(no_pruning(opts.turns)),
-      prompts_(prompt.options(opts.prompt_budget),
-               [&policy](std::string_view t) { return policy.count_tokens(t); }) {
+      prompts_(prompt.options(opts.prompt_budget), format) {
   LEAP_CHECK(topo.is_coordinator(), "the Evaluator runs on world rank 0 only");
 }
 

@@ -30,7 +30,7 @@ class Evaluator {
  public:
   Evaluator(const Topology& topo, const tasks::Suite& suite, const rl::PromptConfig& prompt,
             EvaluatorOptions opts, uint64_t seed, PolicyEngine& policy,
-            VerifyEngine* local_verifier, const Logger& log);
+            const rl::PromptFormat& format, VerifyEngine* local_verifier, const Logger& log);
 
   // Every turn-sample of the batch's tasks, one record each; adds the time spent to *times.
   Expected<std::vector<rl::EvalRecord>> run_batch(int64_t batch, const std::vector<int>& tasks,

@@ -13,7 +13,7 @@ namespace {
 
 // Each message type lists its fields once, in order; the same function writes and reads.
 template <class IO> void fields(IO& io, Control& m) { io(m.kind, m.step, m.turn); }
-template <class IO> void fields(IO& io, RolloutItem& m) { io(m.uid, m.task, m.prompt, m.seed); }
+template <class IO> void fields(IO& io, RolloutItem& m) { io(m.uid, m.task, m.prompt_ids, m.seed); }
 template <class IO> void fields(IO& io, RolloutWork& m) { io(m.items); }
 template <class IO> void fields(IO& io, Completion& m) {
   io(m.uid, m.text, m.prompt_tokens, m.completion_tokens, m.logprobs);

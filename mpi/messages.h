@@ -41,7 +41,7 @@ struct Control {
 struct RolloutItem {
   int64_t uid = 0;      // unique per (step, group, sample, turn)
   int32_t task = 0;     // index into the suite
-  std::string prompt;   // the full prompt text of this turn
+  std::vector<int32_t> prompt_ids;  // the whole prompt of this turn, as ids (rank 0 encodes it)
   uint64_t seed = 0;    // sampling seed for this item: results do not depend on the rank
 };
 struct RolloutWork {

@@ -12,9 +12,10 @@ namespace leap::mpi {
 
 PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW& optimizer,
                              PolicyReplicaOptions opts)
-    : model_(model), tokenizer_(tokenizer), optimizer_(optimizer), opts_(std::move(opts)), sampler_(model, &tokenizer) {}
+    : model_(model), tokenizer_(tokenizer), optimizer_(optimizer), opts_(std::move(opts)), sampler_(model, &tokenizer) {
+  sampler_.set_eos_ids(opts_.eos_ids);
+}
 
-size_t PolicyReplica::count_tokens(std::string_view text) const { return tokenizer_.encode(text, true).size(); }
 
 std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& items) {
   std::vector<Completion> out;
@@ -25,7 +26,7 @@ std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& 
     std::vector<std::vector<int32_t>> prompts;
     std::vector<Rng> rngs;
     for (size_t j = i; j < std::min(items.size(), i + batch); ++j) {
-      prompts.push_back(tokenizer_.encode(items[j].prompt, true));
+      prompts.push_back(items[j].prompt_ids);
       rngs.emplace_back(items[j].seed);
     }
     auto gen = sampler_.generate(prompts, opts_.sampler, rngs);

@@ -25,6 +25,7 @@ struct PolicyReplicaOptions {
   model::SamplerConfig sampler;
   rl::LossOptions loss;
   int micro_batch_seqs = 8;  // sequences per forward/backward on this rank
+  std::vector<int32_t> eos_ids;  // any ends a completion; empty: the tokenizer's EOS
   // Sums the gradient over the policy group (NCCL on the CUDA backend); null: MPI_Allreduce.
   GradReducer* reducer = nullptr;
 };
@@ -35,7 +36,6 @@ class PolicyReplica final : public PolicyEngine {
                 PolicyReplicaOptions opts);
 
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
-  size_t count_tokens(std::string_view text) const override;
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.
   void set_reference(const model::ReferencePolicy* reference) { reference_ = reference; }

@@ -30,13 +30,13 @@ void SftOptions::declare(OptionSet& opts) {
 
 namespace {
 
-TrainSample make_sample(const model::Tokenizer& tok, const rl::PromptBuilder& prompts, const rl::BuiltPrompt& prompt,
-                        const std::string& answer) {
+// The prompt's ids, then the answer as plain text and the template's end of the message.
+Expected<TrainSample> make_sample(const rl::PromptBuilder& prompts, const rl::BuiltPrompt& prompt,
+                                  const std::string& answer) {
   TrainSample s;
-  s.tokens = tok.encode(prompt.text, true);
+  s.tokens = prompt.ids;
   s.prompt_len = static_cast<int32_t>(s.tokens.size());
-  std::string full = prompts.render_example(prompt, answer);
-  auto rest = tok.encode(std::string_view(full).substr(prompt.text.size()), true);
+  LEAP_ASSIGN_OR_RETURN(auto rest, prompts.answer_ids(prompt, answer));
   s.tokens.insert(s.tokens.end(), rest.begin(), rest.end());
   return s;
 }
@@ -44,7 +44,7 @@ TrainSample make_sample(const model::Tokenizer& tok, const rl::PromptBuilder& pr
 }  // namespace
 
 Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                                                      const model::Tokenizer& tokenizer, JobDispatcher& dispatcher,
+                                                      JobDispatcher& dispatcher,
                                                       const SftOptions& opts, uint64_t seed, size_t max_tokens,
                                                       SftMaterialStats* stats) {
   struct Candidate {
@@ -83,8 +83,8 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
         ++stats->rewrites_dropped;
         continue;
       }
-      rl::BuiltPrompt p = prompts.build(t, {});
-      TrainSample s = make_sample(tokenizer, prompts, p, c.answer);
+      LEAP_ASSIGN_OR_RETURN(rl::BuiltPrompt p, prompts.build(t, {}));
+      LEAP_ASSIGN_OR_RETURN(TrainSample s, make_sample(prompts, p, c.answer));
       if (!p.fits || s.tokens.size() > max_tokens) {
         ++stats->too_long;
         continue;
@@ -97,8 +97,8 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
         continue;
       }
       std::vector<rl::PreviousTurn> history = {rl::previous_turn(c.answer, to_verify_result(o))};
-      rl::BuiltPrompt p = prompts.build(t, history);
-      TrainSample s = make_sample(tokenizer, prompts, p, t.reference);
+      LEAP_ASSIGN_OR_RETURN(rl::BuiltPrompt p, prompts.build(t, history));
+      LEAP_ASSIGN_OR_RETURN(TrainSample s, make_sample(prompts, p, t.reference));
       if (!p.fits || s.tokens.size() > max_tokens) {
         ++stats->too_long;
         continue;

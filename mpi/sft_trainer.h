@@ -47,7 +47,7 @@ struct SftMaterialStats {
 
 // Rank 0: the training examples, as token sequences with the prompt length marking the loss.
 Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                                                      const model::Tokenizer& tokenizer, JobDispatcher& dispatcher,
+                                                      JobDispatcher& dispatcher,
                                                       const SftOptions& opts, uint64_t seed, size_t max_tokens,
                                                       SftMaterialStats* stats);
 

@@ -39,8 +39,9 @@ StepState::StepState(int64_t step, const std::vector<int>& tasks, const StepOpti
   }
 }
 
-std::vector<RolloutItem> StepState::make_turn(int turn, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                                              int* n_dropped) {
+Expected<std::vector<RolloutItem>> StepState::make_turn(int turn, const tasks::Suite& suite,
+                                                        const rl::PromptBuilder& prompts,
+                                                        int* n_dropped) {
   turn_ = turn;
   int dropped = 0;
   std::vector<RolloutItem> items;
@@ -50,8 +51,11 @@ std::vector<RolloutItem> StepState::make_turn(int turn, const tasks::Suite& suit
       SampleState& sample = groups_[g].samples[s];
       if (!sample.active) continue;
       std::vector<rl::PreviousTurn> history;
-      for (const auto& r : sample.turns) history.push_back(rl::previous_turn(r.completion.text, to_verify_result(r.outcome)));
-      rl::BuiltPrompt p = prompts.build(task, history);
+      for (const auto& r : sample.turns)
+        history.push_back(rl::previous_turn(r.completion.text, to_verify_result(r.outcome),
+                                            r.completion.completion_tokens));
+      const rl::BuiltPrompt* previous = sample.turns.empty() ? nullptr : &sample.turns.back().prompt;
+      LEAP_ASSIGN_OR_RETURN(rl::BuiltPrompt p, prompts.build(task, history, previous));
       if (!p.fits) {
         sample.active = false;
         ++dropped;
@@ -59,7 +63,8 @@ std::vector<RolloutItem> StepState::make_turn(int turn, const tasks::Suite& suit
       }
       TurnRecord rec;
       rec.turn = turn;
-      rec.prompt = p.text;
+      std::vector<int32_t> ids = p.ids;
+      rec.prompt = std::move(p);
       int64_t uid = make_uid(static_cast<int>(g), static_cast<int>(s), turn);
       rec.completion.uid = uid;
       sample.turns.push_back(std::move(rec));
@@ -67,7 +72,7 @@ std::vector<RolloutItem> StepState::make_turn(int turn, const tasks::Suite& suit
       // depend on which rank generates it.
       uint64_t mix = opts_.seed ^ (static_cast<uint64_t>(step_) * 0x9E3779B97F4A7C15ull);
       uint64_t x = mix ^ static_cast<uint64_t>(uid);
-      items.push_back({uid, groups_[g].task, p.text, Rng::splitmix64(&x)});
+      items.push_back({uid, groups_[g].task, std::move(ids), Rng::splitmix64(&x)});
     }
   }
   if (n_dropped) *n_dropped = dropped;
@@ -203,7 +208,7 @@ void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* row
         row.max_abs_err = static_cast<float>(r.outcome.max_abs_err);
         row.mpi_rank = r.policy_rank;
         rows->push_back(row);
-        texts->push_back({r.prompt, r.completion.text, r.outcome.feedback});
+        texts->push_back({r.prompt.text, r.completion.text, r.outcome.feedback});
         tokens += row.completion_tokens;
         ++turn_samples;
       }

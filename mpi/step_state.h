@@ -26,7 +26,7 @@ namespace leap::mpi {
 
 struct TurnRecord {
   int turn = 1;
-  std::string prompt;
+  rl::BuiltPrompt prompt;  // ids, their text and the messages they encode
   Completion completion;  // text, tokens and behaviour log-probabilities
   SandboxOutcome outcome;
   bool verified = false;
@@ -58,10 +58,12 @@ class StepState {
   StepState(int64_t step, const std::vector<int>& tasks, const StepOptions& opts);
 
   // The work items of turn `turn`: one per active sample, with its prompt built from the
-  // conversation so far. A sample whose prompt cannot fit the context stops where it is (its
-  // earlier turns still count); *n_dropped says how many did.
-  std::vector<RolloutItem> make_turn(int turn, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                                     int* n_dropped = nullptr);
+  // conversation so far (appended to the sample's previous prompt, prompt_format.h). A sample
+  // whose prompt cannot fit the context stops where it is (its earlier turns still count);
+  // *n_dropped says how many did. A template that cannot render is an error.
+  Expected<std::vector<RolloutItem>> make_turn(int turn, const tasks::Suite& suite,
+                                               const rl::PromptBuilder& prompts,
+                                               int* n_dropped = nullptr);
   // Stores generated completions (matching uids of the current turn).
   Status add_completions(const std::vector<Completion>& completions, int policy_rank);
   // The sandbox jobs of the current turn.

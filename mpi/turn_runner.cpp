@@ -31,7 +31,7 @@ Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& ite
   announce(Control::Kind::kRollout, state.step(), turn, topo_.world);
   std::vector<int64_t> weights;
   for (const auto& it : items)
-    weights.push_back(static_cast<int64_t>(policy_.count_tokens(it.prompt)));
+    weights.push_back(static_cast<int64_t>(it.prompt_ids.size()));
   const int n = static_cast<int>(policy_ranks_.size());
   auto owner = balance_by_weight(weights, n);
   std::vector<RolloutWork> work(static_cast<size_t>(n));
@@ -55,7 +55,7 @@ Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite,
   const int64_t step = state.step();
   for (int turn = 1; turn <= max_turns; ++turn) {
     int dropped = 0;
-    auto items = state.make_turn(turn, suite, prompts, &dropped);
+    LEAP_ASSIGN_OR_RETURN(auto items, state.make_turn(turn, suite, prompts, &dropped));
     if (dropped > 0)
       log_.warn("{} {} turn {}: {} sample(s) stopped: prompt longer than the context", unit_, step,
                 turn, dropped);

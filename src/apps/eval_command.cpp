@@ -62,7 +62,7 @@ Status evaluate(const EvalConfig& c, const std::string& config_ini, const mpi::T
                                         c.run.sampler.max_new_tokens);
   mpi::Evaluator evaluator(topo, suite, c.run.rl.prompt, eo,
                            static_cast<uint64_t>(c.run.app.run.seed), *policy.replica,
-                           local_sandbox, log);
+                           *policy.prompt_format, local_sandbox, log);
   log.info("eval: {} {} tasks of {} x {} samples, up to {} turns", tasks.size(), c.eval.split,
            suite.path, c.eval.samples, c.eval.turns);
   std::vector<rl::EvalRecord> records;
@@ -167,6 +167,8 @@ int run_eval(const std::vector<std::string>& args) {
   std::unique_ptr<mpi::SandboxEngine> sandbox;
   if (role == mpi::Role::kPolicy)
     setup = build_policy(c.run, threads_per_rank(c.run, *topo), *topo, setup, &policy);
+  if (setup && topo->is_coordinator())
+    setup = build_prompt_format(c.run, nlohmann::json(), &policy, log);
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.run.sandbox);
     if (engine)

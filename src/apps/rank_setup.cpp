@@ -4,12 +4,14 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <ctime>
 #include <thread>
 
 #include "common/cpu_cores.h"
 #include "cuda/device_probe.h"
 #include "leap/version.h"
 #include "model/checkpoint.h"
+#include "model/generation_config.h"
 #include "mpi/agree.h"
 #include "sandbox/confinement.h"
 #include "tokenizer/model_tokenizer.h"
@@ -39,6 +41,7 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
   LEAP_ASSIGN_OR_RETURN(p->tokenizer, tokenizer::load_model_tokenizer(c.model.path));
   LEAP_RETURN_IF_ERROR(
       tokenizer::check_vocab_fits(p->model->config().vocab_size, *p->tokenizer, c.model.path));
+  LEAP_ASSIGN_OR_RETURN(p->eos_ids, model::read_eos_ids(c.model.path, p->tokenizer->eos_id()));
   p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
   return Status::ok();
 }
@@ -91,13 +94,36 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   mpi::PolicyReplicaOptions ro;
   ro.reducer = p->reducer.get();
   ro.sampler = c.sampler;
-  if (ro.sampler.stop.empty())
-    ro.sampler.stop =
-        std::string(rl::stop_string(rl::parse_chat_template(c.rl.prompt.chat_template)));
+  if (ro.sampler.stop.empty()) {
+    for (const auto& s : rl::template_stop_strings(
+             rl::resolve_chat_template(c.rl.prompt.chat_template, c.model.path)))
+      ro.sampler.stop += (ro.sampler.stop.empty() ? "" : "||") + s;
+  }
+  ro.eos_ids = p->eos_ids;
   ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
   p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, *p->tokenizer, *p->optimizer, ro);
   return Status::ok();
+}
+
+Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_state,
+                           PolicyState* p, const Logger& log) {
+  int64_t now = c.rl.prompt.now;
+  if (now <= 0 && resume_state.is_object() && resume_state.contains("prompt_now"))
+    now = resume_state["prompt_now"].get<int64_t>();
+  if (now <= 0) now = static_cast<int64_t>(std::time(nullptr));
+  LEAP_ASSIGN_OR_RETURN(
+      rl::PromptFormat format,
+      rl::make_prompt_format(c.rl.prompt.chat_template, c.model.path, *p->tokenizer, p->eos_ids,
+                             rl::parse_multi_turn(c.rl.prompt.multi_turn), now));
+  p->prompt_format = std::make_unique<rl::PromptFormat>(std::move(format));
+  log.info("prompts: {}", p->prompt_format->describe());
+  return Status::ok();
+}
+
+void record_prompt_now(const PolicyState& p, nlohmann::json* state) {
+  if (p.prompt_format && p.prompt_format->options().render.now_unix_seconds)
+    (*state)["prompt_now"] = *p.prompt_format->options().render.now_unix_seconds;
 }
 
 int finish_ranks(const Status& st, const Logger& log) {

@@ -4,6 +4,8 @@
 // with the same message, so no rank is left waiting in a collective.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include "apps/train_config.h"
 #include "common/log.h"
 #include "common/status.h"
@@ -24,6 +26,13 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo);
 // replica that samples and trains it.
 Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
                     PolicyState* p);
+
+// Rank 0: how conversations become prompt ids (prompt.chat_template, prompt.multi_turn) with the
+// policy's tokenizer. strftime_now's time is prompt.now, else the one `resume_state` recorded
+// (prompt_now), else now; record_prompt_now() puts it into a checkpoint's state.
+Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_state,
+                           PolicyState* p, const Logger& log);
+void record_prompt_now(const PolicyState& p, nlohmann::json* state);
 
 // Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
 // its code.

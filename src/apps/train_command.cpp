@@ -144,6 +144,7 @@ int run_train(const std::vector<std::string>& args) {
       if (setup && topo->is_coordinator()) log.info("resuming from {} (step {})", *dir, resume_state["step"].get<int64_t>());
     }
   }
+  if (setup && topo->is_coordinator()) setup = build_prompt_format(c, resume_state, &policy, log);
   setup = mpi::agree(setup, MPI_COMM_WORLD);
   std::unique_ptr<io::TrajectoryFile> out;
   if (setup && topo->is_coordinator() && !sft) {

@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "apps/kl_reference.h"
+#include "apps/rank_setup.h"
 #include "apps/train_progress.h"
 #include "common/check.h"
 #include "io/checkpoint_dir.h"
@@ -23,6 +24,7 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
   state["mode"] = "rl";
   state["seed"] = c.app.run.seed;
+  record_prompt_now(ctx.policy, &state);
   if (ctx.policy.reference) state["kl_reference"] = kl_reference_json(*ctx.policy.reference);
   return io::save_checkpoint(c.app.run.out_dir, step, *ctx.policy.model, *ctx.policy.optimizer, state,
                              c.train.keep_checkpoints);
@@ -58,6 +60,7 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
   co.check_replicas_every = c.train.check_replicas_every;
   co.prompt_budget = ctx.prompt_budget;
   mpi::Coordinator coord(ctx.topo, ctx.suite, c.rl, co, static_cast<uint64_t>(c.app.run.seed), *ctx.policy.replica,
+                         *ctx.policy.prompt_format,
                          ctx.local_sandbox, log);
   int start_step = 0;
   if (!ctx.resume_state.is_null()) {

@@ -1,6 +1,8 @@
 // See train_sft_run.h.
 #include "apps/train_sft_run.h"
 
+#include "apps/rank_setup.h"
+
 #include "common/check.h"
 #include "io/checkpoint_dir.h"
 #include "io/checkpoint_schedule.h"
@@ -27,13 +29,11 @@ Expected<std::vector<mpi::TrainSample>> build_material(const SftRunContext& ctx)
   const TrainConfig& c = ctx.config;
   PolicyState& policy = ctx.policy;
   mpi::JobDispatcher dispatcher(ctx.topo, ctx.local_sandbox, 1, ctx.log);
-  rl::PromptBuilder prompts(c.rl.prompt.options(ctx.prompt_budget), [&](std::string_view t) {
-    return policy.tokenizer->encode(t, true).size();
-  });
+  rl::PromptBuilder prompts(c.rl.prompt.options(ctx.prompt_budget), *policy.prompt_format);
   LEAP_ASSIGN_OR_RETURN(auto suite, tasks::load_suite(c.tasks.suite));
   mpi::SftMaterialStats stats;
   auto examples = mpi::build_sft_material(
-      suite, prompts, *policy.tokenizer, dispatcher, c.sft, static_cast<uint64_t>(c.app.run.seed),
+      suite, prompts, dispatcher, c.sft, static_cast<uint64_t>(c.app.run.seed),
       static_cast<size_t>(policy.model->config().max_position_embeddings), &stats);
   if (!examples) return examples.status().with_context("building the SFT material");
   ctx.log.info(
@@ -97,6 +97,7 @@ Status run_sft(const SftRunContext& ctx) {
                          {"seed", c.app.run.seed},
                          {"data_order", {{"epoch", order.epoch}, {"position", order.position}}},
                          {"material_hash", material_hash}};
+    record_prompt_now(policy, &state);
     LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, step, *policy.model,
                                              *policy.optimizer, state, c.train.keep_checkpoints));
     schedule.saved();

@@ -60,7 +60,10 @@ const char* stop_reason_name(StopReason r) {
 }
 
 int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng,
-                     float* logprob) {
+                     float* logprob, int sample_below) {
+  // Log-probabilities are over all V rows (what the training forward computes); only ids below
+  // sample_below can be drawn.
+  const int n = sample_below > 0 ? std::min(sample_below, V) : V;
   float mx = logits[0];
   for (int v = 1; v < V; ++v) mx = std::max(mx, logits[v]);
   double sum = 0.0;
@@ -68,16 +71,16 @@ int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& 
   const float lse = mx + static_cast<float>(std::log(sum));
   int32_t chosen = 0;
   if (cfg.temperature <= 0.0) {
-    chosen = static_cast<int32_t>(std::max_element(logits, logits + V) - logits);  // first maximum
+    chosen = static_cast<int32_t>(std::max_element(logits, logits + n) - logits);  // first maximum
   } else {
     // Candidates ordered by logit (ties by id) when truncation needs an order.
-    std::vector<int32_t> idx(static_cast<size_t>(V));
+    std::vector<int32_t> idx(static_cast<size_t>(n));
     std::iota(idx.begin(), idx.end(), 0);
     auto by_logit = [&](int32_t a, int32_t b) {
       return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
     };
     size_t keep = idx.size();
-    if (cfg.top_k > 0 && cfg.top_k < V) {
+    if (cfg.top_k > 0 && cfg.top_k < n) {
       keep = static_cast<size_t>(cfg.top_k);
       std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(keep), idx.end(),
                         by_logit);
@@ -154,7 +157,10 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
       longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
   if (!cache_ || cache_->slots < B || cache_->maxT < maxT)
     cache_ = std::make_unique<KvCache>(mc, model_->backend(), B, maxT);
-  const int32_t eos = tokenizer_ ? tokenizer_->eos_id() : mc.eos_token_id;
+  // Padded embedding rows (vocab_size above the tokenizer's ids) are never sampled.
+  const int sample_below = tokenizer_ ? tokenizer_->vocab_size() : V;
+  std::vector<int32_t> eos = eos_ids_;
+  if (eos.empty()) eos = {tokenizer_ ? tokenizer_->eos_id() : mc.eos_token_id};
   const std::vector<std::string> stops =
       tokenizer_ ? cfg.stop_strings() : std::vector<std::string>{};
 
@@ -172,11 +178,11 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
       const int b = active[r];
       Completion& c = out[static_cast<size_t>(b)];
       float lp = 0.0f;
-      const int32_t tok = sample_token(logits.data() + r * V, V, cfg, rng_of(b), &lp);
+      const int32_t tok = sample_token(logits.data() + r * V, V, cfg, rng_of(b), &lp, sample_below);
       c.tokens.push_back(tok);
       c.logprobs.push_back(lp);
       bool done = false;
-      if (cfg.stop_at_eos && tok == eos) {
+      if (cfg.stop_at_eos && std::find(eos.begin(), eos.end(), tok) != eos.end()) {
         c.stop_reason = StopReason::kEos;
         done = true;
       }

@@ -44,14 +44,18 @@ struct Completion {
   StopReason stop_reason = StopReason::kMaxTokens;
 };
 
-// Draws one token from a row of logits (V). Writes log p(token) at temperature 1 to *logprob.
+// Draws one token from a row of logits (V), among ids below sample_below (0: all). Writes
+// log p(token) at temperature 1 over all V to *logprob.
 int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng,
-                     float* logprob);
+                     float* logprob, int sample_below = 0);
 
 class Sampler {
  public:
-  // tokenizer may be null: then no stop strings, and EOS is the config's eos_token_id.
+  // tokenizer may be null: then no stop strings, and EOS is the config's eos_token_id. With a
+  // tokenizer, ids at or above its vocab_size() (padding rows) are never sampled.
   Sampler(Transformer& model, const Tokenizer* tokenizer);
+  // Any of these ends a completion (generation_config.json's list); empty: the tokenizer's EOS.
+  void set_eos_ids(std::vector<int32_t> ids) { eos_ids_ = std::move(ids); }
   ~Sampler();
 
   // One completion per prompt (each non-empty), in prompt order.
@@ -71,6 +75,7 @@ class Sampler {
 
   Transformer* model_;
   const Tokenizer* tokenizer_;
+  std::vector<int32_t> eos_ids_;
   std::unique_ptr<KvCache> cache_;  // kept between calls while it is big enough
 };
 

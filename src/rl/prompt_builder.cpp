@@ -6,17 +6,11 @@
 #include <algorithm>
 
 #include "common/check.h"
+#include "tokenizer/utf8.h"
 
 namespace leap::rl {
 
 namespace {
-
-enum class Role { kSystem, kUser, kAssistant };
-
-struct Message {
-  Role role;
-  std::string text;
-};
 
 // The latest feedback is never cut below this many bytes: the first compiler error or the
 // mismatch summary must survive.
@@ -24,34 +18,12 @@ constexpr size_t kLatestFeedbackFloor = 256;
 // An older turn, once shortened, keeps this much of its feedback's first line.
 constexpr size_t kOlderFeedbackChars = 200;
 
-const char* role_name(Role r) {
-  switch (r) {
-    case Role::kSystem:
-      return "system";
-    case Role::kUser:
-      return "user";
-    case Role::kAssistant:
-      return "assistant";
-  }
-  return "user";
-}
-
-std::string render_plain(const std::vector<Message>& msgs) {
-  std::string out;
-  for (const auto& m : msgs) {
-    if (m.role == Role::kSystem) out += m.text + "\n\n";
-    if (m.role == Role::kUser) out += "### User\n" + m.text + "\n\n";
-    if (m.role == Role::kAssistant)
-      out += "### Assistant\n" + m.text + std::string(assistant_end(ChatTemplate::kPlain));
-  }
-  return out + "### Assistant\n";
-}
-
-std::string render_chatml(const std::vector<Message>& msgs) {
-  std::string out;
-  for (const auto& m : msgs)
-    out += fmt::format("<|im_start|>{}\n{}<|im_end|>\n", role_name(m.role), m.text);
-  return out + "<|im_start|>assistant\n";
+// A chat message. Its text is made valid UTF-8 first: compiler output and a policy's answer cut
+// at the token limit may hold any bytes, and the tokenizer would otherwise repair them and move
+// the template's span offsets.
+nlohmann::ordered_json message(const char* role, std::string_view text) {
+  return {{"role", role},
+          {"content", tokenizer::is_valid_utf8(text) ? std::string(text) : tokenizer::repair_utf8(text)}};
 }
 
 std::string first_line(std::string_view text) {
@@ -95,8 +67,9 @@ std::string describe_result(const sandbox::VerifyResult& r) {
   return r.feedback.empty() ? out : out + r.feedback;
 }
 
-PreviousTurn previous_turn(std::string answer, const sandbox::VerifyResult& result) {
-  return {std::move(answer), describe_result(result)};
+PreviousTurn previous_turn(std::string answer, const sandbox::VerifyResult& result,
+                           std::vector<int32_t> answer_ids) {
+  return {std::move(answer), describe_result(result), std::move(answer_ids)};
 }
 
 std::string default_system_text() {
@@ -149,14 +122,6 @@ std::string summarize_task_io(const tasks::Task& task, bool show_values) {
   return out;
 }
 
-std::string_view assistant_end(ChatTemplate t) {
-  return t == ChatTemplate::kChatml ? "<|im_end|>\n" : "\n### End\n\n";
-}
-
-std::string_view stop_string(ChatTemplate t) {
-  return t == ChatTemplate::kChatml ? "<|im_end|>" : "### End";
-}
-
 std::string bound_text(std::string_view text, size_t max_chars) {
   if (text.size() <= max_chars) return std::string(text);
   static constexpr std::string_view kMark = "\n[... truncated]";
@@ -166,68 +131,143 @@ std::string bound_text(std::string_view text, size_t max_chars) {
   return std::string(text.substr(0, keep)) + std::string(kMark.substr(0, max_chars - keep));
 }
 
-PromptBuilder::PromptBuilder(PromptOptions opts, TokenCounter count_tokens)
-    : opts_(std::move(opts)), count_tokens_(std::move(count_tokens)) {
-  LEAP_CHECK(count_tokens_ != nullptr, "a prompt builder needs a token counter");
+PromptBuilder::PromptBuilder(PromptOptions opts, const PromptFormat& format)
+    : opts_(std::move(opts)), format_(format) {
   if (opts_.system_text.empty()) opts_.system_text = default_system_text();
   if (opts_.format_text.empty()) opts_.format_text = default_format_text();
 }
 
-std::string PromptBuilder::render(const tasks::Task& task, std::span<const PreviousTurn> history,
-                                  const Plan& plan) const {
-  std::vector<Message> msgs;
-  msgs.push_back({Role::kSystem, opts_.system_text});
-  msgs.push_back({Role::kUser, "Task: " + task.prompt + "\n\n" +
-                                   summarize_task_io(task, opts_.show_param_values) + "\n" +
-                                   opts_.format_text});
+nlohmann::ordered_json PromptBuilder::head_messages(const tasks::Task& task,
+                                                    std::span<const PreviousTurn> history,
+                                                    const Plan& plan,
+                                                    int* dropped_before_latest) const {
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  msgs.push_back(message("system", opts_.system_text));
+  msgs.push_back(message("user", "Task: " + task.prompt + "\n\n" +
+                                     summarize_task_io(task, opts_.show_param_values) + "\n" +
+                                     opts_.format_text));
   int dropped = 0;
-  for (size_t i = 0; i < history.size(); ++i) {
-    const bool latest = i + 1 == history.size();
-    const int level = latest ? 0 : plan.older_level[i];
+  for (size_t i = 0; i + 1 < history.size(); ++i) {
+    const int level = plan.older_level[i];
     if (level == 2) {
       ++dropped;
       continue;
     }
     if (level == 1) {
-      msgs.push_back({Role::kAssistant, "[answer omitted to save space]"});
-      msgs.push_back({Role::kUser, feedback_message(bound_text(first_line(history[i].feedback),
-                                                               kOlderFeedbackChars),
-                                                    dropped)});
+      msgs.push_back(message("assistant", "[answer omitted to save space]"));
+      msgs.push_back(message("user", feedback_message(bound_text(first_line(history[i].feedback),
+                                                                 kOlderFeedbackChars),
+                                                      dropped)));
     } else {
-      const size_t cap = latest ? plan.latest_feedback_chars : opts_.max_feedback_chars;
-      msgs.push_back({Role::kAssistant, history[i].answer});
-      msgs.push_back(
-          {Role::kUser, feedback_message(bound_text(history[i].feedback, cap), dropped)});
+      msgs.push_back(message("assistant", answer_content(history[i])));
+      msgs.push_back(message(
+          "user", feedback_message(bound_text(history[i].feedback, opts_.max_feedback_chars),
+                                   dropped)));
     }
     dropped = 0;
   }
-  return opts_.chat_template == ChatTemplate::kChatml ? render_chatml(msgs) : render_plain(msgs);
+  *dropped_before_latest = dropped;
+  return msgs;
 }
 
-BuiltPrompt PromptBuilder::build(const tasks::Task& task,
-                                 std::span<const PreviousTurn> history) const {
+std::string PromptBuilder::answer_content(const PreviousTurn& turn) const {
+  return turn.answer_ids.empty() ? turn.answer : format_.split_answer(turn.answer_ids).content;
+}
+
+Expected<std::vector<int32_t>> PromptBuilder::follow_answer(const nlohmann::ordered_json& head,
+                                                            const PreviousTurn& latest,
+                                                            const std::string& feedback_text,
+                                                            nlohmann::ordered_json* messages) const {
+  SplitAnswer answer = latest.answer_ids.empty() ? SplitAnswer{latest.answer, ""}
+                                                 : format_.split_answer(latest.answer_ids);
+  nlohmann::ordered_json after = nlohmann::ordered_json::array();
+  after.push_back(message("user", feedback_text));
+  LEAP_ASSIGN_OR_RETURN(chat::Rendering rest,
+                        format_.render_after_answer(head, answer.content, after, true));
+  // The sampler kept the stop it ended on (EOS, "### End"); when the template's own end of the
+  // message begins with it, that copy is the policy's and is not written twice.
+  if (!answer.stop.empty() && rest.text.starts_with(answer.stop)) rest = rest.tail(answer.stop.size());
+  std::vector<int32_t> ids =
+      latest.answer_ids.empty() ? format_.encode_text(latest.answer) : latest.answer_ids;
+  auto tail = format_.encode(rest, false);
+  ids.insert(ids.end(), tail.begin(), tail.end());
+  *messages = head;
+  messages->push_back(message("assistant", answer.content));
+  for (const auto& m : after) messages->push_back(m);
+  return ids;
+}
+
+Expected<BuiltPrompt> PromptBuilder::encode_plan(const tasks::Task& task,
+                                                 std::span<const PreviousTurn> history,
+                                                 const Plan& plan) const {
+  int dropped = 0;
+  nlohmann::ordered_json head = head_messages(task, history, plan, &dropped);
+  BuiltPrompt out;
+  if (history.empty() || format_.options().multi_turn == MultiTurn::kAppend) {
+    LEAP_ASSIGN_OR_RETURN(chat::Rendering r, format_.render(head, true));
+    out.ids = format_.encode(r, true);
+    out.messages = head;
+  }
+  if (history.empty()) return out;
+  const PreviousTurn& latest = history.back();
+  const std::string feedback = feedback_message(
+      bound_text(latest.feedback, plan.latest_feedback_chars), dropped);
+  if (format_.options().multi_turn == MultiTurn::kAppend) {
+    // The latest answer keeps its sampled ids even when older turns are rebuilt from text.
+    LEAP_ASSIGN_OR_RETURN(auto rest, follow_answer(head, latest, feedback, &out.messages));
+    out.ids.insert(out.ids.end(), rest.begin(), rest.end());
+    return out;
+  }
+  out.messages = head;
+  out.messages.push_back(message("assistant", answer_content(latest)));
+  out.messages.push_back(message("user", feedback));
+  LEAP_ASSIGN_OR_RETURN(chat::Rendering r, format_.render(out.messages, true));
+  out.ids = format_.encode(r, true);
+  return out;
+}
+
+Expected<BuiltPrompt> PromptBuilder::build(const tasks::Task& task,
+                                           std::span<const PreviousTurn> history,
+                                           const BuiltPrompt* previous) const {
+  const auto& tok = format_.tokenizer();
+  auto finish = [&](BuiltPrompt out, const Plan* plan, bool ok) {
+    out.fits = ok;
+    out.text = tok.decode(out.ids);
+    if (plan) {
+      out.turns_shortened =
+          static_cast<int>(std::count(plan->older_level.begin(), plan->older_level.end(), 1));
+      out.turns_dropped =
+          static_cast<int>(std::count(plan->older_level.begin(), plan->older_level.end(), 2));
+    }
+    return out;
+  };
+  if (format_.options().multi_turn == MultiTurn::kAppend && previous && !history.empty() &&
+      previous->messages.is_array()) {
+    BuiltPrompt out;
+    const std::string feedback =
+        feedback_message(bound_text(history.back().feedback, opts_.max_feedback_chars), 0);
+    LEAP_ASSIGN_OR_RETURN(auto rest, follow_answer(previous->messages, history.back(), feedback,
+                                                   &out.messages));
+    out.ids = previous->ids;
+    out.ids.insert(out.ids.end(), rest.begin(), rest.end());
+    out.appended = true;
+    if (out.ids.size() <= opts_.max_prompt_tokens) return finish(std::move(out), nullptr, true);
+  }
   Plan plan;
   plan.older_level.assign(history.empty() ? 0 : history.size() - 1, 0);
   plan.latest_feedback_chars = opts_.max_feedback_chars;
   BuiltPrompt out;
-  auto fits = [&] {
-    out.text = render(task, history, plan);
-    out.tokens = count_tokens_(out.text);
-    return out.tokens <= opts_.max_prompt_tokens;
+  auto fits = [&]() -> Expected<bool> {
+    LEAP_ASSIGN_OR_RETURN(out, encode_plan(task, history, plan));
+    return out.ids.size() <= opts_.max_prompt_tokens;
   };
-  auto finish = [&](bool ok) {
-    out.fits = ok;
-    out.turns_shortened =
-        static_cast<int>(std::count(plan.older_level.begin(), plan.older_level.end(), 1));
-    out.turns_dropped =
-        static_cast<int>(std::count(plan.older_level.begin(), plan.older_level.end(), 2));
-    return out;
-  };
-  if (fits()) return finish(true);
+  LEAP_ASSIGN_OR_RETURN(bool ok, fits());
+  if (ok) return finish(std::move(out), &plan, true);
   for (int level = 1; level <= 2; ++level)
     for (auto& l : plan.older_level) {
       l = level;
-      if (fits()) return finish(true);
+      LEAP_ASSIGN_OR_RETURN(ok, fits());
+      if (ok) return finish(std::move(out), &plan, true);
     }
   if (!history.empty()) {
     // Cut the latest feedback from its actual length, halving down to the floor.
@@ -235,16 +275,23 @@ BuiltPrompt PromptBuilder::build(const tasks::Task& task,
         std::min(plan.latest_feedback_chars, history.back().feedback.size());
     while (plan.latest_feedback_chars > kLatestFeedbackFloor) {
       plan.latest_feedback_chars = std::max(kLatestFeedbackFloor, plan.latest_feedback_chars / 2);
+      LEAP_ASSIGN_OR_RETURN(ok, fits());
       out.latest_feedback_cut = true;
-      if (fits()) return finish(true);
+      if (ok) return finish(std::move(out), &plan, true);
     }
   }
-  return finish(false);
+  return finish(std::move(out), &plan, false);
 }
 
-std::string PromptBuilder::render_example(const BuiltPrompt& prompt,
-                                          std::string_view answer) const {
-  return prompt.text + std::string(answer) + std::string(assistant_end(opts_.chat_template));
+Expected<std::vector<int32_t>> PromptBuilder::answer_ids(const BuiltPrompt& prompt,
+                                                         std::string_view answer) const {
+  LEAP_ASSIGN_OR_RETURN(
+      chat::Rendering end,
+      format_.render_after_answer(prompt.messages, answer, nlohmann::ordered_json::array(), false));
+  std::vector<int32_t> ids = format_.encode_text(answer);
+  auto tail = format_.encode(end, false);
+  ids.insert(ids.end(), tail.begin(), tail.end());
+  return ids;
 }
 
 }  // namespace leap::rl

@@ -34,10 +34,10 @@ DcpMode parse_dcp_mode(const std::string& n) {
   return DcpMode::kAdaptive;
 }
 
-ChatTemplate parse_chat_template(const std::string& n) {
-  if (n == "plain") return ChatTemplate::kPlain;
-  LEAP_CHECK(n == "chatml", "chat template '" << n << "' passed validation");
-  return ChatTemplate::kChatml;
+MultiTurn parse_multi_turn(const std::string& n) {
+  if (n == "rerender") return MultiTurn::kRerender;
+  LEAP_CHECK(n == "append", "multi-turn mode '" << n << "' passed validation");
+  return MultiTurn::kAppend;
 }
 
 void RlConfig::declare(OptionSet& o) {
@@ -186,10 +186,20 @@ DcpOptions DcpConfig::options(int max_turns) const {
 }
 
 void PromptConfig::declare(OptionSet& o) {
-  o.add("prompt.chat_template", &chat_template, std::string("plain"),
-        "Chat template: plain (role headers as text, for the byte-level demo model) or chatml "
-        "(<|im_start|> turns, for the Qwen2 family).",
-        {.choices = {"plain", "chatml"}});
+  o.add("prompt.chat_template", &chat_template, std::string("auto"),
+        "Chat template: auto (the model folder's own, from tokenizer_config.json, when it has "
+        "one, else plain), model, plain (role headers as text, for the byte-level demo model) or "
+        "chatml (<|im_start|> turns, for Qwen-family base models).",
+        {.choices = {"auto", "model", "plain", "chatml"}});
+  o.add("prompt.multi_turn", &multi_turn, std::string("append"),
+        "How a debugging turn's prompt is built: append (the previous prompt's ids, the sampled "
+        "ids exactly as generated, then the template's text after them) or rerender (the whole "
+        "conversation rendered and encoded again, as apply_chat_template does).",
+        {.choices = {"append", "rerender"}});
+  o.add("prompt.now", &now, int64_t{0},
+        "The time a chat template's strftime_now() prints (UTC seconds since 1970); 0 pins the "
+        "run's start and records it in the checkpoints, so a resumed run renders the same date.",
+        {.min = 0.0});
   o.add("prompt.system_text", &system_text, std::string(""),
         "System text opening every prompt; empty uses the built-in one.");
   o.add("prompt.format_text", &format_text, std::string(""),
@@ -207,8 +217,7 @@ void PromptConfig::declare(OptionSet& o) {
 PromptOptions PromptConfig::options(int64_t context_budget) const {
   const int64_t budget = max_prompt_tokens > 0 ? max_prompt_tokens : context_budget;
   LEAP_CHECK(budget > 0, "prompt budget unresolved: pass the model's context minus max new tokens");
-  return {.chat_template = parse_chat_template(chat_template),
-          .system_text = system_text,
+  return {.system_text = system_text,
           .format_text = format_text,
           .max_prompt_tokens = static_cast<size_t>(budget),
           .max_feedback_chars = static_cast<size_t>(max_feedback_chars),

@@ -60,7 +60,9 @@ struct DcpConfig {
 };
 
 struct PromptConfig {
-  std::string chat_template = "plain";
+  std::string chat_template = "auto";
+  std::string multi_turn = "append";
+  int64_t now = 0;  // strftime_now's time (UTC seconds); 0: the run's start, recorded
   std::string system_text;
   std::string format_text;
   int64_t max_prompt_tokens = 0;  // 0: the model's context minus the max new tokens
@@ -85,6 +87,6 @@ RewardMode parse_reward_mode(const std::string& name);
 Credit parse_credit(const std::string& name);
 LossAggregation parse_loss_aggregation(const std::string& name);
 DcpMode parse_dcp_mode(const std::string& name);
-ChatTemplate parse_chat_template(const std::string& name);
+MultiTurn parse_multi_turn(const std::string& name);
 
 }  // namespace leap::rl

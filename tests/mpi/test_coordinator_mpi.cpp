@@ -14,6 +14,7 @@
 #include <set>
 #include <utility>
 
+#include "model/byte_tokenizer.h"
 #include "mpi/coordinator.h"
 #include "io/trajectory_reader.h"
 #include "mpi/grad_reduce.h"
@@ -32,7 +33,7 @@ class FakePolicy : public PolicyEngine {
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override {
     std::vector<Completion> out;
     for (const auto& it : items) {
-      bool retry_turn = it.prompt.find("WRONG") != std::string::npos;
+      bool retry_turn = tok_.decode(it.prompt_ids).find("WRONG") != std::string::npos;
       bool ok = retry_turn ? it.seed % 2 == 0 : it.seed % 3 == 0;
       std::string text = ok ? "ok" : (it.seed % 7 == 0 ? "flaky" : "bad");
       std::vector<int32_t> toks(static_cast<size_t>(2 + it.seed % 5), 1);
@@ -40,7 +41,6 @@ class FakePolicy : public PolicyEngine {
     }
     return out;
   }
-  size_t count_tokens(std::string_view text) const override { return text.size() / 4 + 1; }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override {
     double local = 0;
     for (const auto& s : work.samples) local += s.advantage * static_cast<double>(s.tokens.size());
@@ -55,6 +55,7 @@ class FakePolicy : public PolicyEngine {
   const float* params() const override { return params_; }
   size_t num_params() const override { return 2; }
   float params_[2] = {0, 0};
+  model::ByteTokenizer tok_;
 };
 
 // "ok" passes; "bad" is a wrong answer; "flaky" is always a sandbox error (the infrastructure's
@@ -171,7 +172,9 @@ TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
     std::filesystem::remove(h5);
     auto out = io::TrajectoryFile::create(h5, {"[rl]\n", "0", "x", "fp", {"L1/copy", "L1/cop2"}}, io::SwmrMode::kOff);
     ASSERT_TRUE(out.has_value());
-    Coordinator coord(*topo, *suite, rl, co, 77, policy, nullptr, log);
+    auto format = rl::make_prompt_format("plain", "", policy.tok_, {}, rl::MultiTurn::kAppend, 0);
+    ASSERT_TRUE(format.has_value());
+    Coordinator coord(*topo, *suite, rl, co, 77, policy, *format, nullptr, log);
     for (int step = 0; step < 3; ++step) {
       auto rep = coord.run_step(step, out->get());
       ASSERT_TRUE(rep.has_value()) << rep.status().message();
@@ -207,7 +210,9 @@ TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
     ASSERT_TRUE(t1.has_value());
     FakePolicy p1;
     FakeVerifier v1;
-    Coordinator c1(*t1, *suite, rl, co, 77, p1, &v1, log);
+    auto f1 = rl::make_prompt_format("plain", "", p1.tok_, {}, rl::MultiTurn::kAppend, 0);
+    ASSERT_TRUE(f1.has_value());
+    Coordinator c1(*t1, *suite, rl, co, 77, p1, *f1, &v1, log);
     for (int step = 0; step < 3; ++step) {
       auto rep = c1.run_step(step, nullptr);
       ASSERT_TRUE(rep.has_value()) << rep.status().message();

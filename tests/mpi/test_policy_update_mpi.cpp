@@ -205,7 +205,9 @@ TEST(PolicyKl, KlTermAloneDrawsThePolicyBackToItsReference) {
 
 TEST(PolicyGenerate, SampleDoesNotDependOnItsBatchOrRank) {
   Replica r(rl::LossAggregation::kTokenMean);
-  std::vector<RolloutItem> items = {{1, 0, "write a kernel", 42}, {2, 0, "another prompt", 7}};
+  model::ByteTokenizer tok;
+  std::vector<RolloutItem> items = {{1, 0, tok.encode("write a kernel", false), 42},
+                                    {2, 0, tok.encode("another prompt", false), 7}};
   auto both = r.engine.generate(items);
   auto alone = r.engine.generate({items[1]});
   ASSERT_EQ(both.size(), 2u);

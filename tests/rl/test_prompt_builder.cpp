@@ -1,11 +1,14 @@
-// Prompts: what turn 1 and the debugging turns contain, both chat templates, the buffer/param
-// summary, feedback bounds at UTF-8 boundaries, and the truncation order (older turns shortened,
-// then dropped, then the latest feedback cut; the latest answer always kept).
+// Prompts: what turn 1 and the debugging turns contain, both built-in chat templates, the
+// buffer/param summary, feedback bounds at UTF-8 boundaries, and the truncation order (older turns
+// shortened, then dropped, then the latest feedback cut; the latest answer always kept). With the
+// byte-level tokenizer one token is one byte, so token budgets are byte counts. Real tokenizers
+// and model templates: test_prompt_format.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "model/byte_tokenizer.h"
 #include "rl/prompt_builder.h"
 
 namespace leap::rl {
@@ -22,22 +25,34 @@ tasks::Task relu_task() {
   return t;
 }
 
-// One token per byte, like the byte-level demo model.
-size_t count_bytes(std::string_view s) {
-  return s.size();
-}
-
 size_t count_of(const std::string& text, const std::string& what) {
   size_t n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
   return n;
 }
 
-PromptBuilder builder(size_t max_tokens, ChatTemplate t = ChatTemplate::kPlain,
-                      size_t feedback = 2048) {
-  return PromptBuilder(
-      {.chat_template = t, .max_prompt_tokens = max_tokens, .max_feedback_chars = feedback},
-      count_bytes);
+const model::ByteTokenizer& byte_tokenizer() {
+  static const model::ByteTokenizer tok;
+  return tok;
+}
+
+// A format and a builder over it (the builder keeps a reference to the format).
+struct Builder {
+  PromptFormat format;
+  PromptBuilder builder;
+  Builder(size_t max_tokens, const std::string& tmpl, size_t feedback, MultiTurn mode)
+      : format(*make_prompt_format(tmpl, "", byte_tokenizer(), {}, mode, 0)),
+        builder({.max_prompt_tokens = max_tokens, .max_feedback_chars = feedback}, format) {}
+  BuiltPrompt build(const tasks::Task& t, std::span<const PreviousTurn> h) const {
+    auto p = builder.build(t, h);
+    EXPECT_TRUE(p.has_value()) << p.status().message();
+    return *p;
+  }
+};
+
+Builder builder(size_t max_tokens, const std::string& tmpl = "plain", size_t feedback = 2048,
+                MultiTurn mode = MultiTurn::kAppend) {
+  return Builder(max_tokens, tmpl, feedback, mode);
 }
 
 std::vector<PreviousTurn> history(int n, size_t feedback_len = 300) {
@@ -52,7 +67,7 @@ std::vector<PreviousTurn> history(int n, size_t feedback_len = 300) {
 TEST(PromptBuilder, Turn1HoldsSystemTaskSummaryAndFormat) {
   auto p = builder(100000).build(relu_task(), {});
   EXPECT_TRUE(p.fits);
-  EXPECT_EQ(p.tokens, p.text.size());
+  EXPECT_EQ(p.ids.size(), p.text.size());
   EXPECT_NE(p.text.find(default_system_text()), std::string::npos);
   EXPECT_NE(p.text.find("Compute out[i] = max(a[i], 0)"), std::string::npos);
   EXPECT_NE(p.text.find("- a: f32[n], input"), std::string::npos);
@@ -66,15 +81,17 @@ TEST(PromptBuilder, Turn1HoldsSystemTaskSummaryAndFormat) {
 
 TEST(PromptBuilder, ChatmlTurns) {
   auto h = history(1);
-  auto p = builder(100000, ChatTemplate::kChatml).build(relu_task(), h);
+  auto b = builder(100000, "chatml");
+  auto p = b.build(relu_task(), h);
   EXPECT_TRUE(p.text.starts_with("<|im_start|>system\n"));
   EXPECT_TRUE(p.text.ends_with("<|im_start|>assistant\n"));
   EXPECT_EQ(count_of(p.text, "<|im_start|>"), 5u);  // system, user, assistant, user, generation
   EXPECT_EQ(count_of(p.text, "<|im_end|>"), 4u);
   EXPECT_NE(p.text.find("<|im_start|>assistant\n```cuda\n// ANSWER_1"), std::string::npos);
-  EXPECT_EQ(stop_string(ChatTemplate::kChatml), "<|im_end|>");
-  auto full = builder(100000, ChatTemplate::kChatml).render_example(p, "ANS");
-  EXPECT_TRUE(full.ends_with("<|im_start|>assistant\nANS<|im_end|>\n"));
+  EXPECT_EQ(template_stop_strings("chatml"), std::vector<std::string>{"<|im_end|>"});
+  auto end = b.builder.answer_ids(p, "ANS");
+  ASSERT_TRUE(end.has_value());
+  EXPECT_EQ(byte_tokenizer().decode(*end), "ANS<|im_end|>\n");
 }
 
 TEST(PromptBuilder, LaterTurnsAppendAnswersAndFeedbackInOrder) {
@@ -90,7 +107,7 @@ TEST(PromptBuilder, LaterTurnsAppendAnswersAndFeedbackInOrder) {
 }
 
 TEST(PromptBuilder, FeedbackIsBounded) {
-  auto p = builder(100000, ChatTemplate::kPlain, 100).build(relu_task(), history(1, 5000));
+  auto p = builder(100000, "plain", 100).build(relu_task(), history(1, 5000));
   EXPECT_NE(p.text.find("[... truncated]"), std::string::npos);
   EXPECT_LT(p.text.size(), builder(100000).build(relu_task(), {}).text.size() + 1000);
 }
@@ -110,11 +127,11 @@ TEST(BoundText, CutsAtUtf8Boundaries) {
 
 TEST(PromptTruncation, OlderTurnsShortenedFirstThenDroppedLatestKept) {
   auto h = history(3);
-  const size_t full = builder(1000000).build(relu_task(), h).tokens;
+  const size_t full = builder(1000000).build(relu_task(), h).ids.size();
   // A little under the full size: only the oldest turn is shortened.
   auto p = builder(full - 10).build(relu_task(), h);
   EXPECT_TRUE(p.fits);
-  EXPECT_LE(p.tokens, full - 10);
+  EXPECT_LE(p.ids.size(), full - 10);
   EXPECT_EQ(p.turns_shortened, 1);
   EXPECT_EQ(p.text.find("ANSWER_1"), std::string::npos);
   EXPECT_NE(p.text.find("FEEDBACK_1: COMPILE_ERROR line 3"), std::string::npos);  // its first line
@@ -123,7 +140,7 @@ TEST(PromptTruncation, OlderTurnsShortenedFirstThenDroppedLatestKept) {
 
   // Room for the task and the latest turn only: both older turns dropped, and said so.
   const size_t latest_only =
-      builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[2]}).tokens;
+      builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[2]}).ids.size();
   p = builder(latest_only + 60).build(relu_task(), h);
   EXPECT_TRUE(p.fits);
   EXPECT_EQ(p.turns_dropped, 2);
@@ -137,7 +154,7 @@ TEST(PromptTruncation, OlderTurnsShortenedFirstThenDroppedLatestKept) {
 TEST(PromptTruncation, LatestFeedbackCutLastAndLatestAnswerNever) {
   auto h = history(2, 3000);
   const size_t latest_only =
-      builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[1]}).tokens;
+      builder(1000000).build(relu_task(), std::vector<PreviousTurn>{h[1]}).ids.size();
   auto p = builder(latest_only - 1400).build(relu_task(), h);
   EXPECT_TRUE(p.fits);
   EXPECT_TRUE(p.latest_feedback_cut);
@@ -148,18 +165,19 @@ TEST(PromptTruncation, LatestFeedbackCutLastAndLatestAnswerNever) {
   p = builder(500).build(relu_task(), h);
   EXPECT_FALSE(p.fits);
   EXPECT_NE(p.text.find("ANSWER_2"), std::string::npos);
-  EXPECT_GT(p.tokens, 500u);
+  EXPECT_GT(p.ids.size(), 500u);
 }
 
-TEST(PromptTruncation, CountsWithTheGivenTokenizer) {
-  // Four bytes per token: the same budget in tokens holds four times the text.
-  auto h = history(3);
-  const size_t full_bytes = builder(1000000).build(relu_task(), h).tokens;
-  PromptBuilder quarter({.max_prompt_tokens = full_bytes / 4 + 1},
-                        [](std::string_view s) { return (s.size() + 3) / 4; });
-  auto p = quarter.build(relu_task(), h);
-  EXPECT_TRUE(p.fits);
-  EXPECT_EQ(p.turns_shortened + p.turns_dropped, 0);
+TEST(PromptBuilder, PlainAppendOfASampledAnswerEqualsTheRerendering) {
+  // The sampled ids end on the stop string; the template's own "### End" is not written twice.
+  const std::string answer = "```cuda\n__global__ void k() {}\n```\n";
+  auto sampled = byte_tokenizer().encode(answer + "### End", false);
+  std::vector<PreviousTurn> h = {{"", "FEEDBACK: COMPILE_ERROR", sampled}};
+  auto append = builder(100000).build(relu_task(), h);
+  auto rerender = builder(100000, "plain", 2048, MultiTurn::kRerender).build(relu_task(), h);
+  EXPECT_EQ(append.ids, rerender.ids);
+  EXPECT_EQ(count_of(append.text, "### End"), 1u);
+  EXPECT_NE(append.text.find(answer + "### End\n\n### User\n"), std::string::npos);
 }
 
 }  // namespace

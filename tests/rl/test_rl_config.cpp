@@ -46,7 +46,7 @@ TEST(RlConfig, CommandLineSetsEverySection) {
   EXPECT_EQ(loss.loss_norm_tokens, 300);
   EXPECT_EQ(loss.dual_clip, 3);
   EXPECT_EQ(s.dcp.options(3).mode, DcpMode::kAdaptive);
-  EXPECT_EQ(s.prompt.options(1000).chat_template, ChatTemplate::kChatml);
+  EXPECT_EQ(s.prompt.chat_template, "chatml");
   EXPECT_EQ(s.prompt.options(1000).max_prompt_tokens, 900u);
 }
 

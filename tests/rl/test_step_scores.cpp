@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/byte_tokenizer.h"
 #include "rl/prompt_builder.h"
 #include "rl/step_scores.h"
 
@@ -26,7 +27,9 @@ TEST(StepScores, ScriptedStepEndToEnd) {
       {{OK}, {OK}, {OK}, {CE, OK}},                  // 1 of 4 fails: easy
   };
   DcpController dcp({.mode = DcpMode::kStatic, .max_turns = 3});
-  PromptBuilder prompts({.max_prompt_tokens = 100000}, [](std::string_view s) { return s.size(); });
+  model::ByteTokenizer tok;
+  auto format = *make_prompt_format("plain", "", tok, {}, MultiTurn::kAppend, 0);
+  PromptBuilder prompts({.max_prompt_tokens = 100000}, format);
   tasks::Task task;
   task.prompt = "Add two vectors.";
 
@@ -42,7 +45,9 @@ TEST(StepScores, ScriptedStepEndToEnd) {
         auto& t = rec.trajectories[s];
         sandbox::VerifyResult last{.verdict = t.turns.back().verdict, .feedback = "line 1: error"};
         std::vector<PreviousTurn> history = {previous_turn("```cuda\n// attempt\n```", last)};
-        auto p = prompts.build(task, history);
+        auto built = prompts.build(task, history);
+        ASSERT_TRUE(built.has_value());
+        const BuiltPrompt& p = *built;
         ASSERT_TRUE(p.fits);
         EXPECT_NE(p.text.find(std::string("Verdict: ") +
                               std::string(sandbox::verdict_name(last.verdict))),

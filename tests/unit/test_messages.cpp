@@ -50,7 +50,7 @@ TEST(Messages, RoundTripNested) {
 
 TEST(Messages, TruncatedOrPaddedIsRejected) {
   RolloutWork w;
-  w.items.push_back({1, 2, "prompt text", 99});
+  w.items.push_back({1, 2, {112, 114, 111, 109, 112, 116}, 99});
   auto bytes = encode(w);
   for (size_t cut : {size_t{0}, size_t{3}, bytes.size() / 2, bytes.size() - 1}) {
     std::vector<uint8_t> shorter(bytes.begin(), bytes.begin() + static_cast<long>(cut));

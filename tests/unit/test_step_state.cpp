@@ -3,6 +3,7 @@
 // samples stop at their first OK, advantages reach every turn, and HDF5 rows match.
 #include <gtest/gtest.h>
 
+#include "model/byte_tokenizer.h"
 #include "mpi/step_state.h"
 
 namespace leap::mpi {
@@ -27,7 +28,7 @@ tasks::Suite tiny_suite() {
 // Answers every item of the turn; `ok(group, sample, turn)` decides the verdict.
 template <class F>
 void run_turn(StepState& st, int turn, const tasks::Suite& suite, const rl::PromptBuilder& pb, F ok) {
-  auto items = st.make_turn(turn, suite, pb);
+  auto items = *st.make_turn(turn, suite, pb);
   std::vector<Completion> comps;
   for (const auto& it : items) comps.push_back({it.uid, "answer", {1, 2}, std::vector<int32_t>(static_cast<size_t>(3 + turn), 7), {-1, -1, -1}});
   ASSERT_TRUE(st.add_completions(comps, 0).is_ok());
@@ -44,7 +45,9 @@ void run_turn(StepState& st, int turn, const tasks::Suite& suite, const rl::Prom
 
 TEST(StepState, StaticDcpExpandsOnlyHardGroupsAndStopsAtSuccess) {
   auto suite = tiny_suite();
-  rl::PromptBuilder pb(rl::PromptOptions{}, [](std::string_view t) { return t.size(); });
+  model::ByteTokenizer tok;
+  auto format = *rl::make_prompt_format("plain", "", tok, {}, rl::MultiTurn::kAppend, 0);
+  rl::PromptBuilder pb(rl::PromptOptions{}, format);
   StepOptions so{.group_size = 4, .max_turns = 3, .seed = 1};
   StepState st(0, {0, 1, 0}, so);
   // Group 0: 1 of 4 fails -> easy. Group 1: 2 of 4 fail -> expanded. Group 2: all fail -> hopeless.
@@ -60,10 +63,10 @@ TEST(StepState, StaticDcpExpandsOnlyHardGroupsAndStopsAtSuccess) {
   EXPECT_EQ(st.groups()[1].dcp.label, rl::DcpLabel::kExpanded);
   EXPECT_EQ(st.groups()[2].dcp.label, rl::DcpLabel::kHopeless);
 
-  auto items2 = st.make_turn(2, suite, pb);
+  auto items2 = *st.make_turn(2, suite, pb);
   ASSERT_EQ(items2.size(), 2u);  // the two failed samples of group 1
   EXPECT_EQ(items2[0].uid, StepState::make_uid(1, 2, 2));
-  EXPECT_NE(items2[0].prompt.find("max error 1 at index 0"), std::string::npos);  // feedback shown
+  EXPECT_NE(tok.decode(items2[0].prompt_ids).find("max error 1 at index 0"), std::string::npos);  // feedback shown
   EXPECT_NE(items2[0].seed, items2[1].seed);
   // Complete turn 2 through the same path.
   std::vector<Completion> comps;
@@ -76,7 +79,7 @@ TEST(StepState, StaticDcpExpandsOnlyHardGroupsAndStopsAtSuccess) {
   }
   ASSERT_TRUE(st.add_outcomes(outs).is_ok());
   st.close_turn(2);
-  auto items3 = st.make_turn(3, suite, pb);
+  auto items3 = *st.make_turn(3, suite, pb);
   ASSERT_EQ(items3.size(), 1u);  // only sample 3 of group 1 is left
   EXPECT_EQ(items3[0].uid, StepState::make_uid(1, 3, 3));
   ASSERT_TRUE(st.add_completions({{items3[0].uid, "answer 3", {1}, {5}, {-1}}}, 0).is_ok());
@@ -112,14 +115,16 @@ TEST(StepState, StaticDcpExpandsOnlyHardGroupsAndStopsAtSuccess) {
 
 TEST(StepState, SingleTurnNeverExpands) {
   auto suite = tiny_suite();
-  rl::PromptBuilder pb(rl::PromptOptions{}, [](std::string_view t) { return t.size(); });
+  model::ByteTokenizer tok;
+  auto format = *rl::make_prompt_format("plain", "", tok, {}, rl::MultiTurn::kAppend, 0);
+  rl::PromptBuilder pb(rl::PromptOptions{}, format);
   StepState st(3, {0}, StepOptions{.group_size = 2, .max_turns = 1, .seed = 1});
   run_turn(st, 1, suite, pb, [](int, int s, int) { return s == 0; });
   rl::DcpOptions o;
   o.max_turns = 1;
   st.apply_dcp(rl::DcpController(o));
   EXPECT_FALSE(st.any_active());
-  EXPECT_TRUE(st.make_turn(2, suite, pb).empty());
+  EXPECT_TRUE(st.make_turn(2, suite, pb)->empty());
 }
 
 TEST(StepState, UnknownUidIsAnError) {

@@ -1,0 +1,175 @@
+// See prompt_format.h.
+#include "rl/prompt_format.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace leap::rl {
+
+namespace {
+
+// Stands in for an answer's text when finding what the template writes after it. Record
+// separators never occur in a template's own text, so the one occurrence is the answer's.
+constexpr std::string_view kAnswerSentinel = "\x1e\x1eLEAP_ANSWER\x1e\x1e";
+
+// Role headers as text. An answer that ends with a newline is not given a second one, so the
+// text a policy samples ("...```\n### End") is exactly what a re-rendering shows.
+constexpr const char* kPlainTemplate =
+    "{%- for m in messages -%}"
+    "{%- if m.role == 'system' -%}{{ m.content }}{{ '\\n\\n' }}"
+    "{%- elif m.role == 'user' -%}{{ '### User\\n' }}{{ m.content }}{{ '\\n\\n' }}"
+    "{%- else -%}{{ '### Assistant\\n' }}{{ m.content }}"
+    "{%- if not m.content.endswith('\\n') -%}{{ '\\n' }}{%- endif -%}{{ '### End\\n\\n' }}"
+    "{%- endif -%}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '### Assistant\\n' }}{%- endif -%}";
+
+constexpr const char* kChatmlTemplate =
+    "{%- for m in messages -%}"
+    "{{ '<|im_start|>' + m.role + '\\n' }}{{ m.content }}{{ '<|im_end|>\\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\\n' }}{%- endif -%}";
+
+std::vector<std::pair<size_t, size_t>> template_spans(const chat::Rendering& r) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const auto& s : r.spans)
+    if (s.kind == chat::SpanKind::kTemplate) out.emplace_back(s.begin, s.end);
+  return out;
+}
+
+bool has_model_template(const std::string& model_dir) {
+  std::ifstream in(std::filesystem::path(model_dir) / "tokenizer_config.json");
+  if (!in) return false;
+  auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("chat_template") && !j["chat_template"].is_null();
+}
+
+}  // namespace
+
+PromptFormat::PromptFormat(chat::ChatTemplate tmpl, const model::Tokenizer& tokenizer,
+                           PromptFormatOptions o)
+    : tmpl_(std::move(tmpl)), tokenizer_(tokenizer), o_(std::move(o)) {}
+
+Expected<chat::Rendering> PromptFormat::render(const nlohmann::ordered_json& messages,
+                                               bool generation_prompt) const {
+  chat::RenderOptions ro = o_.render;
+  ro.add_generation_prompt = generation_prompt;
+  return tmpl_.render(messages, ro);
+}
+
+Expected<chat::Rendering> PromptFormat::render_after_answer(const nlohmann::ordered_json& before,
+                                                            std::string_view answer,
+                                                            const nlohmann::ordered_json& after,
+                                                            bool generation_prompt) const {
+  const size_t last = answer.find_last_not_of(" \t\r\n");
+  const std::string_view trailing = answer.substr(last == std::string_view::npos ? 0 : last + 1);
+  nlohmann::ordered_json all = before;
+  all.push_back({{"role", "assistant"}, {"content", std::string(kAnswerSentinel) + std::string(trailing)}});
+  for (const auto& m : after) all.push_back(m);
+  LEAP_ASSIGN_OR_RETURN(chat::Rendering r, render(all, generation_prompt));
+  const size_t at = r.text.rfind(kAnswerSentinel);
+  if (at == std::string::npos)
+    return invalid_input(fmt::format(
+        "the {} chat template does not print an assistant message's content, so a multi-turn "
+        "prompt cannot follow the policy's answer (set prompt.chat_template)",
+        o_.name));
+  size_t from = at + kAnswerSentinel.size();
+  // The answer's own trailing whitespace, when the template kept it, is the answer's, not the
+  // template's.
+  if (std::string_view(r.text).substr(from).starts_with(trailing)) from += trailing.size();
+  return r.tail(from);
+}
+
+std::vector<int32_t> PromptFormat::encode(const chat::Rendering& r, bool with_bos) const {
+  std::vector<int32_t> ids;
+  if (with_bos && o_.add_bos) ids = tokenizer_.bos_prefix();
+  auto body = tokenizer_.encode_with_special_spans(r.text, template_spans(r));
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+std::vector<int32_t> PromptFormat::encode_text(std::string_view text) const {
+  return tokenizer_.encode(text, /*allow_special=*/false);
+}
+
+SplitAnswer PromptFormat::split_answer(std::span<const int32_t> ids) const {
+  SplitAnswer out;
+  if (!ids.empty()) {
+    for (int32_t eos : o_.eos_ids)
+      if (ids.back() == eos) {
+        out.content = tokenizer_.decode(ids.first(ids.size() - 1));
+        out.stop = tokenizer_.token_bytes(eos);
+        return out;
+      }
+  }
+  out.content = tokenizer_.decode(ids);
+  size_t cut = std::string::npos;
+  for (const auto& s : o_.stop_strings)
+    if (!s.empty()) cut = std::min(cut, out.content.find(s));
+  if (cut != std::string::npos) {
+    out.stop = out.content.substr(cut);
+    out.content.resize(cut);
+  }
+  return out;
+}
+
+std::string PromptFormat::describe() const {
+  std::string out = fmt::format("{} chat template, {} multi-turn prompts, {}", o_.name,
+                                o_.multi_turn == MultiTurn::kAppend ? "appended" : "re-rendered",
+                                tokenizer_.describe());
+  if (o_.render.now_unix_seconds)
+    out += fmt::format("; strftime_now pinned to {} (prompt.now)", *o_.render.now_unix_seconds);
+  return out;
+}
+
+std::optional<std::string> builtin_template_source(const std::string& name) {
+  if (name == "plain") return std::string(kPlainTemplate);
+  if (name == "chatml") return std::string(kChatmlTemplate);
+  return std::nullopt;
+}
+
+std::string resolve_chat_template(const std::string& chat_template, const std::string& model_dir) {
+  if (chat_template != "auto") return chat_template;
+  return has_model_template(model_dir) ? "model" : "plain";
+}
+
+std::vector<std::string> template_stop_strings(const std::string& resolved_name) {
+  if (resolved_name == "plain") return {"### End"};
+  if (resolved_name == "chatml") return {"<|im_end|>"};
+  return {};
+}
+
+Expected<PromptFormat> make_prompt_format(const std::string& chat_template,
+                                          const std::string& model_dir,
+                                          const model::Tokenizer& tokenizer,
+                                          std::vector<int32_t> eos_ids, MultiTurn multi_turn,
+                                          int64_t now_unix_seconds) {
+  PromptFormatOptions o;
+  o.eos_ids = std::move(eos_ids);
+  o.multi_turn = multi_turn;
+  o.name = resolve_chat_template(chat_template, model_dir);
+  if (o.name == "model") {
+    auto tmpl = chat::load_template(model_dir);
+    if (!tmpl)
+      return tmpl.status().with_context(
+          "prompt.chat_template = model (use plain or chatml for a model without a template)");
+    // Only a template that prints the date gets (and records) one.
+    if (tmpl->source().find("strftime_now") != std::string::npos)
+      o.render.now_unix_seconds = now_unix_seconds;
+    return PromptFormat(std::move(*tmpl), tokenizer, std::move(o));
+  }
+  auto source = builtin_template_source(o.name);
+  if (!source)
+    return invalid_input(fmt::format(
+        "prompt.chat_template: '{}' is not a template (use auto, model, plain or chatml)",
+        chat_template));
+  auto tmpl = chat::ChatTemplate::parse(*source, {});
+  if (!tmpl) return tmpl.status().with_context("the built-in " + o.name + " template");
+  o.add_bos = true;
+  o.stop_strings = template_stop_strings(o.name);
+  return PromptFormat(std::move(*tmpl), tokenizer, std::move(o));
+}
+
+}  // namespace leap::rl
