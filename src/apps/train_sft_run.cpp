@@ -7,6 +7,7 @@
 #include "io/checkpoint_dir.h"
 #include "io/checkpoint_schedule.h"
 #include "model/checkpoint.h"
+#include "model/generation_config.h"
 #include "mpi/coordinator.h"
 #include "mpi/sft_trainer.h"
 
@@ -99,7 +100,8 @@ Status run_sft(const SftRunContext& ctx) {
                          {"material_hash", material_hash}};
     record_prompt_now(policy, &state);
     LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, step, *policy.model,
-                                             *policy.optimizer, state, c.train.keep_checkpoints));
+                                             *policy.optimizer, state, c.train.keep_checkpoints,
+                                             c.model.path));
     schedule.saved();
     return Status::ok();
   };
@@ -113,6 +115,7 @@ Status run_sft(const SftRunContext& ctx) {
            report->last_loss);
   if (!c.sft.save_to.empty()) {
     LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model));
+    LEAP_RETURN_IF_ERROR(model::copy_model_side_files(c.model.path, c.sft.save_to));
     log.info("policy written to {}", c.sft.save_to);
   }
   return Status::ok();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/fs_util.h"
+#include "model/generation_config.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
 
@@ -56,7 +57,8 @@ const float* host_moments(backend::Backend& be, const float* p, size_t n, std::v
 std::string checkpoint_dir_name(int64_t step) { return fmt::format("{}{:06d}", kPrefix, step); }
 
 Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
-                       model::AdamW& optimizer, const nlohmann::json& state, int keep) {
+                       model::AdamW& optimizer, const nlohmann::json& state, int keep,
+                       const std::string& model_dir) {
   fs::path root = fs::path(run_dir) / "checkpoints";
   fs::path final_dir = root / checkpoint_dir_name(step);
   fs::path tmp = root / (".tmp_" + checkpoint_dir_name(step));
@@ -65,6 +67,7 @@ Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Tr
   fs::create_directories(tmp, ec);
   if (ec) return io_error("cannot create '" + tmp.string() + "': " + ec.message());
   LEAP_RETURN_IF_ERROR(model::save_model(tmp.string(), model));
+  LEAP_RETURN_IF_ERROR(model::copy_model_side_files(model_dir, tmp.string()));
   std::vector<float> m_copy, v_copy;
   auto tensors =
       moment_tensors(model, host_moments(model.backend(), optimizer.m(), model.num_params(), &m_copy), ".exp_avg");

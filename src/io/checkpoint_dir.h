@@ -19,9 +19,12 @@ namespace leap::io {
 
 std::string checkpoint_dir_name(int64_t step);  // "step_000042"
 
-// Writes RUN/checkpoints/step_NNNNNN and prunes older ones beyond `keep`.
+// Writes RUN/checkpoints/step_NNNNNN and prunes older ones beyond `keep`. The tokenizer and
+// generation files of `model_dir` (the policy's folder) are copied in, so the checkpoint is a
+// complete Hugging Face model folder.
 Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
-                       model::AdamW& optimizer, const nlohmann::json& state, int keep);
+                       model::AdamW& optimizer, const nlohmann::json& state, int keep,
+                       const std::string& model_dir);
 
 // The newest complete checkpoint folder of a run, or not_found saying so.
 Expected<std::string> latest_checkpoint(const std::string& run_dir);

@@ -49,4 +49,18 @@ const std::vector<std::string>& model_side_files() {
   return kFiles;
 }
 
+Status copy_model_side_files(const std::string& from_dir, const std::string& to_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (from_dir.empty() || fs::equivalent(from_dir, to_dir, ec)) return Status::ok();
+  for (const auto& name : model_side_files()) {
+    const fs::path src = fs::path(from_dir) / name;
+    if (!fs::exists(src, ec)) continue;
+    fs::copy_file(src, fs::path(to_dir) / name, fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      return io_error("cannot copy '" + src.string() + "' into '" + to_dir + "': " + ec.message());
+  }
+  return Status::ok();
+}
+
 }  // namespace leap::model

@@ -18,5 +18,7 @@ Expected<std::vector<int32_t>> read_eos_ids(const std::string& model_dir, int32_
 // The files of a Hugging Face model folder that are not weights or config.json: the tokenizer's
 // and generation's. Checkpoints copy them, so every checkpoint folder is a complete model folder.
 const std::vector<std::string>& model_side_files();
+// Copies those of them that `from_dir` has into `to_dir` (nothing when they are the same folder).
+Status copy_model_side_files(const std::string& from_dir, const std::string& to_dir);
 
 }  // namespace leap::model

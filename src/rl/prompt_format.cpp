@@ -10,9 +10,9 @@ namespace leap::rl {
 
 namespace {
 
-// Stands in for an answer's text when finding what the template writes after it. Record
-// separators never occur in a template's own text, so the one occurrence is the answer's.
-constexpr std::string_view kAnswerSentinel = "\x1e\x1eLEAP_ANSWER\x1e\x1e";
+// Stands in for an answer's text when finding what the template writes after it: no template
+// writes these brackets itself, and they are not whitespace, which `| trim` would strip.
+constexpr std::string_view kAnswerSentinel = "\u27e6LEAP_ANSWER\u27e7";
 
 // Role headers as text. An answer that ends with a newline is not given a second one, so the
 // text a policy samples ("...```\n### End") is exactly what a re-rendering shows.
@@ -37,6 +37,24 @@ std::vector<std::pair<size_t, size_t>> template_spans(const chat::Rendering& r) 
   for (const auto& s : r.spans)
     if (s.kind == chat::SpanKind::kTemplate) out.emplace_back(s.begin, s.end);
   return out;
+}
+
+// A format is checked once, at start-up, on a conversation like the ones it will render: a
+// template that fails on it (raise_exception on a role order, no assistant content) is an exit-2
+// error naming the template before any rank starts work.
+Expected<PromptFormat> checked(PromptFormat format) {
+  nlohmann::ordered_json head = nlohmann::ordered_json::array();
+  head.push_back({{"role", "system"}, {"content", "s"}});
+  head.push_back({{"role", "user"}, {"content", "u"}});
+  nlohmann::ordered_json after = nlohmann::ordered_json::array();
+  after.push_back({{"role", "user"}, {"content", "f"}});
+  Status st = format.render(head, true).status();
+  if (st) st = format.render_after_answer(head, "a", after, true).status();
+  if (st) st = format.render_after_answer(head, "a", nlohmann::ordered_json::array(), false).status();
+  if (!st)
+    return st.with_context("prompt.chat_template = " + format.options().name +
+                           ": the template cannot render a system, user, assistant, user conversation");
+  return format;
 }
 
 bool has_model_template(const std::string& model_dir) {
@@ -158,7 +176,7 @@ Expected<PromptFormat> make_prompt_format(const std::string& chat_template,
     // Only a template that prints the date gets (and records) one.
     if (tmpl->source().find("strftime_now") != std::string::npos)
       o.render.now_unix_seconds = now_unix_seconds;
-    return PromptFormat(std::move(*tmpl), tokenizer, std::move(o));
+    return checked(PromptFormat(std::move(*tmpl), tokenizer, std::move(o)));
   }
   auto source = builtin_template_source(o.name);
   if (!source)
@@ -169,7 +187,7 @@ Expected<PromptFormat> make_prompt_format(const std::string& chat_template,
   if (!tmpl) return tmpl.status().with_context("the built-in " + o.name + " template");
   o.add_bos = true;
   o.stop_strings = template_stop_strings(o.name);
-  return PromptFormat(std::move(*tmpl), tokenizer, std::move(o));
+  return checked(PromptFormat(std::move(*tmpl), tokenizer, std::move(o)));
 }
 
 }  // namespace leap::rl

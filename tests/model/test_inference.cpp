@@ -249,6 +249,25 @@ TEST(SampleToken, FrequenciesFollowTemperatureTopKTopP) {
   EXPECT_NEAR(lp, logits[t], 1e-6);
 }
 
+TEST(SampleToken, PaddedIdsAreNeverDrawnButCountInTheLogProb) {
+  // Ids 4 and 5 are padding rows (vocab_size above the tokenizer's 4 ids) with the largest logits.
+  const std::vector<float> logits = {0.0f, 1.0f, 0.5f, -1.0f, 9.0f, 8.0f};
+  double lse = 0;
+  for (float l : logits) lse += std::exp(static_cast<double>(l));
+  lse = std::log(lse);
+  for (double temperature : {0.0, 1.0, 5.0}) {
+    SamplerConfig sc;
+    sc.temperature = temperature;
+    Rng rng(11);
+    for (int i = 0; i < 2000; ++i) {
+      float lp = 0;
+      int32_t t = sample_token(logits.data(), 6, sc, rng, &lp, /*sample_below=*/4);
+      ASSERT_LT(t, 4) << "temperature " << temperature;
+      EXPECT_NEAR(lp, logits[static_cast<size_t>(t)] - lse, 1e-5);  // over all six rows
+    }
+  }
+}
+
 TEST(SamplerConfigTest, StopStringsSplitAndUnescape) {
   SamplerConfig sc;
   sc.stop = "```||\\n\\nEND||";

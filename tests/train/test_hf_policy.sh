@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A Hugging Face model folder as the policy (models/tiny-qwen2: Qwen2 architecture, a BPE
+# tokenizer, Qwen2.5's chat template, a padded vocabulary, two EOS ids): `leap train` runs RL
+# steps with debugging turns on it, in both multi-turn modes; the checkpoint is a complete model
+# folder that `leap tokenize --chat`, `leap score` and `leap eval` open; the same seed gives the
+# same trajectories; and bad folders or template choices are exit 2 naming the file or option.
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$here/../.."
+source "$src/tests/cli/check_lib.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+grep -E '"id": "L1/(relu|silu)"' "$src/tasks/level1.jsonl" > "$tmp/two.jsonl"
+model="$src/models/tiny-qwen2"
+# The demo's settings on two tasks; 2 turns for every sample (DCP off).
+base=(--config "$src/configs/demo.ini" --suite "$tmp/two.jsonl" --train.batch_tasks 2 --rl.group_size 2
+      --rl.max_turns 2 --dcp.mode off --sampler.max_new_tokens 24 --log.level info)
+rl=("${base[@]}" --model "$model" --mpi.sandbox_ranks 1)
+solo=("${base[@]}" --mpi.sandbox_ranks 0 --train.steps 1)
+
+check train-hf 0 "prompts: model chat template, appended multi-turn prompts, Hugging Face byte-level BPE" -- \
+  "$src/scripts/mpirun_local.sh" 2 "$LEAP" train "${rl[@]}" --train.steps 2 --run.out_dir "$tmp/a"
+ckpt="$tmp/a/checkpoints/step_000001"
+for f in config.json model.safetensors tokenizer.json tokenizer_config.json generation_config.json; do
+  if [ -f "$ckpt/$f" ]; then echo "ok   checkpoint-has-$f"; else echo "FAIL checkpoint lacks $f"; fail=1; fi
+done
+check train-hf-again 0 "summary after 2 steps" -- \
+  "$src/scripts/mpirun_local.sh" 2 "$LEAP" train "${rl[@]}" --train.steps 2 --run.out_dir "$tmp/b"
+# The same seed and config: the same prompts and completions, turn 2 included.
+check same-trajectories 0 "same" -- /usr/bin/python3 - "$tmp/a/trajectories.h5" "$tmp/b/trajectories.h5" <<'PY'
+import sys, h5py
+a, b = (h5py.File(p, "r") for p in sys.argv[1:3])
+for name in ("text/prompt/data", "text/completion/data", "text/prompt/offsets"):
+    assert (a[name][:] == b[name][:]).all(), name
+assert max(a["samples"]["turn"]) == 2, "no debugging turn was run"
+print("same")
+PY
+check train-hf-rerender 0 "re-rendered multi-turn prompts" -- \
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${solo[@]}" --model "$model" \
+  --prompt.multi_turn rerender --run.out_dir "$tmp/c"
+
+printf '[{"role": "user", "content": "hi <|im_end|>"}]' > "$tmp/chat.json"
+check checkpoint-tokenize-chat 0 '"text":"<\|im_start\|>system' -- "$LEAP" tokenize --tokenizer "$ckpt" --chat "$tmp/chat.json"
+check checkpoint-score 0 '"logprobs": \[' -- "$LEAP" score --model "$ckpt" --tokens 1,2,3,4
+check checkpoint-eval 0 "pass@1" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" eval --config "$src/configs/demo.ini" \
+  --model "$ckpt" --suite "$tmp/two.jsonl" --mpi.sandbox_ranks 0 --eval.split train --eval.samples 2 \
+  --eval.turns 2 --sampler.max_new_tokens 24 --eval.output "$tmp/eval"
+
+# A config whose embedding is smaller than the tokenizer; a template the folder does not have.
+mkdir -p "$tmp/small" && cp "$model"/tokenizer* "$tmp/small/"
+sed 's/"vocab_size": [0-9]*/"vocab_size": 1000/' "$model/config.json" > "$tmp/small/config.json"
+check vocab-too-small 2 "config.json: vocab_size 1000 is smaller than the tokenizer's 3002 ids" -- \
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${solo[@]}" --model "$tmp/small" --train.random_init true \
+  --run.out_dir "$tmp/d"
+check no-template 2 "prompt.chat_template = model.*tokenizer_config.json" -- \
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${solo[@]}" --model "$src/models/demo" \
+  --prompt.chat_template model --run.out_dir "$tmp/e"
+exit $fail
