@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "apps/eval_options.h"
 #include "apps/eval_report.h"
@@ -167,8 +168,13 @@ int run_eval(const std::vector<std::string>& args) {
   std::unique_ptr<mpi::SandboxEngine> sandbox;
   if (role == mpi::Role::kPolicy)
     setup = build_policy(c.run, threads_per_rank(c.run, *topo), *topo, setup, &policy);
-  if (setup && topo->is_coordinator())
-    setup = build_prompt_format(c.run, nlohmann::json(), &policy, log);
+  // A checkpoint's state.json pins the date its run's prompts printed (prompt_now).
+  if (setup && topo->is_coordinator()) {
+    std::ifstream state_file(c.run.model.path + "/state.json");
+    nlohmann::json state =
+        state_file ? nlohmann::json::parse(state_file, nullptr, false) : nlohmann::json();
+    setup = build_prompt_format(c.run, state.is_discarded() ? nlohmann::json() : state, &policy, log);
+  }
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.run.sandbox);
     if (engine)

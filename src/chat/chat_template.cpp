@@ -1,5 +1,6 @@
-// The public face of the chat-template module: parse once, render many times, and the
-// append-only continuation for multi-turn prompts. TemplateError stops here and becomes a Status.
+// The public face of the chat-template module: parse once, render many times, and load a
+// tokenizer folder's template (multi-turn prompts are rl/prompt_format.h's). TemplateError stops
+// here and becomes a Status.
 #include "chat/chat_template.h"
 
 #include <fstream>
@@ -87,35 +88,6 @@ Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages,
   } catch (const TemplateError& e) {
     return to_status(e);
   }
-}
-
-Expected<Continuation> render_continuation(const ChatTemplate& tmpl,
-                                           const nlohmann::ordered_json& before,
-                                           const nlohmann::ordered_json& added,
-                                           const RenderOptions& options) {
-  if (!before.is_array() || !added.is_array() || added.empty() || !added[0].is_object() ||
-      added[0].value("role", "") != "assistant" || !added[0].contains("content") ||
-      !added[0]["content"].is_string()) {
-    return invalid_input(
-        "render_continuation: `added` must start with the sampled assistant message "
-        "(role \"assistant\", string content)");
-  }
-  RenderOptions prompt_options = options;
-  prompt_options.add_generation_prompt = true;
-  LEAP_ASSIGN_OR_RETURN(Rendering earlier, tmpl.render(before, prompt_options));
-  nlohmann::ordered_json all = before;
-  for (const auto& m : added) all.push_back(m);
-  LEAP_ASSIGN_OR_RETURN(Rendering full, tmpl.render(all, prompt_options));
-
-  const std::string expected = earlier.text + added[0]["content"].get<std::string>();
-  Continuation c;
-  size_t k = 0;
-  while (k < expected.size() && k < full.text.size() && expected[k] == full.text[k]) ++k;
-  c.first_difference = k;
-  c.append_only = k == expected.size();
-  if (c.append_only) c.suffix = full.tail(expected.size());
-  c.full = std::move(full);
-  return c;
 }
 
 Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std::string& name) {

@@ -80,30 +80,4 @@ class ChatTemplate {
 Expected<ChatTemplate> load_template(const std::string& tokenizer_dir,
                                      const std::string& name = "default");
 
-// The next turn of a multi-turn prompt, built by appending. `before` is the conversation the
-// policy was prompted with (rendered with the generation prompt); `added` starts with the
-// assistant message it sampled, followed by the new messages (the feedback as a user message).
-// The turn-t prompt is the turn-(t-1) prompt, the sampled ids as generated, then `suffix`: the
-// rendering of [before + added] from where the assistant's content ends (the end of the
-// assistant message, the new messages, the generation prompt).
-//
-// The suffix opens with the template's end-of-turn marker (Qwen's "<|im_end|>", Llama's
-// "<|eot_id|>") as a template span. If the sampler stopped on that token and kept it in the
-// sampled ids, the caller leaves the suffix's copy out rather than repeat it.
-//
-// append_only is false when the template re-renders history so that the earlier prompt plus the
-// sampled text is not a prefix of the new rendering (Qwen3 drops the think block of earlier
-// answers); first_difference is then the byte where they part, and `full` lets the caller
-// re-encode the whole prompt instead.
-struct Continuation {
-  bool append_only = false;
-  Rendering suffix;
-  size_t first_difference = 0;
-  Rendering full;
-};
-Expected<Continuation> render_continuation(const ChatTemplate& tmpl,
-                                           const nlohmann::ordered_json& before,
-                                           const nlohmann::ordered_json& added,
-                                           const RenderOptions& options);
-
 }  // namespace leap::chat

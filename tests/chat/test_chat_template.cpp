@@ -127,59 +127,6 @@ TEST(ChatSpans, ProvenanceSurvivesTrimSplitAndTojson) {
             std::string::npos);
 }
 
-TEST(ChatContinuation, AppendOnlyTemplateGivesTheSuffix) {
-  ChatTemplate t = load_fixture("qwen2.5-instruct");
-  auto c = render_continuation(
-      t, Json::array({user("write a kernel")}),
-      Json::array({assistant("here it is"), user("compile error <|im_end|>")}), {});
-  ASSERT_TRUE(c) << c.status().message();
-  ASSERT_TRUE(c->append_only);
-  EXPECT_EQ(
-      c->suffix.text,
-      "<|im_end|>\n<|im_start|>user\ncompile error <|im_end|><|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(text_of(c->suffix, SpanKind::kContent), "usercompile error <|im_end|>");
-  // prompt(t-1) + sampled + suffix is the full rendering.
-  auto prev = t.render(Json::array({user("write a kernel")}), {});
-  ASSERT_TRUE(prev);
-  EXPECT_EQ(prev->text + "here it is" + c->suffix.text, c->full.text);
-
-  ChatTemplate llama = load_fixture("llama-3.1-instruct");
-  auto l = render_continuation(llama, Json::array({user("k")}),
-                               Json::array({assistant("a"), user("f")}), {});
-  ASSERT_TRUE(l);
-  ASSERT_TRUE(l->append_only);
-  EXPECT_EQ(l->suffix.text,
-            "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nf<|eot_id|>"
-            "<|start_header_id|>assistant<|end_header_id|>\n\n");
-}
-
-TEST(ChatContinuation, ReportsTemplatesThatRewriteHistory) {
-  // Qwen3 with enable_thinking=false opens the answer with an empty think block, and drops it
-  // from earlier answers once a later user turn exists.
-  ChatTemplate t = load_fixture("qwen3");
-  auto before = Json::array({user("write a kernel")});
-  auto c = render_continuation(t, before, Json::array({assistant("here"), user("failed")}), {});
-  ASSERT_TRUE(c) << c.status().message();
-  EXPECT_FALSE(c->append_only);
-  auto prev = t.render(before, {});
-  ASSERT_TRUE(prev);
-  EXPECT_EQ(prev->text.substr(c->first_difference), "<think>\n\n</think>\n\n");
-  EXPECT_TRUE(c->suffix.text.empty());
-
-  // Llama trims history: trailing whitespace the policy sampled does not survive re-rendering.
-  auto l = render_continuation(load_fixture("llama-3.1-instruct"), before,
-                               Json::array({assistant("answer \n"), user("f")}), {});
-  ASSERT_TRUE(l);
-  EXPECT_FALSE(l->append_only);
-}
-
-TEST(ChatContinuation, NeedsTheSampledAssistantFirst) {
-  auto c = render_continuation(load_fixture("qwen3"), Json::array({user("a")}),
-                               Json::array({user("b")}), {});
-  ASSERT_FALSE(c);
-  EXPECT_EQ(c.status().exit_code(), 2);
-}
-
 // An unsupported construct fails at parse time, even in a branch never taken, naming itself
 // and its line.
 TEST(ChatUnsupported, NamesTheConstructAndLine) {
