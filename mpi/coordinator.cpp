@@ -6,6 +6,7 @@
 
 #include "common/check.h"
 #include "mpi/grad_reduce.h"
+#include "mpi/train_samples.h"
 #include "mpi/work_balance.h"
 
 namespace leap::mpi {
@@ -43,39 +44,20 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
   LEAP_CHECK(topo.is_coordinator(), "the Coordinator runs on world rank 0 only");
 }
 
-TrainReport Coordinator::train(const StepState& state, int64_t step) {
+TrainReport Coordinator::train(const StepState& state, int64_t step, io::StepRow* row) {
   announce(Control::Kind::kTrain, step, 0, topo_.world);
   const std::vector<int>& policy_ranks = turns_.policy_ranks();
   const int n = static_cast<int>(policy_ranks.size());
-  const int mb = std::max(1, rl_.rl.mini_batches);
-  auto items = state.train_items();
-  std::vector<TrainWork> work(static_cast<size_t>(n));
-  for (auto& w : work) {
-    w.mini_batches = mb;
-    w.ppo_epochs = rl_.rl.ppo_epochs;
-  }
-  // Mini-batch m takes every mb-th item; inside it, samples are balanced over ranks by tokens.
-  for (int m = 0; m < mb; ++m) {
-    std::vector<const StepState::TrainItem*> part;
-    std::vector<int64_t> weights;
-    for (size_t i = static_cast<size_t>(m); i < items.size(); i += static_cast<size_t>(mb)) {
-      part.push_back(&items[i]);
-      const auto& c = items[i].record->completion;
-      weights.push_back(static_cast<int64_t>(c.prompt_tokens.size() + c.completion_tokens.size()));
-    }
-    auto owner = balance_by_weight(weights, n);
-    for (size_t i = 0; i < part.size(); ++i) {
-      const auto& c = part[i]->record->completion;
-      TrainSample s;
-      s.tokens = c.prompt_tokens;
-      s.tokens.insert(s.tokens.end(), c.completion_tokens.begin(), c.completion_tokens.end());
-      s.prompt_len = static_cast<int32_t>(c.prompt_tokens.size());
-      s.old_logprobs = c.logprobs;
-      s.advantage = static_cast<float>(part[i]->record->advantage);
-      s.mini_batch = m;
-      work[static_cast<size_t>(owner[i])].samples.push_back(std::move(s));
-    }
-  }
+  TrainSampleOptions so;
+  so.mini_batches = rl_.rl.mini_batches;
+  so.ppo_epochs = rl_.rl.ppo_epochs;
+  // Exact only under token-mean (train_samples.h).
+  so.trajectory_once = rl_.rl.train_trajectory_once &&
+                       rl::parse_loss_aggregation(rl_.rl.loss_agg) == rl::LossAggregation::kTokenMean;
+  TrainPlan plan = plan_training(state.train_items(), n, so);
+  row->train_sequences = plan.sequences;
+  row->train_positions = plan.positions;
+  std::vector<TrainWork>& work = plan.work;
   for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks[static_cast<size_t>(p)], topo_.world);
   TrainReport total = policy_.train(work[0], topo_.role_comm);
   for (int p = 1; p < n; ++p) {
@@ -94,7 +76,8 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   LEAP_RETURN_IF_ERROR(turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, &times));
   state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
   auto t0 = std::chrono::steady_clock::now();
-  TrainReport tr = train(state, step);
+  StepReport report;
+  TrainReport tr = train(state, step, &report.row);
   double train_s = seconds_since(t0);
   if (opts_.check_replicas_every > 0 && (step + 1) % opts_.check_replicas_every == 0) {
     announce(Control::Kind::kCheckReplicas, step, 0, topo_.world);
@@ -103,7 +86,6 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   const rl::DcpStepStats& stats = state.scores().dcp;
   dcp_.update(stats);
 
-  StepReport report;
   std::vector<io::SampleRow> rows;
   std::vector<io::SampleText> texts;
   state.fill_rows(&report.row, &rows, &texts);

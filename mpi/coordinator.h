@@ -58,7 +58,8 @@ class Coordinator {
   tasks::TaskSampler& sampler() { return sampler_; }
 
  private:
-  TrainReport train(const StepState& state, int64_t step);
+  // Trains on the step's samples; writes the sequences and tokens trained into *row.
+  TrainReport train(const StepState& state, int64_t step, io::StepRow* row);
 
   const Topology& topo_;
   const tasks::Suite& suite_;

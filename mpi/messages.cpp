@@ -26,7 +26,8 @@ template <class IO> void fields(IO& io, SandboxOutcome& m) {
 }
 template <class IO> void fields(IO& io, SandboxResults& m) { io(m.results, m.free_slots); }
 template <class IO> void fields(IO& io, TrainSample& m) {
-  io(m.tokens, m.prompt_len, m.old_logprobs, m.advantage, m.mini_batch);
+  io(m.tokens, m.prompt_len, m.old_logprobs, m.advantage, m.mini_batch, m.span_start, m.span_len,
+     m.span_advantage);
 }
 template <class IO> void fields(IO& io, TrainWork& m) { io(m.samples, m.mini_batches, m.ppo_epochs); }
 template <class IO> void fields(IO& io, TrainReport& m) {

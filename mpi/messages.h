@@ -85,9 +85,14 @@ struct SandboxResults {
 struct TrainSample {
   std::vector<int32_t> tokens;      // prompt + completion
   int32_t prompt_len = 0;           // loss only on tokens[prompt_len:]
-  std::vector<float> old_logprobs;  // per completion token
+  std::vector<float> old_logprobs;  // per completion token (per span token, spans in order)
   float advantage = 0;
   int32_t mini_batch = 0;           // which of the step's mini-batches it belongs to
+  // A whole trajectory as one sequence (rl.train_trajectory_once): when non-empty, the loss is on
+  // the spans [span_start[k], span_start[k] + span_len[k]) (each turn's sampled tokens) with
+  // advantage span_advantage[k]; prompt_len and advantage are then unused.
+  std::vector<int32_t> span_start, span_len;
+  std::vector<float> span_advantage;
 };
 // A rank's share of the step's training samples. Every policy rank receives one (possibly
 // empty) and takes part in every mini-batch's collectives: the loss normaliser and the gradient

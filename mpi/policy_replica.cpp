@@ -2,6 +2,7 @@
 #include "mpi/policy_replica.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "common/check.h"
 #include "common/rng.h"
@@ -45,27 +46,45 @@ namespace {
 // completion token j of sample b sits at position prompt_len + j of row b.
 struct MicroBatch {
   model::TokenBatch batch;
-  std::vector<float> old_logp, mask, advantages;
+  std::vector<float> old_logp, mask, advantages, token_advantages;
   std::vector<int64_t> offsets;
 
   MicroBatch(const std::vector<const TrainSample*>& samples, int32_t pad_id) {
     std::vector<std::vector<int32_t>> seqs;
-    for (const auto* s : samples) seqs.push_back(s->tokens);
+    bool spans = false;
+    for (const auto* s : samples) {
+      seqs.push_back(s->tokens);
+      spans = spans || !s->span_start.empty();
+    }
     batch = model::TokenBatch::from_sequences(seqs, pad_id);
-    const size_t n = static_cast<size_t>(batch.B) * static_cast<size_t>(batch.T);
+    const size_t T = static_cast<size_t>(batch.T), n = static_cast<size_t>(batch.B) * T;
     old_logp.assign(n, 0.f);
     mask.assign(n, 0.f);
+    if (spans) token_advantages.assign(n, 0.f);
     offsets.push_back(0);
     for (size_t b = 0; b < samples.size(); ++b) {
       const TrainSample& s = *samples[b];
-      for (size_t j = 0; j < s.old_logprobs.size(); ++j) {
-        size_t t = static_cast<size_t>(s.prompt_len) + j;
-        if (t == 0 || t >= s.tokens.size()) continue;
-        old_logp[b * static_cast<size_t>(batch.T) + t] = s.old_logprobs[j];
-        mask[b * static_cast<size_t>(batch.T) + t] = 1.f;
+      // Each loss span: (first position, length, advantage); one span for a per-turn sample.
+      std::vector<std::tuple<size_t, size_t, float>> loss_spans;
+      if (s.span_start.empty()) {
+        loss_spans.emplace_back(static_cast<size_t>(s.prompt_len), s.old_logprobs.size(), s.advantage);
+      } else {
+        for (size_t k = 0; k < s.span_start.size(); ++k)
+          loss_spans.emplace_back(static_cast<size_t>(s.span_start[k]),
+                                  static_cast<size_t>(s.span_len[k]), s.span_advantage[k]);
+      }
+      size_t j = 0;  // index into old_logprobs, over the spans in order
+      for (const auto& [start, len, adv] : loss_spans) {
+        for (size_t k = 0; k < len && j < s.old_logprobs.size(); ++k, ++j) {
+          const size_t t = start + k;
+          if (t == 0 || t >= s.tokens.size()) continue;
+          old_logp[b * T + t] = s.old_logprobs[j];
+          mask[b * T + t] = 1.f;
+          if (spans) token_advantages[b * T + t] = adv;
+        }
       }
       advantages.push_back(s.advantage);
-      offsets.push_back(static_cast<int64_t>((b + 1) * static_cast<size_t>(batch.T)));
+      offsets.push_back(static_cast<int64_t>((b + 1) * T));
     }
   }
 
@@ -77,6 +96,7 @@ struct MicroBatch {
     in.mask = mask;
     in.advantages = advantages;
     in.offsets = offsets;
+    in.token_advantages = token_advantages;
     return in;
   }
 };

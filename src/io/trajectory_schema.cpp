@@ -66,6 +66,8 @@ H5Id step_type() {
     H5_CHECK(H5Tinsert(id, name, off, H5T_NATIVE_INT32));
   }
   LEAP_FIELD(id, StepRow, tokens_generated, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, StepRow, train_sequences, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, StepRow, train_positions, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, mean_completion_tokens, H5T_NATIVE_DOUBLE);
   LEAP_FIELD(id, StepRow, pass_turn1, H5T_NATIVE_DOUBLE);
   LEAP_FIELD(id, StepRow, pass_final, H5T_NATIVE_DOUBLE);

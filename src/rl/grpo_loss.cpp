@@ -121,7 +121,9 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& o, double global_n
       if (m == 0) continue;
       const double ref = o.kl_beta > 0 ? in.ref_logp[i] : 0.0;
       const TokenTerm term =
-          token_term(in.logp[i], in.old_logp[i], ref, in.advantages[s], o, &out.stats);
+          token_term(in.logp[i], in.old_logp[i], ref,
+                     in.token_advantages.empty() ? in.advantages[s] : in.token_advantages[i], o,
+                     &out.stats);
       out.loss += w * m * term.loss;
       out.dlogp[i] = static_cast<float>(w * m * term.grad);
     }

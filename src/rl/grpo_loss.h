@@ -41,6 +41,9 @@ struct LossInputs {
   std::span<const float> mask;        // 1 for completion tokens that train, 0 otherwise
   std::span<const float> advantages;  // one per sequence
   std::span<const int64_t> offsets;   // S + 1 non-decreasing offsets, from 0 to the token count
+  // Optional, one per token: overrides `advantages` (a whole trajectory trained as one sequence,
+  // each turn's tokens with that turn's advantage; exact under token-mean only).
+  std::span<const float> token_advantages;
 };
 
 struct LossStats {

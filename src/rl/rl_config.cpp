@@ -102,6 +102,10 @@ void RlConfig::declare(OptionSet& o) {
       "rl.mini_batches", &mini_batches, 1,
       "Optimizer updates per pass; with one update in all, the ratio is 1 and clipping never acts.",
       {.min = 1, .max = 4096});
+  o.add("rl.train_trajectory_once", &train_trajectory_once, true,
+        "Train a multi-turn sample as one sequence (its last prompt and answer, the loss on each "
+        "turn's sampled tokens with that turn's advantage) where its prompts were appended and "
+        "the loss is token-mean; otherwise, and when false, every turn is its own sequence.");
 }
 
 Status RlConfig::validate() const {

@@ -37,6 +37,7 @@ struct RlConfig {
   std::string kl_reference;  // "": the run's initial weights
   int ppo_epochs = 1;
   int mini_batches = 1;
+  bool train_trajectory_once = true;
 
   void declare(OptionSet& opts);
   Status validate() const;

@@ -15,6 +15,7 @@
 #include "model/reference_policy.h"
 #include "model/token_batch.h"
 #include "mpi/policy_replica.h"
+#include "mpi/train_samples.h"
 
 namespace leap::mpi {
 namespace {
@@ -201,6 +202,88 @@ TEST(PolicyKl, KlTermAloneDrawsThePolicyBackToItsReference) {
   }
   std::printf("kl over 6 updates: %.4g -> %.4g\n", kl.front(), kl.back());
   EXPECT_LT(kl.back(), 0.5 * kl.front());
+}
+
+// Three-turn trajectories whose prompts were appended (turn t's prompt = turn t-1's prompt and
+// answer, then feedback tokens), plus a one-turn sample and a trajectory whose second prompt was
+// re-rendered (not an extension): they stay per-turn.
+struct Trajectories {
+  std::vector<TurnRecord> records;
+  std::vector<StepState::TrainItem> items;
+  Trajectories() {
+    Rng rng(17);
+    auto draw = [&](int n) {
+      std::vector<int32_t> v;
+      for (int i = 0; i < n; ++i) v.push_back(static_cast<int32_t>(rng.below(256)));
+      return v;
+    };
+    records.reserve(16);
+    auto add = [&](int group, int sample, int turn, std::vector<int32_t> prompt) {
+      TurnRecord r;
+      r.turn = turn;
+      r.completion.prompt_tokens = std::move(prompt);
+      r.completion.completion_tokens = draw(3 + static_cast<int>(rng.below(6)));
+      for (size_t j = 0; j < r.completion.completion_tokens.size(); ++j)
+        r.completion.logprobs.push_back(static_cast<float>(-5.6 + 0.3 * rng.normal()));
+      r.advantage = rng.uniform(-1, 1);
+      records.push_back(std::move(r));
+      items.push_back({group, sample, turn, nullptr});
+      return records.back();
+    };
+    for (int s = 0; s < 3; ++s) {
+      std::vector<int32_t> prompt = draw(6 + s);
+      for (int turn = 1; turn <= 3; ++turn) {
+        const TurnRecord& r = add(0, s, turn, prompt);
+        prompt = r.completion.prompt_tokens;
+        prompt.insert(prompt.end(), r.completion.completion_tokens.begin(), r.completion.completion_tokens.end());
+        auto feedback = draw(4);
+        prompt.insert(prompt.end(), feedback.begin(), feedback.end());
+      }
+    }
+    add(1, 0, 1, draw(7));
+    add(1, 1, 1, draw(5));
+    add(1, 1, 2, draw(20));  // re-rendered: does not start with turn 1
+    for (size_t i = 0; i < items.size(); ++i) items[i].record = &records[i];
+  }
+};
+
+TEST(TrainTrajectoryOnce, EqualsPerTurnSequencesUnderTokenMean) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  Trajectories t;
+  TrainSampleOptions per_turn{.mini_batches = 1, .ppo_epochs = 2, .trajectory_once = false};
+  TrainSampleOptions once = per_turn;
+  once.trajectory_once = true;
+  TrainPlan a = plan_training(t.items, 1, per_turn), b = plan_training(t.items, 1, once);
+  EXPECT_EQ(a.merged, 0);
+  EXPECT_EQ(b.merged, 3);                 // the three appended trajectories
+  EXPECT_EQ(a.sequences, 12);
+  EXPECT_EQ(b.sequences, 3 + 1 + 2);      // merged, one-turn, the re-rendered pair
+  EXPECT_LT(b.positions, a.positions);
+  Replica ra(rl::LossAggregation::kTokenMean), rb(rl::LossAggregation::kTokenMean);
+  TrainReport rep_a = ra.engine.train(a.work[0], MPI_COMM_SELF);
+  TrainReport rep_b = rb.engine.train(b.work[0], MPI_COMM_SELF);
+  EXPECT_EQ(rep_a.tokens, rep_b.tokens);
+  EXPECT_NEAR(rep_a.loss, rep_b.loss, 1e-5 * (1 + std::abs(rep_a.loss)));
+  double max_diff = 0, max_change = 0;
+  Replica fresh(rl::LossAggregation::kTokenMean);
+  for (size_t i = 0; i < ra.model.num_params(); ++i) {
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(ra.model.params()[i]) - rb.model.params()[i]));
+    max_change = std::max(max_change, std::abs(static_cast<double>(ra.model.params()[i]) - fresh.model.params()[i]));
+  }
+  std::printf("trajectory once vs per turn: max |diff| = %.3g, max update = %.3g\n", max_diff, max_change);
+  EXPECT_GT(max_change, 1e-3);
+  EXPECT_LT(max_diff, 1e-4);
+  // A loss over each turn's tokens with the wrong advantages would not match: the test can fail.
+  for (auto& sample : b.work[0].samples)
+    for (auto& adv : sample.span_advantage) adv = -adv;
+  Replica rc(rl::LossAggregation::kTokenMean);
+  rc.engine.train(b.work[0], MPI_COMM_SELF);
+  double flipped = 0;
+  for (size_t i = 0; i < ra.model.num_params(); ++i)
+    flipped = std::max(flipped, std::abs(static_cast<double>(ra.model.params()[i]) - rc.model.params()[i]));
+  EXPECT_GT(flipped, 1e-3);
 }
 
 TEST(PolicyGenerate, SampleDoesNotDependOnItsBatchOrRank) {

@@ -1,0 +1,39 @@
+// The step's training sequences (DESIGN.md step 6), from the coordinator's turn records: rank 0
+// decides what each trainer rank trains on.
+//
+// A multi-turn sample is trained once, as one sequence, when that is exact: its last turn's
+// prompt and answer hold every earlier turn's prompt and answer as a prefix (the prompts were
+// appended, never shortened or re-rendered), the loss is token-mean, and all its turns share one
+// mini-batch. The loss then sits on each turn's sampled tokens with that turn's advantage and
+// behaviour log-probs; a causal model gives those positions the same log-probs as the per-turn
+// sequences, so the loss and gradient equal the per-turn ones, at the cost of one forward over
+// the conversation instead of one per turn. Otherwise (rerender, a shortened prompt, seq-mean
+// modes, or the option off) each turn is its own sequence, as before.
+// Mini-batch m takes every mini_batches-th unit (a trajectory or a turn) in step order; inside it,
+// units are balanced over the policy ranks by tokens.
+#pragma once
+
+#include <vector>
+
+#include "mpi/messages.h"
+#include "mpi/step_state.h"
+
+namespace leap::mpi {
+
+struct TrainSampleOptions {
+  int mini_batches = 1;
+  int ppo_epochs = 1;
+  bool trajectory_once = true;  // only under token-mean: the caller passes false otherwise
+};
+
+struct TrainPlan {
+  std::vector<TrainWork> work;  // one per policy rank
+  int64_t sequences = 0;        // sequences the forward runs per epoch
+  int64_t positions = 0;        // tokens the forward runs per epoch
+  int64_t merged = 0;           // trajectories trained once as one sequence
+};
+
+TrainPlan plan_training(const std::vector<StepState::TrainItem>& items, int policy_ranks,
+                        const TrainSampleOptions& opts);
+
+}  // namespace leap::mpi
