@@ -141,7 +141,7 @@ UNARY = {u.key: u for u in [
           "0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)))",
           "0.5f * v * (1.f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)))",
           "gelu(v) = 0.5 * v * (1 + tanh(sqrt(2/pi) * (v + 0.044715 * v^3)))"),
-    Unary("silu", "the SiLU (swish) activation, the value times its sigmoid", "silu({})", "F.silu({})",
+    Unary("silu", "the SiLU (swish) activation", "silu({})", "F.silu({})",
           "v / (1.0 + exp(-v))", "v / (1.f + expf(-v))", "silu(v) = v / (1 + exp(-v))"),
     Unary("softplus", "the softplus function", "softplus({})", "F.softplus({})",
           "log1p(exp(v))", "log1pf(expf(v))", "softplus(v) = log(1 + exp(v))"),
@@ -1590,10 +1590,347 @@ def family_indexing():
     return run_family("indexing", idx_combos(), IDX_HELDOUT, 60, 15, idx_build, 3)
 
 
+# ---- family: gemm ------------------------------------------------------------------------------------
+# Small GEMM-like products: C = A B with A or B stored transposed, batched, matrix-vector and
+# vector-matrix, each with an epilogue (none, + bias, ReLU, alpha scale, or the GEMM update
+# alpha * AB + beta * C in place); f32, f16 or bf16 operands, f32 accumulation, f32 bias.
+
+GEMM_HELDOUT = [
+    ((("layout", "nt"), ("epi", "relu")), "ReLU after an A B^T product"),
+    ((("layout", "batched"), ("dtype", "bf16")), "batched products in bf16"),
+    ((("layout", "matvec"), ("epi", "axpby")), "the in-place GEMV update y = alpha A x + beta y"),
+    ((("layout", "tn"), ("dtype", "f16")), "A^T B in f16"),
+    ((("epi", "scale"), ("dtype", "bf16")), "an alpha-scaled product in bf16"),
+]
+# layout: (params, cpu choices, A and B shapes (or x), output name and shape, output index
+# (i, j), bias length, torch product, words)
+GEMM_LAYOUTS = {
+    "nn": ({"m": 1024, "n": 1024, "k": 1024}, [(37, 41, 29), (45, 53, 39), (29, 35, 47)],
+           [("A", ["m", "k"]), ("B", ["k", "n"])], ("C", ["m", "n"]), "n", "A @ B",
+           "the matrix product of A [m, k] and B [k, n]"),
+    "nt": ({"m": 1024, "n": 1024, "k": 1024}, [(37, 41, 29), (45, 53, 39), (29, 35, 47)],
+           [("A", ["m", "k"]), ("B", ["n", "k"])], ("C", ["m", "n"]), "n", "A @ B.T",
+           "the product of A [m, k] with the transpose of B (B is stored as [n, k])"),
+    "tn": ({"m": 1024, "n": 1024, "k": 1024}, [(37, 41, 29), (45, 53, 39), (29, 35, 47)],
+           [("A", ["k", "m"]), ("B", ["k", "n"])], ("C", ["m", "n"]), "n", "A.T @ B",
+           "the product of the transpose of A (A is stored as [k, m]) with B [k, n]"),
+    "batched": ({"batch": 16, "m": 256, "n": 256, "k": 128}, [(3, 19, 23, 17), (2, 29, 21, 25), (4, 13, 17, 19)],
+                [("A", ["batch", "m", "k"]), ("B", ["batch", "k", "n"])], ("C", ["batch", "m", "n"]), "n",
+                "torch.bmm(A, B)", "for each b < batch, the matrix product of A[b] [m, k] and B[b] [k, n]"),
+    "matvec": ({"m": 4096, "k": 4096}, [(67, 301), (91, 203), (51, 389)],
+               [("A", ["m", "k"]), ("x", ["k"])], ("y", ["m"]), "m", "A @ x",
+               "the matrix-vector product of A [m, k] and x [k]"),
+    "vecmat": ({"k": 4096, "n": 4096}, [(301, 67), (203, 91), (389, 51)],
+               [("x", ["k"]), ("B", ["k", "n"])], ("y", ["n"]), "n", "x @ B",
+               "the vector-matrix product of x [k] and B [k, n] (y[j] = sum over p of x[p] * B[p][j])"),
+}
+GEMM_EPI = {  # epi: (formula around {P} with {o} the old output and {j} the bias index, words, torch)
+    "none": ("{P}", "", "{T}"),
+    "bias": ("{P} + bias[{j}]", ", plus bias[{j}]", "{T} + bias"),
+    "relu": ("max(0, {P})", ", passed through ReLU (negative results become 0)", "torch.relu({T})"),
+    "scale": ("alpha * {P}", ", scaled by the float parameter alpha", "alpha * ({T})"),
+    "axpby": ("alpha * {P} + beta * {o}", ", as the in-place update out = alpha * (product) + beta * out with the "
+              "float parameters alpha and beta (the right side uses the old out)", "alpha * ({T}) + beta * {O}"),
+}
+
+
+def gemm_combos():
+    return [{"layout": lay, "epi": e, "dtype": d} for lay in GEMM_LAYOUTS for e in GEMM_EPI
+            for d in ("f32", "f16", "bf16")]
+
+
+def gemm_build(c):
+    lay, epi, dtn = c["layout"], c["epi"], c["dtype"]
+    dt = DT[dtn]
+    name = "_".join([lay] + ([epi] if epi != "none" else []) + [dtn])
+    tid = f"F/gemm/{name}"
+    rng = task_rng(tid)
+    params, cpu_choices, operands, (oname, oshape), blen, tprod, pwords = GEMM_LAYOUTS[lay]
+    params = dict(params)
+    cpu = dict(zip(params, rng.choice(cpu_choices)))
+    floats = {"scale": [("alpha", 0.5, 1.5)], "axpby": [("alpha", 0.5, 1.5), ("beta", -1.25, 0.75)]}.get(epi, [])
+    for f, g, p in floats:
+        params[f], cpu[f] = g, p
+    vec = lay in ("matvec", "vecmat")
+    # Descriptions.
+    if lay == "matvec":
+        P, oi, j = "sum over p < k of A[i][p] * x[p]", "y[i]", "i"
+        scope = "for every i < m"
+    elif lay == "vecmat":
+        P, oi, j = "sum over p < k of x[p] * B[p][j]", "y[j]", "j"
+        scope = "for every j < n"
+    else:
+        a = {"tn": "A[p][i]"}.get(lay, "A[i][p]")
+        bb = {"nt": "B[j][p]"}.get(lay, "B[p][j]")
+        if lay == "batched":
+            a, bb = a.replace("A", "A[b]"), bb.replace("B", "B[b]")
+        P, oi, j = f"sum over p < k of {a} * {bb}", "C[b][i][j]" if lay == "batched" else "C[i][j]", "j"
+        scope = ("for every b < batch, i < m and j < n" if lay == "batched" else "for every i < m and j < n")
+    fepi, wepi, tepi = GEMM_EPI[epi]
+    formula = f"{oi} = {fepi.format(P='(' + P + ')' if epi != 'none' else P, o=oi, j=j)}, {scope}"
+    words = f"{pwords}{wepi.format(j=j)}"
+    torch = tepi.format(T=tprod, O=oname)
+    dnote = (f" All operands are f32." if dtn == "f32" else
+             f" The matrices and vectors are {dt.words}: accumulate in f32 and round each stored result to "
+             f"nearest {dtn}.")
+    if epi == "bias":
+        dnote += f" bias is f32 [{blen}]."
+    if epi == "axpby":
+        dnote += f" {oname} is read and updated in place."
+    phr = pick_phrasing(rng, 3)
+    if phr == 0:
+        text = f"GEMM-like product: {formula}.{dnote}"
+    elif phr == 1:
+        text = f"Compute {words}, into {oname}.{dnote}"
+    else:
+        text = f"Write CUDA for `{oname} = {torch}`{' (in place)' if epi == 'axpby' else ''}.{dnote}"
+        if floats:
+            text += " " + " and ".join(f for f, _, _ in floats) + (" are float parameters." if len(floats) > 1
+                                                                  else " is a float parameter.")
+    # The kernel.
+    bias = ["bias"] if epi == "bias" else []
+    ints = list(k for k in params if isinstance(params[k], int))
+    opnames = [o for o, _ in operands]
+    sig = ", ".join([f"const {dt.ctype}* __restrict__ {o}" for o in opnames] +
+                    [f"const float* __restrict__ {b}" for b in bias] + [f"{dt.ctype}* __restrict__ {oname}"] +
+                    [f"float {f}" for f, _, _ in floats] + [f"int {i}" for i in ints if i != "batch"])
+    args = ", ".join(opnames + bias + [oname] + [f for f, _, _ in floats] + [i for i in ints if i != "batch"])
+
+    def epilogue(idx, jb):
+        old = dt.load(f"{oname}[{idx}]")
+        return {"none": "acc", "bias": f"acc + bias[{jb}]", "relu": "fmaxf(acc, 0.f)", "scale": "alpha * acc",
+                "axpby": f"alpha * acc + beta * {old}"}[epi]
+
+    if lay == "matvec":
+        code = fill("""
+// One warp per row of A, eight rows per block; the lanes stride along the row, then shuffle.
+__global__ void $k($sig) {
+  const int row = blockIdx.x * 8 + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+  if (row >= m) return;  // whole warps leave together
+  const $T* a = A + (size_t)row * k;
+  float acc = 0.f;
+  for (int p = lane; p < k; p += 32) acc += $la * $lx;
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) y[row] = $st;
+}
+// launch: $k<<<cdiv(m, 8), 256>>>($args)""", k=name, sig=sig, T=dt.ctype, la=dt.load("a[p]"), lx=dt.load("x[p]"),
+                    st=dt.store(epilogue("row", "row")), args=args)
+    elif lay == "vecmat":
+        code = fill("""
+// One thread per output column: neighbouring threads read neighbouring columns of B.
+__global__ void $k($sig) {
+  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  if (col >= n) return;
+  float acc = 0.f;
+  for (int p = 0; p < k; ++p) acc += $lx * $lb;
+  y[col] = $st;
+}
+// launch: $k<<<cdiv(n, 128), 128>>>($args)""", k=name, sig=sig, lx=dt.load("x[p]"),
+                    lb=dt.load("B[(size_t)p * n + col]"), st=dt.store(epilogue("col", "col")), args=args)
+    else:
+        a_at = {"tn": "A[(size_t){kk} * m + {r}]"}.get(lay, "A[(size_t){r} * k + {kk}]")
+        b_at = {"nt": "B[(size_t){c} * k + {kk}]"}.get(lay, "B[(size_t){kk} * n + {c}]")
+        batch_off = ("  A += (size_t)blockIdx.z * m * k;  // this block's matrices\n"
+                     "  B += (size_t)blockIdx.z * k * n;\n  C += (size_t)blockIdx.z * m * n;\n"
+                     if lay == "batched" else "")
+        zdim = ", batch" if lay == "batched" else ""
+        st = dt.store(epilogue("(size_t)row * n + col", "col"))
+        if rng.randrange(2) == 0:
+            code = fill("""
+#define TILE 16
+// C = A B over 16x16 tiles of A and B staged in shared memory (entries past the edges are 0, so
+// any m, n, k work); one thread per element of C, accumulating in f32.
+__global__ void $k($sig) {
+  __shared__ float As[TILE][TILE + 1];
+  __shared__ float Bs[TILE][TILE + 1];
+$off  const int row = blockIdx.y * TILE + threadIdx.y;
+  const int col = blockIdx.x * TILE + threadIdx.x;
+  float acc = 0.f;
+  for (int t = 0; t < k; t += TILE) {
+    const int ka = t + threadIdx.x, kb = t + threadIdx.y;
+    As[threadIdx.y][threadIdx.x] = row < m && ka < k ? $la : 0.f;
+    Bs[threadIdx.y][threadIdx.x] = col < n && kb < k ? $lb : 0.f;
+    __syncthreads();
+    for (int p = 0; p < TILE; ++p) acc += As[threadIdx.y][p] * Bs[p][threadIdx.x];
+    __syncthreads();
+  }
+  if (row < m && col < n) C[(size_t)row * n + col] = $st;
+}
+// launch: $k<<<(cdiv(n, 16), cdiv(m, 16)$z), (16, 16)>>>($args)""", k=name, sig=sig, off=batch_off,
+                        la=dt.load(a_at.format(r="row", kk="ka")), lb=dt.load(b_at.format(c="col", kk="kb")),
+                        st=st, z=zdim, args=args)
+        else:
+            code = fill("""
+// One thread per element of C: a dot product over k, accumulated in f32.
+__global__ void $k($sig) {
+$off  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int row = blockIdx.y * blockDim.y + threadIdx.y;
+  if (row >= m || col >= n) return;
+  float acc = 0.f;
+  for (int p = 0; p < k; ++p) acc += $la * $lb;
+  C[(size_t)row * n + col] = $st;
+}
+// launch: $k<<<(cdiv(n, 32), cdiv(m, 8)$z), (32, 8)>>>($args)""", k=name, sig=sig, off=batch_off,
+                        la=dt.load(a_at.format(r="row", kk="p")), lb=dt.load(b_at.format(c="col", kk="p")),
+                        st=st, z=zdim, args=args)
+    code = headers(dtn) + code.strip("\n")
+    # Buffers and host.
+    bufs = [ms.buf(o, dtn, shp, "in") for o, shp in operands]
+    bufs += [ms.buf("bias", "f32", [blen], "in")] if epi == "bias" else []
+    bufs += [ms.buf(oname, dtn, oshape, "inout" if epi == "axpby" else "out")]
+    if vec:
+        i, n_i = ("i", "m") if lay == "matvec" else ("j", "n")
+        prod = "A[i * k + p] * x[p]" if lay == "matvec" else "x[p] * B[p * n + j]"
+        host = (f"for (long long {i} = 0; {i} < {n_i}; ++{i}) {{\n  double acc = 0.0;\n"
+                f"  for (long long p = 0; p < k; ++p) acc += {prod};\n")
+        o = f"y[{i}]"
+        jb = i
+    else:
+        ai = {"tn": "A[p * m + i]"}.get(lay, "A[(bo * m + i) * k + p]" if lay == "batched" else "A[i * k + p]")
+        bi = {"nt": "B[j * k + p]"}.get(lay, "B[(bo * k + p) * n + j]" if lay == "batched" else "B[p * n + j]")
+        o = "C[(bo * m + i) * n + j]" if lay == "batched" else "C[i * n + j]"
+        host = ("for (long long i = 0; i < m; ++i)\n  for (long long j = 0; j < n; ++j) {\n    double acc = 0.0;\n"
+                f"    for (long long p = 0; p < k; ++p) acc += {ai} * {bi};\n")
+        jb = "j"
+    hepi = {"none": "acc", "bias": f"acc + bias[{jb}]", "relu": "d_max(acc, 0.0)", "scale": "alpha * acc",
+            "axpby": f"alpha * acc + beta * {o}"}[epi]
+    indent = "  " if vec else "    "
+    host += f"{indent}{o} = {hepi};\n{indent[:-2]}}}"
+    if lay == "batched":
+        host = "for (long long bo = 0; bo < batch; ++bo)\n" + "\n".join("  " + t for t in host.split("\n"))
+    atol, rtol = (1e-3, 1e-3) if dtn == "f32" else TOL[dtn]
+    return finish(tid, 1, "gemm", text, params, cpu, bufs, code, atol, rtol, host, phr)
+
+
+def family_gemm():
+    return run_family("gemm", gemm_combos(), GEMM_HELDOUT, 48, 12, gemm_build, 3)
+
+
+# ---- family: fused (level 2) -------------------------------------------------------------------------
+# Row-wise chains over x [rows, cols]: t = act(pre(x)), then a normalisation or a reduction of
+# each row of t. pre: + bias[c] (f32), + res (residual), alpha * x, x * g (a gate); act: five
+# activations; post: softmax, layernorm, rmsnorm, row sum, row max; f32, f16 or bf16 data.
+
+FUSED_HELDOUT = [
+    ((("act", "gelu"), ("post", "rmsnorm")), "GELU into RMSNorm, each seen with other partners"),
+    ((("pre", "residual"), ("post", "softmax")), "a residual add feeding a softmax"),
+    ((("act", "silu"), ("post", "rowmax")), "a SiLU row maximum"),
+    ((("pre", "gate"), ("act", "tanh")), "a tanh of a gated input"),
+    ((("post", "layernorm"), ("dtype", "bf16")), "LayerNorm of a chain in bf16"),
+    ((("act", "sigmoid"), ("dtype", "f16")), "sigmoid chains in f16"),
+]
+FUSED_PRE = {  # pre: (math at [r][c], words, torch, extra buffer (name, dtype kind, shape) or None)
+    "bias": ("x[r][c] + bias[c]", "add bias[c] to every x[r][c]", "x + bias", ("bias", "f32", ["cols"])),
+    "residual": ("x[r][c] + res[r][c]", "add res to x elementwise", "x + res", ("res", "data", ["rows", "cols"])),
+    "scale": ("alpha * x[r][c]", "multiply x by the float parameter alpha", "alpha * x", None),
+    "gate": ("x[r][c] * g[r][c]", "multiply x elementwise by the gate g", "x * g", ("g", "data", ["rows", "cols"])),
+}
+FUSED_ACTS = ["relu", "gelu", "silu", "tanh", "sigmoid"]
+FUSED_POSTS = {  # post: (kind of NORM_BODIES, formula, words, torch over t)
+    "softmax": ("softmax", None, None, "torch.softmax(t, dim=1)"),
+    "layernorm": ("layernorm", None, None, "F.layer_norm(t, (cols,), gamma, beta, eps=1e-5)"),
+    "rmsnorm": ("rmsnorm", None, None, "t * torch.rsqrt(t.pow(2).mean(dim=1, keepdim=True) + 1e-6) * w"),
+    "rowsum": ("sum", "out[r] = sum over c < cols of t[r][c], for every r < rows",
+               "sum each row of t into out[r]", "t.sum(dim=1)"),
+    "rowmax": ("max", "out[r] = max over c < cols of t[r][c], for every r < rows",
+               "write the maximum of each row of t to out[r]", "t.amax(dim=1)"),
+}
+
+
+def fused_combos():
+    return [{"pre": p, "act": a, "post": q, "dtype": d} for p in FUSED_PRE for a in FUSED_ACTS
+            for q in FUSED_POSTS for d in ("f32", "f16", "bf16")]
+
+
+def fused_build(c):
+    pre, act, post, dtn = c["pre"], c["act"], c["post"], c["dtype"]
+    dt, u = DT[dtn], UNARY[act]
+    name = f"{pre}_{act}_{post}_{dtn}"
+    tid = f"F/fused/{name}"
+    rng = task_rng(tid)
+    kind, pformula, pwords, ptorch = FUSED_POSTS[post]
+    reduce_post = kind in ("sum", "max")
+    pmath, prewords, pretorch, extra = FUSED_PRE[pre]
+    # Descriptions.
+    fmt = dict(out="out[r][c]", own="t[r][c]", vj="t[r][j]", N="cols", line="row", w="c", d=1)
+    if not reduce_post:
+        pformula = NORM_TEXT[kind][0].format(**fmt) + ", for every r < rows and c < cols"
+        pwords = "compute " + NORM_TEXT[kind][1].format(**fmt).replace(" of v", " of t")
+    tdef = f"t[r][c] = {u.math.format(pmath)}"
+    out_dt = "f32" if reduce_post else dtn
+    weights = {"layernorm": " gamma and beta are f32 [cols].", "rmsnorm": " w is f32 [cols]."}.get(post, "")
+    if pre == "bias":
+        weights = " bias is f32 [cols]." + weights
+    data = " and ".join(["x"] + ([extra[0]] if extra and extra[1] == "data" else []))
+    if dtn == "f32":
+        dnote = " All data is f32."
+    elif reduce_post:
+        dnote = f" {data} {'is' if data == 'x' else 'are'} {dt.words} and out is f32: compute in f32."
+    else:
+        dnote = (f" {data} and out are {dt.words}: compute in f32 and round each stored result to nearest "
+                 f"{dtn}.")
+    defs = definitions(u)
+    floats = [("alpha", 0.5, 1.75)] if pre == "scale" else []
+    phr = pick_phrasing(rng, 3)
+    if phr == 0:
+        text = f"Fused row-wise chain: with {tdef} for every r < rows and c < cols, compute {pformula}.{defs}{weights}{dnote}"
+    elif phr == 1:
+        text = (f"In one pass over each row: {prewords}, apply {u.noun} (call the result t), then {pwords}."
+                f"{defs}{weights}{dnote}")
+    else:
+        text = (f"Write fused CUDA for the PyTorch code `t = {u.torch.format(pretorch)}; out = {ptorch}` on x of "
+                f"shape [rows, cols] (F is torch.nn.functional).{defs}{weights}{dnote}")
+    # The kernel.
+    ins = ["x"] + ([extra[0]] if extra and extra[1] == "data" else [])
+    f32_ins = ([extra[0]] if extra and extra[1] == "f32" else []) + \
+        {"layernorm": ["gamma", "beta"], "rmsnorm": ["w"]}.get(post, [])
+    odt = DT[out_dt]
+    sig = ", ".join([f"const {dt.ctype}* __restrict__ {v}" for v in ins] +
+                    [f"const float* __restrict__ {v}" for v in f32_ins] + [f"{odt.ctype}* __restrict__ out"] +
+                    [f"float {f}" for f, _, _ in floats] + ["int cols"])
+    args = ", ".join(ins + f32_ins + ["out"] + [f for f, _, _ in floats] + ["cols"])
+
+    def elem(col):
+        v = dt.load(f"x[base + {col}]")
+        inner = {"bias": f"{v} + bias[{col}]", "residual": f"{v} + {dt.load(f'res[base + {col}]')}",
+                 "scale": f"alpha * {v}", "gate": f"{v} * {dt.load(f'g[base + {col}]')}"}[pre]
+        return f"{act}_f({inner})"
+
+    kern = row_kernel(name, kind, sig, args, elem, Store(odt), rng.choice(["recompute", "stage"]),
+                      rng.choice([128, 256]))
+    code = headers(dtn) + unary_fn(u) + "\n" + ms.BLOCK_REDUCE + "\n" + kern
+    # Sizes, buffers, host.
+    r, cc = rng.choice([(29, 389), (23, 467), (17, 601), (31, 347)])
+    params = {"rows": 4096, "cols": 4096, **{f: g for f, g, _ in floats}}
+    cpu = {"rows": r, "cols": cc, **{f: p for f, _, p in floats}}
+    bufs = [ms.buf(v, dtn, ["rows", "cols"], "in") for v in ins]
+    bufs += [ms.buf(v, "f32", ["cols"], "in", "uniform(0.5,1.5)" if v in ("gamma", "w") else "normal")
+             for v in f32_ins]
+    bufs += [ms.buf("out", out_dt, ["rows"] if reduce_post else ["rows", "cols"], "out")]
+
+    def in_of(k):
+        e = f"x[l * cols + {k}]"
+        inner = {"bias": f"{e} + bias[{k}]", "residual": f"{e} + res[l * cols + {k}]", "scale": f"alpha * {e}",
+                 "gate": f"{e} * g[l * cols + {k}]"}[pre]
+        return f"u_{act}({inner})"
+
+    host = "for (long long l = 0; l < rows; ++l) {\n" + "\n".join(
+        "  " + t for t in expand_host(kind, in_of, lambda k: f"l * cols + {k}", "cols").split("\n")) + "\n}"
+    if dtn != "f32" and not reduce_post:
+        atol, rtol = TOL[dtn]
+    else:
+        atol, rtol = {"softmax": (1e-6, 1e-4), "sum": (1e-3, 1e-4), "max": (1e-5, 1e-5)}.get(kind, (1e-4, 1e-4))
+    return finish(tid, 2, "fused", text, params, cpu, bufs, code, atol, rtol, host, phr)
+
+
+def family_fused():
+    return run_family("fused", fused_combos(), FUSED_HELDOUT, 56, 14, fused_build, 3)
+
+
 # ---- output ---------------------------------------------------------------------------------------
 
 FAMILIES = [family_elementwise, family_reduction, family_scan, family_normalization,
-            family_indexing]
+            family_indexing, family_gemm, family_fused]
 
 
 def eval_shape(expr, params):
@@ -1627,13 +1964,13 @@ def build_all():
     for b in built:
         check_task(b.obj)
     train = sum(b.obj["split"] == "train" for b in built)
-    assert True or (train >= 400 and len(built) - train >= 100), (train, len(built) - train)  # DEV
+    assert train >= 400 and len(built) - train >= 100, (train, len(built) - train)
     return built
 
 
 def host_function(index, b):
-    """The C++ host reference of one task: fam::ref_<index>(B, I, F) with the task's buffers in B
-    (as doubles, in the task's order), its integer params in I and its float params in F."""
+    """The C++ host reference of one task: fam::ref_<index>(bufs, ints, flts) with the task's
+    buffers (as doubles, in the task's order), its integer params and its float params."""
     obj = b.obj
     names = [x["name"] for x in obj["buffers"]]
     ints = [k for k, v in obj["params"].items() if isinstance(v, int)]
@@ -1643,30 +1980,34 @@ def host_function(index, b):
     def used(name):
         return re.search(rf"\b{name}\b", body) is not None
 
-    lines = [f"double* {nm} = B[{k}];" for k, nm in enumerate(names) if used(nm)]
-    lines += [f"const long long {nm} = I[{k}];" for k, nm in enumerate(ints) if used(nm)]
-    lines += [f"const double {nm} = F[{k}];" for k, nm in enumerate(floats) if used(nm)]
+    lines = [f"double* {nm} = bufs[{k}];" for k, nm in enumerate(names) if used(nm)]
+    lines += [f"const long long {nm} = ints[{k}];" for k, nm in enumerate(ints) if used(nm)]
+    lines += [f"const double {nm} = flts[{k}];" for k, nm in enumerate(floats) if used(nm)]
+    if not any(used(nm) for nm in ints):
+        lines.append("(void)ints;")
+    if not any(used(nm) for nm in floats):
+        lines.append("(void)flts;")
     text = "\n".join("  " + line for line in lines + body.split("\n"))
-    return (f"// {obj['id']}\nFAM_HD inline void ref_{index}(double* const* B, const long long* I, const double* F) {{\n"
-            f"  (void)B;\n  (void)I;\n  (void)F;\n{text}\n}}")
+    return (f"// {obj['id']}\nFAM_HD inline void ref_{index}(double* const* bufs, const long long* ints, "
+            f"const double* flts) {{\n{text}\n}}")
 
 
 def inc_text(built):
     out = ["// Generated by tasks/make_families.py: do not edit (run python3 tasks/make_families.py).",
            "// Host references of tasks/families.jsonl, written from each op's double-precision formula,",
-           "// never from the CUDA references. ref_<k>(B, I, F): B holds the task's buffers as doubles in",
-           "// the task's order (outputs are written), I its integer params and F its float params (each",
-           "// rounded to f32 first, as kernels receive them), in the orders kFamilyHostRefs names.",
+           "// never from the CUDA references. ref_<k>(bufs, ints, flts): bufs holds the task's buffers as",
+           "// doubles in the task's order (outputs are written), ints its integer params and flts its float",
+           "// params (each rounded to f32 first, as kernels receive them), in the orders kFamilyHostRefs names.",
            "// FAM_HD is empty on the host; tasks/verify_families.py defines it as __device__.",
            "#ifndef FAM_HD", "#define FAM_HD", "#endif", "", "namespace fam {", "", host_prelude(), ""]
     for k, b in enumerate(built):
         out += [host_function(k, b), ""]
     out += ["struct FamilyHostRef {",
             "  const char* id;",
-            "  void (*fn)(double* const* B, const long long* I, const double* F);",
-            "  const char* buffers;  // B's order, space-separated",
-            "  const char* ints;     // I's order",
-            "  const char* floats;   // F's order",
+            "  void (*fn)(double* const* bufs, const long long* ints, const double* flts);",
+            "  const char* buffers;  // the order of bufs, space-separated",
+            "  const char* ints;     // the order of ints",
+            "  const char* floats;   // the order of flts",
             "};", "",
             "#ifndef FAM_NO_TABLE",
             "inline const FamilyHostRef kFamilyHostRefs[] = {"]

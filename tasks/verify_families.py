@@ -136,10 +136,10 @@ def oracle_answer(index, b):
             body.append(f"for (long long e = 0; e < {n}; ++e) d_{x['name']}[e] = {ld};")
     sig += [f"int {k}" for k in ints] + [f"float {k}" for k in floats]
     args += ints + floats
-    body.append("double* B[] = {" + ", ".join(f"d_{x['name']}" for x in obj["buffers"]) + "};")
-    body.append("long long I[] = {" + ", ".join(ints + ["0"]) + "};")
-    body.append("double F[] = {" + ", ".join([f"(double){k}" for k in floats] + ["0.0"]) + "};")
-    body.append(f"fam::ref_{index}(B, I, F);")
+    body.append("double* fam_bufs[] = {" + ", ".join(f"d_{x['name']}" for x in obj["buffers"]) + "};")
+    body.append("long long fam_ints[] = {" + ", ".join(ints + ["0"]) + "};")
+    body.append("double fam_flts[] = {" + ", ".join([f"(double){k}" for k in floats] + ["0.0"]) + "};")
+    body.append(f"fam::ref_{index}(fam_bufs, fam_ints, fam_flts);")
     for x in obj["buffers"]:
         if x["role"] != "in":
             st = store[x["dtype"]].format(f"d_{x['name']}[e]")

@@ -109,14 +109,20 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
 Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_state,
                            PolicyState* p, const Logger& log) {
   int64_t now = c.rl.prompt.now;
-  if (now <= 0 && resume_state.is_object() && resume_state.contains("prompt_now"))
+  if (now <= 0 && resume_state.is_object() && resume_state.contains("prompt_now")) {
+    if (!resume_state["prompt_now"].is_number_integer())
+      return invalid_input("the checkpoint's state.json: field 'prompt_now' must be an integer "
+                           "(UTC seconds); set --prompt.now to override it");
     now = resume_state["prompt_now"].get<int64_t>();
+  }
   if (now <= 0) now = static_cast<int64_t>(std::time(nullptr));
   LEAP_ASSIGN_OR_RETURN(
       rl::PromptFormat format,
       rl::make_prompt_format(c.rl.prompt.chat_template, c.model.path, *p->tokenizer, p->eos_ids,
                              rl::parse_multi_turn(c.rl.prompt.multi_turn), now));
   p->prompt_format = std::make_unique<rl::PromptFormat>(std::move(format));
+  // An answer's stop is where the sampler stopped: sampler.stop when it is set.
+  if (!c.sampler.stop.empty()) p->prompt_format->set_stop_strings(c.sampler.stop_strings());
   log.info("prompts: {}", p->prompt_format->describe());
   return Status::ok();
 }

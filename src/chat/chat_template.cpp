@@ -101,8 +101,18 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std
   } catch (const nlohmann::json::exception& e) {
     return invalid_input(path + ": not valid JSON: " + e.what());
   }
-  if (!config.is_object() || !config.contains("chat_template")) {
-    return invalid_input(path + ": no \"chat_template\" key (this tokenizer has no chat template)");
+  if (!config.is_object())
+    return invalid_input(path + ": expected a JSON object");
+  // transformers 4.47+ writes the template to its own file beside tokenizer_config.json.
+  const std::string jinja_path = tokenizer_dir + "/chat_template.jinja";
+  if (!config.contains("chat_template") || config["chat_template"].is_null()) {
+    std::ifstream jinja(jinja_path);
+    if (!jinja)
+      return invalid_input(path + ": no \"chat_template\" key and no chat_template.jinja beside it "
+                                  "(this tokenizer has no chat template)");
+    std::ostringstream text;
+    text << jinja.rdbuf();
+    config["chat_template"] = text.str();
   }
   const auto& field = config["chat_template"];
   std::string source;

@@ -45,7 +45,8 @@ Expected<std::vector<int32_t>> read_eos_ids(const std::string& model_dir, int32_
 const std::vector<std::string>& model_side_files() {
   static const std::vector<std::string> kFiles = {
       "tokenizer.json",   "tokenizer_config.json", "special_tokens_map.json",
-      "generation_config.json", "vocab.json",      "merges.txt", "added_tokens.json"};
+      "generation_config.json", "vocab.json",      "merges.txt", "added_tokens.json",
+      "chat_template.jinja"};
   return kFiles;
 }
 

@@ -185,8 +185,9 @@ Expected<std::vector<int32_t>> PromptBuilder::follow_answer(const nlohmann::orde
   LEAP_ASSIGN_OR_RETURN(chat::Rendering rest,
                         format_.render_after_answer(head, answer.content, after, true));
   // The sampler kept the stop it ended on (EOS, "### End"); when the template's own end of the
-  // message begins with it, that copy is the policy's and is not written twice.
-  if (!answer.stop.empty() && rest.text.starts_with(answer.stop)) rest = rest.tail(answer.stop.size());
+  // message begins with it (after the template's whitespace), that copy is the policy's and is
+  // not written twice.
+  rest = rest.tail(format_.sampled_overlap(answer, rest.text));
   std::vector<int32_t> ids =
       latest.answer_ids.empty() ? format_.encode_text(latest.answer) : latest.answer_ids;
   auto tail = format_.encode(rest, false);

@@ -6,13 +6,24 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tokenizer/utf8.h"
+
 namespace leap::rl {
 
 namespace {
 
 // Stands in for an answer's text when finding what the template writes after it: no template
-// writes these brackets itself, and they are not whitespace, which `| trim` would strip.
+// writes these brackets itself, and they are not whitespace, which `| trim` would strip. A
+// counter is added until no message holds it (feedback may quote anything).
 constexpr std::string_view kAnswerSentinel = "\u27e6LEAP_ANSWER\u27e7";
+
+bool any_content_holds(const nlohmann::ordered_json& messages, const std::string& text) {
+  for (const auto& m : messages)
+    if (m.contains("content") && m["content"].is_string() &&
+        m["content"].get_ref<const std::string&>().find(text) != std::string::npos)
+      return true;
+  return false;
+}
 
 // Role headers as text. An answer that ends with a newline is not given a second one, so the
 // text a policy samples ("...```\n### End") is exactly what a re-rendering shows.
@@ -58,6 +69,7 @@ Expected<PromptFormat> checked(PromptFormat format) {
 }
 
 bool has_model_template(const std::string& model_dir) {
+  if (std::filesystem::exists(std::filesystem::path(model_dir) / "chat_template.jinja")) return true;
   std::ifstream in(std::filesystem::path(model_dir) / "tokenizer_config.json");
   if (!in) return false;
   auto j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -83,17 +95,20 @@ Expected<chat::Rendering> PromptFormat::render_after_answer(const nlohmann::orde
                                                             bool generation_prompt) const {
   const size_t last = answer.find_last_not_of(" \t\r\n");
   const std::string_view trailing = answer.substr(last == std::string_view::npos ? 0 : last + 1);
+  std::string sentinel(kAnswerSentinel);
+  for (int k = 1; any_content_holds(before, sentinel) || any_content_holds(after, sentinel); ++k)
+    sentinel = std::string(kAnswerSentinel) + std::to_string(k);
   nlohmann::ordered_json all = before;
-  all.push_back({{"role", "assistant"}, {"content", std::string(kAnswerSentinel) + std::string(trailing)}});
+  all.push_back({{"role", "assistant"}, {"content", sentinel + std::string(trailing)}});
   for (const auto& m : after) all.push_back(m);
   LEAP_ASSIGN_OR_RETURN(chat::Rendering r, render(all, generation_prompt));
-  const size_t at = r.text.rfind(kAnswerSentinel);
+  const size_t at = r.text.find(sentinel);
   if (at == std::string::npos)
     return invalid_input(fmt::format(
         "the {} chat template does not print an assistant message's content, so a multi-turn "
         "prompt cannot follow the policy's answer (set prompt.chat_template)",
         o_.name));
-  size_t from = at + kAnswerSentinel.size();
+  size_t from = at + sentinel.size();
   // The answer's own trailing whitespace, when the template kept it, is the answer's, not the
   // template's.
   if (std::string_view(r.text).substr(from).starts_with(trailing)) from += trailing.size();
@@ -103,7 +118,17 @@ Expected<chat::Rendering> PromptFormat::render_after_answer(const nlohmann::orde
 std::vector<int32_t> PromptFormat::encode(const chat::Rendering& r, bool with_bos) const {
   std::vector<int32_t> ids;
   if (with_bos && o_.add_bos) ids = tokenizer_.bos_prefix();
-  auto body = tokenizer_.encode_with_special_spans(r.text, template_spans(r));
+  chat::Rendering valid;
+  const chat::Rendering* use = &r;
+  if (!tokenizer::is_valid_utf8(r.text)) {
+    for (const auto& span : r.spans) {
+      const size_t begin = valid.text.size();
+      valid.text += tokenizer::repair_utf8(std::string_view(r.text).substr(span.begin, span.end - span.begin));
+      valid.spans.push_back({begin, valid.text.size(), span.kind});
+    }
+    use = &valid;
+  }
+  auto body = tokenizer_.encode_with_special_spans(use->text, template_spans(*use));
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }
@@ -118,19 +143,41 @@ SplitAnswer PromptFormat::split_answer(std::span<const int32_t> ids) const {
     for (int32_t eos : o_.eos_ids)
       if (ids.back() == eos) {
         out.content = tokenizer_.decode(ids.first(ids.size() - 1));
-        out.stop = tokenizer_.token_bytes(eos);
+        out.stop = out.stop_core = tokenizer_.token_bytes(eos);
         return out;
       }
   }
   out.content = tokenizer_.decode(ids);
   size_t cut = std::string::npos;
-  for (const auto& s : o_.stop_strings)
-    if (!s.empty()) cut = std::min(cut, out.content.find(s));
+  for (const auto& s : o_.stop_strings) {
+    const size_t at = s.empty() ? std::string::npos : out.content.find(s);
+    if (at < cut || (at == cut && at != std::string::npos && s.size() > out.stop_core.size())) {
+      cut = at;
+      out.stop_core = s;
+    }
+  }
   if (cut != std::string::npos) {
     out.stop = out.content.substr(cut);
     out.content.resize(cut);
   }
   return out;
+}
+
+size_t PromptFormat::sampled_overlap(const SplitAnswer& answer, std::string_view rest) const {
+  if (answer.stop_core.empty()) return 0;
+  size_t k = 0;
+  while (k < rest.size() && !rest.substr(k).starts_with(answer.stop_core) &&
+         (rest[k] == ' ' || rest[k] == '\t' || rest[k] == '\n' || rest[k] == '\r'))
+    ++k;
+  if (!rest.substr(k).starts_with(answer.stop_core)) return 0;
+  k += answer.stop_core.size();
+  // The sampled token that completed the stop may hold more bytes; keep the template's text
+  // only past what they already say.
+  for (size_t j = answer.stop_core.size(); j < answer.stop.size() && k < rest.size() &&
+                                          rest[k] == answer.stop[j];
+       ++j)
+    ++k;
+  return k;
 }
 
 std::string PromptFormat::describe() const {

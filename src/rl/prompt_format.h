@@ -37,6 +37,7 @@ enum class MultiTurn { kAppend, kRerender };
 struct SplitAnswer {
   std::string content;
   std::string stop;
+  std::string stop_core;  // the EOS token's text or the stop string itself ("" without a stop)
 };
 
 struct PromptFormatOptions {
@@ -67,8 +68,14 @@ class PromptFormat {
                                                 const nlohmann::ordered_json& after,
                                                 bool generation_prompt) const;
   // Template spans with special tokens, content spans as plain text; the BOS prefix if add_bos
-  // and with_bos.
+  // and with_bos. Invalid UTF-8 is repaired span by span first (each bad byte becomes U+FFFD, as
+  // the tokenizer would), so span offsets stay right.
   std::vector<int32_t> encode(const chat::Rendering& r, bool with_bos) const;
+  // How many bytes at the start of `rest` (what the template writes after an answer) the sampled
+  // answer already holds: the template's whitespace, then the stop the sampler ended on (and
+  // whatever of its last token ran past the stop, where the template's text goes on the same
+  // way). 0 when the template's text does not begin with that stop.
+  size_t sampled_overlap(const SplitAnswer& answer, std::string_view rest) const;
   // Plain text (an answer given as text): special-token strings stay text.
   std::vector<int32_t> encode_text(std::string_view text) const;
 
@@ -76,6 +83,8 @@ class PromptFormat {
 
   const model::Tokenizer& tokenizer() const { return tokenizer_; }
   const PromptFormatOptions& options() const { return o_; }
+  // The sampler's stop strings when sampler.stop sets them (the template's by default).
+  void set_stop_strings(std::vector<std::string> stops) { o_.stop_strings = std::move(stops); }
   // "model template (Qwen2...)" etc., for the start-up log.
   std::string describe() const;
 

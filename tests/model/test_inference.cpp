@@ -198,6 +198,15 @@ TEST_F(Inference, StopStringEosAndContextEndCompletions) {
   EXPECT_EQ((*e)[0].stop_reason, StopReason::kEos);
   EXPECT_EQ((*e)[0].tokens.back(), ref[4]);
   EXPECT_LE((*e)[0].tokens.size(), 5u);
+  // Several EOS ids (generation_config.json's list): the free run's 3rd token ends it, though the
+  // config's EOS and the first id of the list are others.
+  Sampler s4(*m2, nullptr);
+  s4.set_eos_ids({-7, ref[2]});
+  auto e4 = s4.generate(one, sc, r);
+  ASSERT_TRUE(e4.has_value());
+  EXPECT_EQ((*e4)[0].stop_reason, StopReason::kEos);
+  EXPECT_EQ((*e4)[0].tokens.back(), ref[2]);
+  EXPECT_LE((*e4)[0].tokens.size(), 3u);
 
   // Context: prompt + completion never exceed max_position_embeddings.
   ModelConfig small = tiny_config();

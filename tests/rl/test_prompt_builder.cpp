@@ -5,6 +5,7 @@
 // and model templates: test_prompt_format.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,38 @@ TEST(PromptBuilder, PlainAppendOfASampledAnswerEqualsTheRerendering) {
   EXPECT_EQ(append.ids, rerender.ids);
   EXPECT_EQ(count_of(append.text, "### End"), 1u);
   EXPECT_NE(append.text.find(answer + "### End\n\n### User\n"), std::string::npos);
+}
+
+TEST(PromptBuilder, AStopNotAfterANewlineIsStillWrittenOnce) {
+  // "### End" sampled straight after the code: the template's "\n### End" is not added again.
+  for (const std::string& answer : {std::string("```cuda\nint x;\n```"), std::string("")}) {
+    auto sampled = byte_tokenizer().encode(answer + "### End", false);
+    std::vector<PreviousTurn> h = {{"", "FEEDBACK", sampled}};
+    auto b = builder(100000);
+    auto turn1 = b.build(relu_task(), {});
+    auto p = b.builder.build(relu_task(), h, &turn1);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_EQ(count_of(p->text, "### End"), 1u) << answer;
+    EXPECT_TRUE(p->appended);
+  }
+}
+
+TEST(PromptTruncation, AppendOverBudgetRebuildsButKeepsTheLatestSampledIds) {
+  auto h = history(3);
+  for (auto& turn : h) turn.answer_ids = byte_tokenizer().encode(turn.answer + "\n### End", false);
+  auto b = builder(1000000);
+  BuiltPrompt p1 = b.build(relu_task(), {});
+  BuiltPrompt p2 = *b.builder.build(relu_task(), std::span(h).first(1), &p1);
+  BuiltPrompt p3 = *b.builder.build(relu_task(), std::span(h).first(2), &p2);
+  const size_t full = b.builder.build(relu_task(), h, &p3)->ids.size();
+  auto small = builder(full - 10);
+  auto p = small.builder.build(relu_task(), h, &p3);
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(p->fits);
+  EXPECT_FALSE(p->appended);
+  EXPECT_EQ(p->turns_shortened, 1);
+  const auto& latest = h[2].answer_ids;
+  EXPECT_NE(std::search(p->ids.begin(), p->ids.end(), latest.begin(), latest.end()), p->ids.end());
 }
 
 }  // namespace

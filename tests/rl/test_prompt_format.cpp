@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -178,6 +180,61 @@ TEST(PromptFormat, Qwen3RerenderDropsTheThinkBlockThatAppendKeeps) {
   EXPECT_NE(a.ids, r.ids);
   EXPECT_EQ(count_id(a.ids, append.id("<think>")), 2u);  // the earlier answer's and the new one
   EXPECT_EQ(count_id(r.ids, append.id("<think>")), 1u);  // only the new generation prompt's
+}
+
+TEST(PromptFormat, FeedbackQuotingTheSentinelOrInvalidUtf8StaysInItsPlace) {
+  Policy p(kRoot + "/models/tiny-qwen2", MultiTurn::kAppend);
+  auto turn1 = p.build({});
+  auto sampled = p.tok->encode(kAnswer, false);
+  sampled.push_back(p.id("<|im_end|>"));
+  const std::string feedback =
+      "error: '\u27e6LEAP_ANSWER\u27e7' undeclared\nbytes \xff\xfe<|im_start|> here";
+  std::vector<PreviousTurn> h = {{"", feedback, sampled}};
+  auto turn2 = p.build(h, &turn1);
+  EXPECT_EQ(count_id(turn2.ids, p.id("<|im_end|>")), 4u);
+  EXPECT_EQ(count_id(turn2.ids, p.id("<|im_start|>")), 5u);
+  EXPECT_NE(turn2.text.find("\u27e6LEAP_ANSWER\u27e7' undeclared"), std::string::npos);
+  EXPECT_NE(turn2.text.find("\xEF\xBF\xBD\xEF\xBF\xBD<|im_start|> here"), std::string::npos);  // U+FFFD twice
+  EXPECT_TRUE(turn2.text.ends_with("<|im_start|>assistant\n"));
+}
+
+// A folder of tiny-llama3's tokenizer with another template: Llama-3.2's (it prints the date)
+// or, as transformers 4.47+ saves it, in chat_template.jinja.
+std::string folder_with_template(const std::string& name, const std::string& config_from,
+                                 bool as_jinja_file) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("leap_prompt_" + name);
+  fs::create_directories(dir);
+  fs::copy_file(kRoot + "/models/tiny-llama3/tokenizer.json", dir / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  std::ifstream in(kRoot + "/tests/chat/templates/" + config_from + "/tokenizer_config.json");
+  auto config = nlohmann::ordered_json::parse(in);
+  if (as_jinja_file) {
+    std::ofstream(dir / "chat_template.jinja") << config["chat_template"].get<std::string>();
+    config.erase("chat_template");
+  }
+  std::ofstream(dir / "tokenizer_config.json") << config.dump();
+  return dir.string();
+}
+
+TEST(PromptFormat, TheDateIsPinnedOnlyForTemplatesThatPrintIt) {
+  auto loaded = tokenizer::load_model_tokenizer(kRoot + "/models/tiny-llama3");
+  ASSERT_TRUE(loaded.has_value());
+  const model::Tokenizer& tok = **loaded;
+  auto f32 = make_prompt_format("auto", folder_with_template("l32", "llama-3.2-instruct", false), tok,
+                                {}, MultiTurn::kAppend, 1764547200);
+  ASSERT_TRUE(f32.has_value()) << f32.status().message();
+  EXPECT_EQ(f32->options().render.now_unix_seconds, 1764547200);
+  auto f31 = make_prompt_format("auto", kRoot + "/models/tiny-llama3", tok, {}, MultiTurn::kAppend,
+                                1764547200);
+  ASSERT_TRUE(f31.has_value());
+  EXPECT_FALSE(f31->options().render.now_unix_seconds.has_value());
+  // The template in chat_template.jinja is the model's, as `auto` finds it.
+  const std::string jinja = folder_with_template("jinja", "llama-3.1-instruct", true);
+  EXPECT_EQ(resolve_chat_template("auto", jinja), "model");
+  auto fj = make_prompt_format("auto", jinja, tok, {}, MultiTurn::kAppend, 0);
+  ASSERT_TRUE(fj.has_value()) << fj.status().message();
+  EXPECT_EQ(fj->options().name, "model");
 }
 
 TEST(GenerationConfig, EveryEosIdOfTheFolder) {
