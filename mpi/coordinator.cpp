@@ -75,6 +75,17 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
                   StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
   LEAP_RETURN_IF_ERROR(turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, &times));
   state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
+  // Dynamic sampling: groups with nothing to learn are replaced by fresh tasks, round by round.
+  int resampled = 0;
+  const int cap = rl_.rl.resample_max_groups > 0 ? rl_.rl.resample_max_groups : opts_.batch_tasks;
+  while (rl_.rl.resample_zero_variance && resampled < cap) {
+    const int k = std::min(state.zero_variance_groups_of_round(), cap - resampled);
+    if (k == 0) break;
+    state.add_groups(sampler_.next_batch(k));
+    resampled += k;
+    LEAP_RETURN_IF_ERROR(turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, &times));
+    state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
+  }
   auto t0 = std::chrono::steady_clock::now();
   StepReport report;
   TrainReport tr = train(state, step, &report.row);
@@ -90,6 +101,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   std::vector<io::SampleText> texts;
   state.fill_rows(&report.row, &rows, &texts);
   io::StepRow& r = report.row;
+  r.n_resampled = resampled;
   r.gen_s = times.gen_s;
   r.sandbox_s = times.sandbox_s;
   r.train_s = train_s;

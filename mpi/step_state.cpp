@@ -31,12 +31,23 @@ std::vector<rl::Trajectory> trajectories_of(const GroupState& g) {
 
 StepState::StepState(int64_t step, const std::vector<int>& tasks, const StepOptions& opts)
     : step_(step), opts_(opts) {
+  add_groups(tasks);
+}
+
+void StepState::add_groups(const std::vector<int>& tasks) {
+  round_first_group_ = groups_.size();
   for (int t : tasks) {
     GroupState g;
     g.task = t;
-    g.samples.resize(static_cast<size_t>(opts.group_size));
+    g.samples.resize(static_cast<size_t>(opts_.group_size));
     groups_.push_back(std::move(g));
   }
+}
+
+int StepState::zero_variance_groups_of_round() const {
+  int n = 0;
+  for (size_t g = round_first_group_; g < groups_.size(); ++g) n += groups_[g].advantages.skip;
+  return n;
 }
 
 Expected<std::vector<RolloutItem>> StepState::make_turn(int turn, const tasks::Suite& suite,
@@ -121,7 +132,8 @@ Status StepState::add_outcomes(const std::vector<SandboxOutcome>& outcomes) {
 }
 
 void StepState::apply_dcp(const rl::DcpController& dcp) {
-  for (auto& g : groups_) {
+  for (size_t i = round_first_group_; i < groups_.size(); ++i) {
+    GroupState& g = groups_[i];
     auto trajs = trajectories_of(g);
     g.dcp = dcp.decide(trajs);
     for (size_t s = 0; s < g.samples.size(); ++s) {

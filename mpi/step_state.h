@@ -57,6 +57,12 @@ class StepState {
  public:
   StepState(int64_t step, const std::vector<int>& tasks, const StepOptions& opts);
 
+  // Dynamic sampling (rl.resample_zero_variance): more groups for the same step, a new round.
+  // Their samples start at turn 1; DCP decides only the round's groups; score() then covers all.
+  void add_groups(const std::vector<int>& tasks);
+  // Groups of the latest round whose advantages are all zero (after score()).
+  int zero_variance_groups_of_round() const;
+
   // The work items of turn `turn`: one per active sample, with its prompt built from the
   // conversation so far (appended to the sample's previous prompt, prompt_format.h). A sample
   // whose prompt cannot fit the context stops where it is (its earlier turns still count);
@@ -99,6 +105,7 @@ class StepState {
   TurnRecord* find(int64_t uid);
   int64_t step_;
   StepOptions opts_;
+  size_t round_first_group_ = 0;  // the first group of the latest round
   int turn_ = 0;
   std::vector<GroupState> groups_;
   rl::StepScores scores_;

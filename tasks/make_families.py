@@ -3,7 +3,7 @@
 
 Each family is a small grammar of parts (an op, a second op, a dtype, an axis, a layout, ...).
 Every combination of parts is a candidate task; a fixed list of part *pairs* per family is held
-out (HELDOUT below, each with the reason it was chosen). A task is held out exactly when it
+out (the *_HELDOUT lists below, each pair with the reason it was chosen). A task is held out exactly when it
 contains one of those pairs, so a held-out task is always a new combination of parts that the
 train split teaches separately: an op pair never seen together, or a dtype never seen with an op.
 From the candidates a fixed-seed draw picks the train and held-out tasks of each family (first
@@ -32,7 +32,7 @@ Invariants this script checks before writing anything (it stops with an assertio
     elements under cpu_params.
 
 Host references: tests/tasks/family_host_refs.inc holds one C++ function per task, written from
-per-op double-precision formulas (HOST_PRELUDE and the op tables' `host` fields), never from the
+per-op double-precision formulas (host_prelude() and the op tables' `host` fields), never from the
 CUDA text; tests/tasks/test_family_semantics.cpp runs every reference through the PTX interpreter
 and compares. The functions only use loops and <cmath> functions, so the same text also compiles
 as CUDA device code (FAM_HD = __device__), which tasks/verify_families.py uses to check the
@@ -259,7 +259,7 @@ def select(family, combos, heldout, n_train, n_held):
     return (sorted(train, key=lambda c: order[id(c)]), sorted(held, key=lambda c: order[id(c)]))
 
 
-def check_split(family, built_train, built_held, train, held, heldout, n_phrasings):
+def check_split(family, built_train, train, held, heldout, n_phrasings):
     pairs = [p for p, _ in heldout]
     seen = {(a, v) for c in train for a, v in c.items()}
     for c in train:
@@ -312,7 +312,7 @@ def run_family(name, combos, heldout, n_train, n_held, build, n_phrasings):
     built_held = [build(c) for c in held]
     for b in built_held:
         b.obj["split"] = "heldout"
-    check_split(name, built_train, built_held, train, held, heldout, n_phrasings)
+    check_split(name, built_train, train, held, heldout, n_phrasings)
     order = {id(c): i for i, c in enumerate(combos)}
     pairs = sorted(zip(train + held, built_train + built_held), key=lambda cb: order[id(cb[0])])
     return [b for _, b in pairs]
@@ -915,7 +915,8 @@ def scan_build(c):
                  "from the last element back to the first (a suffix scan)")
     words = (f"the {owords} along {along}, {direction}: each output combines "
              + ("its own element and every element before it in that order." if mode == "inc" else
-                "every element before it in that order but not its own (an exclusive scan; the first output is 0)."))
+                "every element before it in that order but not its own (an exclusive scan; the first output in "
+                "that order is 0)."))
     tx = "x" if d == "fwd" else f"torch.flip(x, [{dim}])"
     torch = otorch.format(x=tx, d=dim)
     if d == "rev":
@@ -1190,8 +1191,7 @@ def norm_build(c):
         fmt = dict(out="out[r][c]", own="v[r][c]", vj="v[r][j]", N="cols", line="row", w="c", d=1)
     else:
         fmt = dict(out="out[r][c]", own="v[r][c]", vj="v[j][c]", N="rows", line="column", w="r", d=0)
-    pdef, ptorch = NORM_PRE[pre]
-    tv = ptorch if row else f"{ptorch}"
+    pdef, tv = NORM_PRE[pre]
     if not row and kind.startswith("layernorm"):
         torch = torch.replace("{v}", "{v}.T") + ".T"
     if not row and kind == "rmsnorm":
@@ -1565,7 +1565,6 @@ def idx_build(c):
         formula, words, torch = IDX_TEXT[op]
         code = headers(dtn) + fill(IDX_KERNELS[(op, rng.choice(["tiled", "naive"]))], k=name, T=dt.ctype).strip("\n")
         host = IDX_HOST[op]
-    kinds = {"f32": "f32", "f16": "f16", "bf16": "bf16", "i32": "i32"}
     if binop:
         dnote = compute_note([dtn], dtn) if dtn in ("f16", "bf16") else ""
         atol, rtol = (0.0, 1e-6) if dtn == "f32" else TOL[dtn]
@@ -1578,7 +1577,7 @@ def idx_build(c):
         dnote += " shift is an integer parameter."
     phr = pick_phrasing(rng, 3)
     if phr == 0:
-        text = f"Indexing ({kinds[dtn]} data): {formula}.{dnote}"
+        text = f"Indexing ({dtn} data): {formula}.{dnote}"
     elif phr == 1:
         text = f"Produce {words}. The data is {dt.words}.{dnote}"
     else:

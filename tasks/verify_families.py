@@ -153,13 +153,13 @@ def oracle_answer(index, b):
     return "```cuda\n" + code + "```\n"
 
 
-def check_oracle(built, leap, jobs):
+def check_oracle(indexed, leap, jobs):
+    """indexed: (k, built task) pairs, k the task's position in the suite (its ref_<k>)."""
     tmp = tempfile.mkdtemp(prefix="leap_oracle_")
     suite = os.path.join(HERE, "families.jsonl")
-    index = {b.obj["id"]: k for k, b in enumerate(mf.build_all())}
 
-    def one(b):
-        k = index[b.obj["id"]]
+    def one(kb):
+        k, b = kb
         path = os.path.join(tmp, f"oracle_{k}.md")
         with open(path, "w") as f:
             f.write(oracle_answer(k, b))
@@ -175,7 +175,7 @@ def check_oracle(built, leap, jobs):
     bad = 0
     results = []
     with ThreadPoolExecutor(max_workers=jobs) as ex:
-        for b, r in ex.map(one, built):
+        for b, r in ex.map(one, indexed):
             results.append((b, r))
             if r.get("verdict") != "OK":
                 bad += 1
@@ -184,7 +184,7 @@ def check_oracle(built, leap, jobs):
     print("slowest (exec_ms of the oracle's 3 trials, a one-thread double-precision run):")
     for b, r in slow:
         print(f"  {b.obj['id']}: {r.get('exec_ms')}")
-    print(f"oracle: {len(built) - bad} of {len(built)} references match their host reference")
+    print(f"oracle: {len(indexed) - bad} of {len(indexed)} references match their host reference")
     return bad == 0
 
 
@@ -194,10 +194,10 @@ def main(argv):
         return 2
     flt = argv[argv.index("--filter") + 1] if "--filter" in argv else ""
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 2
-    built = [b for b in mf.build_all() if re.search(flt, b.obj["id"])]
+    indexed = [(k, b) for k, b in enumerate(mf.build_all()) if re.search(flt, b.obj["id"])]
     if argv[0] == "nvrtc":
-        return 0 if check_nvrtc(built) else 1
-    return 0 if check_oracle(built, argv[1], jobs) else 1
+        return 0 if check_nvrtc([b for _, b in indexed]) else 1
+    return 0 if check_oracle(indexed, argv[1], jobs) else 1
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ struct StepRow {
   double grad_norm = 0, lr = 0;
   int32_t n_groups = 0, n_easy = 0, n_hopeless = 0, n_expanded = 0, n_dropped_groups = 0;
   int32_t n_samples = 0, n_sandbox_jobs = 0;
+  int32_t n_resampled = 0;  // groups drawn to replace all-zero-advantage ones (dynamic sampling)
   int64_t tokens_generated = 0;
   int64_t train_sequences = 0;  // sequences the trainer's forward ran per epoch
   int64_t train_positions = 0;  // and their tokens (a trajectory trained once counts once)

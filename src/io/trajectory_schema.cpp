@@ -62,7 +62,8 @@ H5Id step_type() {
            {"n_expanded", HOFFSET(StepRow, n_expanded)},
            {"n_dropped_groups", HOFFSET(StepRow, n_dropped_groups)},
            {"n_samples", HOFFSET(StepRow, n_samples)},
-           {"n_sandbox_jobs", HOFFSET(StepRow, n_sandbox_jobs)}}) {
+           {"n_sandbox_jobs", HOFFSET(StepRow, n_sandbox_jobs)},
+           {"n_resampled", HOFFSET(StepRow, n_resampled)}}) {
     H5_CHECK(H5Tinsert(id, name, off, H5T_NATIVE_INT32));
   }
   LEAP_FIELD(id, StepRow, tokens_generated, H5T_NATIVE_INT64);

@@ -1,6 +1,8 @@
 // config.json reading and writing with HF's key names and defaults (LlamaConfig, Qwen2Config).
 #include "model/model_config.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -118,11 +120,27 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
       type = t->get<std::string>();
     else if (auto t2 = it->find("type"); t2 != it->end() && t2->is_string())
       type = t2->get<std::string>();
-    if (type != "default")
+    if (type == "llama3") {
+      auto& rs = c.rope_scaling;
+      rs.type = type;
+      const std::string in = where + ": " + key;
+      LEAP_RETURN_IF_ERROR(get_double(*it, "factor", &rs.factor, in));
+      LEAP_RETURN_IF_ERROR(get_double(*it, "low_freq_factor", &rs.low_freq_factor, in));
+      LEAP_RETURN_IF_ERROR(get_double(*it, "high_freq_factor", &rs.high_freq_factor, in));
+      LEAP_RETURN_IF_ERROR(get_int(*it, "original_max_position_embeddings",
+                                   &rs.original_max_position_embeddings, in, false));
+      if (!(rs.factor > 0) || !(rs.low_freq_factor > 0) ||
+          !(rs.high_freq_factor > rs.low_freq_factor) || rs.original_max_position_embeddings <= 0)
+        return invalid_input(fmt::format(
+            "{}: {} (llama3): need factor > 0, 0 < low_freq_factor < high_freq_factor and "
+            "original_max_position_embeddings > 0",
+            where, key));
+    } else if (type != "default") {
       return unsupported(
-          fmt::format("{}: {}.rope_type '{}' (RoPE scaling) is not supported; only plain RoPE "
-                      "(rope_type 'default') is implemented",
+          fmt::format("{}: {}.rope_type '{}' (RoPE scaling) is not supported; plain RoPE "
+                      "(rope_type 'default') and Llama-3.1's 'llama3' are implemented",
                       where, key, type));
+    }
     LEAP_RETURN_IF_ERROR(get_double(*it, "rope_theta", &c.rope_theta, where));
   }
   LEAP_RETURN_IF_ERROR(get_bool(j, "tie_word_embeddings", &c.tie_word_embeddings, where));
@@ -146,6 +164,35 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   return c;
 }
 
+std::vector<float> rope_inv_freq(const ModelConfig& cfg) {
+  const int half = cfg.head_dim / 2;
+  std::vector<float> inv(static_cast<size_t>(half));
+  for (int i = 0; i < half; ++i)
+    inv[static_cast<size_t>(i)] =
+        1.0f / std::pow(static_cast<float>(cfg.rope_theta),
+                        static_cast<float>(2 * i) / static_cast<float>(cfg.head_dim));
+  const auto& rs = cfg.rope_scaling;
+  if (rs.type != "llama3") return inv;
+  // transformers' _compute_llama3_parameters, in fp32 as torch computes it.
+  const auto factor = static_cast<float>(rs.factor);
+  const auto low = static_cast<float>(rs.low_freq_factor);
+  const auto high = static_cast<float>(rs.high_freq_factor);
+  const auto old_len = static_cast<float>(rs.original_max_position_embeddings);
+  const float low_freq_wavelen = old_len / low, high_freq_wavelen = old_len / high;
+  for (float& f : inv) {
+    const float wavelen = static_cast<float>(2.0 * M_PI) / f;
+    const float scaled = wavelen > low_freq_wavelen ? f / factor : f;
+    const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+    if (medium) {
+      const float smooth = (old_len / wavelen - low) / (high - low);
+      f = (1.0f - smooth) * scaled / factor + smooth * scaled;
+    } else {
+      f = scaled;
+    }
+  }
+  return inv;
+}
+
 Expected<ModelConfig> read_model_config(const std::string& path) {
   auto text = read_file(path);
   if (!text) return text.status();
@@ -165,6 +212,14 @@ std::string model_config_to_json(const ModelConfig& c) {
   j["head_dim"] = c.head_dim;
   j["max_position_embeddings"] = c.max_position_embeddings;
   j["rope_theta"] = c.rope_theta;
+  if (c.rope_scaling.type == "llama3") {
+    const auto& rs = c.rope_scaling;
+    j["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", rs.factor},
+                         {"low_freq_factor", rs.low_freq_factor},
+                         {"high_freq_factor", rs.high_freq_factor},
+                         {"original_max_position_embeddings", rs.original_max_position_embeddings}};
+  }
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["hidden_act"] = "silu";

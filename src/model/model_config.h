@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -21,6 +22,13 @@ struct ModelConfig {
   int head_dim = 0;                  // D; HF default hidden_size / num_attention_heads
   int max_position_embeddings = 0;   // maxT
   double rope_theta = 10000.0;
+  // RoPE scaling: none, or Llama-3.1's "llama3" (low frequencies divided by `factor`, a smooth
+  // ramp between the two wavelength bounds), as config.json's rope_scaling gives it.
+  struct RopeScaling {
+    std::string type;  // "" (none) or "llama3"
+    double factor = 1, low_freq_factor = 1, high_freq_factor = 4;
+    int original_max_position_embeddings = 8192;
+  } rope_scaling;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   // Biases on q/k/v (Qwen2 always; Llama with attention_bias also on o_proj).
@@ -32,6 +40,10 @@ struct ModelConfig {
   // Checks ranges and divisibility; `where` names the file for the message.
   Status validate(const std::string& where) const;
 };
+
+// The RoPE inverse frequencies (head_dim / 2 of them) as transformers computes them in fp32:
+// 1 / theta^(2i/D), then the rope_scaling rule.
+std::vector<float> rope_inv_freq(const ModelConfig& cfg);
 
 // Parses config.json text. `where` is the file name used in error messages.
 Expected<ModelConfig> parse_model_config(const std::string& json_text, const std::string& where);

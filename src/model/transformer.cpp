@@ -52,10 +52,10 @@ void Transformer::ensure_rope_tables(int T) {
   if (T <= rope_len_) return;
   const int half = cfg_.head_dim / 2;
   std::vector<float> cs(static_cast<size_t>(T) * half), sn(cs.size());
-  // HF's arithmetic, in fp32: inv_freq = 1 / theta^(2i/D); angle = pos * inv_freq.
+  // HF's arithmetic, in fp32: angle = pos * inv_freq (rope_inv_freq: 1 / theta^(2i/D), scaled).
+  const std::vector<float> inv = rope_inv_freq(cfg_);
   for (int i = 0; i < half; ++i) {
-    float inv_freq = 1.0f / std::pow(static_cast<float>(cfg_.rope_theta),
-                                     static_cast<float>(2 * i) / static_cast<float>(cfg_.head_dim));
+    const float inv_freq = inv[static_cast<size_t>(i)];
     for (int p = 0; p < T; ++p) {
       float angle = static_cast<float>(p) * inv_freq;
       cs[static_cast<size_t>(p) * half + i] = std::cos(angle);

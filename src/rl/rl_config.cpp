@@ -106,6 +106,13 @@ void RlConfig::declare(OptionSet& o) {
         "Train a multi-turn sample as one sequence (its last prompt and answer, the loss on each "
         "turn's sampled tokens with that turn's advantage) where its prompts were appended and "
         "the loss is token-mean; otherwise, and when false, every turn is its own sequence.");
+  o.add("rl.resample_zero_variance", &resample_zero_variance, false,
+        "Dynamic sampling: replace groups whose advantages are all zero (every sample passed, or "
+        "every one failed alike) with freshly drawn tasks, in further rounds of the same step, up "
+        "to rl.resample_max_groups per step; /steps counts them (n_resampled).");
+  o.add("rl.resample_max_groups", &resample_max_groups, 0,
+        "The most groups dynamic sampling draws in one step; 0 means train.batch_tasks.",
+        {.min = 0, .max = 1 << 20});
 }
 
 Status RlConfig::validate() const {

@@ -38,6 +38,8 @@ struct RlConfig {
   int ppo_epochs = 1;
   int mini_batches = 1;
   bool train_trajectory_once = true;
+  bool resample_zero_variance = false;
+  int resample_max_groups = 0;  // 0: train.batch_tasks
 
   void declare(OptionSet& opts);
   Status validate() const;

@@ -6,8 +6,10 @@
 # model.safetensors, optimizer.safetensors, state.json and every /steps and /samples column but
 # the wall-clock ones, and the weights must have moved. The KL column is 0 at the first update
 # (the policy is still its reference) and positive after; a resume against another reference is
-# refused. SFT: a run continued from its checkpoint ends with the same model and optimizer as a
-# run that went straight through, and checkpoints every train.checkpoint_every steps.
+# refused. Dynamic sampling is on (rl.resample_zero_variance), so its extra draws must resume
+# too, and some step must have made one. SFT: a run continued from its checkpoint ends with the
+# same model and optimizer as a run that went straight through, and checkpoints every
+# train.checkpoint_every steps.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/../.."
@@ -17,7 +19,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # failures, so every step trains.
 grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
 rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 --sampler.max_new_tokens 384 --optim.lr 1e-4
-    --rl.kl_beta 0.05 --train.checkpoint_every 1 --log.level info)
+    --rl.kl_beta 0.05 --train.checkpoint_every 1 --log.level info --rl.resample_zero_variance true)
 run() {  # run NAME NP ARGS...
   local name="$1" np="$2"; shift 2
   if "$src/scripts/mpirun_local.sh" "$np" "$LEAP" train "$@" >"$tmp/$name.log" 2>&1; then echo "ok   $name"
@@ -54,8 +56,12 @@ state = json.load(open(os.path.join(sys.argv[1], "checkpoints", "step_000002", "
 ref = state.get("kl_reference", {})
 if not ref.get("path", "").endswith("models/demo") or len(ref.get("hash", "")) != 16:
     errors.append(f"state.json kl_reference {ref}")
+resampled = list(run.steps["n_resampled"])
+if sum(resampled) == 0 or any(run.steps["n_groups"] != 2 + run.steps["n_resampled"]):
+    errors.append(f"dynamic sampling: n_resampled {resampled}, n_groups {list(run.steps['n_groups'])}")
 if errors:
     sys.exit("FAIL " + "; ".join(errors))
+print(f"ok   resampled groups per step {resampled}")
 print(f"ok   kl per step {[f'{k:.3g}' for k in kl]}, reference {ref['hash']}; "
       f"{(run.samples['advantage'] != 0).sum()} of {len(run.samples)} samples with an advantage")
 PY

@@ -127,6 +127,41 @@ TEST(StepState, SingleTurnNeverExpands) {
   EXPECT_TRUE(st.make_turn(2, suite, pb)->empty());
 }
 
+TEST(StepState, ResampledRoundLeavesEarlierGroupsAlone) {
+  auto suite = tiny_suite();
+  model::ByteTokenizer tok;
+  auto format = *rl::make_prompt_format("plain", "", tok, {}, rl::MultiTurn::kAppend, 0);
+  rl::PromptBuilder pb(rl::PromptOptions{}, format);
+  StepState st(0, {0, 1}, StepOptions{.group_size = 4, .max_turns = 2, .seed = 1});
+  // Round 1: group 0 all pass (nothing to learn), group 1 half pass (expanded).
+  auto ok = [](int g, int s, int) { return g == 0 || g == 2 ? true : (g == 1 ? s < 2 : s == 0); };
+  rl::DcpController dcp(rl::DcpOptions{.max_turns = 2});
+  run_turn(st, 1, suite, pb, ok);
+  st.apply_dcp(dcp);
+  run_turn(st, 2, suite, pb, ok);
+  st.close_turn(2);
+  st.score({}, {});
+  EXPECT_EQ(st.zero_variance_groups_of_round(), 1);
+  const auto dcp_before = st.groups()[1].dcp.label;
+  // Round 2: two fresh groups; only they get turns, and DCP decides only them.
+  st.add_groups({1, 0});
+  EXPECT_EQ(st.groups().size(), 4u);
+  run_turn(st, 1, suite, pb, ok);  // turn 1 of the new groups only
+  st.apply_dcp(dcp);
+  for (size_t g = 2; g < 4; ++g)
+    for (const auto& sample : st.groups()[g].samples) EXPECT_EQ(sample.turns.size(), 1u);
+  EXPECT_EQ(st.groups()[0].samples[0].turns.size(), 1u);
+  EXPECT_EQ(st.groups()[1].dcp.label, dcp_before);
+  EXPECT_EQ(st.groups()[1].samples[3].turns.size(), 2u);  // its turn 2 is kept
+  st.score({}, {});
+  EXPECT_EQ(st.zero_variance_groups_of_round(), 1);  // group 2: all pass
+  io::StepRow row;
+  std::vector<io::SampleRow> rows;
+  std::vector<io::SampleText> texts;
+  st.fill_rows(&row, &rows, &texts);
+  EXPECT_EQ(row.n_groups, 4);
+}
+
 TEST(StepState, UnknownUidIsAnError) {
   StepState st(0, {0}, StepOptions{.group_size = 2, .max_turns = 1, .seed = 1});
   EXPECT_FALSE(st.add_completions({{StepState::make_uid(5, 0, 1), "", {}, {}, {}}}, 0).is_ok());

@@ -1,0 +1,95 @@
+// A task's reference run through the sandbox's CPU path (NVRTC to PTX, the PTX interpreter) on
+// its cpu_params, compared with a host implementation of its prompt: shared by
+// test_reference_semantics.cpp (level1/level2) and test_family_semantics.cpp (families).
+// A host implementation reads every buffer as doubles and writes the outputs in double
+// precision; each host value is first rounded into the output dtype, as a perfect kernel would
+// store it, then compared within the task's atol + rtol * |want|.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sandbox/cpu_executor.h"
+#include "sandbox/job_runner.h"
+#include "sandbox/verdict.h"
+#include "tasks/dtype_convert.h"
+#include "tasks/inputs.h"
+#include "tasks/suite.h"
+
+namespace leap::tasks {
+
+using Vec = std::vector<double>;
+using Bufs = std::map<std::string, Vec>;
+
+struct Ctx {
+  const Params& p;
+  Bufs& b;
+  int64_t i(const char* name) const { return std::get<int64_t>(p.at(name)); }
+  double f(const char* name) const { return static_cast<float>(std::get<double>(p.at(name))); }
+  Vec& operator[](const char* name) const { return b[name]; }
+  // Makes an output buffer of n elements.
+  Vec& out(const char* name, int64_t n) const { return b[name] = Vec(static_cast<size_t>(n), 0.0); }
+};
+using HostFn = std::function<void(const Ctx&)>;
+
+// Runs the reference of `t` on its cpu_params through the CPU sandbox path and compares every
+// output with the host implementation, over `trials` trials.
+inline void check_reference(const Task& t, const HostFn& fn, int trials) {
+  auto compiler = std::make_shared<sandbox::NvrtcCompiler>(sandbox::CompilerConfig{});
+  sandbox::CpuExecutor executor(compiler, sandbox::CpuExecutorOptions{});
+  sandbox::JobRunner runner(executor);
+  {
+    sandbox::JobRequest req;
+    req.task = t;
+    req.code = t.reference.substr(t.reference.find('\n') + 1);
+    req.code = req.code.substr(0, req.code.rfind("```"));
+    for (int k = 0; k < trials; ++k)
+      req.trials.push_back({.seed = 5, .trial = static_cast<uint64_t>(k), .sizes = SizeSet::kCpu});
+    sandbox::JobReport rep = runner.run(req);
+    ASSERT_TRUE(rep.outcome.ok()) << sandbox::verdict_name(rep.outcome.verdict) << ": "
+                                  << rep.outcome.message;
+    ASSERT_EQ(rep.outputs.size(), req.trials.size());
+    for (size_t trial = 0; trial < req.trials.size(); ++trial) {
+      auto inputs =
+          generate_inputs(t, t.cpu_params, req.trials[trial].seed, req.trials[trial].trial);
+      ASSERT_TRUE(inputs);
+      Bufs bufs;
+      for (const auto& b : *inputs) {
+        Vec v(static_cast<size_t>(b.elements));
+        for (size_t i = 0; i < v.size(); ++i) v[i] = read_element(b.bytes.data(), b.dtype, i);
+        bufs[b.name] = std::move(v);
+      }
+      fn(Ctx{t.cpu_params, bufs});
+      for (const auto& got : rep.outputs[trial]) {
+        const Vec& want = bufs[got.name];
+        ASSERT_EQ(want.size(), static_cast<size_t>(got.elements)) << got.name;
+        int bad = 0;
+        double max_err = 0;
+        for (size_t i = 0; i < want.size(); ++i) {
+          std::vector<uint8_t> cell(8);
+          write_element(cell.data(), got.dtype, 0, want[i]);  // what a perfect kernel would store
+          const double w = read_element(cell.data(), got.dtype, 0);
+          const double g = read_element(got.bytes.data(), got.dtype, i);
+          const double err = std::fabs(g - w);
+          max_err = std::max(max_err, err);
+          if (!(err <= t.atol + t.rtol * std::fabs(w)) && bad++ < 3)
+            ADD_FAILURE() << t.id << " trial " << trial << " " << got.name << "[" << i
+                          << "] = " << g << ", want " << w;
+        }
+        EXPECT_EQ(bad, 0) << t.id << " " << got.name << ": " << bad << " mismatches, max error "
+                          << max_err;
+      }
+    }
+  }
+}
+
+}  // namespace leap::tasks
