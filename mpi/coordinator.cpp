@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/check.h"
+#include "common/cpu_time.h"
 #include "mpi/grad_reduce.h"
 #include "mpi/train_samples.h"
 #include "mpi/work_balance.h"
@@ -94,6 +95,8 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
     announce(Control::Kind::kCheckReplicas, step, 0, topo_.world);
     LEAP_RETURN_IF_ERROR(check_replicas_identical(policy_.params(), policy_.num_params(), topo_.role_comm));
   }
+  announce(Control::Kind::kCpuTime, step, 0, topo_.world);
+  const double cpu_s = job_cpu_seconds(topo_.world);
   const rl::DcpStepStats& stats = state.scores().dcp;
   dcp_.update(stats);
 
@@ -102,6 +105,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   state.fill_rows(&report.row, &rows, &texts);
   io::StepRow& r = report.row;
   r.n_resampled = resampled;
+  r.cpu_s = last_cpu_s_ = cpu_offset_s_ + cpu_s;
   r.gen_s = times.gen_s;
   r.sandbox_s = times.sandbox_s;
   r.train_s = train_s;
@@ -130,6 +134,13 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
 
 void Coordinator::stop() { announce(Control::Kind::kStop, 0, 0, topo_.world); }
 
+double job_cpu_seconds(MPI_Comm world) {
+  const double mine = process_tree_cpu_seconds();
+  double sum = 0;
+  MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, world);
+  return sum;
+}
+
 Status serve_policy(const Topology& topo, PolicyEngine& policy) {
   for (;;) {
     Control c;
@@ -150,6 +161,9 @@ Status serve_policy(const Topology& topo, PolicyEngine& policy) {
       case Control::Kind::kCheckReplicas:
         LEAP_RETURN_IF_ERROR(check_replicas_identical(policy.params(), policy.num_params(), topo.role_comm));
         break;
+      case Control::Kind::kCpuTime:
+        job_cpu_seconds(topo.world);
+        break;
       case Control::Kind::kSandbox: break;
       case Control::Kind::kStop: return Status::ok();
     }
@@ -161,6 +175,7 @@ Status serve_sandbox(const Topology& topo, VerifyEngine& verifier) {
     Control c;
     broadcast(c, 0, topo.world);
     if (c.kind == Control::Kind::kStop) return Status::ok();
+    if (c.kind == Control::Kind::kCpuTime) job_cpu_seconds(topo.world);
     if (c.kind != Control::Kind::kSandbox) continue;
     SandboxResults pull{{}, verifier.slots()};
     for (;;) {

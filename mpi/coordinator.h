@@ -55,6 +55,10 @@ class Coordinator {
   void stop();
 
   rl::DcpController& dcp() { return dcp_; }
+  // CPU seconds of the run's earlier attempts (a resumed run continues the count).
+  void set_cpu_offset(double seconds) { cpu_offset_s_ = seconds; }
+  // The job's CPU seconds at the end of the last step (cumulative over attempts).
+  double last_cpu_s() const { return last_cpu_s_; }
   tasks::TaskSampler& sampler() { return sampler_; }
 
  private:
@@ -71,7 +75,12 @@ class Coordinator {
   rl::DcpController dcp_;
   tasks::TaskSampler sampler_;
   rl::PromptBuilder prompts_;
+  double cpu_offset_s_ = 0, last_cpu_s_ = 0;
 };
+
+// Collective over `world` (after a kCpuTime Control): the CPU seconds of every rank's process
+// tree, summed on rank 0 (0 elsewhere).
+double job_cpu_seconds(MPI_Comm world);
 
 // Serve loops of the other ranks; they return when the coordinator calls stop().
 Status serve_policy(const Topology& topo, PolicyEngine& policy);

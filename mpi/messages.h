@@ -33,7 +33,10 @@ enum class Tag : int {
 
 // Step-level instructions from the coordinator to every rank.
 struct Control {
-  enum class Kind : int32_t { kRollout = 0, kSandbox = 1, kTrain = 2, kCheckReplicas = 3, kStop = 4 } kind = Kind::kStop;
+  // kCpuTime: every rank adds its process tree's CPU seconds into a sum on rank 0 (MPI_Reduce).
+  enum class Kind : int32_t {
+    kRollout = 0, kSandbox = 1, kTrain = 2, kCheckReplicas = 3, kStop = 4, kCpuTime = 5
+  } kind = Kind::kStop;
   int64_t step = 0;
   int32_t turn = 0;
 };

@@ -23,6 +23,7 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   auto s = coord.sampler().state();
   state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
   state["mode"] = "rl";
+  state["cpu_s"] = coord.last_cpu_s();
   state["seed"] = c.app.run.seed;
   record_prompt_now(ctx.policy, &state);
   if (ctx.policy.reference) state["kl_reference"] = kl_reference_json(*ctx.policy.reference);
@@ -69,6 +70,7 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
       LEAP_FATAL("resuming the DCP state: " << st.message());
     const auto& ts = ctx.resume_state.value("task_sampler", nlohmann::json::object());
     coord.sampler().set_state({ts.value("epoch", int64_t{0}), ts.value("position", int64_t{0})});
+    coord.set_cpu_offset(ctx.resume_state.value("cpu_s", 0.0));
   }
   const std::string h5 = c.app.run.out_dir + "/trajectories.h5";
   if (start_step >= c.train.steps) {

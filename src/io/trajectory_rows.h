@@ -14,6 +14,7 @@ inline constexpr int kTrajectorySchemaVersion = 1;
 struct StepRow {
   int64_t step = 0;
   double time_s = 0, gen_s = 0, sandbox_s = 0, train_s = 0;
+  double cpu_s = 0;  // CPU seconds of every rank and sandbox worker since the run began (cumulative)
   double loss = 0, kl = 0, entropy = 0, clip_frac = 0, ratio_mean = 0, ratio_max = 0;
   double grad_norm = 0, lr = 0;
   int32_t n_groups = 0, n_easy = 0, n_hopeless = 0, n_expanded = 0, n_dropped_groups = 0;

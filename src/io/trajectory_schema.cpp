@@ -45,6 +45,7 @@ H5Id step_type() {
            {"gen_s", HOFFSET(StepRow, gen_s)},
            {"sandbox_s", HOFFSET(StepRow, sandbox_s)},
            {"train_s", HOFFSET(StepRow, train_s)},
+           {"cpu_s", HOFFSET(StepRow, cpu_s)},
            {"loss", HOFFSET(StepRow, loss)},
            {"kl", HOFFSET(StepRow, kl)},
            {"entropy", HOFFSET(StepRow, entropy)},

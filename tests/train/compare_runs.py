@@ -1,10 +1,12 @@
 """Compares two run folders: a resumed run against an uninterrupted one. Identical means: the same
 /steps and /samples, every column (texts and task ids included) except the wall-clock ones, and
-byte-identical model.safetensors, optimizer.safetensors and state.json in the final checkpoint.
-NaN equals NaN in the same place.
+byte-identical model.safetensors and optimizer.safetensors in the final checkpoint, and the same
+state.json but for its measurements (cpu_s, the job's CPU seconds). NaN equals NaN in the same
+place.
 
 usage: compare_runs.py RUN_A RUN_B
 """
+import json
 import os
 import sys
 
@@ -12,7 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
 from leap_trajectories import load_run  # noqa: E402
 
 # Wall-clock measurements: the only columns that may differ between two runs of the same steps.
-TIMING = {"time_s", "gen_s", "sandbox_s", "train_s", "compile_ms", "exec_ms"}
+TIMING = {"time_s", "gen_s", "sandbox_s", "train_s", "cpu_s", "compile_ms", "exec_ms"}
 
 
 def compare_frame(name, fa, fb, errors):
@@ -40,10 +42,14 @@ errors = []
 n_step_cols = compare_frame("steps", a.steps, b.steps, errors)
 n_sample_cols = compare_frame("samples", a.samples, b.samples, errors)
 last = "step_%06d" % a.steps["step"].iloc[-1]
-for f in ("model.safetensors", "optimizer.safetensors", "state.json"):
+for f in ("model.safetensors", "optimizer.safetensors"):
     pa, pb = (open(os.path.join(d, "checkpoints", last, f), "rb").read() for d in (a_dir, b_dir))
     if pa != pb:
         errors.append(f"{last}/{f} differs")
+sa, sb = ({k: v for k, v in json.load(open(os.path.join(d, "checkpoints", last, "state.json"))).items()
+           if k not in TIMING} for d in (a_dir, b_dir))
+if sa != sb:
+    errors.append(f"{last}/state.json differs: {sa} vs {sb}")
 if errors:
     print("\n".join(errors))
     sys.exit(1)
