@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""The paper's comparison on the CPU, accumulated piece by piece: held-out Acc@1 and Acc@3
+against the job's CPU-seconds and sandbox jobs, for several ways of running RL, with seeds.
+
+    benchmarks/paper_compare.py --steps 40 --every 10 --seeds 1 2 3 --ways leap unpruned single
+        [--extra-ways adaptive binary] [--np 4] [--config configs/demo.ini] [--suite FILE]
+        [--heldout-per-family 4] [--eval-samples 2] [--eval-turns 3] [--resample]
+        [--results benchmarks/results/paper_compare] [--runs runs/paper_compare] [-- leap options]
+
+RL trains on the train split of --suite; every evaluation uses the same held-out subset of it.
+Ways (all with the same B, G, seeds and tasks):
+  leap      DCP static, rank reward (the paper's method)
+  unpruned  DCP off: every group with a failure gets debugging turns
+  single    max_turns = 1: single-turn GRPO
+  adaptive  DCP adaptive, rank reward
+  binary    DCP static, binary reward
+--resample turns dynamic sampling (rl.resample_zero_variance) on for every way; each result
+records whether it was on.
+
+Budgets are CPU-seconds of the whole job (`/steps cpu_s`: every rank and sandbox worker) and
+sandbox jobs, never wall-clock time. Each run trains in segments of --every steps (`leap train
+--resume auto` continues it), so no single command runs long, and after each segment its
+checkpoint is evaluated with `leap eval` on a fixed held-out subset (the first
+--heldout-per-family held-out tasks of every family, written once to RESULTS/heldout.jsonl); the
+starting policy is evaluated once as step 0. Every finished evaluation is a JSON file under
+--results (commit them): rerunning skips what is there, so the comparison grows piece by piece.
+At the end it prints a Markdown table (mean ± spread over seeds) and the two targets' figures,
+and draws the curves with bands (min-max over seeds) to RESULTS/curves.png.
+Run with /usr/bin/python3 (Debian's h5py, pandas, numpy and matplotlib).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+from leap_trajectories import load_run  # noqa: E402
+
+WAYS = {
+    "leap": ["--dcp.mode=static", "--rl.reward=rank"],
+    "unpruned": ["--dcp.mode=off", "--rl.reward=rank"],
+    "single": ["--rl.max_turns=1", "--rl.reward=rank"],
+    "adaptive": ["--dcp.mode=adaptive", "--rl.reward=rank"],
+    "binary": ["--dcp.mode=static", "--rl.reward=binary"],
+}
+
+
+def heldout_subset(args):
+    """The first --heldout-per-family held-out tasks of each family, in file order."""
+    path = os.path.join(args.results, "heldout.jsonl")
+    if not os.path.exists(path):
+        taken, lines = {}, []
+        with open(args.suite) as f:
+            for line in f:
+                t = json.loads(line)
+                if t["split"] == "heldout" and taken.get(t["family"], 0) < args.heldout_per_family:
+                    taken[t["family"]] = taken.get(t["family"], 0) + 1
+                    lines.append(line if line.endswith("\n") else line + "\n")
+        with open(path, "w") as f:
+            f.writelines(lines)
+    return path
+
+
+def leap_cmd(args, sub, *rest):
+    return [os.path.join(args.root, "scripts", "mpirun_local.sh"), str(args.np), args.leap, sub,
+            "--config", args.config, *rest]
+
+
+def evaluate(args, model, seed, out_json, subset):
+    if not os.path.exists(out_json):
+        cmd = leap_cmd(args, "eval", f"--model={model}", f"--suite={subset}", "--split=heldout",
+                       f"--eval.samples={args.eval_samples}", f"--eval.turns={args.eval_turns}",
+                       f"--eval.output={out_json}", f"--run.seed={seed}", "--log.level=warn")
+        print("+", " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(out_json) as f:
+        report = json.load(f)
+    acc = report["overall"]["acc"]
+    fam = [v["acc"] for v in report["by_family"].values()]
+    return {"acc1": acc[0], "acc3": acc[min(2, len(acc) - 1)],
+            "acc3_macro": float(np.mean([a[min(2, len(a) - 1)] for a in fam])) if fam else acc[-1]}
+
+
+def run_way(args, way, seed, subset):
+    """Trains in segments; evaluates each segment's checkpoint. Returns the points of the curve."""
+    tag = f"{way}-seed{seed}"
+    run_dir = os.path.join(args.runs, tag)
+    results = os.path.join(args.results, tag)
+    os.makedirs(results, exist_ok=True)
+    flags = WAYS[way] + (["--rl.resample_zero_variance=true"] if args.resample else [])
+    points = [dict(step=0, cpu_s=0.0, sandbox_jobs=0,
+                   **evaluate(args, args.model, seed, os.path.join(results, "eval_0.json"), subset))]
+    for end in range(args.every, args.steps + 1, args.every):
+        point = os.path.join(results, f"point_{end}.json")
+        if not os.path.exists(point):
+            ckpt = os.path.join(run_dir, "checkpoints", "step_%06d" % (end - 1))
+            if not os.path.exists(ckpt):
+                cmd = leap_cmd(args, "train", f"--run.out_dir={run_dir}", f"--run.seed={seed}",
+                               f"--tasks.suite={args.suite}",
+                               f"--train.steps={end}", f"--train.checkpoint_every={args.every}",
+                               f"--train.keep_checkpoints={args.steps // args.every + 1}",
+                               "--resume=auto", *flags, *args.extra)
+                print("+", " ".join(cmd), flush=True)
+                subprocess.run(cmd, check=True)
+            steps = load_run(os.path.join(run_dir, "trajectories.h5"), with_text=False).steps
+            done = steps[steps.step <= end - 1]
+            acc = evaluate(args, ckpt, seed, os.path.join(results, f"eval_{end}.json"), subset)
+            with open(point + ".tmp", "w") as f:
+                json.dump(dict(step=end, cpu_s=float(done.cpu_s.iloc[-1]),
+                               sandbox_jobs=int(done.n_sandbox_jobs.sum()), way=way, seed=seed,
+                               resample=args.resample, flags=flags, **acc), f, indent=1)
+            os.replace(point + ".tmp", point)
+        with open(point) as f:
+            points.append(json.load(f))
+    return points
+
+
+def mean_spread(values):
+    v = np.asarray(values, dtype=float)
+    return f"{v.mean():.3f} ± {(v.max() - v.min()) / 2:.3f}"
+
+
+def first_reaching(points, target):
+    """(cpu_s, sandbox_jobs) at the first point whose acc3 reaches target, or None."""
+    for p in points:
+        if p["acc3"] >= target:
+            return p["cpu_s"], p["sandbox_jobs"]
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--every", type=int, default=10)
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    p.add_argument("--ways", nargs="+", default=["leap", "unpruned", "single"], choices=list(WAYS))
+    p.add_argument("--extra-ways", nargs="*", default=[], choices=list(WAYS),
+                   help="ways run with the first seed only")
+    p.add_argument("--np", type=int, default=4)
+    p.add_argument("--config", default="configs/demo.ini")
+    p.add_argument("--suite", default="tasks/families.jsonl",
+                   help="the suite: RL draws its train tasks, the evaluations a held-out subset")
+    p.add_argument("--model", default="models/demo", help="the starting policy")
+    p.add_argument("--heldout-per-family", type=int, default=4)
+    p.add_argument("--eval-samples", type=int, default=2)
+    p.add_argument("--eval-turns", type=int, default=3)
+    p.add_argument("--resample", action="store_true")
+    p.add_argument("--leap", default="build/src/apps/leap")
+    p.add_argument("--results", default="benchmarks/results/paper_compare")
+    p.add_argument("--runs", default="runs/paper_compare")
+    p.add_argument("extra", nargs="*")
+    args = p.parse_args()
+    args.root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    args.extra = [f"--model={args.model}", *args.extra]
+    os.makedirs(args.results, exist_ok=True)
+    subset = heldout_subset(args)
+
+    curves = {}
+    for seed in args.seeds:  # seed by seed, so an interrupted comparison leaves whole seeds behind
+        for way in args.ways + [w for w in args.extra_ways if seed == args.seeds[0]]:
+            curves.setdefault(way, []).append(run_way(args, way, seed, subset))
+
+    print(f"\n{args.steps} steps (evaluated every {args.every}), seeds {args.seeds}, "
+          f"held-out subset {subset}, dynamic sampling {'on' if args.resample else 'off'}\n")
+    print("| way | seeds | held-out Acc@1 | Acc@3 | Acc@3 macro over families | CPU-s | sandbox jobs |")
+    print("|---|---|---|---|---|---|---|")
+    for way, runs in curves.items():
+        last = [r[-1] for r in runs]
+        print(f"| {way} | {len(runs)} | {mean_spread([x['acc1'] for x in last])} | "
+              f"{mean_spread([x['acc3'] for x in last])} | {mean_spread([x['acc3_macro'] for x in last])} | "
+              f"{mean_spread([x['cpu_s'] for x in last])} | {mean_spread([x['sandbox_jobs'] for x in last])} |")
+    if "leap" in curves:
+        gain = [r[-1]["acc3"] - r[0]["acc3"] for r in curves["leap"]]
+        print(f"\nRL gain in held-out Acc@3 over the starting policy (leap): {mean_spread(gain)} (target >= 0.05)")
+    if "leap" in curves and "unpruned" in curves:
+        for i, (lp, up) in enumerate(zip(curves["leap"], curves["unpruned"])):
+            reached = first_reaching(lp, up[-1]["acc3"])
+            if reached is None:
+                print(f"seed {args.seeds[i]}: leap does not reach unpruned's final Acc@3 {up[-1]['acc3']:.3f}")
+            else:
+                print(f"seed {args.seeds[i]}: leap reaches unpruned's final Acc@3 {up[-1]['acc3']:.3f} with "
+                      f"{up[-1]['cpu_s'] / max(reached[0], 1e-9):.2f}x fewer CPU-s and "
+                      f"{up[-1]['sandbox_jobs'] / max(reached[1], 1):.2f}x fewer sandbox jobs")
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8))
+    for c, (way, runs) in enumerate(curves.items()):
+        for row, metric in enumerate(("acc1", "acc3")):
+            for col, budget in enumerate(("cpu_s", "sandbox_jobs")):
+                x = np.mean([[pt[budget] for pt in r] for r in runs], axis=0)
+                y = np.array([[pt[metric] for pt in r] for r in runs])
+                ax = axes[row][col]
+                ax.plot(x, y.mean(axis=0), marker="o", color=f"C{c}", label=f"{way} ({len(runs)} seeds)")
+                ax.fill_between(x, y.min(axis=0), y.max(axis=0), color=f"C{c}", alpha=0.2)
+                ax.set_xlabel("CPU-seconds of the job" if budget == "cpu_s" else "sandbox jobs")
+                ax.set_ylabel(f"held-out {'Acc@1' if metric == 'acc1' else 'Acc@3'}")
+    for ax in axes.flat:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    png = os.path.join(args.results, "curves.png")
+    fig.savefig(png, dpi=110)
+    print(f"\ncurves: {png}")
+
+
+if __name__ == "__main__":
+    main()
