@@ -52,8 +52,8 @@ TrainReport Coordinator::train(const StepState& state, int64_t step, io::StepRow
   TrainSampleOptions so;
   so.mini_batches = rl_.rl.mini_batches;
   so.ppo_epochs = rl_.rl.ppo_epochs;
-  // Exact only under token-mean (train_samples.h).
-  so.trajectory_once = rl_.rl.train_trajectory_once &&
+  // Exact only under token-mean with one mini-batch (train_samples.h).
+  so.trajectory_once = rl_.rl.train_trajectory_once && so.mini_batches == 1 &&
                        rl::parse_loss_aggregation(rl_.rl.loss_agg) == rl::LossAggregation::kTokenMean;
   TrainPlan plan = plan_training(state.train_items(), n, so);
   row->train_sequences = plan.sequences;

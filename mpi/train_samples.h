@@ -3,8 +3,8 @@
 //
 // A multi-turn sample is trained once, as one sequence, when that is exact: its last turn's
 // prompt and answer hold every earlier turn's prompt and answer as a prefix (the prompts were
-// appended, never shortened or re-rendered), the loss is token-mean, and all its turns share one
-// mini-batch. The loss then sits on each turn's sampled tokens with that turn's advantage and
+// appended, never shortened or re-rendered), the loss is token-mean, and there is one mini-batch
+// (with several, per-turn training deals a trajectory's turns to different updates). The loss then sits on each turn's sampled tokens with that turn's advantage and
 // behaviour log-probs; a causal model gives those positions the same log-probs as the per-turn
 // sequences, so the loss and gradient equal the per-turn ones, at the cost of one forward over
 // the conversation instead of one per turn. Otherwise (rerender, a shortened prompt, seq-mean
@@ -23,7 +23,7 @@ namespace leap::mpi {
 struct TrainSampleOptions {
   int mini_batches = 1;
   int ppo_epochs = 1;
-  bool trajectory_once = true;  // only under token-mean: the caller passes false otherwise
+  bool trajectory_once = true;  // only under token-mean and one mini-batch: else the caller passes false
 };
 
 struct TrainPlan {

@@ -196,6 +196,13 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   if (f < 0) return invalid_input("cannot open trajectory file '" + path + "' for resuming: not an HDF5 file, or damaged");
   H5Id old(f, H5Fclose);
   TrajectoryMeta meta;
+  if (auto schema = read_string_attr(f, "schema_version");
+      schema && *schema != std::to_string(kTrajectorySchemaVersion)) {
+    H5Fclose(f);
+    return invalid_input("'" + path + "' has trajectory schema version " + *schema +
+                         "; this leap writes version " + std::to_string(kTrajectorySchemaVersion) +
+                         ": resume it with the leap version that wrote it, or start a new run");
+  }
   auto fp = read_string_attr(f, "run_fingerprint");
   if (!fp) return invalid_input("'" + path + "' is not a LEAP trajectory file (no run_fingerprint attribute)");
   if (*fp != run_fingerprint)

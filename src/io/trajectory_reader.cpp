@@ -117,6 +117,11 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
   std::vector<std::string> missing;
   auto schema = read_string_attr(f, "schema_version");
   if (!schema) missing.push_back("root attribute schema_version");
+  // Another version's fields differ by design: say which version it is, not what it lacks.
+  if (schema && *schema != std::to_string(kTrajectorySchemaVersion))
+    return invalid_input("'" + path + "' has trajectory schema version " + *schema +
+                         "; this leap reads version " + std::to_string(kTrajectorySchemaVersion) +
+                         ": analyze it with the leap version that wrote it");
   H5Id steps_d = open_dataset(f, kStepsDataset), samples_d = open_dataset(f, kSamplesDataset);
   H5Id ids_data = open_nested_dataset(f, kTaskIdGroup, "data");
   H5Id ids_offsets = open_nested_dataset(f, kTaskIdGroup, "offsets");
@@ -136,10 +141,6 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
                          "' is an HDF5 file but not a LEAP trajectory file (it lacks " +
                          join(missing) + "): " + kFixHint);
   run.schema_version = *schema;
-  if (run.schema_version != std::to_string(kTrajectorySchemaVersion))
-    return invalid_input("'" + path + "' has trajectory schema version " + run.schema_version +
-                         "; this leap reads version " + std::to_string(kTrajectorySchemaVersion) +
-                         ": analyze it with the leap version that wrote it");
   run.config_ini = read_string_attr(f, "config").value_or("");
   run.version = read_string_attr(f, "version").value_or("");
   run.git_commit = read_string_attr(f, "git_commit").value_or("");

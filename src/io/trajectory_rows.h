@@ -9,7 +9,8 @@
 
 namespace leap::io {
 
-inline constexpr int kTrajectorySchemaVersion = 1;
+// 2: /steps gained cpu_s, n_resampled, train_sequences and train_positions.
+inline constexpr int kTrajectorySchemaVersion = 2;
 
 struct StepRow {
   int64_t step = 0;

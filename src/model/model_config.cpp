@@ -124,6 +124,11 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
       auto& rs = c.rope_scaling;
       rs.type = type;
       const std::string in = where + ": " + key;
+      for (const char* k : {"factor", "low_freq_factor", "high_freq_factor",
+                            "original_max_position_embeddings"})
+        if (!it->contains(k))
+          return invalid_input(fmt::format("{}: {}.{} is missing (rope_type llama3 needs it)",
+                                           where, key, k));
       LEAP_RETURN_IF_ERROR(get_double(*it, "factor", &rs.factor, in));
       LEAP_RETURN_IF_ERROR(get_double(*it, "low_freq_factor", &rs.low_freq_factor, in));
       LEAP_RETURN_IF_ERROR(get_double(*it, "high_freq_factor", &rs.high_freq_factor, in));

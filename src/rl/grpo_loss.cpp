@@ -22,6 +22,11 @@ void check_inputs(const LossInputs& in, const LossOptions* opts) {
     LEAP_CHECK(in.offsets[s] <= in.offsets[s + 1], "offsets decrease at sequence " << s);
   if (opts != nullptr && opts->kl_beta > 0)
     LEAP_CHECK(in.ref_logp.size() == n, "kl_beta > 0 needs reference log-probabilities");
+  LEAP_CHECK(in.token_advantages.empty() || in.token_advantages.size() == n,
+             "token advantages must be one per token");
+  LEAP_CHECK(in.token_advantages.empty() || opts == nullptr ||
+                 opts->aggregation == LossAggregation::kTokenMean,
+             "per-token advantages (a trajectory trained once) are exact under token-mean only");
 }
 
 double masked_count(const LossInputs& in, size_t s) {

@@ -105,7 +105,8 @@ void RlConfig::declare(OptionSet& o) {
   o.add("rl.train_trajectory_once", &train_trajectory_once, true,
         "Train a multi-turn sample as one sequence (its last prompt and answer, the loss on each "
         "turn's sampled tokens with that turn's advantage) where its prompts were appended and "
-        "the loss is token-mean; otherwise, and when false, every turn is its own sequence.");
+        "the loss is token-mean with one mini-batch (rl.mini_batches = 1); otherwise, and when "
+        "false, every turn is its own sequence.");
   o.add("rl.resample_zero_variance", &resample_zero_variance, false,
         "Dynamic sampling: replace groups whose advantages are all zero (every sample passed, or "
         "every one failed alike) with freshly drawn tasks, in further rounds of the same step, up "

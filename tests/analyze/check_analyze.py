@@ -82,7 +82,7 @@ rates = pass_rates(run)
 
 # The run facts.
 want_run = {
-    "version": run.version, "git_commit": run.git_commit, "schema_version": "1",
+    "version": run.version, "git_commit": run.git_commit, "schema_version": "2",
     "swmr_read": "SWMR",
     "steps_in_file": len(steps) if args.prefix else len(all_steps),
     "steps": len(steps),
