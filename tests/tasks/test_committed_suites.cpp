@@ -15,6 +15,7 @@
 #include "tasks/expr.h"
 #include "tasks/inputs.h"
 #include "tasks/suite.h"
+#include "task_size_checks.h"
 
 #ifdef LEAP_TEST_NVRTC
 #include <nvrtc.h>
@@ -121,22 +122,7 @@ TEST(CommittedSuites, SizesAndSplits) {
       EXPECT_EQ(t.level, level) << t.id;
       const std::string prefix = fmt::format("L{}/", level);
       EXPECT_EQ(t.id.rfind(prefix, 0), 0u) << t.id;
-      // Interpreter sizes: ragged (no integer parameter a multiple of 32) and small.
-      for (const auto& [name, v] : t.cpu_params) {
-        if (const auto* i = std::get_if<int64_t>(&v)) {
-          EXPECT_NE(*i % 32, 0) << t.id << " cpu_params." << name;
-        }
-      }
-      for (const auto& b : t.buffers) {
-        auto e = buffer_elements(b, t.cpu_params);
-        ASSERT_TRUE(e) << t.id;
-        EXPECT_LE(*e, 20480) << t.id << " buffer " << b.name << " is large for the interpreter";
-        // GPU sizes: realistic, but each trial's inputs are generated on the host, so at most
-        // 2^24 elements (64 MiB of f32) a buffer keeps a trial's set-up under a second.
-        auto g = buffer_elements(b, t.params);
-        ASSERT_TRUE(g) << t.id;
-        EXPECT_LE(*g, int64_t{1} << 24) << t.id << " buffer " << b.name << " is slow to generate";
-      }
+      expect_suite_sizes(t);
       // The prompt names every buffer and parameter the launch lines may use.
       for (const auto& b : t.buffers)
         EXPECT_NE(t.prompt.find(b.name), std::string::npos) << t.id << " " << b.name;

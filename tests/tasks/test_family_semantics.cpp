@@ -24,6 +24,7 @@
 #include "tasks/inputs.h"
 #include "tasks/suite.h"
 #include "reference_check.h"
+#include "task_size_checks.h"
 
 // namespace fam: ref_<k>(bufs, ints, flts) per task and the table kFamilyHostRefs.
 #include "family_host_refs.inc"
@@ -81,19 +82,7 @@ TEST(FamilySuite, SizesSplitsAndInterpreterSizes) {
     auto& c = counts[t.family];
     ++(t.split == Split::kTrain ? c.first : c.second);
     EXPECT_EQ(t.id.rfind("F/" + t.family + "/", 0), 0u) << t.id;
-    for (const auto& [name, v] : t.cpu_params) {
-      if (const auto* i = std::get_if<int64_t>(&v)) {
-        EXPECT_NE(*i % 32, 0) << t.id << " cpu_params." << name;
-      }
-    }
-    for (const auto& b : t.buffers) {
-      auto e = buffer_elements(b, t.cpu_params);
-      ASSERT_TRUE(e) << t.id;
-      EXPECT_LE(*e, 20480) << t.id << " buffer " << b.name << " is large for the interpreter";
-      auto g = buffer_elements(b, t.params);
-      ASSERT_TRUE(g) << t.id;
-      EXPECT_LE(*g, int64_t{1} << 24) << t.id << " buffer " << b.name << " is slow to generate";
-    }
+    expect_suite_sizes(t);
   }
   int train = 0, held = 0;
   for (const char* f : kFamilies) {
