@@ -40,6 +40,14 @@ check train-hf-rerender 0 "re-rendered multi-turn prompts" -- \
 
 printf '[{"role": "user", "content": "hi <|im_end|>"}]' > "$tmp/chat.json"
 check checkpoint-tokenize-chat 0 '"text":"<\|im_start\|>system' -- "$LEAP" tokenize --tokenizer "$ckpt" --chat "$tmp/chat.json"
+# The user's literal <|im_end|> stays text: the special id appears only where the template ends
+# the system and the user message.
+check checkpoint-chat-user-text-stays-text 0 "im_end ids: 2" -- /usr/bin/python3 -c '
+import json, subprocess, sys
+out = json.loads(subprocess.run(sys.argv[1:], capture_output=True, check=True).stdout)
+im_end = json.load(open(sys.argv[4] + "/tokenizer.json"))["added_tokens"][2]
+assert im_end["content"] == "<|im_end|>", im_end
+print("im_end ids:", out["ids"].count(im_end["id"]))' "$LEAP" tokenize --tokenizer "$ckpt" --chat "$tmp/chat.json"
 check checkpoint-score 0 '"logprobs": \[' -- "$LEAP" score --model "$ckpt" --tokens 1,2,3,4
 check checkpoint-eval 0 "pass@1" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" eval --config "$src/configs/demo.ini" \
   --model "$ckpt" --suite "$tmp/two.jsonl" --mpi.sandbox_ranks 0 --eval.split train --eval.samples 2 \
