@@ -8,6 +8,7 @@
 #include "common/rng.h"
 #include "model/token_batch.h"
 #include "mpi/grad_reduce.h"
+#include "mpi/work_balance.h"
 
 namespace leap::mpi {
 
@@ -112,6 +113,7 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
       std::vector<const TrainSample*> part;
       for (const auto& s : work.samples)
         if (s.mini_batch == m) part.push_back(&s);
+      sort_by_length(part);
       std::vector<MicroBatch> micro;
       for (size_t i = 0; i < part.size(); i += static_cast<size_t>(opts_.micro_batch_seqs)) {
         std::vector<const TrainSample*> chunk(part.begin() + static_cast<long>(i),

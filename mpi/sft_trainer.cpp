@@ -21,11 +21,19 @@ void SftOptions::declare(OptionSet& opts) {
   opts.add("sft.augment", &augment, 2,
            "SFT: verified rewrites of each reference (renamed kernels and variables, other block sizes).",
            {.min = 0, .max = 16});
+  opts.add("sft.rename_kernels", &rename_kernels, true,
+           "SFT: let rewrites rename the kernels (name + _kernel, _v2, ...). Turn off for suites whose prompts name "
+           "the kernel (tasks/families.jsonl): the policy should copy the name, and a tiny one that learned to draw "
+           "suffixes drew a different one in the launch line than in the definition.");
   opts.add("sft.repairs", &repairs, true,
            "SFT: add repair turns (a broken reference, the sandbox's real feedback, the fix).");
   opts.add("sft.log_every", &log_every, 10, "SFT: log the loss every N steps.", {.min = 1});
   opts.add("sft.save_to", &save_to, std::string(""),
            "SFT: also write the final policy (config.json + model.safetensors) to this folder.");
+  opts.add("sft.save_dtype", &save_dtype, std::string("f32"),
+           "SFT: how sft.save_to stores the weights: f32, or bf16 (half the bytes, for a policy to commit or ship; "
+           "training checkpoints stay f32).",
+           {.choices = {"f32", "bf16"}});
 }
 
 namespace {
@@ -59,7 +67,7 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
     if (t.split != tasks::Split::kTrain) continue;
     ++stats->tasks;
     candidates.push_back({static_cast<int>(i), t.reference, false});
-    for (auto& v : rl::augment_answer(t, t.reference, rng, opts.augment))
+    for (auto& v : rl::augment_answer(t, t.reference, rng, opts.augment, opts.rename_kernels))
       candidates.push_back({static_cast<int>(i), std::move(v.answer), false});
     if (opts.repairs)
       for (auto& v : rl::break_answer(t, t.reference)) candidates.push_back({static_cast<int>(i), std::move(v.answer), true});
@@ -151,6 +159,7 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
     std::vector<const TrainSample*> mine;
     for (size_t i = 0; i < batch.size(); ++i)
       if (owner[i] == rank) mine.push_back(&examples[static_cast<size_t>(batch[i])]);
+    sort_by_length(mine);
     model.zero_grad();
     double loss = 0;
     for (size_t i = 0; i < mine.size(); i += static_cast<size_t>(micro_batch_seqs)) {

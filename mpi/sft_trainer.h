@@ -35,8 +35,10 @@ struct SftOptions {
   int batch_seqs = 16;
   int augment = 2;         // verified rewrites per task
   bool repairs = true;     // repair turns from broken variants
+  bool rename_kernels = true;  // rewrites may rename kernels (off where prompts name them)
   int log_every = 10;
   std::string save_to;     // also write the final policy here (e.g. models/demo)
+  std::string save_dtype = "f32";  // how save_to stores the weights: f32 or bf16
   void declare(OptionSet& opts);
 };
 

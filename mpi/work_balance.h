@@ -6,6 +6,7 @@
 // assignment from the same weights.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -13,6 +14,15 @@ namespace leap::mpi {
 
 // owner[i] in [0, n_ranks) for each item; n_ranks > 0.
 std::vector<int> balance_by_weight(const std::vector<int64_t>& weights, int n_ranks);
+
+// A rank's sequences in increasing length (stable: ties keep their order), to be cut into
+// micro-batches: a micro-batch is padded to its longest sequence (B x T_max rows through every
+// GEMM, and T_max^2 attention), so neighbours of similar length waste the least. The gradient
+// is the same sum in another order.
+template <typename Seq>
+void sort_by_length(std::vector<const Seq*>& seqs) {
+  std::stable_sort(seqs.begin(), seqs.end(), [](const Seq* a, const Seq* b) { return a->tokens.size() < b->tokens.size(); });
+}
 
 // Total weight per rank under an assignment.
 std::vector<int64_t> rank_loads(const std::vector<int64_t>& weights, const std::vector<int>& owner, int n_ranks);

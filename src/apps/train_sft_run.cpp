@@ -114,7 +114,8 @@ Status run_sft(const SftRunContext& ctx) {
   log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss,
            report->last_loss);
   if (!c.sft.save_to.empty()) {
-    LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model));
+    LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model,
+                                           c.sft.save_dtype == "bf16" ? model::DType::kBF16 : model::DType::kF32));
     LEAP_RETURN_IF_ERROR(model::copy_model_side_files(c.model.path, c.sft.save_to));
     log.info("policy written to {}", c.sft.save_to);
   }

@@ -109,18 +109,19 @@ Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
   return model;
 }
 
-Status save_model(const std::string& dir, const Transformer& model) {
+Status save_model(const std::string& dir, const Transformer& model, DType stored) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error(fmt::format("cannot create {}: {}", dir, ec.message()));
   LEAP_RETURN_IF_ERROR(
-      write_model_config((fs::path(dir) / "config.json").string(), model.config()));
+      write_model_config((fs::path(dir) / "config.json").string(), model.config(),
+                         stored == DType::kBF16 ? "bfloat16" : "float32"));
   std::vector<float> host(model.num_params());
   model.backend().download(host.data(), model.params(), host.size());
   std::vector<TensorToWrite> tensors;
   for (const TensorInfo& t : model.layout().tensors())
     tensors.push_back({t.name, t.shape, host.data() + t.offset});
-  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors);
+  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, stored);
 }
 
 }  // namespace leap::model

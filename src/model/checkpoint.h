@@ -10,6 +10,7 @@
 
 #include "backend/backend.h"
 #include "common/status.h"
+#include "model/safetensors.h"
 #include "model/transformer.h"
 
 namespace leap::model {
@@ -22,7 +23,8 @@ Status load_weights(const std::string& dir, Transformer& model);
 // Reads the weights of DIR into host memory laid out as `model`'s parameters (num_params()
 // floats), with the same checks; the model itself is not touched.
 Status read_weights(const std::string& dir, const Transformer& model, float* host);
-// Writes DIR/config.json and DIR/model.safetensors (fp32). DIR is created if missing.
-Status save_model(const std::string& dir, const Transformer& model);
+// Writes DIR/config.json and DIR/model.safetensors (fp32, or bf16 for a policy to ship; its
+// config.json's torch_dtype says which). DIR is created if missing.
+Status save_model(const std::string& dir, const Transformer& model, DType stored = DType::kF32);
 
 }  // namespace leap::model

@@ -204,7 +204,7 @@ Expected<ModelConfig> read_model_config(const std::string& path) {
   return parse_model_config(*text, path);
 }
 
-std::string model_config_to_json(const ModelConfig& c) {
+std::string model_config_to_json(const ModelConfig& c, const std::string& torch_dtype) {
   json j;
   j["architectures"] = {c.model_type == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
   j["model_type"] = c.model_type;
@@ -228,7 +228,7 @@ std::string model_config_to_json(const ModelConfig& c) {
   j["rms_norm_eps"] = c.rms_norm_eps;
   j["tie_word_embeddings"] = c.tie_word_embeddings;
   j["hidden_act"] = "silu";
-  j["torch_dtype"] = "float32";
+  j["torch_dtype"] = torch_dtype;
   if (c.model_type == "llama") {
     j["attention_bias"] = c.qkv_bias;
     j["mlp_bias"] = false;
@@ -240,8 +240,8 @@ std::string model_config_to_json(const ModelConfig& c) {
   return j.dump(2) + "\n";
 }
 
-Status write_model_config(const std::string& path, const ModelConfig& cfg) {
-  return write_file_atomic(path, model_config_to_json(cfg));
+Status write_model_config(const std::string& path, const ModelConfig& cfg, const std::string& torch_dtype) {
+  return write_file_atomic(path, model_config_to_json(cfg, torch_dtype));
 }
 
 }  // namespace leap::model

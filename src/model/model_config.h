@@ -48,8 +48,10 @@ std::vector<float> rope_inv_freq(const ModelConfig& cfg);
 // Parses config.json text. `where` is the file name used in error messages.
 Expected<ModelConfig> parse_model_config(const std::string& json_text, const std::string& where);
 Expected<ModelConfig> read_model_config(const std::string& path);
-// HF-compatible JSON (architectures, model_type, torch_dtype float32, ...).
-std::string model_config_to_json(const ModelConfig& cfg);
-Status write_model_config(const std::string& path, const ModelConfig& cfg);
+// HF-compatible JSON (architectures, model_type, ...); torch_dtype names how the weights beside
+// it are stored ("float32" or "bfloat16").
+std::string model_config_to_json(const ModelConfig& cfg, const std::string& torch_dtype = "float32");
+Status write_model_config(const std::string& path, const ModelConfig& cfg,
+                          const std::string& torch_dtype = "float32");
 
 }  // namespace leap::model

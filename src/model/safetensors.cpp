@@ -1,4 +1,4 @@
-// safetensors reading (F32/BF16/F16 to fp32) and writing (F32), with validation of every byte
+// safetensors reading (F32/BF16/F16 to fp32) and writing (F32/BF16), with validation of every byte
 // range against the file. Assumes a little-endian host, as every supported platform is.
 #include "model/safetensors.h"
 
@@ -7,6 +7,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "common/check.h"
 #include "common/fs_util.h"
 
 namespace leap::model {
@@ -158,16 +159,29 @@ Status SafetensorsFile::read_f32(const std::string& name, const std::vector<int6
   return Status::ok();
 }
 
-Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
+uint16_t f32_to_bf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // NaN
+  // Adding 0x7fff plus the lowest kept bit rounds to nearest with ties to even; a carry out of
+  // the mantissa correctly bumps the exponent (up to infinity for values past bf16's range).
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, DType stored) {
+  LEAP_CHECK(stored == DType::kF32 || stored == DType::kBF16, "safetensors are written as F32 or BF16");
+  const size_t width = dtype_size(stored);
   json h = json::object();
   h["__metadata__"] = {{"format", "pt"}};
   size_t offset = 0;
   for (const auto& t : tensors) {
     size_t numel = 1;
     for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
-    h[t.name] = {
-        {"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + numel * 4}}};
-    offset += numel * 4;
+    h[t.name] = {{"dtype", stored == DType::kF32 ? "F32" : "BF16"},
+                 {"shape", t.shape},
+                 {"data_offsets", {offset, offset + numel * width}}};
+    offset += numel * width;
   }
   std::string header = h.dump();
   // Pad the header with spaces so the data section starts 8-byte aligned (as the format allows).
@@ -180,7 +194,14 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
   for (const auto& t : tensors) {
     size_t numel = 1;
     for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
-    out.append(reinterpret_cast<const char*>(t.data), numel * 4);
+    if (stored == DType::kF32) {
+      out.append(reinterpret_cast<const char*>(t.data), numel * 4);
+      continue;
+    }
+    for (size_t i = 0; i < numel; ++i) {
+      const uint16_t b = f32_to_bf16(t.data[i]);
+      out.append(reinterpret_cast<const char*>(&b), 2);
+    }
   }
   return write_file_atomic(path, out);
 }

@@ -1,5 +1,5 @@
 // safetensors files: an 8-byte little-endian header length, a JSON header naming each tensor's
-// dtype, shape and byte range, then the raw little-endian data. We write F32 with
+// dtype, shape and byte range, then the raw little-endian data. We write F32 or BF16 with
 // `__metadata__ {"format": "pt"}` (what HF transformers expects) and read F32, BF16 and F16,
 // converting to fp32. Every malformed input (truncated file, bad header, byte ranges outside
 // the data or not matching dtype x shape) is an invalid_input naming the file and the tensor.
@@ -48,8 +48,14 @@ struct TensorToWrite {
   const float* data = nullptr;  // host fp32, numel(shape) floats
 };
 
-// Writes fp32 tensors atomically (temporary file + rename).
-Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors);
+// Writes the tensors atomically (temporary file + rename), stored as F32 or as BF16 (rounded to
+// nearest, ties to even, as torch's .bfloat16() does: half the bytes, for committed or shipped
+// weights; training keeps fp32).
+Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                         DType stored = DType::kF32);
+
+// fp32 to bf16 bits: round to nearest even; a NaN stays a (quiet) NaN, infinities stay.
+uint16_t f32_to_bf16(float v);
 
 std::string shape_to_string(const std::vector<int64_t>& shape);
 

@@ -95,14 +95,15 @@ std::optional<size_t> independent_declarations(const std::vector<std::string>& l
 }  // namespace
 
 std::vector<AnswerVariant> augment_answer(const tasks::Task& task, const std::string& reference, Rng& rng,
-                                          int max_variants) {
+                                          int max_variants, bool rename_kernels) {
   std::vector<AnswerVariant> candidates;
   const auto reserved = task_names(task);
   // 1. The kernels under other names (in their definitions, calls and launch lines alike).
   static const char* kSuffixes[] = {"_kernel", "_v2", "_impl", "_k"};
   std::string renamed = reference;
-  for (const auto& k : kernel_names(reference))
-    renamed = replace_word(renamed, k, k + kSuffixes[rng.below(4)], [](const std::string&) { return true; });
+  if (rename_kernels)
+    for (const auto& k : kernel_names(reference))
+      renamed = replace_word(renamed, k, k + kSuffixes[rng.below(4)], [](const std::string&) { return true; });
   if (renamed != reference) candidates.push_back({renamed, "rename_kernel"});
   // 2. Another block size: a literal used in a launch line's block position, changed everywhere
   // on the launch lines (grid expressions use it too). Kernels that hard-code it fail and are

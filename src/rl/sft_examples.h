@@ -19,10 +19,12 @@ struct AnswerVariant {
 };
 
 // Up to `max_variants` distinct rewrites of the reference that keep its meaning when they
-// verify: kernel renamed, another block size in the launch lines, local variables renamed,
-// two adjacent independent declarations swapped.
+// verify: kernel renamed (unless rename_kernels is false: a suite whose prompts name the kernel,
+// as the task families' do, should teach copying that name, not drawing a suffix), another block
+// size in the launch lines, local variables renamed, two adjacent independent declarations
+// swapped.
 std::vector<AnswerVariant> augment_answer(const tasks::Task& task, const std::string& reference, Rng& rng,
-                                          int max_variants);
+                                          int max_variants, bool rename_kernels = true);
 
 // Deliberately broken rewrites, one per kind that applies: no code fence (FORMAT_ERROR), a
 // missing semicolon (COMPILE_ERROR), a misspelled kernel in a launch line, a grid rounded down

@@ -137,6 +137,54 @@ TEST_F(Checkpoint, ShardedIndexLoads) {
   expect_bad(d, {"model.safetensors.index.json", "model.norm.weight"});
 }
 
+TEST(Safetensors, Bf16RoundsToNearestEven) {
+  auto bf = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f32_to_bf16(f);
+  };
+  EXPECT_EQ(bf(0x3F800000u), 0x3F80);  // 1
+  EXPECT_EQ(bf(0x3F808000u), 0x3F80);  // 1 + 2^-8: a tie, the even neighbour (down)
+  EXPECT_EQ(bf(0x3F818000u), 0x3F82);  // 1 + 3 * 2^-8: a tie, the even neighbour (up)
+  EXPECT_EQ(bf(0x3F808001u), 0x3F81);  // just past the tie: up
+  EXPECT_EQ(bf(0x3F807FFFu), 0x3F80);  // just below it: down
+  EXPECT_EQ(bf(0xBF818000u), 0xBF82);  // the sign does not change the rounding
+  EXPECT_EQ(bf(0x3FFFFFFFu), 0x4000);  // the carry reaches the exponent: 2
+  EXPECT_EQ(bf(0x7F7FFFFFu), 0x7F80);  // FLT_MAX is past bf16's largest finite value: infinity
+  EXPECT_EQ(bf(0xFF800000u), 0xFF80);  // -infinity
+  EXPECT_EQ(bf(0x00000001u), 0x0000);  // the smallest subnormal rounds to 0
+  for (uint32_t nan : {0x7FC00000u, 0x7F800001u, 0xFFFFFFFFu}) {
+    const uint16_t b = bf(nan);
+    EXPECT_EQ(b & 0x7F80, 0x7F80) << std::hex << nan;
+    EXPECT_NE(b & 0x007F, 0) << std::hex << nan;  // still a NaN, not an infinity
+  }
+}
+
+TEST_F(Checkpoint, SavedAsBf16LoadsAsTheRoundedWeights) {
+  std::string d = fresh_dir("rt_bf16");
+  Transformer m(config(true), be);
+  m.init_random(9);
+  ASSERT_TRUE(save_model(d, m, DType::kBF16).is_ok());
+  json h = header_of(d + "/model.safetensors");
+  EXPECT_EQ(h["model.layers.0.self_attn.q_proj.weight"]["dtype"], "BF16");
+  EXPECT_EQ(json::parse(read_file(d + "/config.json").value())["torch_dtype"], "bfloat16");
+  const std::string bytes = read_file(d + "/model.safetensors").value();
+  uint64_t header_len = 0;
+  std::memcpy(&header_len, bytes.data(), 8);
+  EXPECT_EQ(bytes.size() - 8 - header_len, 2 * m.num_params()) << "two bytes a parameter";
+  auto back = load_model(d, be);
+  ASSERT_TRUE(back.has_value()) << back.status().message();
+  size_t differ = 0;
+  for (size_t i = 0; i < m.num_params(); ++i) {
+    const uint32_t bits = static_cast<uint32_t>(f32_to_bf16(m.params()[i])) << 16;
+    float want;
+    std::memcpy(&want, &bits, 4);
+    ASSERT_EQ((*back)->params()[i], want) << "parameter " << i;
+    differ += (*back)->params()[i] != m.params()[i];
+  }
+  EXPECT_GT(differ, m.num_params() / 2) << "random fp32 weights are almost never exact in bf16";
+}
+
 TEST(Safetensors, ReadsBf16AndF16) {
   // 1.5 = bf16 0x3FC0, f16 0x3E00; -2 = bf16 0xC000, f16 0xC000; 2^-24 = f16 0x0001 (subnormal).
   const uint16_t bf[2] = {0x3FC0, 0xC000};

@@ -36,6 +36,14 @@ TEST(SftExamples, HandWorkedRewrites) {
   EXPECT_EQ(by_kind["rename_kernel"].find("void copy("), std::string::npos);
 
   EXPECT_FALSE(by_kind.count("reorder_statements"));  // one declaration: nothing to reorder
+  // Without kernel renaming: the other rewrites, and the kernel keeps its name in every one.
+  Rng rng2(1);
+  auto kept = augment_answer(t, ref, rng2, 10, /*rename_kernels=*/false);
+  ASSERT_FALSE(kept.empty());
+  for (const auto& v : kept) {
+    EXPECT_NE(v.kind, "rename_kernel");
+    EXPECT_NE(v.answer.find("void copy("), std::string::npos) << v.kind;
+  }
 
   // Two independent declarations swap; a dependent pair does not.
   std::string two =
