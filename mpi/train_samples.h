@@ -4,8 +4,8 @@
 // A multi-turn sample is trained once, as one sequence, when that is exact: its last turn's
 // prompt and answer hold every earlier turn's prompt and answer as a prefix (the prompts were
 // appended, never shortened or re-rendered), the loss is token-mean, and there is one mini-batch
-// (with several, per-turn training deals a trajectory's turns to different updates). The loss then sits on each turn's sampled tokens with that turn's advantage and
-// behaviour log-probs; a causal model gives those positions the same log-probs as the per-turn
+// (with several, per-turn training deals a trajectory's turns to different updates). The loss
+// then sits on each turn's sampled tokens with that turn's advantage and behaviour log-probs; a causal model gives those positions the same log-probs as the per-turn
 // sequences, so the loss and gradient equal the per-turn ones, at the cost of one forward over
 // the conversation instead of one per turn. Otherwise (rerender, a shortened prompt, seq-mean
 // modes, or the option off) each turn is its own sequence, as before.

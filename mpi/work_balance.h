@@ -3,7 +3,8 @@
 // balance"). Greedy longest-first: items in decreasing weight, each to the least-loaded rank.
 // Guarantee, tested: the most- and least-loaded ranks differ by at most the largest item, i.e.
 // "balanced within one sample's tokens". Ties break by index, so every rank computes the same
-// assignment from the same weights.
+// assignment from the same weights. Within a rank, sequences are ordered by length before they
+// are cut into micro-batches (sort_by_length).
 #pragma once
 
 #include <algorithm>
@@ -21,7 +22,8 @@ std::vector<int> balance_by_weight(const std::vector<int64_t>& weights, int n_ra
 // is the same sum in another order.
 template <typename Seq>
 void sort_by_length(std::vector<const Seq*>& seqs) {
-  std::stable_sort(seqs.begin(), seqs.end(), [](const Seq* a, const Seq* b) { return a->tokens.size() < b->tokens.size(); });
+  std::stable_sort(seqs.begin(), seqs.end(),
+                   [](const Seq* a, const Seq* b) { return a->tokens.size() < b->tokens.size(); });
 }
 
 // Total weight per rank under an assignment.

@@ -198,7 +198,6 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   TrajectoryMeta meta;
   if (auto schema = read_string_attr(f, "schema_version");
       schema && *schema != std::to_string(kTrajectorySchemaVersion)) {
-    H5Fclose(f);
     return invalid_input("'" + path + "' has trajectory schema version " + *schema +
                          "; this leap writes version " + std::to_string(kTrajectorySchemaVersion) +
                          ": resume it with the leap version that wrote it, or start a new run");

@@ -100,11 +100,12 @@ std::vector<AnswerVariant> augment_answer(const tasks::Task& task, const std::st
   const auto reserved = task_names(task);
   // 1. The kernels under other names (in their definitions, calls and launch lines alike).
   static const char* kSuffixes[] = {"_kernel", "_v2", "_impl", "_k"};
-  std::string renamed = reference;
-  if (rename_kernels)
+  if (rename_kernels) {
+    std::string renamed = reference;
     for (const auto& k : kernel_names(reference))
       renamed = replace_word(renamed, k, k + kSuffixes[rng.below(4)], [](const std::string&) { return true; });
-  if (renamed != reference) candidates.push_back({renamed, "rename_kernel"});
+    if (renamed != reference) candidates.push_back({renamed, "rename_kernel"});
+  }
   // 2. Another block size: a literal used in a launch line's block position, changed everywhere
   // on the launch lines (grid expressions use it too). Kernels that hard-code it fail and are
   // dropped by verification.

@@ -1,5 +1,6 @@
 // Token balancing: loads differ by at most one item's weight, for random weights and rank
-// counts; every item is assigned once; the assignment is deterministic.
+// counts; every item is assigned once; the assignment is deterministic. Micro-batch order:
+// increasing length, ties in their original order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,6 +26,20 @@ TEST(WorkBalance, WithinOneItemOfEachOther) {
     EXPECT_LE(*hi - *lo, biggest) << "trial " << trial;
     EXPECT_EQ(balance_by_weight(w, ranks), owner);
   }
+}
+
+TEST(WorkBalance, SortByLengthIsStable) {
+  struct Seq {
+    std::vector<int32_t> tokens;
+    int id;
+  };
+  std::vector<Seq> seqs = {{{1, 2, 3}, 0}, {{1}, 1}, {{1, 2, 3}, 2}, {{1, 2}, 3}, {{4}, 4}};
+  std::vector<const Seq*> order;
+  for (const auto& s : seqs) order.push_back(&s);
+  sort_by_length(order);
+  std::vector<int> ids;
+  for (const Seq* s : order) ids.push_back(s->id);
+  EXPECT_EQ(ids, (std::vector<int>{1, 4, 3, 0, 2}));
 }
 
 TEST(WorkBalance, HandWorked) {
