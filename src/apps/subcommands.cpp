@@ -14,6 +14,8 @@ const std::vector<Subcommand>& subcommands() {
       {"analyze", "tables of a run's HDF5 file (also while it runs): pass rates, DCP, verdicts, tokens, time",
        run_analyze},
       {"tasks", "list and validate task suites", run_tasks},
+      {"plan", "the memory a policy rank needs, by kind, and whether it fits a device (reads config.json only)",
+       run_plan},
       {"layout", "where every rank of a job goes (role, GPU, CPU package), without a GPU", run_layout},
       {"tokenize", "a Hugging Face tokenizer.json: text to ids as JSON (--input), ids to text (--decode)",
        run_tokenize},

@@ -30,6 +30,7 @@ int run_train(const std::vector<std::string>& args);
 int run_eval(const std::vector<std::string>& args);   // eval_command.cpp
 int run_tasks(const std::vector<std::string>& args);  // tasks_command.cpp
 int run_layout(const std::vector<std::string>& args);  // layout_command.cpp
+int run_plan(const std::vector<std::string>& args);    // plan_command.cpp
 int run_score(const std::vector<std::string>& args);  // score_command.cpp
 int run_check(const std::vector<std::string>& args);   // check_command.cpp
 int run_analyze(const std::vector<std::string>& args);  // analyze_command.cpp

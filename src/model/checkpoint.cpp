@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -46,7 +48,14 @@ Expected<std::map<std::string, std::string>> weight_files(const std::string& dir
 
 }  // namespace
 
-Status read_weights(const std::string& dir, const Transformer& model, float* host) {
+namespace {
+
+// Converts every tensor of `model`'s layout to fp32 at target(t) (numel floats), then calls
+// done(t, data). Files are mapped (safetensors.h), so only what target() points to is process
+// memory; the checks of read_weights (checkpoint.h) apply.
+Status for_each_weight(const std::string& dir, const Transformer& model,
+                       const std::function<float*(const TensorInfo&)>& target,
+                       const std::function<void(const TensorInfo&, const float*)>& done) {
   LEAP_ASSIGN_OR_RETURN(auto map, weight_files(dir));
   const bool tied = model.config().tie_word_embeddings;
   const std::string single = (fs::path(dir) / "model.safetensors").string();
@@ -71,7 +80,9 @@ Status read_weights(const std::string& dir, const Transformer& model, float* hos
       path = it->second;
     }
     LEAP_ASSIGN_OR_RETURN(const SafetensorsFile* f, file_for(path));
-    LEAP_RETURN_IF_ERROR(f->read_f32(t.name, t.shape, host + t.offset));
+    float* out = target(t);
+    LEAP_RETURN_IF_ERROR(f->read_f32(t.name, t.shape, out));
+    done(t, out);
     used.insert(t.name);
   }
   // Tensors the config does not explain mean the config and the weights disagree.
@@ -93,11 +104,25 @@ Status read_weights(const std::string& dir, const Transformer& model, float* hos
   return Status::ok();
 }
 
+}  // namespace
+
+Status read_weights(const std::string& dir, const Transformer& model, float* host) {
+  return for_each_weight(
+      dir, model, [&](const TensorInfo& t) { return host + t.offset; },
+      [](const TensorInfo&, const float*) {});
+}
+
 Status load_weights(const std::string& dir, Transformer& model) {
-  std::vector<float> host(model.num_params());
-  LEAP_RETURN_IF_ERROR(read_weights(dir, model, host.data()));
-  model.backend().upload(model.params(), host.data(), host.size());
-  return Status::ok();
+  // One tensor at a time through a staging buffer of the largest tensor: no fp32 host copy of
+  // the whole model (7.6 B parameters would be 30 GB per rank), on the CPU and on a GPU alike.
+  size_t largest = 0;
+  for (const TensorInfo& t : model.layout().tensors()) largest = std::max(largest, t.numel);
+  std::vector<float> staging(largest);
+  return for_each_weight(
+      dir, model, [&](const TensorInfo&) { return staging.data(); },
+      [&](const TensorInfo& t, const float* data) {
+        model.backend().upload(model.params() + t.offset, data, t.numel);
+      });
 }
 
 Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,

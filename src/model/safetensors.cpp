@@ -4,6 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -61,27 +67,57 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+FileBytes::~FileBytes() {
+  if (map) munmap(map, size);
+}
+
 Expected<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
-  auto content = read_file(path);
-  if (!content) return not_found(fmt::format("cannot read safetensors file {}", path));
-  return parse(std::move(*content), path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return not_found(fmt::format("cannot read safetensors file {}: {}", path, std::strerror(errno)));
+  struct stat st {};
+  auto bytes = std::make_shared<FileBytes>();
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return io_error(fmt::format("cannot stat {}: {}", path, std::strerror(err)));
+  }
+  bytes->size = static_cast<size_t>(st.st_size);
+  if (bytes->size > 0) {
+    void* m = mmap(nullptr, bytes->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return io_error(fmt::format("cannot map {}: {}", path, std::strerror(err)));
+    }
+    bytes->map = m;
+  }
+  ::close(fd);
+  return from(std::move(bytes), path);
 }
 
 Expected<SafetensorsFile> SafetensorsFile::parse(std::string bytes, const std::string& path) {
+  auto owned = std::make_shared<FileBytes>();
+  owned->owned = std::move(bytes);
+  owned->size = owned->owned.size();
+  return from(std::move(owned), path);
+}
+
+Expected<SafetensorsFile> SafetensorsFile::from(std::shared_ptr<const FileBytes> bytes,
+                                                const std::string& path) {
   SafetensorsFile f;
   f.path_ = path;
   f.bytes_ = std::move(bytes);
+  const char* data = f.bytes_->data();
+  const size_t size = f.bytes_->size;
   auto bad = [&](const std::string& m) { return invalid_input(fmt::format("{}: {}", path, m)); };
-  if (f.bytes_.size() < 8) return bad("truncated file: no header length");
+  if (size < 8) return bad("truncated file: no header length");
   uint64_t header_len = 0;
-  std::memcpy(&header_len, f.bytes_.data(), 8);
-  if (header_len > f.bytes_.size() - 8)
+  std::memcpy(&header_len, data, 8);
+  if (header_len > size - 8)
     return bad(fmt::format("truncated file: header of {} bytes", header_len));
   f.data_offset_ = 8 + header_len;
-  const size_t data_size = f.bytes_.size() - f.data_offset_;
-  json h =
-      json::parse(f.bytes_.begin() + 8,
-                  f.bytes_.begin() + static_cast<std::ptrdiff_t>(f.data_offset_), nullptr, false);
+  const size_t data_size = size - f.data_offset_;
+  json h = json::parse(data + 8, data + f.data_offset_, nullptr, false);
   if (h.is_discarded() || !h.is_object()) return bad("header is not a JSON object");
   for (auto it = h.begin(); it != h.end(); ++it) {
     if (it.key() == "__metadata__") continue;
@@ -142,7 +178,7 @@ Status SafetensorsFile::read_f32(const std::string& name, const std::vector<int6
   if (e.shape != shape)
     return invalid_input(fmt::format("{}: tensor '{}' has shape {}, the config needs {}", path_,
                                      name, shape_to_string(e.shape), shape_to_string(shape)));
-  const char* src = bytes_.data() + data_offset_ + e.begin;
+  const char* src = bytes_->data() + data_offset_ + e.begin;
   const size_t n = (e.end - e.begin) / dtype_size(e.dtype);
   // An empty tensor (a 0 in its shape) copies nothing; its caller may pass a null `out` (an
   // empty vector's data()), and memcpy's pointers must be valid even for 0 bytes.

@@ -1,5 +1,5 @@
 // safetensors files: an 8-byte little-endian header length, a JSON header naming each tensor's
-// dtype, shape and byte range, then the raw little-endian data. We write F32 or BF16 with
+// dtype, shape and byte range, then the raw little-endian data. Files are mapped, not read. We write F32 or BF16 with
 // `__metadata__ {"format": "pt"}` (what HF transformers expects) and read F32, BF16 and F16,
 // converting to fp32. Every malformed input (truncated file, bad header, byte ranges outside
 // the data or not matching dtype x shape) is an invalid_input naming the file and the tensor.
@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,23 @@ struct SafetensorEntry {
   size_t end = 0;
 };
 
+// The bytes of one file: mapped read-only (open), or owned (parse). Mapped pages are read from
+// the page cache as tensors are converted and are never copied whole into the heap, so loading
+// a 15 GB checkpoint costs no 15 GB of process memory.
+struct FileBytes {
+  std::string owned;
+  void* map = nullptr;
+  size_t size = 0;
+  const char* data() const { return map ? static_cast<const char*>(map) : owned.data(); }
+  FileBytes() = default;
+  FileBytes(const FileBytes&) = delete;
+  FileBytes& operator=(const FileBytes&) = delete;
+  ~FileBytes();
+};
+
 class SafetensorsFile {
  public:
+  // Maps the file (mmap, read-only) and checks its header against its size.
   static Expected<SafetensorsFile> open(const std::string& path);
   // The same from a file's bytes in memory; `name` stands for the file in messages.
   static Expected<SafetensorsFile> parse(std::string bytes, const std::string& name);
@@ -36,9 +52,11 @@ class SafetensorsFile {
   Status read_f32(const std::string& name, const std::vector<int64_t>& shape, float* out) const;
 
  private:
+  static Expected<SafetensorsFile> from(std::shared_ptr<const FileBytes> bytes, const std::string& path);
+
   std::string path_;
-  std::string bytes_;       // the whole file
-  size_t data_offset_ = 0;  // start of the data section in bytes_
+  std::shared_ptr<const FileBytes> bytes_;  // the whole file
+  size_t data_offset_ = 0;                  // start of the data section in bytes_
   std::map<std::string, SafetensorEntry> entries_;
 };
 

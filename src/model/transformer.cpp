@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/check.h"
@@ -71,8 +72,16 @@ void Transformer::ensure_rope_tables(int T) {
   rope_len_ = T;
 }
 
+size_t Transformer::logit_rows(int B, int T) const {
+  const size_t N = static_cast<size_t>(B) * T;
+  const size_t per_row = static_cast<size_t>(cfg_.vocab_size) * sizeof(float);
+  // At least B rows: prefill writes the B prompts' last-position logits at once.
+  const size_t rows = std::max<size_t>({logits_chunk_bytes_ / per_row, static_cast<size_t>(B), 1});
+  return std::min(N, rows);
+}
+
 void Transformer::ensure_activations(int B, int T) {
-  if (acts_ && acts_->B == B && acts_->T == T) return;
+  if (acts_ && acts_->B == B && acts_->T == T && acts_->logit_rows == logit_rows(B, T)) return;
   if (!acts_) acts_ = std::make_unique<Activations>(*be_);
   Activations& a = *acts_;
   a.arena.reset();
@@ -98,7 +107,8 @@ void Transformer::ensure_activations(int B, int T) {
   m.take(&a.hmlp, L * N * I);
   m.take(&a.lnf, N * C);
   m.take(&a.rstdf, N);
-  m.take(&a.logits, N * V);
+  a.logit_rows = logit_rows(B, T);
+  m.take(&a.logits, a.logit_rows * V);
   m.take(&a.lse, N);
   m.take(&a.lp, N);
   m.take(&a.tmp, N * C);
@@ -112,7 +122,7 @@ void Transformer::ensure_activations(int B, int T) {
   m.take(&a.datty, N * HD);
   m.take(&a.dgu, N * 2 * I);
   m.take(&a.dh, N * I);
-  m.take(&a.dlogits, N * V);
+  m.take(&a.dlogits, a.logit_rows * V);
   m.take(&a.dlp, N);
   m.allocate();
   a.tokens.resize(N);
@@ -195,8 +205,13 @@ Status Transformer::forward(const TokenBatch& batch, float* logprobs) {
   forward_blocks(batch);
   Activations& a = *acts_;
   const int N = batch.B * batch.T, C = cfg_.hidden_size, V = cfg_.vocab_size;
-  be_->matmul_forward(a.logits, a.lnf, param_views().lm_head, nullptr, N, C, V);
-  be_->logprob_forward(a.lp, a.lse, a.logits, a.targets.data(), N, V);
+  // The LM head and log-softmax a chunk of rows at a time, so that no (N, V) buffer exists.
+  for (int r0 = 0; r0 < N; r0 += static_cast<int>(a.logit_rows)) {
+    const int n = std::min(N - r0, static_cast<int>(a.logit_rows));
+    be_->matmul_forward(a.logits, a.lnf + static_cast<size_t>(r0) * C, param_views().lm_head, nullptr,
+                        n, C, V);
+    be_->logprob_forward(a.lp + r0, a.lse + r0, a.logits, a.targets.data() + r0, n, V);
+  }
   // Row t predicts token t+1: shift by one into the caller's token-aligned convention.
   std::vector<float> lp(static_cast<size_t>(N));
   be_->download(lp.data(), a.lp, lp.size());
@@ -226,10 +241,20 @@ void Transformer::backward(const float* dlogprobs) {
 
   const ParameterViews w = param_views();
   const ParameterViews g = grad_views();
-  be_->zero(a.dlogits, static_cast<size_t>(N) * V);
-  be_->logprob_backward(a.dlogits, a.dlp, a.logits, a.lse, a.targets.data(), N, V);
   be_->zero(a.dln, NC);
-  be_->matmul_backward(a.dln, g.lm_head, nullptr, a.dlogits, a.lnf, w.lm_head, N, C, V);
+  // Chunk by chunk, as the forward went. With one chunk its logits are still in place; with
+  // several, each chunk's logits are computed again (one more LM-head GEMM) from the saved
+  // final-norm output and logsumexp.
+  const bool kept = a.logit_rows >= static_cast<size_t>(N);
+  for (int r0 = 0; r0 < N; r0 += static_cast<int>(a.logit_rows)) {
+    const int n = std::min(N - r0, static_cast<int>(a.logit_rows));
+    const float* lnf = a.lnf + static_cast<size_t>(r0) * C;
+    if (!kept) be_->matmul_forward(a.logits, lnf, w.lm_head, nullptr, n, C, V);
+    be_->zero(a.dlogits, static_cast<size_t>(n) * V);
+    be_->logprob_backward(a.dlogits, a.dlp + r0, a.logits, a.lse + r0, a.targets.data() + r0, n, V);
+    be_->matmul_backward(a.dln + static_cast<size_t>(r0) * C, g.lm_head, nullptr, a.dlogits, lnf,
+                         w.lm_head, n, C, V);
+  }
   be_->zero(a.dres, NC);
   be_->rmsnorm_backward(a.dres, g.lnf, a.dln, a.res + L * NC, w.lnf, a.rstdf, N, C);
   for (int l = L - 1; l >= 0; --l) {

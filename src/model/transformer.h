@@ -82,7 +82,16 @@ class Transformer {
   // returns the loss. mask (B*T) follows the log-prob convention (mask[b, 0] is ignored).
   Expected<float> sft_step(const TokenBatch& batch, const float* mask, float normaliser);
 
-  // Logits (N = B*T rows of V) of the last forward(), in backend memory.
+  // The LM head runs over chunks of rows whose logits take at most this many bytes (at least
+  // one row, and B rows for a prefill), so that no (N, V) logits or gradient buffer exists.
+  // Default 256 MiB: one chunk for small vocabularies, ~440 rows of Qwen2.5's 152k.
+  void set_logits_chunk_bytes(size_t bytes) { logits_chunk_bytes_ = bytes; }
+  size_t logits_chunk_bytes() const { return logits_chunk_bytes_; }
+  // Rows of one LM-head chunk for a (B, T) batch (all N rows when they fit one chunk).
+  size_t logit_rows(int B, int T) const;
+
+  // Logits of the last forward(), in backend memory: all N = B*T rows of V when they fit one
+  // chunk (logit_rows == N), else only the last chunk's.
   const float* logits() const;
 
   // ---- inference over a KV cache (the sampler's engine) -------------------------------------
@@ -112,6 +121,7 @@ class Transformer {
   int rope_len_ = 0;
   std::unique_ptr<Activations> acts_;
   std::function<void(int layer)> layer_grads_done_;
+  size_t logits_chunk_bytes_ = size_t{256} << 20;
 };
 
 // Per-slot K/V history for every layer plus the decode step's scratch. Owned by the caller

@@ -31,7 +31,8 @@ struct Transformer::Activations {
   float* hmlp = nullptr;     // (L, N, I) silu(gate) * up
   float* lnf = nullptr;      // (N, C)
   float* rstdf = nullptr;    // (N)
-  float* logits = nullptr;   // (N, V)
+  size_t logit_rows = 0;     // rows of one LM-head chunk (Transformer::logit_rows)
+  float* logits = nullptr;   // (logit_rows, V): one chunk
   float* lse = nullptr;      // (N)
   float* lp = nullptr;       // (N) log-prob of the next token, row-aligned (row t predicts t+1)
   float* tmp = nullptr;      // (N, C) branch output before the residual add
@@ -46,7 +47,7 @@ struct Transformer::Activations {
   float* datty = nullptr;                              // (N, H*D)
   float* dgu = nullptr;                                // (N, 2I)
   float* dh = nullptr;                                 // (N, I)
-  float* dlogits = nullptr;                            // (N, V)
+  float* dlogits = nullptr;                            // (logit_rows, V)
   float* dlp = nullptr;                                // (N)
   std::vector<int32_t> tokens, targets, pos, lengths;  // (N), (N), (N), (B)
 };

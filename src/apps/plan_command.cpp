@@ -1,0 +1,158 @@
+// `leap plan`: the memory one policy rank of a `leap train` run needs, by kind, and whether it
+// fits one device, before any job is submitted. It reads the run's config (the same INI as
+// `leap train`) and the model folder's config.json only, so it runs on any machine, for any
+// model size. The figures come from model::plan_policy_rank (memory_plan.h), which follows the
+// allocations the code makes; the sandbox ranks are listed apart, with the largest task's
+// buffers, since their memory is one job per worker and not the policy's.
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/subcommands.h"
+#include "apps/train_config.h"
+#include "common/fs_util.h"
+#include "model/memory_plan.h"
+#include "tasks/inputs.h"
+#include "tasks/suite.h"
+
+namespace leap::app {
+namespace {
+
+constexpr const char* kUsage =
+    "[--config FILE.ini] --model.path DIR [--ranks N] [--gpu-memory-gib G] [--format table|json]";
+
+struct PlanOptions {
+  int ranks = 1;
+  double gpu_memory_gib = 80;
+  std::string format = "table";
+  void declare(OptionSet& o) {
+    o.add("plan.ranks", &ranks, 1,
+          "Policy ranks of the job. Every rank holds a full replica today (no sharding), so the "
+          "count is reported, not divided by.",
+          {.min = 1, .max = 1000000, .alias = "ranks"});
+    o.add("plan.gpu_memory_gib", &gpu_memory_gib, 80.0,
+          "Memory of one policy rank's device in GiB (a GPU's, or what a CPU rank may use): the "
+          "plan fits when its total is at most this.",
+          {.min = 0.0, .alias = "gpu-memory-gib"});
+    o.add("plan.format", &format, std::string("table"), "table or json.",
+          {.choices = {"table", "json"}, .alias = "format"});
+  }
+};
+
+// The largest task of the suite: the bytes of its buffers at the sizes the sandbox runs
+// (GPU sizes on a GPU sandbox, interpreter sizes on a CPU one).
+struct LargestTask {
+  std::string id;
+  uint64_t bytes = 0;
+};
+
+Expected<LargestTask> largest_task(const std::string& suite_path, bool gpu) {
+  LEAP_ASSIGN_OR_RETURN(auto suite, tasks::load_suite(suite_path));
+  LargestTask best;
+  for (const auto& task : suite.tasks) {
+    const auto& params = tasks::params_for(task, gpu ? tasks::SizeSet::kGpu : tasks::SizeSet::kCpu);
+    uint64_t bytes = 0;
+    for (const auto& b : task.buffers) {
+      LEAP_ASSIGN_OR_RETURN(int64_t n, tasks::buffer_elements(b, params));
+      bytes += static_cast<uint64_t>(n) * tasks::dtype_size(b.dtype);
+    }
+    if (bytes > best.bytes) best = {task.id, bytes};
+  }
+  return best;
+}
+
+std::string gib(uint64_t bytes) { return fmt::format("{:.2f}", bytes / 1073741824.0); }
+
+}  // namespace
+
+int run_plan(const std::vector<std::string>& args) {
+  OptionSet opts;
+  TrainConfig c;
+  c.declare(opts);
+  PlanOptions p;
+  p.declare(opts);
+  if (int rc = parse_or_exit("plan", kUsage, args, opts); rc >= 0) return rc;
+  if (c.model.path.empty())
+    return report_error("plan", invalid_input("model.path is not set: pass --model.path DIR (a folder "
+                                              "with config.json; the weights are not read)"));
+  auto mc = model::read_model_config(c.model.path + "/config.json");
+  if (!mc) return report_error("plan", mc.status());
+
+  // The longest sequences a run makes: prompts fill the budget train's prompt builder gets
+  // (prompt.max_prompt_tokens, or the context minus the answer), then the answer follows.
+  const int64_t context = mc->max_position_embeddings, new_tokens = c.sampler.max_new_tokens;
+  const int64_t prompt = c.rl.prompt.max_prompt_tokens > 0
+                             ? std::min(c.rl.prompt.max_prompt_tokens, context)
+                             : std::max<int64_t>(1, context - new_tokens);
+  model::PlanInput in;
+  in.model = *mc;
+  in.backend = c.app.run.backend;
+  in.micro_batch_seqs = c.train.micro_batch_seqs;
+  in.prompt_tokens = prompt;
+  in.max_new_tokens = new_tokens;
+  in.train_tokens = std::min(context, prompt + new_tokens);
+  in.kl_reference = c.rl.rl.kl_beta > 0;
+  in.logits_chunk_bytes = static_cast<uint64_t>(c.model.logits_chunk_mib) << 20;
+  const model::MemoryPlan plan = model::plan_policy_rank(in);
+  const uint64_t limit = static_cast<uint64_t>(p.gpu_memory_gib * 1073741824.0);
+  const bool fits = plan.total <= limit;
+
+  const bool sandbox_gpu = c.sandbox.device == "gpu";
+  auto largest = largest_task(c.tasks.suite, sandbox_gpu);
+
+  if (p.format == "json") {
+    nlohmann::ordered_json j;
+    j["model"] = {{"path", c.model.path}, {"model_type", mc->model_type}, {"parameters", plan.parameters}};
+    j["backend"] = in.backend;
+    j["policy_ranks"] = p.ranks;
+    j["zero_stage"] = 0;
+    j["micro_batch_seqs"] = in.micro_batch_seqs;
+    j["train_tokens"] = in.train_tokens;
+    j["prompt_tokens"] = in.prompt_tokens;
+    j["max_new_tokens"] = in.max_new_tokens;
+    nlohmann::ordered_json per_rank;
+    for (const auto& item : plan.items) per_rank[item.kind] = item.bytes;
+    per_rank["total"] = plan.total;
+    j["per_rank"] = per_rank;
+    j["device_bytes"] = limit;
+    j["fits"] = fits;
+    nlohmann::ordered_json sb = {{"ranks", c.app.mpi.sandbox_ranks},
+                                 {"workers_per_rank", c.sandbox.workers},
+                                 {"device", c.sandbox.device}};
+    if (largest) sb["largest_task"] = {{"id", largest->id}, {"buffer_bytes", largest->bytes}};
+    j["sandbox"] = sb;
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+
+  std::printf("memory plan of one policy rank: %s (%s, %llu parameters), backend %s, %d policy "
+              "rank(s), each a full replica (no sharding yet)\n",
+              c.model.path.c_str(), mc->model_type.c_str(),
+              static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks);
+  std::printf("sequences: micro-batches of %d, up to %lld tokens (prompts up to %lld, answers up to %lld)\n\n",
+              in.micro_batch_seqs, static_cast<long long>(in.train_tokens),
+              static_cast<long long>(in.prompt_tokens), static_cast<long long>(in.max_new_tokens));
+  std::printf("  %-16s %16s %10s  %s\n", "kind", "bytes", "GiB", "what");
+  for (const auto& item : plan.items)
+    std::printf("  %-16s %16llu %10s  %s\n", item.kind.c_str(), static_cast<unsigned long long>(item.bytes),
+                gib(item.bytes).c_str(), item.note.c_str());
+  std::printf("  %-16s %16llu %10s\n\n", "total", static_cast<unsigned long long>(plan.total),
+              gib(plan.total).c_str());
+  if (fits)
+    std::printf("fits: yes, %s of %s GiB per device\n", gib(plan.total).c_str(), gib(limit).c_str());
+  else
+    std::printf("fits: NO, %s GiB over the %s GiB of a device (--gpu-memory-gib)\n",
+                gib(plan.total - limit).c_str(), gib(limit).c_str());
+  std::printf("sandbox: %d rank(s) x %d worker(s) on %s, apart from the policy's devices", c.app.mpi.sandbox_ranks,
+              c.sandbox.workers, c.sandbox.device.c_str());
+  if (largest)
+    std::printf("; the largest task (%s) has %s MiB of buffers per job\n", largest->id.c_str(),
+                fmt::format("{:.1f}", largest->bytes / 1048576.0).c_str());
+  else
+    std::printf(" (suite %s not read: %s)\n", c.tasks.suite.c_str(), largest.status().message().c_str());
+  return 0;
+}
+
+}  // namespace leap::app

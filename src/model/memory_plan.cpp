@@ -1,0 +1,120 @@
+// plan_policy_rank(): the per-kind bytes of one policy rank (see memory_plan.h for what each
+// kind follows in the code).
+#include "model/memory_plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/parameters.h"
+
+namespace leap::model {
+namespace {
+
+// FloatArena rounds every array up to 16 floats (64 bytes).
+uint64_t arena_floats(uint64_t n) { return (n + 15) / 16 * 16; }
+
+// The sampler's decode rows (transformer_infer.cpp): x, ln, tmp, rstd, q, atty, k, v, gate|up,
+// h and the logits of one row.
+uint64_t decode_row_floats(const ModelConfig& c) {
+  const uint64_t HD = static_cast<uint64_t>(c.num_attention_heads) * c.head_dim;
+  const uint64_t KD = static_cast<uint64_t>(c.num_key_value_heads) * c.head_dim;
+  return 3 * static_cast<uint64_t>(c.hidden_size) + 1 + 2 * HD + 2 * KD +
+         3 * static_cast<uint64_t>(c.intermediate_size) + c.vocab_size;
+}
+
+}  // namespace
+
+uint64_t attention_saved_floats(const std::string& backend, int64_t B, int64_t T, int H, int D) {
+  const uint64_t rows = static_cast<uint64_t>(B) * T * H;
+  if (backend == "cuda") return (rows + 15) / 16 * 16 + rows * D;
+  return rows * T;
+}
+
+uint64_t activation_floats(const ModelConfig& c, int64_t B, int64_t T, uint64_t attention_floats) {
+  const uint64_t N = static_cast<uint64_t>(B) * T, L = c.num_hidden_layers, C = c.hidden_size,
+                 I = c.intermediate_size;
+  const uint64_t HD = static_cast<uint64_t>(c.num_attention_heads) * c.head_dim;
+  const uint64_t KD = static_cast<uint64_t>(c.num_key_value_heads) * c.head_dim;
+  const uint64_t saved[] = {
+      (L + 1) * N * C,  // residual stream entering each layer, and the final one
+      L * N * C,        // ln1
+      L * N,            // rstd1
+      L * N * HD,       // q
+      L * N * KD,       // k
+      L * N * KD,       // v
+      L * attention_floats,
+      L * N * HD,     // attention output
+      L * N * C,      // residual after attention
+      L * N * C,      // ln2
+      L * N,          // rstd2
+      L * N * 2 * I,  // gate | up
+      L * N * I,      // silu(gate) * up
+      N * C,          // final norm
+      N,              // its rstd
+      N,              // logsumexp
+      N,              // log-probs
+      N * C,          // branch output
+  };
+  const uint64_t scratch[] = {N * C, N * C, N * HD, N * KD, N * KD, N * HD,
+                              N * KD, N * HD, N * 2 * I, N * I, N};
+  uint64_t total = 0;
+  for (uint64_t n : saved) total += arena_floats(n);
+  for (uint64_t n : scratch) total += arena_floats(n);
+  return total;
+}
+
+MemoryPlan plan_policy_rank(const PlanInput& in) {
+  const ModelConfig& c = in.model;
+  const bool cuda = in.backend == "cuda";
+  MemoryPlan plan;
+  plan.parameters = ParameterLayout(c).total();
+  const uint64_t P = plan.parameters, B = static_cast<uint64_t>(std::max(1, in.micro_batch_seqs));
+  const uint64_t T = static_cast<uint64_t>(std::max<int64_t>(1, in.train_tokens));
+  const uint64_t N = B * T, V = c.vocab_size;
+  auto add = [&](std::string kind, uint64_t bytes, std::string note) {
+    plan.items.push_back({std::move(kind), bytes, std::move(note)});
+    plan.total += bytes;
+  };
+
+  add("weights", cuda ? 2 * P : 0,
+      cuda ? "bf16 compute copies of every weight" : "none: the CPU's GEMMs read the fp32 masters");
+  add("master_weights", 4 * P, fmt::format("{} parameters in fp32, a full replica", P));
+  add("gradients", 4 * P, "fp32, a full replica");
+  add("optimizer_state", 8 * P, "AdamW m and v, fp32");
+  const uint64_t att = attention_saved_floats(in.backend, static_cast<int64_t>(B),
+                                              static_cast<int64_t>(T), c.num_attention_heads,
+                                              c.head_dim);
+  add("activations", 4 * activation_floats(c, static_cast<int64_t>(B), static_cast<int64_t>(T), att),
+      fmt::format("every layer's, kept for the backward (no checkpointing), B={} T={}{}", B, T,
+                  cuda ? "" : "; attention probabilities (B, H, T, T) per layer"));
+  // Transformer::logit_rows: as many rows as the chunk bytes allow, at least B, at most N.
+  const uint64_t rows = std::min(N, std::max<uint64_t>({in.logits_chunk_bytes / (4 * V), B, 1}));
+  add("logits", 4 * 2 * arena_floats(rows * V),
+      fmt::format("LM-head logits and their gradient, {} of the {} rows at a time", rows, N));
+  add("kl_reference", in.kl_reference ? (cuda ? 6 : 4) * P : 0,
+      in.kl_reference ? "a frozen copy of the weights" : "none (rl.kl_beta = 0)");
+  const uint64_t maxT = static_cast<uint64_t>(std::min<int64_t>(
+      in.prompt_tokens + in.max_new_tokens, c.max_position_embeddings));
+  const uint64_t KD = static_cast<uint64_t>(c.num_key_value_heads) * c.head_dim;
+  add("kv_cache", 4 * (2 * c.num_hidden_layers * B * maxT * KD + B * decode_row_floats(c)),
+      fmt::format("fp32, {} sequences of {} positions; none kept between turns", B, maxT));
+  const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
+  uint64_t workspace = 4 * (rope + B * V);
+  std::string note = "RoPE tables, the sampler's host logits";
+  if (cuda) {
+    // The GEMM operands rounded to bf16: slot 0 holds an input or an upstream gradient (the
+    // LM head's is (N, V)), slot 1 the other input of a weight gradient.
+    const uint64_t widest = std::max<uint64_t>({V, static_cast<uint64_t>(c.intermediate_size) * 2,
+                                                static_cast<uint64_t>(c.hidden_size)});
+    const uint64_t input = std::max<uint64_t>(
+        {static_cast<uint64_t>(c.hidden_size), static_cast<uint64_t>(c.intermediate_size),
+         static_cast<uint64_t>(c.num_attention_heads) * c.head_dim});
+    workspace += (uint64_t{32} << 20) + 2 * N * widest + 2 * N * input;
+    note += ", the cuBLASLt workspace (32 MiB), bf16 GEMM operands";
+  }
+  add("workspace", workspace, note);
+  return plan;
+}
+
+}  // namespace leap::model

@@ -1,0 +1,63 @@
+// The memory one policy rank of `leap train` needs, by kind, computed from the model's
+// config.json and the run's config alone (nothing is allocated): what `leap plan` prints.
+//
+// Every figure follows an allocation the code makes today, so the plan changes with the code:
+//  - master weights, gradients: the Transformer's two flat fp32 buffers (parameters.h);
+//  - optimizer state: AdamW's m and v, fp32 (optimizer.h);
+//  - weights: the compute copies the GEMMs read: bf16 on the CUDA backend (compute_copies.h),
+//    none on the CPU, whose GEMMs read the fp32 masters;
+//  - activations: the training arena of transformer.cpp for one micro-batch of the longest
+//    sequence, backward scratch included, but without the logits;
+//  - logits: one chunk of LM-head logits and its gradient, fp32 (Transformer::logit_rows);
+//  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0), plus its bf16 copy on CUDA;
+//  - kv_cache: the sampler's cache for one generation batch (micro_batch_seqs sequences of the
+//    longest prompt plus max_new_tokens) and its decode scratch; no cache outlives a turn;
+//  - workspace: the RoPE tables, the sampler's host logits and, on CUDA, the cuBLASLt
+//    workspace and the bf16 GEMM operand buffers.
+// Every policy rank holds a full replica (no sharding yet), so the rank count changes nothing.
+//
+// tests/model/test_memory_plan.cpp checks the plan against glibc's count of the CPU backend's
+// real allocations (mallinfo2), as differences between configs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace leap::model {
+
+struct PlanInput {
+  ModelConfig model;
+  std::string backend = "cpu";  // "cpu" or "cuda"
+  int micro_batch_seqs = 8;     // B of a training micro-batch and of a generation batch
+  int64_t train_tokens = 0;     // T: the longest training sequence (prompt + completion)
+  int64_t prompt_tokens = 0;    // the longest prompt a generation batch prefills
+  int64_t max_new_tokens = 0;
+  bool kl_reference = false;    // rl.kl_beta > 0
+  uint64_t logits_chunk_bytes = uint64_t{256} << 20;  // model.logits_chunk_mib
+};
+
+struct PlanItem {
+  std::string kind;  // "weights", "master_weights", ... (see above)
+  uint64_t bytes = 0;
+  std::string note;  // how it was counted, for the table
+};
+
+struct MemoryPlan {
+  std::vector<PlanItem> items;  // in the order above
+  uint64_t total = 0;
+  uint64_t parameters = 0;  // floats of the flat parameter buffer
+};
+
+MemoryPlan plan_policy_rank(const PlanInput& in);
+
+// Floats of the training arena for a (B, T) batch, logits and their gradient excluded;
+// `attention_floats` is what the backend's attention saves per layer (backend.h).
+uint64_t activation_floats(const ModelConfig& c, int64_t B, int64_t T, uint64_t attention_floats);
+// Floats the attention of one layer saves for the backward: the CPU keeps the probabilities
+// (B, H, T, T); CUDA keeps the per-row logsumexp and a copy of the output.
+uint64_t attention_saved_floats(const std::string& backend, int64_t B, int64_t T, int H, int D);
+
+}  // namespace leap::model

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# `leap plan` as a user runs it, on the committed config.json files of Qwen2.5-Coder-1.5B and 7B
+# and the demo models: the parameter count equals transformers' (tests/cli/plan_param_golden.json,
+# from tools/oracle/make_plan_param_golden.py), the JSON has its documented shape, the 7B policy
+# with one 4k-token sequence does not fit a 141 GiB GPU today (no sharding, fp32 master and Adam
+# state) while the 1.5B one does, and bad input exits 2 naming the problem.
+# Run by ctest with LEAP and LEAP_SOURCE_DIR set.
+set -u
+source "$(dirname "$0")/check_lib.sh"
+cd "$LEAP_SOURCE_DIR" || exit 1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+gpu=(--config configs/demo.ini --backend.name cuda --train.micro_batch_seqs 1
+     --prompt.max_prompt_tokens 3072 --sampler.max_new_tokens 1024 --ranks 8 --gpu-memory-gib 141)
+
+for folder in models/qwen2.5-coder-1.5b models/qwen2.5-coder-7b models/demo models/demo-v2; do
+  "$LEAP" plan "${gpu[@]}" --model.path "$folder" --format json > "$tmp/plan.json" 2> "$tmp/err" \
+    || { echo "FAIL plan $folder: exit $?"; cat "$tmp/err"; fail=1; continue; }
+  /usr/bin/python3 - "$tmp/plan.json" tests/cli/plan_param_golden.json "$folder" <<'PY' || fail=1
+import json, sys
+plan, golden, folder = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+want = golden["parameters"][folder]
+got = plan["model"]["parameters"]
+kinds = ["weights", "master_weights", "gradients", "optimizer_state", "activations", "logits",
+         "kl_reference", "kv_cache", "workspace"]
+per = plan["per_rank"]
+errors = []
+if got != want:
+    errors.append(f"parameters {got}, transformers counts {want}")
+if sorted(per) != sorted(kinds + ["total"]):
+    errors.append(f"per_rank keys {sorted(per)}")
+elif per["total"] != sum(per[k] for k in kinds):
+    errors.append("total is not the sum of the kinds")
+if per.get("master_weights") != 4 * want or per.get("weights") != 2 * want:
+    errors.append("fp32 masters and bf16 compute copies of every parameter expected")
+if plan["fits"] != (per["total"] <= plan["device_bytes"]) or plan["device_bytes"] != 141 * 2**30:
+    errors.append("fits does not follow total and --gpu-memory-gib")
+if not isinstance(plan["sandbox"].get("largest_task", {}).get("buffer_bytes"), int):
+    errors.append("no sandbox.largest_task")
+print(("FAIL " if errors else "ok   ") + f"plan-json {folder}: {got} parameters, total {per['total']}, "
+      f"fits {plan['fits']}" + ("; " + "; ".join(errors) if errors else ""))
+sys.exit(1 if errors else 0)
+PY
+done
+
+check plan-7b-does-not-fit 0 "fits: NO, [0-9.]+ GiB over the 141.00 GiB" -- \
+  "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b
+check plan-1.5b-fits 0 "fits: yes" -- "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-1.5b
+check plan-kl-reference 0 "kl_reference +[0-9]{10,} " -- \
+  "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --rl.kl_beta 0.01
+check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
+check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo.ini --model.path "$tmp"
+check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml
+check plan-help 0 "--gpu-memory-gib" -- "$LEAP" plan --help
+exit $fail

@@ -1,0 +1,183 @@
+// The memory plan (model/memory_plan.h) against the CPU backend's real allocations, as glibc
+// counts them (mallinfo2: bytes in use in every arena plus mmapped blocks), not through any
+// bookkeeping of ours. The plan must predict the CHANGE in allocated bytes from one config to
+// another within 10%: the model and optimizer appearing, the first training step, more tokens,
+// a larger micro-batch, a generation batch's KV cache, and a larger generation batch.
+#include <gtest/gtest.h>
+#include <malloc.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "backend/cpu_backend.h"
+#include "model/memory_plan.h"
+#include "model/optimizer.h"
+#include "model/sampler.h"
+#include "model/transformer.h"
+
+namespace leap::model {
+namespace {
+
+int64_t heap_in_use() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<int64_t>(m.uordblks + m.hblkhd);
+}
+
+ModelConfig config() {
+  ModelConfig c;
+  c.model_type = "llama";
+  c.vocab_size = 512;
+  c.hidden_size = 128;
+  c.intermediate_size = 352;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 32;
+  c.max_position_embeddings = 512;
+  c.eos_token_id = 0;
+  return c;
+}
+
+PlanInput input(int B, int64_t T, int64_t prompt = 0, int64_t new_tokens = 0) {
+  PlanInput in;
+  in.model = config();
+  in.micro_batch_seqs = B;
+  in.train_tokens = T;
+  in.prompt_tokens = prompt;
+  in.max_new_tokens = new_tokens;
+  return in;
+}
+
+int64_t bytes_of(const MemoryPlan& p, std::initializer_list<const char*> kinds) {
+  int64_t sum = 0;
+  for (const auto& item : p.items)
+    for (const char* k : kinds)
+      if (item.kind == k) sum += static_cast<int64_t>(item.bytes);
+  return sum;
+}
+
+// A training step's activations: what forward + backward of a (B, T) batch leave allocated.
+int64_t training(const MemoryPlan& p) { return bytes_of(p, {"activations", "logits"}); }
+
+void train_step(Transformer& model, int B, int T) {
+  std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(B), std::vector<int32_t>(static_cast<size_t>(T)));
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T; ++t) seqs[b][t] = (7 * b + 3 * t + 1) % 500;
+  const TokenBatch batch = TokenBatch::from_sequences(seqs);
+  std::vector<float> lp(static_cast<size_t>(B) * T), dlp(lp.size(), -1.f / static_cast<float>(lp.size()));
+  ASSERT_TRUE(model.forward(batch, lp.data()).ok());
+  model.backward(dlp.data());
+}
+
+void expect_within_10pct(int64_t measured, int64_t planned, const char* what) {
+  ASSERT_GT(planned, 0) << what;
+  const double rel = static_cast<double>(measured - planned) / static_cast<double>(planned);
+  EXPECT_LE(std::abs(rel), 0.10) << what << ": measured " << measured << " bytes, planned " << planned;
+  std::printf("%-40s measured %10lld  planned %10lld  (%+.2f%%)\n", what, static_cast<long long>(measured),
+              static_cast<long long>(planned), 100 * rel);
+}
+
+TEST(MemoryPlan, PredictsTheModelAndOptimizerAllocations) {
+  backend::CpuBackend be(1);
+  const int64_t before = heap_in_use();
+  Transformer model(config(), be);
+  AdamW opt(OptimConfig{}, model);
+  const int64_t measured = heap_in_use() - before;
+  const MemoryPlan plan = plan_policy_rank(input(2, 64));
+  expect_within_10pct(measured, bytes_of(plan, {"weights", "master_weights", "gradients", "optimizer_state"}),
+                      "weights, gradients, AdamW state");
+}
+
+TEST(MemoryPlan, PredictsTheChangeWithTokensAndMicroBatch) {
+  backend::CpuBackend be(1);
+  Transformer model(config(), be);
+  model.init_random(1);
+  int64_t last = heap_in_use();
+  const MemoryPlan* previous = nullptr;
+  const struct {
+    int B, T;
+    const char* what;
+  } steps[] = {{2, 64, "first step (B=2, T=64)"}, {2, 160, "more tokens (T 64 -> 160)"},
+               {5, 160, "larger micro-batch (B 2 -> 5)"}, {5, 320, "more tokens (T 160 -> 320)"}};
+  std::vector<MemoryPlan> plans;
+  plans.reserve(4);
+  for (const auto& s : steps) {
+    train_step(model, s.B, s.T);
+    const int64_t now = heap_in_use();
+    plans.push_back(plan_policy_rank(input(s.B, s.T)));
+    // The RoPE tables grow with T too (the plan's workspace); at these sizes they are under 0.5%.
+    const int64_t planned = training(plans.back()) - (previous ? training(*previous) : 0);
+    expect_within_10pct(now - last, planned, s.what);
+    last = now;
+    previous = &plans.back();
+  }
+}
+
+TEST(MemoryPlan, PredictsTheChangeWithTheLogitsChunk) {
+  backend::CpuBackend be(1);
+  Transformer model(config(), be);
+  model.init_random(1);
+  const uint64_t chunk = 300 * 512 * 4;  // 300 rows of logits
+  model.set_logits_chunk_bytes(chunk);
+  int64_t last = heap_in_use();
+  std::vector<MemoryPlan> plans;
+  plans.reserve(2);
+  for (int T : {100, 400}) {  // N = 400 rows (2 chunks), then 1600 rows (6 chunks of 300)
+    train_step(model, 4, T);
+    const int64_t now = heap_in_use();
+    PlanInput in = input(4, T);
+    in.logits_chunk_bytes = chunk;
+    plans.push_back(plan_policy_rank(in));
+    EXPECT_EQ(bytes_of(plans.back(), {"logits"}), 2 * 4 * 300 * 512);
+    const int64_t planned = training(plans.back()) - (plans.size() > 1 ? training(plans[0]) : 0);
+    expect_within_10pct(now - last, planned, T == 100 ? "first step, chunks of 300 rows" : "T 100 -> 400, chunked");
+    last = now;
+  }
+}
+
+TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
+  backend::CpuBackend be(1);
+  Transformer model(config(), be);
+  model.init_random(2);
+  // A training step larger than any prefill below first, so that generation adds only its cache.
+  train_step(model, 6, 200);
+  Sampler sampler(model, nullptr);
+  SamplerConfig sc;
+  sc.temperature = 1.0;
+  sc.max_new_tokens = 60;
+  sc.stop_at_eos = false;
+  Rng rng(3);
+  int64_t last = heap_in_use();
+  const MemoryPlan* previous = nullptr;
+  std::vector<MemoryPlan> plans;
+  plans.reserve(2);
+  for (int B : {3, 6}) {
+    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B), std::vector<int32_t>(40, 5));
+    ASSERT_TRUE(sampler.generate(prompts, sc, rng).has_value());
+    const int64_t now = heap_in_use();
+    plans.push_back(plan_policy_rank(input(B, 100, 40, 60)));
+    const int64_t planned = bytes_of(plans.back(), {"kv_cache"}) - (previous ? bytes_of(*previous, {"kv_cache"}) : 0);
+    expect_within_10pct(now - last, planned, B == 3 ? "KV cache of 3 sequences" : "KV cache 3 -> 6 sequences");
+    last = now;
+    previous = &plans.back();
+  }
+}
+
+TEST(MemoryPlan, CountsTheCudaBackendsBf16CopiesAndKeepsCpuAttentionProbabilities) {
+  PlanInput in = input(2, 64);
+  const MemoryPlan cpu = plan_policy_rank(in);
+  in.backend = "cuda";
+  const MemoryPlan gpu = plan_policy_rank(in);
+  EXPECT_EQ(bytes_of(cpu, {"weights"}), 0);
+  EXPECT_EQ(bytes_of(gpu, {"weights"}), 2 * static_cast<int64_t>(gpu.parameters));
+  // The CPU saves (B, H, T, T) probabilities per layer; CUDA only a logsumexp and a copy of out.
+  EXPECT_EQ(attention_saved_floats("cpu", 2, 64, 4, 32), 2u * 4 * 64 * 64);
+  EXPECT_EQ(attention_saved_floats("cuda", 2, 64, 4, 32), 2u * 64 * 4 + 2u * 64 * 4 * 32);
+  in.kl_reference = true;
+  EXPECT_EQ(bytes_of(plan_policy_rank(in), {"kl_reference"}), 6 * static_cast<int64_t>(gpu.parameters));
+}
+
+}  // namespace
+}  // namespace leap::model
