@@ -95,6 +95,7 @@ int run_plan(const std::vector<std::string>& args) {
   in.train_tokens = std::min(context, prompt + new_tokens);
   in.kl_reference = c.rl.rl.kl_beta > 0;
   in.logits_chunk_bytes = static_cast<uint64_t>(c.model.logits_chunk_mib) << 20;
+  in.activation_checkpointing = c.train.activation_checkpointing;
   const model::MemoryPlan plan = model::plan_policy_rank(in);
   const uint64_t limit = static_cast<uint64_t>(p.gpu_memory_gib * 1073741824.0);
   const bool fits = plan.total <= limit;
@@ -108,6 +109,7 @@ int run_plan(const std::vector<std::string>& args) {
     j["backend"] = in.backend;
     j["policy_ranks"] = p.ranks;
     j["zero_stage"] = 0;
+    j["activation_checkpointing"] = in.activation_checkpointing;
     j["micro_batch_seqs"] = in.micro_batch_seqs;
     j["train_tokens"] = in.train_tokens;
     j["prompt_tokens"] = in.prompt_tokens;

@@ -39,6 +39,7 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
     LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend));
   }
   p->model->set_logits_chunk_bytes(static_cast<size_t>(c.model.logits_chunk_mib) << 20);
+  p->model->set_activation_checkpointing(c.train.activation_checkpointing);
   LEAP_ASSIGN_OR_RETURN(p->tokenizer, tokenizer::load_model_tokenizer(c.model.path));
   LEAP_RETURN_IF_ERROR(
       tokenizer::check_vocab_fits(p->model->config().vocab_size, *p->tokenizer, c.model.path));

@@ -12,6 +12,9 @@ void TrainOptions::declare(OptionSet& opts) {
            {.min = 1});
   opts.add("train.micro_batch_seqs", &micro_batch_seqs, 8,
            "Sequences per forward/backward on a rank; gradients accumulate over micro-batches.", {.min = 1});
+  opts.add("train.activation_checkpointing", &activation_checkpointing, false,
+           "Keep only each layer's input in the forward and compute the layer again in the backward: "
+           "activations of one layer instead of all (see `leap plan`), for one more forward.");
   opts.add("train.checkpoint_every", &checkpoint_every, 25,
            "Write a checkpoint every N steps (RL or SFT steps), and always after the last (0: no step rule).",
            {.min = 0});

@@ -17,6 +17,7 @@ struct TrainOptions {
   double checkpoint_minutes = 30;  // 0: no time rule
   int keep_checkpoints = 3;
   int check_replicas_every = 0;
+  bool activation_checkpointing = false;  // per-layer recomputation in the backward
   bool random_init = false;    // start from config.json with random weights (tests, from-scratch SFT)
   std::string resume;          // "", "latest", "auto", or a checkpoint folder
   std::string swmr = "auto";   // auto | on | off

@@ -31,25 +31,26 @@ uint64_t attention_saved_floats(const std::string& backend, int64_t B, int64_t T
   return rows * T;
 }
 
-uint64_t activation_floats(const ModelConfig& c, int64_t B, int64_t T, uint64_t attention_floats) {
+uint64_t activation_floats(const ModelConfig& c, int64_t B, int64_t T, uint64_t attention_floats,
+                           uint64_t layer_slots) {
   const uint64_t N = static_cast<uint64_t>(B) * T, L = c.num_hidden_layers, C = c.hidden_size,
-                 I = c.intermediate_size;
+                 I = c.intermediate_size, S = layer_slots;
   const uint64_t HD = static_cast<uint64_t>(c.num_attention_heads) * c.head_dim;
   const uint64_t KD = static_cast<uint64_t>(c.num_key_value_heads) * c.head_dim;
   const uint64_t saved[] = {
       (L + 1) * N * C,  // residual stream entering each layer, and the final one
-      L * N * C,        // ln1
-      L * N,            // rstd1
-      L * N * HD,       // q
-      L * N * KD,       // k
-      L * N * KD,       // v
-      L * attention_floats,
-      L * N * HD,     // attention output
-      L * N * C,      // residual after attention
-      L * N * C,      // ln2
-      L * N,          // rstd2
-      L * N * 2 * I,  // gate | up
-      L * N * I,      // silu(gate) * up
+      S * N * C,        // ln1
+      S * N,            // rstd1
+      S * N * HD,       // q
+      S * N * KD,       // k
+      S * N * KD,       // v
+      S * attention_floats,
+      S * N * HD,     // attention output
+      S * N * C,      // residual after attention
+      S * N * C,      // ln2
+      S * N,          // rstd2
+      S * N * 2 * I,  // gate | up
+      S * N * I,      // silu(gate) * up
       N * C,          // final norm
       N,              // its rstd
       N,              // logsumexp
@@ -85,9 +86,14 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   const uint64_t att = attention_saved_floats(in.backend, static_cast<int64_t>(B),
                                               static_cast<int64_t>(T), c.num_attention_heads,
                                               c.head_dim);
-  add("activations", 4 * activation_floats(c, static_cast<int64_t>(B), static_cast<int64_t>(T), att),
-      fmt::format("every layer's, kept for the backward (no checkpointing), B={} T={}{}", B, T,
-                  cuda ? "" : "; attention probabilities (B, H, T, T) per layer"));
+  const uint64_t slots = in.activation_checkpointing ? 1 : c.num_hidden_layers;
+  add("activations",
+      4 * activation_floats(c, static_cast<int64_t>(B), static_cast<int64_t>(T), att, slots),
+      fmt::format("{}, B={} T={}{}",
+                  in.activation_checkpointing
+                      ? "checkpointed: each layer's input and one layer's activations"
+                      : "every layer's, kept for the backward (no checkpointing)",
+                  B, T, cuda ? "" : "; attention probabilities (B, H, T, T) per layer"));
   // Transformer::logit_rows: as many rows as the chunk bytes allow, at least B, at most N.
   const uint64_t rows = std::min(N, std::max<uint64_t>({in.logits_chunk_bytes / (4 * V), B, 1}));
   add("logits", 4 * 2 * arena_floats(rows * V),
@@ -100,17 +106,18 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   add("kv_cache", 4 * (2 * c.num_hidden_layers * B * maxT * KD + B * decode_row_floats(c)),
       fmt::format("fp32, {} sequences of {} positions; none kept between turns", B, maxT));
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
-  uint64_t workspace = 4 * (rope + B * V);
-  std::string note = "RoPE tables, the sampler's host logits";
+  // The sampler's logits are host memory: the device's only on the CPU backend.
+  uint64_t workspace = 4 * (rope + (cuda ? 0 : B * V));
+  std::string note = cuda ? "RoPE tables" : "RoPE tables, the sampler's host logits";
   if (cuda) {
     // The GEMM operands rounded to bf16: slot 0 holds an input or an upstream gradient (the
-    // LM head's is (N, V)), slot 1 the other input of a weight gradient.
-    const uint64_t widest = std::max<uint64_t>({V, static_cast<uint64_t>(c.intermediate_size) * 2,
-                                                static_cast<uint64_t>(c.hidden_size)});
-    const uint64_t input = std::max<uint64_t>(
-        {static_cast<uint64_t>(c.hidden_size), static_cast<uint64_t>(c.intermediate_size),
-         static_cast<uint64_t>(c.num_attention_heads) * c.head_dim});
-    workspace += (uint64_t{32} << 20) + 2 * N * widest + 2 * N * input;
+    // widest: the gate|up gradient, or the LM head's one chunk of logit rows), slot 1 the other
+    // input of a weight gradient.
+    const uint64_t I = c.intermediate_size, C = c.hidden_size;
+    const uint64_t HD = static_cast<uint64_t>(c.num_attention_heads) * c.head_dim;
+    const uint64_t slot0 = std::max(N * std::max(2 * I, C), rows * V);
+    const uint64_t slot1 = N * std::max({C, I, HD});
+    workspace += (uint64_t{32} << 20) + 2 * slot0 + 2 * slot1;
     note += ", the cuBLASLt workspace (32 MiB), bf16 GEMM operands";
   }
   add("workspace", workspace, note);

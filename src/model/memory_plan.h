@@ -7,7 +7,8 @@
 //  - weights: the compute copies the GEMMs read: bf16 on the CUDA backend (compute_copies.h),
 //    none on the CPU, whose GEMMs read the fp32 masters;
 //  - activations: the training arena of transformer.cpp for one micro-batch of the longest
-//    sequence, backward scratch included, but without the logits;
+//    sequence, backward scratch included, but without the logits; with activation
+//    checkpointing, the residual stream of every layer and one layer's activations;
 //  - logits: one chunk of LM-head logits and its gradient, fp32 (Transformer::logit_rows);
 //  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0), plus its bf16 copy on CUDA;
 //  - kv_cache: the sampler's cache for one generation batch (micro_batch_seqs sequences of the
@@ -37,6 +38,7 @@ struct PlanInput {
   int64_t max_new_tokens = 0;
   bool kl_reference = false;    // rl.kl_beta > 0
   uint64_t logits_chunk_bytes = uint64_t{256} << 20;  // model.logits_chunk_mib
+  bool activation_checkpointing = false;              // train.activation_checkpointing
 };
 
 struct PlanItem {
@@ -54,8 +56,10 @@ struct MemoryPlan {
 MemoryPlan plan_policy_rank(const PlanInput& in);
 
 // Floats of the training arena for a (B, T) batch, logits and their gradient excluded;
-// `attention_floats` is what the backend's attention saves per layer (backend.h).
-uint64_t activation_floats(const ModelConfig& c, int64_t B, int64_t T, uint64_t attention_floats);
+// `attention_floats` is what the backend's attention saves per layer (backend.h); layer_slots is
+// L, or 1 with activation checkpointing.
+uint64_t activation_floats(const ModelConfig& c, int64_t B, int64_t T, uint64_t attention_floats,
+                           uint64_t layer_slots);
 // Floats the attention of one layer saves for the backward: the CPU keeps the probabilities
 // (B, H, T, T); CUDA keeps the per-row logsumexp and a copy of the output.
 uint64_t attention_saved_floats(const std::string& backend, int64_t B, int64_t T, int H, int D);

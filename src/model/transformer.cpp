@@ -81,30 +81,37 @@ size_t Transformer::logit_rows(int B, int T) const {
 }
 
 void Transformer::ensure_activations(int B, int T) {
-  if (acts_ && acts_->B == B && acts_->T == T && acts_->logit_rows == logit_rows(B, T)) return;
+  const size_t slots = checkpoint_layers_ ? 1 : static_cast<size_t>(cfg_.num_hidden_layers);
+  if (acts_ && acts_->B == B && acts_->T == T && acts_->logit_rows == logit_rows(B, T) &&
+      acts_->layer_slots == slots)
+    return;
   if (!acts_) acts_ = std::make_unique<Activations>(*be_);
   Activations& a = *acts_;
   a.arena.reset();
   a.B = B;
   a.T = T;
-  const size_t N = static_cast<size_t>(B) * T, L = cfg_.num_hidden_layers, C = cfg_.hidden_size;
+  a.layer_slots = slots;
+  // Per-layer arrays have one slot per layer, or a single slot that every layer overwrites when
+  // checkpointing (the backward recomputes a layer into it from the saved residual stream).
+  const size_t N = static_cast<size_t>(B) * T, L = cfg_.num_hidden_layers, C = cfg_.hidden_size,
+               S = slots;
   const size_t HD = static_cast<size_t>(cfg_.num_attention_heads) * cfg_.head_dim;
   const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim;
   const size_t I = cfg_.intermediate_size, V = cfg_.vocab_size, H = cfg_.num_attention_heads;
   FloatArena& m = a.arena;
   m.take(&a.res, (L + 1) * N * C);
-  m.take(&a.ln1, L * N * C);
-  m.take(&a.rstd1, L * N);
-  m.take(&a.q, L * N * HD);
-  m.take(&a.k, L * N * KD);
-  m.take(&a.v, L * N * KD);
-  m.take(&a.att, L * be_->attention_saved_floats(B, T, static_cast<int>(H), cfg_.head_dim));
-  m.take(&a.atty, L * N * HD);
-  m.take(&a.res_mid, L * N * C);
-  m.take(&a.ln2, L * N * C);
-  m.take(&a.rstd2, L * N);
-  m.take(&a.gu, L * N * 2 * I);
-  m.take(&a.hmlp, L * N * I);
+  m.take(&a.ln1, S * N * C);
+  m.take(&a.rstd1, S * N);
+  m.take(&a.q, S * N * HD);
+  m.take(&a.k, S * N * KD);
+  m.take(&a.v, S * N * KD);
+  m.take(&a.att, S * be_->attention_saved_floats(B, T, static_cast<int>(H), cfg_.head_dim));
+  m.take(&a.atty, S * N * HD);
+  m.take(&a.res_mid, S * N * C);
+  m.take(&a.ln2, S * N * C);
+  m.take(&a.rstd2, S * N);
+  m.take(&a.gu, S * N * 2 * I);
+  m.take(&a.hmlp, S * N * I);
   m.take(&a.lnf, N * C);
   m.take(&a.rstdf, N);
   a.logit_rows = logit_rows(B, T);
@@ -130,11 +137,66 @@ void Transformer::ensure_activations(int B, int T) {
   a.pos.resize(N);
 }
 
-void Transformer::forward_blocks(const TokenBatch& batch) {
-  const int B = batch.B, T = batch.T, N = B * T;
-  const int C = cfg_.hidden_size, I = cfg_.intermediate_size, L = cfg_.num_hidden_layers;
+Transformer::LayerActs Transformer::layer_acts(int l) const {
+  const Activations& a = *acts_;
+  const size_t N = static_cast<size_t>(a.B) * a.T, C = cfg_.hidden_size, I = cfg_.intermediate_size;
+  const size_t HD = static_cast<size_t>(cfg_.num_attention_heads) * cfg_.head_dim;
+  const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim;
+  const size_t s = a.layer_slots == 1 ? 0 : static_cast<size_t>(l);
+  LayerActs x;
+  x.rin = a.res + static_cast<size_t>(l) * N * C;
+  x.rout = a.res + static_cast<size_t>(l + 1) * N * C;
+  x.ln1 = a.ln1 + s * N * C;
+  x.rstd1 = a.rstd1 + s * N;
+  x.q = a.q + s * N * HD;
+  x.k = a.k + s * N * KD;
+  x.v = a.v + s * N * KD;
+  x.att = a.att + s * be_->attention_saved_floats(a.B, a.T, cfg_.num_attention_heads, cfg_.head_dim);
+  x.atty = a.atty + s * N * HD;
+  x.rmid = a.res_mid + s * N * C;
+  x.ln2 = a.ln2 + s * N * C;
+  x.rstd2 = a.rstd2 + s * N;
+  x.gu = a.gu + s * N * 2 * I;
+  x.hm = a.hmlp + s * N * I;
+  return x;
+}
+
+void Transformer::layer_forward(int l, const LayerActs& x, bool write_output) {
+  Activations& a = *acts_;
+  const int B = a.B, T = a.T, N = B * T;
+  const int C = cfg_.hidden_size, I = cfg_.intermediate_size;
   const int H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
   const int HD = H * D, KD = Hkv * D;
+  const size_t NC = static_cast<size_t>(N) * C;
+  const ParameterViews w = param_views();
+  be_->rmsnorm_forward(x.ln1, x.rstd1, x.rin, w.ln1 + l * C, N, C,
+                       static_cast<float>(cfg_.rms_norm_eps));
+  be_->matmul_forward(x.q, x.ln1, w.qw + static_cast<size_t>(l) * HD * C,
+                      w.qb ? w.qb + l * HD : nullptr, N, C, HD);
+  be_->matmul_forward(x.k, x.ln1, w.kw + static_cast<size_t>(l) * KD * C,
+                      w.kb ? w.kb + l * KD : nullptr, N, C, KD);
+  be_->matmul_forward(x.v, x.ln1, w.vw + static_cast<size_t>(l) * KD * C,
+                      w.vb ? w.vb + l * KD : nullptr, N, C, KD);
+  be_->rope_forward(x.q, x.q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
+  be_->rope_forward(x.k, x.k, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
+  be_->attention_forward(x.atty, x.att, x.q, x.k, x.v, B, T, H, Hkv, D);
+  be_->matmul_forward(a.tmp, x.atty, w.ow + static_cast<size_t>(l) * C * HD,
+                      w.ob ? w.ob + l * C : nullptr, N, HD, C);
+  be_->add_forward(x.rmid, x.rin, a.tmp, NC);
+  be_->rmsnorm_forward(x.ln2, x.rstd2, x.rmid, w.ln2 + l * C, N, C,
+                       static_cast<float>(cfg_.rms_norm_eps));
+  be_->matmul_forward(x.gu, x.ln2, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, N, C,
+                      2 * I);
+  be_->swiglu_forward(x.hm, x.gu, N, I);
+  // A recomputation (checkpointing) stops here: the layer's output is already saved.
+  if (!write_output) return;
+  be_->matmul_forward(a.tmp, x.hm, w.down + static_cast<size_t>(l) * C * I, nullptr, N, I, C);
+  be_->add_forward(x.rout, x.rmid, a.tmp, NC);
+}
+
+void Transformer::forward_blocks(const TokenBatch& batch, const KvSink* on_kv) {
+  const int B = batch.B, T = batch.T, N = B * T;
+  const int C = cfg_.hidden_size, L = cfg_.num_hidden_layers;
   ensure_activations(B, T);
   ensure_rope_tables(T);
   Activations& a = *acts_;
@@ -152,38 +214,9 @@ void Transformer::forward_blocks(const TokenBatch& batch) {
   const size_t NC = static_cast<size_t>(N) * C;
   be_->embedding_forward(a.res, a.tokens.data(), w.wte, N, C);
   for (int l = 0; l < L; ++l) {
-    float* rin = a.res + l * NC;
-    float* ln1 = a.ln1 + l * NC;
-    float* q = a.q + static_cast<size_t>(l) * N * HD;
-    float* k = a.k + static_cast<size_t>(l) * N * KD;
-    float* v = a.v + static_cast<size_t>(l) * N * KD;
-    float* atty = a.atty + static_cast<size_t>(l) * N * HD;
-    float* rmid = a.res_mid + l * NC;
-    float* ln2 = a.ln2 + l * NC;
-    float* gu = a.gu + static_cast<size_t>(l) * N * 2 * I;
-    float* hm = a.hmlp + static_cast<size_t>(l) * N * I;
-    be_->rmsnorm_forward(ln1, a.rstd1 + l * N, rin, w.ln1 + l * C, N, C,
-                         static_cast<float>(cfg_.rms_norm_eps));
-    be_->matmul_forward(q, ln1, w.qw + static_cast<size_t>(l) * HD * C,
-                        w.qb ? w.qb + l * HD : nullptr, N, C, HD);
-    be_->matmul_forward(k, ln1, w.kw + static_cast<size_t>(l) * KD * C,
-                        w.kb ? w.kb + l * KD : nullptr, N, C, KD);
-    be_->matmul_forward(v, ln1, w.vw + static_cast<size_t>(l) * KD * C,
-                        w.vb ? w.vb + l * KD : nullptr, N, C, KD);
-    be_->rope_forward(q, q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
-    be_->rope_forward(k, k, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
-    float* att = a.att + l * be_->attention_saved_floats(B, T, H, D);
-    be_->attention_forward(atty, att, q, k, v, B, T, H, Hkv, D);
-    be_->matmul_forward(a.tmp, atty, w.ow + static_cast<size_t>(l) * C * HD,
-                        w.ob ? w.ob + l * C : nullptr, N, HD, C);
-    be_->add_forward(rmid, rin, a.tmp, NC);
-    be_->rmsnorm_forward(ln2, a.rstd2 + l * N, rmid, w.ln2 + l * C, N, C,
-                         static_cast<float>(cfg_.rms_norm_eps));
-    be_->matmul_forward(gu, ln2, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, N, C,
-                        2 * I);
-    be_->swiglu_forward(hm, gu, N, I);
-    be_->matmul_forward(a.tmp, hm, w.down + static_cast<size_t>(l) * C * I, nullptr, N, I, C);
-    be_->add_forward(a.res + (l + 1) * NC, rmid, a.tmp, NC);
+    const LayerActs x = layer_acts(l);
+    layer_forward(l, x, true);
+    if (on_kv) (*on_kv)(l, x.k, x.v);
   }
   be_->rmsnorm_forward(a.lnf, a.rstdf, a.res + L * NC, w.lnf, N, C,
                        static_cast<float>(cfg_.rms_norm_eps));
@@ -258,16 +291,12 @@ void Transformer::backward(const float* dlogprobs) {
   be_->zero(a.dres, NC);
   be_->rmsnorm_backward(a.dres, g.lnf, a.dln, a.res + L * NC, w.lnf, a.rstdf, N, C);
   for (int l = L - 1; l >= 0; --l) {
-    const float* rin = a.res + l * NC;
-    const float* ln1 = a.ln1 + l * NC;
-    const float* q = a.q + static_cast<size_t>(l) * N * HD;
-    const float* k = a.k + static_cast<size_t>(l) * N * KD;
-    const float* v = a.v + static_cast<size_t>(l) * N * KD;
-    const float* atty = a.atty + static_cast<size_t>(l) * N * HD;
-    const float* rmid = a.res_mid + l * NC;
-    const float* ln2 = a.ln2 + l * NC;
-    const float* gu = a.gu + static_cast<size_t>(l) * N * 2 * I;
-    const float* hm = a.hmlp + static_cast<size_t>(l) * N * I;
+    const LayerActs x = layer_acts(l);
+    // Checkpointing: layer l's activations again, from its saved input (the last layer's are
+    // still in the slot from the forward).
+    if (a.layer_slots == 1 && l != L - 1) layer_forward(l, x, false);
+    const float *rin = x.rin, *ln1 = x.ln1, *q = x.q, *k = x.k, *v = x.v, *atty = x.atty,
+                *rmid = x.rmid, *ln2 = x.ln2, *gu = x.gu, *hm = x.hm;
     // MLP branch: dres holds dL/d(layer output) = dL/d(res_mid) through the skip connection.
     be_->zero(a.dh, static_cast<size_t>(N) * I);
     be_->matmul_backward(a.dh, g.down + static_cast<size_t>(l) * C * I, nullptr, a.dres, hm,
@@ -277,7 +306,7 @@ void Transformer::backward(const float* dlogprobs) {
     be_->zero(a.dln, NC);
     be_->matmul_backward(a.dln, g.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, a.dgu, ln2,
                          w.gate_up + static_cast<size_t>(l) * 2 * I * C, N, C, 2 * I);
-    be_->rmsnorm_backward(a.dres, g.ln2 + l * C, a.dln, rmid, w.ln2 + l * C, a.rstd2 + l * N, N, C);
+    be_->rmsnorm_backward(a.dres, g.ln2 + l * C, a.dln, rmid, w.ln2 + l * C, x.rstd2, N, C);
     // Attention branch: dres is now dL/d(res_mid) = dL/d(layer input) through the skip.
     be_->zero(a.datty, static_cast<size_t>(N) * HD);
     be_->matmul_backward(a.datty, g.ow + static_cast<size_t>(l) * C * HD,
@@ -286,8 +315,7 @@ void Transformer::backward(const float* dlogprobs) {
     be_->zero(a.dq, static_cast<size_t>(N) * HD);
     be_->zero(a.dk, static_cast<size_t>(N) * KD);
     be_->zero(a.dv, static_cast<size_t>(N) * KD);
-    const float* att = a.att + l * be_->attention_saved_floats(B, T, H, D);
-    be_->attention_backward(a.dq, a.dk, a.dv, a.datty, att, q, k, v, B, T, H, Hkv, D);
+    be_->attention_backward(a.dq, a.dk, a.dv, a.datty, x.att, q, k, v, B, T, H, Hkv, D);
     be_->zero(a.dq_pre, static_cast<size_t>(N) * HD);
     be_->zero(a.dk_pre, static_cast<size_t>(N) * KD);
     be_->rope_backward(a.dq_pre, a.dq, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
@@ -302,7 +330,7 @@ void Transformer::backward(const float* dlogprobs) {
     be_->matmul_backward(a.dln, g.vw + static_cast<size_t>(l) * KD * C,
                          g.vb ? g.vb + l * KD : nullptr, a.dv, ln1,
                          w.vw + static_cast<size_t>(l) * KD * C, N, C, KD);
-    be_->rmsnorm_backward(a.dres, g.ln1 + l * C, a.dln, rin, w.ln1 + l * C, a.rstd1 + l * N, N, C);
+    be_->rmsnorm_backward(a.dres, g.ln1 + l * C, a.dln, rin, w.ln1 + l * C, x.rstd1, N, C);
     if (layer_grads_done_) layer_grads_done_(l);
   }
   be_->embedding_backward(g.wte, a.dres, a.tokens.data(), N, C);

@@ -90,6 +90,12 @@ class Transformer {
   // Rows of one LM-head chunk for a (B, T) batch (all N rows when they fit one chunk).
   size_t logit_rows(int B, int T) const;
 
+  // Per-layer activation checkpointing: the forward keeps only each layer's input (the residual
+  // stream) and one layer's activations; the backward computes each layer's again before its
+  // backward (one more forward of the blocks). Gradients are bit-identical either way.
+  void set_activation_checkpointing(bool on) { checkpoint_layers_ = on; }
+  bool activation_checkpointing() const { return checkpoint_layers_; }
+
   // Logits of the last forward(), in backend memory: all N = B*T rows of V when they fit one
   // chunk (logit_rows == N), else only the last chunk's.
   const float* logits() const;
@@ -107,9 +113,20 @@ class Transformer {
 
  private:
   struct Activations;
+  // One layer's activations (its slot of the per-layer arrays) and its input and output rows of
+  // the residual stream.
+  struct LayerActs {
+    float *rin, *rout, *ln1, *rstd1, *q, *k, *v, *att, *atty, *rmid, *ln2, *rstd2, *gu, *hm;
+  };
+  // Called after each layer of a forward with the layer's keys (after RoPE) and values, (N, KD).
+  using KvSink = std::function<void(int layer, const float* k, const float* v)>;
   void ensure_activations(int B, int T);
   void ensure_rope_tables(int T);
-  void forward_blocks(const TokenBatch& batch);  // embedding .. final norm into activations
+  // Embedding .. final norm into the activations.
+  void forward_blocks(const TokenBatch& batch, const KvSink* on_kv = nullptr);
+  LayerActs layer_acts(int l) const;
+  // Layer l from x.rin; writes x.rout unless recomputing for the backward.
+  void layer_forward(int l, const LayerActs& x, bool write_output);
 
   ModelConfig cfg_;
   ParameterLayout layout_;
@@ -122,6 +139,7 @@ class Transformer {
   std::unique_ptr<Activations> acts_;
   std::function<void(int layer)> layer_grads_done_;
   size_t logits_chunk_bytes_ = size_t{256} << 20;
+  bool checkpoint_layers_ = false;
 };
 
 // Per-slot K/V history for every layer plus the decode step's scratch. Owned by the caller

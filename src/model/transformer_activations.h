@@ -11,11 +11,13 @@
 namespace leap::model {
 
 // Saved activations of the last forward and the backward's scratch, for one (B, T).
-// Per-layer arrays are stacked: layer l of q is q + l * N*H*D.
+// Per-layer arrays are stacked: layer l of q is q + l * N*H*D (one slot only when
+// checkpointing: Transformer::layer_acts).
 struct Transformer::Activations {
   explicit Activations(backend::Backend& be) : arena(be) {}
   FloatArena arena;
   int B = 0, T = 0;
+  size_t layer_slots = 0;    // L, or 1 with activation checkpointing (per-layer arrays below)
   float* res = nullptr;      // (L+1, N, C) residual stream entering each layer; [L] = final
   float* ln1 = nullptr;      // (L, N, C)
   float* rstd1 = nullptr;    // (L, N)

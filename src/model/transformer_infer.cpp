@@ -79,18 +79,20 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
                                      prompts.T,
                                      std::min(cache.maxT, cfg_.max_position_embeddings)));
   ensure_rope_tables(cache.maxT);
-  forward_blocks(prompts);
-  Activations& a = *acts_;
   const int B = prompts.B, T = prompts.T, C = cfg_.hidden_size, V = cfg_.vocab_size;
   const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim;
-  for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+  // Each layer's keys and values go to the cache as the layer finishes (with checkpointing only
+  // one layer's stay in the activations).
+  const KvSink to_cache = [&](int l, const float* k, const float* v) {
     for (int b = 0; b < B; ++b) {
-      const size_t src = (static_cast<size_t>(l) * B * T + static_cast<size_t>(b) * T) * KD;
+      const size_t src = static_cast<size_t>(b) * T * KD;
       const size_t dst = l * cache.layer_stride() + static_cast<size_t>(b) * cache.maxT * KD;
-      be_->copy(cache.k + dst, a.k + src, static_cast<size_t>(T) * KD);
-      be_->copy(cache.v + dst, a.v + src, static_cast<size_t>(T) * KD);
+      be_->copy(cache.k + dst, k + src, static_cast<size_t>(T) * KD);
+      be_->copy(cache.v + dst, v + src, static_cast<size_t>(T) * KD);
     }
-  }
+  };
+  forward_blocks(prompts, &to_cache);
+  Activations& a = *acts_;
   // Only the last real row of each prompt needs the LM head.
   for (int b = 0; b < B; ++b) {
     be_->copy(a.tmp + static_cast<size_t>(b) * C,

@@ -137,6 +137,30 @@ TEST(MemoryPlan, PredictsTheChangeWithTheLogitsChunk) {
   }
 }
 
+TEST(MemoryPlan, PredictsTheChangeWithActivationCheckpointing) {
+  // Checkpointing on first (the small arena), then off: the arena grows by what the plan says
+  // the per-layer activations of the other layers take.
+  backend::CpuBackend be(1);
+  Transformer model(config(), be);
+  model.init_random(1);
+  model.set_activation_checkpointing(true);
+  int64_t last = heap_in_use();
+  PlanInput in = input(4, 160);
+  in.activation_checkpointing = true;
+  const MemoryPlan on = plan_policy_rank(in);
+  train_step(model, 4, 160);
+  int64_t now = heap_in_use();
+  expect_within_10pct(now - last, training(on), "first step, checkpointed (B=4, T=160)");
+  last = now;
+  model.set_activation_checkpointing(false);
+  train_step(model, 4, 160);
+  now = heap_in_use();
+  in.activation_checkpointing = false;
+  const MemoryPlan off = plan_policy_rank(in);
+  expect_within_10pct(now - last, training(off) - training(on), "checkpointing on -> off");
+  EXPECT_LT(training(on), training(off) * 3 / 4);
+}
+
 TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
   backend::CpuBackend be(1);
   Transformer model(config(), be);
