@@ -28,7 +28,8 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   record_prompt_now(ctx.policy, &state);
   if (ctx.policy.reference) state["kl_reference"] = kl_reference_json(*ctx.policy.reference);
   return io::save_checkpoint(c.app.run.out_dir, step, *ctx.policy.model, *ctx.policy.optimizer, state,
-                             c.train.keep_checkpoints, c.model.path);
+                             c.train.keep_checkpoints, c.model.path,
+                             c.model.max_shard_bytes());
 }
 
 // Slurm sends USR1 a margin before its kill and never requeues a job that ran out of time: a

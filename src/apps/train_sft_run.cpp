@@ -101,7 +101,7 @@ Status run_sft(const SftRunContext& ctx) {
     record_prompt_now(policy, &state);
     LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, step, *policy.model,
                                              *policy.optimizer, state, c.train.keep_checkpoints,
-                                             c.model.path));
+                                             c.model.path, c.model.max_shard_bytes()));
     schedule.saved();
     return Status::ok();
   };
@@ -115,7 +115,8 @@ Status run_sft(const SftRunContext& ctx) {
            report->last_loss);
   if (!c.sft.save_to.empty()) {
     LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model,
-                                           c.sft.save_dtype == "bf16" ? model::DType::kBF16 : model::DType::kF32));
+                                           c.sft.save_dtype == "bf16" ? model::DType::kBF16 : model::DType::kF32,
+                                           c.model.max_shard_bytes()));
     LEAP_RETURN_IF_ERROR(model::copy_model_side_files(c.model.path, c.sft.save_to));
     log.info("policy written to {}", c.sft.save_to);
   }

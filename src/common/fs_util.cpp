@@ -12,34 +12,55 @@
 
 namespace leap {
 
-Status write_file_atomic(const std::string& path, std::string_view contents) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("cannot create '" + tmp + "': " + std::strerror(errno));
-  const char* p = contents.data();
-  size_t left = contents.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, p, left);
-    if (n < 0) {
+AtomicWriter::AtomicWriter(std::string path)
+    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(getpid())) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) error_ = io_error("cannot create '" + tmp_ + "': " + std::strerror(errno));
+}
+
+AtomicWriter::~AtomicWriter() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+Status AtomicWriter::append(const void* data, size_t n) {
+  if (!error_) return error_;
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd_, p, n);
+    if (w < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return io_error("cannot write '" + tmp + "': " + std::strerror(err));
+      error_ = io_error("cannot write '" + tmp_ + "': " + std::strerror(errno));
+      return error_;
     }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(tmp.c_str());
-    return io_error("cannot flush '" + tmp + "': " + std::strerror(errno));
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return io_error("cannot rename '" + tmp + "' to '" + path + "': " + std::strerror(err));
+    p += w;
+    n -= static_cast<size_t>(w);
   }
   return Status::ok();
+}
+
+Status AtomicWriter::commit() {
+  if (!error_) return error_;
+  const int fd = fd_;
+  fd_ = -1;
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(tmp_.c_str());
+    return io_error("cannot flush '" + tmp_ + "': " + std::strerror(errno));
+  }
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp_.c_str());
+    return io_error("cannot rename '" + tmp_ + "' to '" + path_ + "': " + std::strerror(err));
+  }
+  return Status::ok();
+}
+
+Status write_file_atomic(const std::string& path, std::string_view contents) {
+  AtomicWriter w(path);
+  LEAP_RETURN_IF_ERROR(w.append(contents.data(), contents.size()));
+  return w.commit();
 }
 
 Expected<std::string> read_file(const std::string& path) {

@@ -9,6 +9,25 @@
 
 namespace leap {
 
+// A file written piece by piece and put in place atomically: the pieces go to a temporary file
+// beside `path`; commit() fsyncs it and renames it over `path`. Dropped without commit() (an
+// error on the way), the temporary file is removed and `path` is untouched. For outputs too
+// large to assemble in memory first (a model's weights).
+class AtomicWriter {
+ public:
+  explicit AtomicWriter(std::string path);
+  ~AtomicWriter();
+  AtomicWriter(const AtomicWriter&) = delete;
+  AtomicWriter& operator=(const AtomicWriter&) = delete;
+  Status append(const void* data, size_t n);
+  Status commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+  Status error_;  // the first failure (open or write); append and commit report it
+};
+
 Status write_file_atomic(const std::string& path, std::string_view contents);
 Expected<std::string> read_file(const std::string& path);
 // For an output file the user named with `flag`: invalid_input when its folder does not exist

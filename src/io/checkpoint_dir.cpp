@@ -37,28 +37,13 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const std::string& ru
   return out;
 }
 
-std::vector<model::TensorToWrite> moment_tensors(const model::Transformer& m, const float* base, const char* suffix) {
-  std::vector<model::TensorToWrite> out;
-  for (const auto& t : m.layout().tensors()) out.push_back({t.name + suffix, t.shape, base + t.offset});
-  return out;
-}
-
-// The optimizer moments in host memory: the backend's own buffer on the CPU, a downloaded copy
-// (in `copy`) on a device backend.
-const float* host_moments(backend::Backend& be, const float* p, size_t n, std::vector<float>* copy) {
-  if (be.host_memory()) return p;
-  copy->resize(n);
-  be.download(copy->data(), p, n);
-  return copy->data();
-}
-
 }  // namespace
 
 std::string checkpoint_dir_name(int64_t step) { return fmt::format("{}{:06d}", kPrefix, step); }
 
 Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
                        model::AdamW& optimizer, const nlohmann::json& state, int keep,
-                       const std::string& model_dir) {
+                       const std::string& model_dir, uint64_t max_shard_bytes) {
   fs::path root = fs::path(run_dir) / "checkpoints";
   fs::path final_dir = root / checkpoint_dir_name(step);
   fs::path tmp = root / (".tmp_" + checkpoint_dir_name(step));
@@ -66,15 +51,27 @@ Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Tr
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) return io_error("cannot create '" + tmp.string() + "': " + ec.message());
-  LEAP_RETURN_IF_ERROR(model::save_model(tmp.string(), model));
+  LEAP_RETURN_IF_ERROR(model::save_model(tmp.string(), model, model::DType::kF32, max_shard_bytes));
   LEAP_RETURN_IF_ERROR(model::copy_model_side_files(model_dir, tmp.string()));
-  std::vector<float> m_copy, v_copy;
-  auto tensors =
-      moment_tensors(model, host_moments(model.backend(), optimizer.m(), model.num_params(), &m_copy), ".exp_avg");
-  auto second =
-      moment_tensors(model, host_moments(model.backend(), optimizer.v(), model.num_params(), &v_copy), ".exp_avg_sq");
-  tensors.insert(tensors.end(), second.begin(), second.end());
-  LEAP_RETURN_IF_ERROR(model::write_safetensors((tmp / "optimizer.safetensors").string(), tensors));
+  // The moments tensor by tensor (m's, then v's), downloaded one at a time on a device backend.
+  std::vector<model::TensorToWrite> tensors;
+  std::vector<std::pair<const float*, const model::TensorInfo*>> source;
+  for (auto [suffix, base] : {std::pair{".exp_avg", optimizer.m()}, std::pair{".exp_avg_sq", optimizer.v()}}) {
+    for (const auto& t : model.layout().tensors()) {
+      tensors.push_back({t.name + suffix, t.shape, nullptr});
+      source.emplace_back(base, &t);
+    }
+  }
+  backend::Backend& be = model.backend();
+  LEAP_RETURN_IF_ERROR(model::write_safetensors_streamed(
+      (tmp / "optimizer.safetensors").string(), tensors, model::DType::kF32,
+      [&](size_t i, std::vector<float>& staging) -> const float* {
+        const auto [base, t] = source[i];
+        if (be.host_memory()) return base + t->offset;
+        staging.resize(t->numel);
+        be.download(staging.data(), base + t->offset, t->numel);
+        return staging.data();
+      }));
   nlohmann::json st = state;
   st["step"] = step;
   st["optimizer_steps"] = optimizer.steps_taken();
@@ -102,22 +99,22 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
   std::string opt_path = dir + "/optimizer.safetensors";
   auto opt = model::SafetensorsFile::open(opt_path);
   if (!opt) return opt.status();
-  // Read into host memory: the moments themselves on the CPU, staging buffers uploaded after on a device.
+  // Into the moments themselves on the CPU; on a device through one tensor's staging buffer.
   const bool host = model.backend().host_memory();
-  std::vector<float> m_stage(host ? 0 : model.num_params()), v_stage(host ? 0 : model.num_params());
-  float* m_dst = host ? optimizer.m() : m_stage.data();
-  float* v_dst = host ? optimizer.v() : v_stage.data();
+  std::vector<float> stage;
   for (const auto& t : model.layout().tensors()) {
-    for (auto [suffix, base] : {std::pair{".exp_avg", m_dst}, std::pair{".exp_avg_sq", v_dst}}) {
+    for (auto [suffix, base] : {std::pair{".exp_avg", optimizer.m()}, std::pair{".exp_avg_sq", optimizer.v()}}) {
       std::string name = t.name + suffix;
       if (!opt->contains(name))
         return invalid_input(opt_path + ": tensor '" + name + "' is missing: the checkpoint is incomplete or from another model");
-      LEAP_RETURN_IF_ERROR(opt->read_f32(name, t.shape, base + t.offset));
+      if (host) {
+        LEAP_RETURN_IF_ERROR(opt->read_f32(name, t.shape, base + t.offset));
+        continue;
+      }
+      stage.resize(t.numel);
+      LEAP_RETURN_IF_ERROR(opt->read_f32(name, t.shape, stage.data()));
+      model.backend().upload(base + t.offset, stage.data(), t.numel);
     }
-  }
-  if (!host) {
-    model.backend().upload(optimizer.m(), m_stage.data(), m_stage.size());
-    model.backend().upload(optimizer.v(), v_stage.data(), v_stage.size());
   }
   auto text = read_file(dir + "/state.json");
   if (!text) return text.status();

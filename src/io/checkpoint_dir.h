@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "model/checkpoint.h"
 #include "model/optimizer.h"
 #include "model/transformer.h"
 
@@ -24,7 +25,8 @@ std::string checkpoint_dir_name(int64_t step);  // "step_000042"
 // complete Hugging Face model folder.
 Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
                        model::AdamW& optimizer, const nlohmann::json& state, int keep,
-                       const std::string& model_dir);
+                       const std::string& model_dir,
+                       uint64_t max_shard_bytes = model::kDefaultMaxShardBytes);
 
 // The newest complete checkpoint folder of a run, or not_found saying so.
 Expected<std::string> latest_checkpoint(const std::string& run_dir);

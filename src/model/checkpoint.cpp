@@ -134,19 +134,73 @@ Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
   return model;
 }
 
-Status save_model(const std::string& dir, const Transformer& model, DType stored) {
+Status save_model(const std::string& dir, const Transformer& model, DType stored,
+                  uint64_t max_shard_bytes) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error(fmt::format("cannot create {}: {}", dir, ec.message()));
   LEAP_RETURN_IF_ERROR(
       write_model_config((fs::path(dir) / "config.json").string(), model.config(),
                          stored == DType::kBF16 ? "bfloat16" : "float32"));
-  std::vector<float> host(model.num_params());
-  model.backend().download(host.data(), model.params(), host.size());
-  std::vector<TensorToWrite> tensors;
-  for (const TensorInfo& t : model.layout().tensors())
-    tensors.push_back({t.name, t.shape, host.data() + t.offset});
-  return write_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, stored);
+  // Shards of consecutive tensors, each at most max_shard_bytes of data (a larger tensor gets a
+  // shard of its own), as transformers' save_pretrained(max_shard_size=...) cuts them.
+  const uint64_t width = stored == DType::kBF16 ? 2 : 4;
+  const auto& all = model.layout().tensors();
+  std::vector<std::vector<size_t>> shards;
+  uint64_t filled = 0, total = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const uint64_t bytes = all[i].numel * width;
+    if (shards.empty() || (filled > 0 && filled + bytes > max_shard_bytes)) {
+      shards.emplace_back();
+      filled = 0;
+    }
+    shards.back().push_back(i);
+    filled += bytes;
+    total += bytes;
+  }
+  const size_t n = shards.size();
+  auto shard_name = [&](size_t k) {
+    return n == 1 ? std::string("model.safetensors")
+                  : fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, n);
+  };
+  // Tensor by tensor: the CPU backend's own memory, or one tensor downloaded at a time, so no
+  // copy of the whole model is made to write it.
+  backend::Backend& be = model.backend();
+  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<TensorToWrite> tensors;
+    for (size_t i : shards[k]) {
+      tensors.push_back({all[i].name, all[i].shape, nullptr});
+      weight_map[all[i].name] = shard_name(k);
+    }
+    LEAP_RETURN_IF_ERROR(write_safetensors_streamed(
+        (fs::path(dir) / shard_name(k)).string(), tensors, stored,
+        [&](size_t j, std::vector<float>& staging) -> const float* {
+          const TensorInfo& t = all[shards[k][j]];
+          if (be.host_memory()) return model.params() + t.offset;
+          staging.resize(t.numel);
+          be.download(staging.data(), model.params() + t.offset, t.numel);
+          return staging.data();
+        }));
+  }
+  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+  if (n > 1) {
+    nlohmann::ordered_json j;
+    j["metadata"] = {{"total_size", total}};
+    j["weight_map"] = weight_map;
+    LEAP_RETURN_IF_ERROR(write_file_atomic(index.string(), j.dump(2) + "\n"));
+  }
+  // Weight files of an earlier save in this folder that this one did not write: a stale index
+  // would otherwise win over a new single file, and stale shards would sit beside new ones.
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool weights = name == "model.safetensors" || name == "model.safetensors.index.json" ||
+                         (name.starts_with("model-") && name.ends_with(".safetensors"));
+    bool ours = n > 1 && name == index.filename().string();
+    for (size_t k = 0; k < n && !ours; ++k) ours = name == shard_name(k);
+    if (weights && !ours) fs::remove(entry.path(), ec);
+  }
+  return Status::ok();
 }
 
 }  // namespace leap::model

@@ -205,15 +205,19 @@ uint16_t f32_to_bf16(float v) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, DType stored) {
+Status write_safetensors_streamed(
+    const std::string& path, const std::vector<TensorToWrite>& tensors, DType stored,
+    const std::function<const float*(size_t i, std::vector<float>& staging)>& data) {
   LEAP_CHECK(stored == DType::kF32 || stored == DType::kBF16, "safetensors are written as F32 or BF16");
   const size_t width = dtype_size(stored);
   json h = json::object();
   h["__metadata__"] = {{"format", "pt"}};
   size_t offset = 0;
+  std::vector<size_t> numels;
   for (const auto& t : tensors) {
     size_t numel = 1;
     for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
+    numels.push_back(numel);
     h[t.name] = {{"dtype", stored == DType::kF32 ? "F32" : "BF16"},
                  {"shape", t.shape},
                  {"data_offsets", {offset, offset + numel * width}}};
@@ -222,24 +226,29 @@ Status write_safetensors(const std::string& path, const std::vector<TensorToWrit
   std::string header = h.dump();
   // Pad the header with spaces so the data section starts 8-byte aligned (as the format allows).
   while ((8 + header.size()) % 8 != 0) header.push_back(' ');
-  std::string out;
-  out.reserve(8 + header.size() + offset);
-  uint64_t len = header.size();
-  out.append(reinterpret_cast<const char*>(&len), 8);
-  out += header;
-  for (const auto& t : tensors) {
-    size_t numel = 1;
-    for (int64_t d : t.shape) numel *= static_cast<size_t>(d);
+  AtomicWriter out(path);
+  const uint64_t len = header.size();
+  LEAP_RETURN_IF_ERROR(out.append(&len, 8));
+  LEAP_RETURN_IF_ERROR(out.append(header.data(), header.size()));
+  std::vector<float> staging;
+  std::vector<uint16_t> half;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (numels[i] == 0) continue;
+    const float* src = data(i, staging);
     if (stored == DType::kF32) {
-      out.append(reinterpret_cast<const char*>(t.data), numel * 4);
+      LEAP_RETURN_IF_ERROR(out.append(src, numels[i] * 4));
       continue;
     }
-    for (size_t i = 0; i < numel; ++i) {
-      const uint16_t b = f32_to_bf16(t.data[i]);
-      out.append(reinterpret_cast<const char*>(&b), 2);
-    }
+    half.resize(numels[i]);
+    for (size_t k = 0; k < numels[i]; ++k) half[k] = f32_to_bf16(src[k]);
+    LEAP_RETURN_IF_ERROR(out.append(half.data(), numels[i] * 2));
   }
-  return write_file_atomic(path, out);
+  return out.commit();
+}
+
+Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors, DType stored) {
+  return write_safetensors_streamed(path, tensors, stored,
+                                    [&](size_t i, std::vector<float>&) { return tensors[i].data; });
 }
 
 }  // namespace leap::model

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -71,6 +72,13 @@ struct TensorToWrite {
 // weights; training keeps fp32).
 Status write_safetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
                          DType stored = DType::kF32);
+
+// The same, streamed: tensor i's fp32 values come from data(i, staging) (which returns them,
+// in `staging` or elsewhere) only when the file reaches it, and go out through a buffer of one
+// tensor, so the file is never assembled in memory. `tensors[i].data` is not read.
+Status write_safetensors_streamed(
+    const std::string& path, const std::vector<TensorToWrite>& tensors, DType stored,
+    const std::function<const float*(size_t i, std::vector<float>& staging)>& data);
 
 // fp32 to bf16 bits: round to nearest even; a NaN stays a (quiet) NaN, infinities stay.
 uint16_t f32_to_bf16(float v);

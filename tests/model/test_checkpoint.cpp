@@ -2,10 +2,12 @@
 // tied), sharded loading, bf16/f16 reading, config.json conventions, and every kind of bad
 // input (missing tensor, wrong shape, unsupported dtype, truncated file, config mismatch,
 // token id out of range) giving invalid_input that names the file and the tensor.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -183,6 +185,48 @@ TEST_F(Checkpoint, SavedAsBf16LoadsAsTheRoundedWeights) {
     differ += (*back)->params()[i] != m.params()[i];
   }
   EXPECT_GT(differ, m.num_params() / 2) << "random fp32 weights are almost never exact in bf16";
+}
+
+TEST_F(Checkpoint, ShardedSaveHasAnIndexLoadsBackAndReplacesAnEarlierSave) {
+  std::string d = fresh_dir("sharded");
+  Transformer m(config(false), be);
+  m.init_random(4);
+  // A fifth of the weights a shard: several shards, none above the limit unless one tensor is.
+  const uint64_t limit = m.num_params() * 4 / 5;
+  ASSERT_TRUE(save_model(d, m, DType::kF32, limit).is_ok());
+  EXPECT_FALSE(fs::exists(d + "/model.safetensors"));
+  const json index = json::parse(read_file(d + "/model.safetensors.index.json").value());
+  std::set<std::string> files;
+  uint64_t total = 0;
+  for (const auto& t : m.layout().tensors()) {
+    ASSERT_TRUE(index["weight_map"].contains(t.name)) << t.name;
+    files.insert(index["weight_map"][t.name].get<std::string>());
+    total += 4 * t.numel;
+  }
+  EXPECT_EQ(index["metadata"]["total_size"], total);
+  ASSERT_GE(files.size(), 3u);
+  const size_t n = files.size();
+  size_t k = 1;
+  for (const auto& f : files) {  // model-00001-of-0000n ... in order, each within the limit
+    EXPECT_EQ(f, fmt::format("model-{:05d}-of-{:05d}.safetensors", k++, n));
+    const json h = header_of(d + "/" + f);
+    uint64_t bytes = 0;
+    for (auto it = h.begin(); it != h.end(); ++it)
+      if (it.key() != "__metadata__") bytes += it.value()["data_offsets"][1].get<uint64_t>() -
+                                              it.value()["data_offsets"][0].get<uint64_t>();
+    EXPECT_TRUE(bytes <= limit || h.size() == 2) << f << ": " << bytes << " bytes";
+  }
+  auto back = load_model(d, be);
+  ASSERT_TRUE(back.has_value()) << back.status().message();
+  for (size_t i = 0; i < m.num_params(); ++i) ASSERT_EQ((*back)->params()[i], m.params()[i]) << i;
+  // Saved again as one file: the index and the shards go, and the folder loads the new weights.
+  m.init_random(5);
+  ASSERT_TRUE(save_model(d, m).is_ok());
+  EXPECT_FALSE(fs::exists(d + "/model.safetensors.index.json"));
+  for (const auto& f : files) EXPECT_FALSE(fs::exists(d + "/" + f)) << f;
+  auto again = load_model(d, be);
+  ASSERT_TRUE(again.has_value()) << again.status().message();
+  EXPECT_EQ((*again)->params()[0], m.params()[0]);
 }
 
 TEST(Safetensors, ReadsBf16AndF16) {
