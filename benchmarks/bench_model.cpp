@@ -1,5 +1,6 @@
 // Google Benchmark programs for the policy on the CPU backend: one training step (forward,
-// backward, AdamW) and batched KV-cache sampling, at the configuration of issue 3:
+// backward, AdamW), batched KV-cache sampling, and one group's samples of a shared prompt with
+// and without the shared prefill, at the configuration of issue 3:
 // d=256, 4 layers, 8 heads (2 KV heads), T=256, B=8, byte vocabulary (262).
 // After the benchmarks it prints the per-op split of a training step and of sampling, and the
 // peak RSS.
@@ -88,6 +89,31 @@ void BM_Sample(benchmark::State& state, int threads) {
       static_cast<double>(kB) * (kT - kPrompt), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One group's turn 1: kB samples of the same 512-token prompt, 64 new tokens each, its prefill
+// shared (one prompt prefilled, its KV cache copied) or not (every copy prefilled).
+void BM_SampleGroup(benchmark::State& state, int threads, bool share) {
+  backend::CpuBackend be(threads);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  model::Sampler sampler(m, nullptr);
+  sampler.set_share_prefill(share);
+  model::SamplerConfig sc;
+  sc.max_new_tokens = 64;
+  sc.stop_at_eos = false;
+  Rng prng(2);
+  std::vector<int32_t> prompt(512);
+  for (auto& t : prompt) t = static_cast<int32_t>(prng.below(256));
+  const std::vector<std::vector<int32_t>> prompts(kB, prompt);
+  Rng rng(3);
+  for (auto _ : state) {
+    auto out = sampler.generate(prompts, sc, rng);
+    if (!out) std::abort();
+    benchmark::DoNotOptimize(out->data());
+  }
+  state.counters["new_tokens/s"] = benchmark::Counter(static_cast<double>(kB) * 64,
+                                                      benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_benchmarks(int threads) {
   benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep, threads)
       ->Unit(benchmark::kMillisecond)
@@ -97,6 +123,13 @@ void register_benchmarks(int threads) {
       ->Unit(benchmark::kMillisecond)
       ->MinTime(3.0)
       ->UseRealTime();
+  // Interleaved arms of one comparison: the same group with and without the shared prefill.
+  for (bool share : {false, true})
+    benchmark::RegisterBenchmark(share ? "BM_SampleGroup/shared_prefill" : "BM_SampleGroup/every_prefill",
+                                 BM_SampleGroup, threads, share)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(3.0)
+        ->UseRealTime();
 }
 
 // Per-op split of a training step, timed through TimedBackend (after a warm-up step).

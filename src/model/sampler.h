@@ -56,6 +56,9 @@ class Sampler {
   Sampler(Transformer& model, const Tokenizer* tokenizer);
   // Any of these ends a completion (generation_config.json's list); empty: the tokenizer's EOS.
   void set_eos_ids(std::vector<int32_t> ids) { eos_ids_ = std::move(ids); }
+  // Identical prompts in one generate() call (a group's G samples at turn 1) are prefilled once
+  // and their KV cache copied to the others (default on). Off: every prompt is prefilled.
+  void set_share_prefill(bool on) { share_prefill_ = on; }
   ~Sampler();
 
   // One completion per prompt (each non-empty), in prompt order.
@@ -77,6 +80,7 @@ class Sampler {
   const Tokenizer* tokenizer_;
   std::vector<int32_t> eos_ids_;
   std::unique_ptr<KvCache> cache_;  // kept between calls while it is big enough
+  bool share_prefill_ = true;
 };
 
 }  // namespace leap::model

@@ -157,6 +157,9 @@ struct KvCache {
   std::vector<int32_t> len;  // (slots) valid positions per slot
   float* scratch = nullptr;  // decode activations for up to `slots` rows
   size_t layer_stride() const { return static_cast<size_t>(slots) * maxT * Hkv * D; }
+  // Slot `to` becomes a copy of slot `from` (its len[from] positions in every layer): a group's
+  // samples share one prefilled prompt.
+  void copy_slot(int from, int to);
 };
 
 }  // namespace leap::model

@@ -64,6 +64,18 @@ KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, 
   scratch = be->alloc_floats(decode_floats(cfg, slots_));
 }
 
+void KvCache::copy_slot(int from, int to) {
+  LEAP_CHECK(from >= 0 && from < slots && to >= 0 && to < slots);
+  if (from == to) return;
+  const size_t per_pos = static_cast<size_t>(Hkv) * D, n = static_cast<size_t>(len[from]) * per_pos;
+  for (int l = 0; l < L; ++l) {
+    const size_t base = l * layer_stride();
+    be->copy(k + base + static_cast<size_t>(to) * maxT * per_pos, k + base + static_cast<size_t>(from) * maxT * per_pos, n);
+    be->copy(v + base + static_cast<size_t>(to) * maxT * per_pos, v + base + static_cast<size_t>(from) * maxT * per_pos, n);
+  }
+  len[to] = len[from];
+}
+
 KvCache::~KvCache() {
   be->free_floats(k);
   be->free_floats(v);

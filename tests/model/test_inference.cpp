@@ -132,6 +132,37 @@ TEST_F(Inference, PerSequenceGeneratorsMakeSamplesIndependentOfTheBatch) {
   EXPECT_FALSE(s.generate(prompts, sc, too_few).has_value());
 }
 
+TEST_F(Inference, RepeatedPromptsArePrefilledOnceAndSampleAsIfEachWas) {
+  // A group's samples share their prompt; repeats come first, between and after other prompts.
+  auto m = make(tiny_config());
+  const std::vector<std::vector<int32_t>> group = {prompts[0], prompts[0], prompts[2], prompts[0],
+                                                   prompts[1], prompts[2]};
+  SamplerConfig sc;
+  sc.max_new_tokens = 16;
+  sc.stop_at_eos = false;
+  sc.temperature = 1.3;
+  auto sample = [&](bool share) {
+    Sampler s(*m, &tok);
+    s.set_share_prefill(share);
+    std::vector<Rng> rngs;
+    for (uint64_t i = 0; i < group.size(); ++i) rngs.emplace_back(11, i);
+    auto out = s.generate(group, sc, rngs);
+    EXPECT_TRUE(out.has_value());
+    return *out;
+  };
+  const auto shared = sample(true), each = sample(false);
+  size_t differ_between_samples = 0;
+  for (size_t b = 0; b < group.size(); ++b) {
+    EXPECT_EQ(shared[b].tokens, each[b].tokens) << "sequence " << b;
+    ASSERT_EQ(shared[b].logprobs.size(), each[b].logprobs.size());
+    for (size_t i = 0; i < each[b].logprobs.size(); ++i)
+      EXPECT_NEAR(shared[b].logprobs[i], each[b].logprobs[i], 1e-5f) << "sequence " << b << " token " << i;
+    differ_between_samples += shared[b].tokens != shared[0].tokens;
+  }
+  // The copies are not one sample repeated: each draws from its own generator.
+  EXPECT_GT(differ_between_samples, 2u);
+}
+
 TEST_F(Inference, TopKOneAndTinyTopPAreGreedy) {
   auto m = make(tiny_config());
   Sampler s(*m, &tok);
