@@ -1,6 +1,8 @@
 // AdamW with clipping and schedule (see optimizer.h).
 #include "model/optimizer.h"
 
+#include "common/check.h"
+
 #include <algorithm>
 #include <cmath>
 
@@ -22,9 +24,15 @@ void OptimConfig::declare(OptionSet& opts) {
            {.min = 0.0});
 }
 
-AdamW::AdamW(const OptimConfig& cfg, Transformer& model) : cfg_(cfg), model_(&model) {
-  m_ = model.backend().alloc_floats(model.num_params());
-  v_ = model.backend().alloc_floats(model.num_params());
+AdamW::AdamW(const OptimConfig& cfg, Transformer& model, std::vector<std::pair<size_t, size_t>> shard)
+    : cfg_(cfg), model_(&model), shard_(std::move(shard)) {
+  if (shard_.empty()) shard_ = {{0, model.num_params()}};
+  for (const auto& [off, n] : shard_) {
+    LEAP_CHECK(off + n <= model.num_params(), "AdamW shard past the parameters");
+    state_floats_ += n;
+  }
+  m_ = model.backend().alloc_floats(state_floats_);
+  v_ = model.backend().alloc_floats(state_floats_);
 }
 
 AdamW::~AdamW() {
@@ -32,11 +40,13 @@ AdamW::~AdamW() {
   model_->backend().free_floats(v_);
 }
 
-StepStats AdamW::step() {
+StepStats AdamW::step(const std::function<double(double)>& group_sum) {
   backend::Backend& be = model_->backend();
-  const size_t n = model_->num_params(), nd = model_->layout().decay_size();
+  const size_t nd = model_->layout().decay_size();
   StepStats s;
-  s.grad_norm = std::sqrt(be.sum_squares(model_->grads(), n));
+  double sq = 0;
+  for (const auto& [off, n] : shard_) sq += be.sum_squares(model_->grads() + off, n);
+  s.grad_norm = std::sqrt(group_sum ? group_sum(sq) : sq);
   // torch.nn.utils.clip_grad_norm_'s rule, 1e-6 included, so runs match PyTorch's.
   const float scale = cfg_.grad_clip > 0
                           ? static_cast<float>(std::min(1.0, cfg_.grad_clip / (s.grad_norm + 1e-6)))
@@ -47,9 +57,18 @@ StepStats AdamW::step() {
   const float lr = static_cast<float>(s.lr), b1 = static_cast<float>(cfg_.beta1),
               b2 = static_cast<float>(cfg_.beta2);
   const float eps = static_cast<float>(cfg_.eps), wd = static_cast<float>(cfg_.weight_decay);
-  be.adamw_update(model_->params(), m_, v_, model_->grads(), nd, lr, b1, b2, eps, wd, scale, t_);
-  be.adamw_update(model_->params() + nd, m_ + nd, v_ + nd, model_->grads() + nd, n - nd, lr, b1, b2,
-                  eps, 0.0f, scale, t_);
+  size_t at = 0;  // into the compact moments
+  for (const auto& [off, n] : shard_) {
+    // Weight decay on the matrices only: the part of the range below decay_size.
+    const size_t decayed = off >= nd ? 0 : std::min(n, nd - off);
+    float* p = model_->params() + off;
+    const float* g = model_->grads() + off;
+    if (decayed > 0) be.adamw_update(p, m_ + at, v_ + at, g, decayed, lr, b1, b2, eps, wd, scale, t_);
+    if (n > decayed)
+      be.adamw_update(p + decayed, m_ + at + decayed, v_ + at + decayed, g + decayed, n - decayed, lr,
+                      b1, b2, eps, 0.0f, scale, t_);
+    at += n;
+  }
   return s;
 }
 

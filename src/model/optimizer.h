@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "backend/lr_schedule.h"
@@ -37,14 +39,22 @@ struct StepStats {
 
 class AdamW {
  public:
-  AdamW(const OptimConfig& cfg, Transformer& model);
+  // The moments of every parameter, or with `shard` (ranges (offset, count) of the flat buffer,
+  // sorted, disjoint) of those floats only: ZeRO stage 1 (mpi/zero_shard.h), where each rank
+  // updates its shard. The moments are stored compactly, shard range after range.
+  AdamW(const OptimConfig& cfg, Transformer& model,
+        std::vector<std::pair<size_t, size_t>> shard = {});
   ~AdamW();
   AdamW(const AdamW&) = delete;
   AdamW& operator=(const AdamW&) = delete;
 
-  StepStats step();
+  // Clips by the global gradient norm and updates the shard. group_sum turns this rank's sum of
+  // squares into the group's (ZeRO: every rank's shard); empty: the shard is everything.
+  StepStats step(const std::function<double(double)>& group_sum = {});
+  const std::vector<std::pair<size_t, size_t>>& shard() const { return shard_; }
+  size_t state_floats() const { return state_floats_; }  // floats of m (and of v)
   int steps_taken() const { return t_; }
-  // Moment buffers (backend memory, layout floats) and the step count, for checkpoints.
+  // Moment buffers (backend memory, state_floats() each) and the step count, for checkpoints.
   float* m() { return m_; }
   float* v() { return v_; }
   void set_steps_taken(int t) { t_ = t; }
@@ -52,6 +62,8 @@ class AdamW {
  private:
   OptimConfig cfg_;
   Transformer* model_;
+  std::vector<std::pair<size_t, size_t>> shard_;
+  size_t state_floats_ = 0;
   float* m_ = nullptr;
   float* v_ = nullptr;
   int t_ = 0;

@@ -1,0 +1,50 @@
+// ZeRO stage 1 on the policy group (CPU backend, MPI): each rank keeps AdamW's moments for a
+// shard of the parameters only. One optimizer step:
+//   reduce_scatter_sum(grads)   the group's summed gradient, on this rank's shard;
+//   AdamW on the shard          the global norm from every shard's sum of squares (clipping);
+//   allgather(params)           every rank's updated shard to every rank.
+// Gradients stay SUMMED under the global loss normaliser, as with the all-reduce (DESIGN.md).
+// The shard is cut per gradient bucket (layer_ranges: what one layer's backward completes, then
+// the rest), each bucket split evenly over the ranks, so the collectives can later start on a
+// bucket as soon as its layer's backward is done, as the overlapped all-reduce does.
+//
+// Not wired into `leap train` yet (optim.zero_stage is not an option): checkpoints would need
+// the moments gathered or written per rank. test_zero_shard_mpi checks the step against the
+// replicated one on 1, 2 and 4 ranks.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "model/optimizer.h"
+#include "mpi/grad_buckets.h"
+
+namespace leap::mpi {
+
+struct ZeroPlan {
+  int rank = 0, world = 1;
+  // The flat buffer cut into pieces: the gradient buckets, each cut to at most max_piece floats
+  // (MPI counts are ints). Rank r's slice of piece p is [pieces[p].first + displs[p][r],
+  // + counts[p][r]).
+  std::vector<FloatRange> pieces;
+  std::vector<std::vector<int>> counts, displs;
+  // This rank's slices as (offset, count) ranges of the flat buffer, in order.
+  std::vector<FloatRange> owned() const;
+};
+
+ZeroPlan make_zero_plan(const model::ParameterLayout& layout, int rank, int world,
+                        size_t max_piece = size_t{1} << 27);
+
+// Sums `grads` (the flat buffer) over `comm`; afterwards this rank's slices hold the sum (the
+// other floats are left as they were).
+void reduce_scatter_sum(float* grads, const ZeroPlan& plan, MPI_Comm comm);
+// Every rank's slices of `params` to every rank.
+void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm);
+
+// The sharded optimizer step above; `optimizer` must own plan.owned() (AdamW's shard).
+model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer,
+                            const ZeroPlan& plan, MPI_Comm comm);
+
+}  // namespace leap::mpi
