@@ -17,7 +17,7 @@ echo "== leap CPU backend ($threads threads)"
   --benchmark_out_format=json > "$tmp/train.txt"
 sed -n "/per-op split/,/^peak RSS/p" "$tmp/train.txt"
 leap_train_rss=$(sed -n 's/^peak RSS: \([0-9.]*\) MiB/\1/p' "$tmp/train.txt")
-"$bench" --threads="$threads" --benchmark_filter=Sample --no_split --benchmark_format=json \
+"$bench" --threads="$threads" --benchmark_filter='^BM_Sample/' --no_split --benchmark_format=json \
   --benchmark_out="$tmp/sample.json" --benchmark_out_format=json > "$tmp/sample.txt"
 leap_sample_rss=$(sed -n 's/^peak RSS: \([0-9.]*\) MiB/\1/p' "$tmp/sample.txt")
 

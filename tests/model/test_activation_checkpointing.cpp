@@ -12,25 +12,12 @@
 #include "model/sampler.h"
 #include "model/token_batch.h"
 #include "model/transformer.h"
+#include "test_model_configs.h"
 
 namespace leap::model {
 namespace {
 
-ModelConfig config() {
-  ModelConfig c;
-  c.model_type = "qwen2";
-  c.qkv_bias = true;
-  c.vocab_size = 61;
-  c.hidden_size = 32;
-  c.intermediate_size = 48;
-  c.num_hidden_layers = 3;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  c.eos_token_id = 0;
-  return c;
-}
+ModelConfig config() { return testing::small_config("qwen2", 61, 32, 48, 3, 64); }
 
 struct Outcome {
   std::vector<float> logprobs, grads;

@@ -12,24 +12,12 @@
 #include "backend/cpu_backend.h"
 #include "model/token_batch.h"
 #include "model/transformer.h"
+#include "test_model_configs.h"
 
 namespace leap::model {
 namespace {
 
-ModelConfig config() {
-  ModelConfig c;
-  c.model_type = "qwen2";
-  c.qkv_bias = true;
-  c.vocab_size = 97;
-  c.hidden_size = 32;
-  c.intermediate_size = 40;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 8;
-  c.max_position_embeddings = 64;
-  return c;
-}
+ModelConfig config() { return testing::small_config("qwen2", 97, 32, 40, 2, 64); }
 
 TokenBatch batch() {
   std::vector<std::vector<int32_t>> seqs;

@@ -16,6 +16,7 @@
 #include "model/optimizer.h"
 #include "model/sampler.h"
 #include "model/transformer.h"
+#include "test_model_configs.h"
 
 namespace leap::model {
 namespace {
@@ -25,20 +26,7 @@ int64_t heap_in_use() {
   return static_cast<int64_t>(m.uordblks + m.hblkhd);
 }
 
-ModelConfig config() {
-  ModelConfig c;
-  c.model_type = "llama";
-  c.vocab_size = 512;
-  c.hidden_size = 128;
-  c.intermediate_size = 352;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 32;
-  c.max_position_embeddings = 512;
-  c.eos_token_id = 0;
-  return c;
-}
+ModelConfig config() { return testing::small_config("llama", 512, 128, 352, 2, 512); }
 
 PlanInput input(int B, int64_t T, int64_t prompt = 0, int64_t new_tokens = 0) {
   PlanInput in;

@@ -12,6 +12,7 @@
 
 #include "backend/cpu_backend.h"
 #include "model/checkpoint.h"
+#include "test_model_configs.h"
 
 namespace leap::model {
 namespace {
@@ -31,19 +32,7 @@ bool reset_peak_rss() {
   return static_cast<bool>(f);
 }
 
-ModelConfig config() {
-  ModelConfig c;
-  c.model_type = "llama";
-  c.vocab_size = 512;
-  c.hidden_size = 128;
-  c.intermediate_size = 352;
-  c.num_hidden_layers = 12;
-  c.num_attention_heads = 4;
-  c.num_key_value_heads = 2;
-  c.head_dim = 32;
-  c.max_position_embeddings = 256;
-  return c;
-}
+ModelConfig config() { return testing::small_config("llama", 512, 128, 352, 12, 256); }
 
 TEST(StreamingLoad, PeakMemoryIsTheModelNotASecondCopy) {
   // Every large block is its own mapping, returned to the kernel when freed, so RSS follows
