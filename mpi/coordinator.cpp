@@ -132,6 +132,11 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   return report;
 }
 
+void Coordinator::gather_optimizer_state(std::vector<float>* m, std::vector<float>* v) {
+  announce(Control::Kind::kGatherMoments, 0, 0, topo_.world);
+  policy_.gather_optimizer_state(topo_.role_comm, m, v);
+}
+
 void Coordinator::stop() { announce(Control::Kind::kStop, 0, 0, topo_.world); }
 
 double job_cpu_seconds(MPI_Comm world) {
@@ -163,6 +168,9 @@ Status serve_policy(const Topology& topo, PolicyEngine& policy) {
         break;
       case Control::Kind::kCpuTime:
         job_cpu_seconds(topo.world);
+        break;
+      case Control::Kind::kGatherMoments:
+        policy.gather_optimizer_state(topo.role_comm, nullptr, nullptr);
         break;
       case Control::Kind::kSandbox: break;
       case Control::Kind::kStop: return Status::ok();

@@ -10,6 +10,8 @@
 //   then:      kTrain    rank 0 scores the groups and spreads the training samples over policy
 //                        ranks balanced by tokens; they update collectively (gradients summed);
 //              kCheckReplicas (every N steps, optional) policy ranks compare parameter checksums;
+//              kGatherMoments (before a checkpoint, ZeRO stage 1) policy ranks send their shard of
+//                        the optimizer's moments to rank 0;
 //   at the end kStop.
 #pragma once
 
@@ -53,6 +55,9 @@ class Coordinator {
   Expected<StepReport> run_step(int64_t step, io::TrajectoryFile* out);
   // Tells every other rank to leave its serve loop.
   void stop();
+  // Every policy rank's shard of AdamW's moments into m and v here (ZeRO stage 1), for a
+  // checkpoint; the other policy ranks take part from their serve loop.
+  void gather_optimizer_state(std::vector<float>* m, std::vector<float>* v);
 
   rl::DcpController& dcp() { return dcp_; }
   // CPU seconds of the run's earlier attempts (a resumed run continues the count).

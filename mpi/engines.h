@@ -23,6 +23,11 @@ class PolicyEngine {
   // ppo_epochs x mini_batches updates on this rank's share. Collective over `policy`: every
   // policy rank calls it with its share (possibly empty) and the replicas stay identical.
   virtual TrainReport train(const TrainWork& work, MPI_Comm policy) = 0;
+  // With sharded optimizer state (ZeRO stage 1): every rank's moments, in the flat layout, into
+  // m and v on rank 0 of `policy` (a checkpoint). Collective; nothing to do without sharding.
+  virtual void gather_optimizer_state(MPI_Comm policy, std::vector<float>* m, std::vector<float>* v) {
+    (void)policy, (void)m, (void)v;
+  }
   // The flat parameters, for the replica checksum.
   virtual const float* params() const = 0;
   virtual size_t num_params() const = 0;

@@ -35,7 +35,8 @@ enum class Tag : int {
 struct Control {
   // kCpuTime: every rank adds its process tree's CPU seconds into a sum on rank 0 (MPI_Reduce).
   enum class Kind : int32_t {
-    kRollout = 0, kSandbox = 1, kTrain = 2, kCheckReplicas = 3, kStop = 4, kCpuTime = 5
+    kRollout = 0, kSandbox = 1, kTrain = 2, kCheckReplicas = 3, kStop = 4, kCpuTime = 5,
+    kGatherMoments = 6  // a checkpoint of sharded optimizer state (ZeRO stage 1)
   } kind = Kind::kStop;
   int64_t step = 0;
   int32_t turn = 0;

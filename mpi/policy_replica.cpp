@@ -8,6 +8,7 @@
 #include "common/rng.h"
 #include "model/token_batch.h"
 #include "mpi/grad_reduce.h"
+#include "mpi/optimizer_step.h"
 #include "mpi/work_balance.h"
 
 namespace leap::mpi {
@@ -150,19 +151,17 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
         report.kl_sum += out.stats.kl_sum;
         report.neg_logp_sum += out.stats.neg_logp_sum;
       }
-      if (opts_.reducer) {
-        // This rank may hold no micro-batch of this mini-batch; it still takes part.
-        Status st = opts_.reducer->sum(model_);
-        LEAP_CHECK(st.is_ok(), "gradient sum (" << opts_.reducer->name() << ") failed: " << st.message());
-      } else {
-        allreduce_sum(model_.grads(), model_.num_params(), policy);
-      }
-      model::StepStats s = optimizer_.step();
+      // This rank may hold no micro-batch of this mini-batch; it still takes part.
+      const model::StepStats s = sum_and_step(model_, optimizer_, opts_.reducer, opts_.zero, policy);
       report.grad_norm = s.grad_norm;
       report.lr = s.lr;
     }
   }
   return report;
+}
+
+void PolicyReplica::gather_optimizer_state(MPI_Comm policy, std::vector<float>* m, std::vector<float>* v) {
+  if (opts_.zero) gather_moments(optimizer_, *opts_.zero, model_.num_params(), policy, m, v);
 }
 
 const float* PolicyReplica::params() const {

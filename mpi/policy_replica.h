@@ -17,6 +17,7 @@
 #include "model/transformer.h"
 #include "mpi/engines.h"
 #include "mpi/grad_reducer.h"
+#include "mpi/zero_shard.h"
 #include "rl/grpo_loss.h"
 
 namespace leap::mpi {
@@ -28,6 +29,8 @@ struct PolicyReplicaOptions {
   std::vector<int32_t> eos_ids;  // any ends a completion; empty: the tokenizer's EOS
   // Sums the gradient over the policy group (NCCL on the CUDA backend); null: MPI_Allreduce.
   GradReducer* reducer = nullptr;
+  // optim.zero_stage = 1: the optimizer owns this shard; the step reduce-scatters and gathers.
+  const ZeroPlan* zero = nullptr;
 };
 
 class PolicyReplica final : public PolicyEngine {
@@ -37,6 +40,7 @@ class PolicyReplica final : public PolicyEngine {
 
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
+  void gather_optimizer_state(MPI_Comm policy, std::vector<float>* m, std::vector<float>* v) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.
   void set_reference(const model::ReferencePolicy* reference) { reference_ = reference; }
   // Host memory: the model's own buffer on the CPU backend, a downloaded copy otherwise.

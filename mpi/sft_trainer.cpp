@@ -9,6 +9,7 @@
 #include "common/rng.h"
 #include "model/token_batch.h"
 #include "mpi/grad_reduce.h"
+#include "mpi/optimizer_step.h"
 #include "mpi/outcome.h"
 #include "mpi/work_balance.h"
 #include "rl/sft_examples.h"
@@ -134,7 +135,8 @@ std::string sft_material_hash(const std::vector<TrainSample>& examples) {
 Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer,
                               const std::vector<TrainSample>& examples, int steps, int micro_batch_seqs,
                               const SftOptions& opts, uint64_t seed, MPI_Comm policy, const Logger& log,
-                              GradReducer* reducer, const SftPosition& from, const SftStepDone& step_done) {
+                              GradReducer* reducer, const ZeroPlan* zero, const SftPosition& from,
+                              const SftStepDone& step_done) {
   SftReport report;
   report.steps = from.next_step;
   int rank = 0, size = 1;
@@ -179,13 +181,7 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
       LEAP_CHECK(l.has_value(), "SFT step failed: " << l.status().message());
       loss += *l;
     }
-    if (reducer) {
-      Status sum = reducer->sum(model);
-      LEAP_CHECK(sum.is_ok(), "gradient sum (" << reducer->name() << ") failed: " << sum.message());
-    } else {
-      allreduce_sum(model.grads(), model.num_params(), policy);
-    }
-    model::StepStats st = optimizer.step();
+    const model::StepStats st = sum_and_step(model, optimizer, reducer, zero, policy);
     loss = allreduce_sum(loss, policy);
     if (step == from.next_step) report.first_loss = loss;
     report.last_loss = loss;

@@ -23,6 +23,7 @@
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 #include "mpi/grad_reducer.h"
+#include "mpi/zero_shard.h"
 #include "mpi/job_dispatch.h"
 #include "mpi/messages.h"
 #include "rl/prompt_builder.h"
@@ -74,11 +75,13 @@ using SftStepDone = std::function<Status(int step, const tasks::TaskSampler::Sta
 std::string sft_material_hash(const std::vector<TrainSample>& examples);
 
 // Every policy rank, collectively over `policy`, with the same `examples` everywhere. `reducer`
-// sums the gradient (NCCL on the CUDA backend); null: MPI_Allreduce. A run resumed from
+// sums the gradient (NCCL on the CUDA backend); null: MPI_Allreduce. `zero` (optim.zero_stage
+// 1): the optimizer owns this rank's shard, and each step is zero1_step. A run resumed from
 // `from` makes the same updates as an uninterrupted one from there on.
 Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer,
                               const std::vector<TrainSample>& examples, int steps, int micro_batch_seqs,
                               const SftOptions& opts, uint64_t seed, MPI_Comm policy, const Logger& log,
-                              GradReducer* reducer, const SftPosition& from, const SftStepDone& step_done);
+                              GradReducer* reducer, const ZeroPlan* zero, const SftPosition& from,
+                              const SftStepDone& step_done);
 
 }  // namespace leap::mpi

@@ -67,6 +67,37 @@ void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm) {
                    plan.counts[p].data(), plan.displs[p].data(), MPI_FLOAT, comm);
 }
 
+void gather_moments(const model::AdamW& optimizer, const ZeroPlan& plan, size_t total, MPI_Comm comm,
+                    std::vector<float>* m_full, std::vector<float>* v_full) {
+  const bool root = plan.rank == 0;
+  // Where each of this rank's slices sits in the compact moments (shard ranges in order).
+  std::vector<std::pair<size_t, size_t>> compact;  // (flat offset, compact offset)
+  size_t at = 0;
+  for (const auto& [off, n] : optimizer.shard()) {
+    compact.emplace_back(off, at);
+    at += n;
+  }
+  auto compact_of = [&](size_t flat) {
+    auto it = std::upper_bound(compact.begin(), compact.end(), std::make_pair(flat, SIZE_MAX));
+    LEAP_CHECK(it != compact.begin());
+    --it;
+    return it->second + (flat - it->first);
+  };
+  if (root) {
+    m_full->assign(total, 0.f);
+    v_full->assign(total, 0.f);
+  }
+  const size_t r = static_cast<size_t>(plan.rank);
+  for (const auto& [src, dst] : {std::pair{optimizer.m(), m_full}, std::pair{optimizer.v(), v_full}}) {
+    for (size_t p = 0; p < plan.pieces.size(); ++p) {
+      const int n = plan.counts[p][r];
+      const float* mine = n > 0 ? src + compact_of(plan.pieces[p].first + static_cast<size_t>(plan.displs[p][r])) : src;
+      MPI_Gatherv(mine, n, MPI_FLOAT, root ? dst->data() + plan.pieces[p].first : nullptr, plan.counts[p].data(),
+                  plan.displs[p].data(), MPI_FLOAT, 0, comm);
+    }
+  }
+}
+
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
                             MPI_Comm comm) {
   reduce_scatter_sum(model.grads(), plan, comm);

@@ -8,9 +8,10 @@
 // the rest), each bucket split evenly over the ranks, so the collectives can later start on a
 // bucket as soon as its layer's backward is done, as the overlapped all-reduce does.
 //
-// Not wired into `leap train` yet (optim.zero_stage is not an option): checkpoints would need
-// the moments gathered or written per rank. test_zero_shard_mpi checks the step against the
-// replicated one on 1, 2 and 4 ranks.
+// `leap train` uses it with optim.zero_stage = 1 (CPU backend). A checkpoint gathers the moments
+// to rank 0 and writes them as a replicated run does; resuming (onto any number of ranks) reads
+// each rank's shard from that file. test_zero_shard_mpi checks the step against the replicated
+// one on 1, 2 and 4 ranks.
 #pragma once
 
 #include <mpi.h>
@@ -42,6 +43,12 @@ ZeroPlan make_zero_plan(const model::ParameterLayout& layout, int rank, int worl
 void reduce_scatter_sum(float* grads, const ZeroPlan& plan, MPI_Comm comm);
 // Every rank's slices of `params` to every rank.
 void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm);
+
+// AdamW's moments of every rank, in the flat layout, on rank 0 of `comm` (m_full and v_full are
+// resized to total floats there and untouched elsewhere): what a checkpoint writes, in the same
+// file as a replicated run's. Collective over `comm`. Piece by piece, so no count passes INT_MAX.
+void gather_moments(const model::AdamW& optimizer, const ZeroPlan& plan, size_t total, MPI_Comm comm,
+                    std::vector<float>* m_full, std::vector<float>* v_full);
 
 // The sharded optimizer step above; `optimizer` must own plan.owned() (AdamW's shard).
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer,

@@ -29,8 +29,8 @@ struct PlanOptions {
   std::string format = "table";
   void declare(OptionSet& o) {
     o.add("plan.ranks", &ranks, 1,
-          "Policy ranks of the job. Every rank holds a full replica today (no sharding), so the "
-          "count is reported, not divided by.",
+          "Policy ranks of the job: with optim.zero_stage = 1 each keeps 1/N of AdamW's moments; "
+          "weights and gradients are full replicas on every rank.",
           {.min = 1, .max = 1000000, .alias = "ranks"});
     o.add("plan.gpu_memory_gib", &gpu_memory_gib, 80.0,
           "Memory of one policy rank's device in GiB (a GPU's, or what a CPU rank may use): the "
@@ -77,6 +77,9 @@ int run_plan(const std::vector<std::string>& args) {
   if (c.model.path.empty())
     return report_error("plan", invalid_input("model.path is not set: pass --model.path DIR (a folder "
                                               "with config.json; the weights are not read)"));
+  if (c.optim.zero_stage == 2)
+    return report_error("plan", unsupported("optim.zero_stage = 2 (gradients sharded too) is not built "
+                                            "yet: plan with 1 or 0"));
   auto mc = model::read_model_config(c.model.path + "/config.json");
   if (!mc) return report_error("plan", mc.status());
 
@@ -96,6 +99,8 @@ int run_plan(const std::vector<std::string>& args) {
   in.kl_reference = c.rl.rl.kl_beta > 0;
   in.logits_chunk_bytes = static_cast<uint64_t>(c.model.logits_chunk_mib) << 20;
   in.activation_checkpointing = c.train.activation_checkpointing;
+  in.zero_stage = c.optim.zero_stage;
+  in.policy_ranks = p.ranks;
   const model::MemoryPlan plan = model::plan_policy_rank(in);
   const uint64_t limit = static_cast<uint64_t>(p.gpu_memory_gib * 1073741824.0);
   const bool fits = plan.total <= limit;
@@ -108,7 +113,7 @@ int run_plan(const std::vector<std::string>& args) {
     j["model"] = {{"path", c.model.path}, {"model_type", mc->model_type}, {"parameters", plan.parameters}};
     j["backend"] = in.backend;
     j["policy_ranks"] = p.ranks;
-    j["zero_stage"] = 0;
+    j["zero_stage"] = in.zero_stage;
     j["activation_checkpointing"] = in.activation_checkpointing;
     j["micro_batch_seqs"] = in.micro_batch_seqs;
     j["train_tokens"] = in.train_tokens;
@@ -130,9 +135,9 @@ int run_plan(const std::vector<std::string>& args) {
   }
 
   std::printf("memory plan of one policy rank: %s (%s, %llu parameters), backend %s, %d policy "
-              "rank(s), each a full replica (no sharding yet)\n",
+              "rank(s), ZeRO stage %d\n",
               c.model.path.c_str(), mc->model_type.c_str(),
-              static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks);
+              static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks, in.zero_stage);
   std::printf("sequences: micro-batches of %d, up to %lld tokens (prompts up to %lld, answers up to %lld)\n\n",
               in.micro_batch_seqs, static_cast<long long>(in.train_tokens),
               static_cast<long long>(in.prompt_tokens), static_cast<long long>(in.max_new_tokens));
@@ -142,6 +147,10 @@ int run_plan(const std::vector<std::string>& args) {
                 gib(item.bytes).c_str(), item.note.c_str());
   std::printf("  %-16s %16llu %10s\n\n", "total", static_cast<unsigned long long>(plan.total),
               gib(plan.total).c_str());
+  if (in.zero_stage == 1 && in.backend != "cpu")
+    std::printf("note: optim.zero_stage = 1 runs on the CPU backend only in this version (no NCCL "
+                "reduce-scatter yet): `leap train` refuses it with backend.name = %s\n",
+                in.backend.c_str());
   if (fits)
     std::printf("fits: yes, %s of %s GiB per device\n", gib(plan.total).c_str(), gib(limit).c_str());
   else

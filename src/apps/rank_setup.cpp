@@ -44,7 +44,6 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
   LEAP_RETURN_IF_ERROR(
       tokenizer::check_vocab_fits(p->model->config().vocab_size, *p->tokenizer, c.model.path));
   LEAP_ASSIGN_OR_RETURN(p->eos_ids, model::read_eos_ids(c.model.path, p->tokenizer->eos_id()));
-  p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model);
   return Status::ok();
 }
 
@@ -89,7 +88,26 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
 
 Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
                     PolicyState* p) {
+  if (ready && c.optim.zero_stage == 2)
+    ready = unsupported("optim.zero_stage = 2 (gradients sharded too) is not built yet: use 1 "
+                        "(AdamW's moments sharded over the policy ranks) or 0");
+  if (ready && c.optim.zero_stage == 1 && c.app.run.backend != "cpu")
+    ready = unsupported("optim.zero_stage = 1 runs on the CPU backend (MPI) in this version: the "
+                        "NCCL reduce-scatter is not built; use optim.zero_stage = 0 with backend.name = " +
+                        c.app.run.backend);
   if (ready) ready = build_model(c, threads, topo.self().device, p);
+  if (ready) {
+    // ZeRO stage 1: this rank keeps the moments of its shard only.
+    std::vector<std::pair<size_t, size_t>> shard;
+    if (c.optim.zero_stage == 1) {
+      int rank = 0, size = 1;
+      MPI_Comm_rank(topo.role_comm, &rank);
+      MPI_Comm_size(topo.role_comm, &size);
+      p->zero = std::make_unique<mpi::ZeroPlan>(mpi::make_zero_plan(p->model->layout(), rank, size));
+      shard = p->zero->owned();
+    }
+    p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model, shard);
+  }
   LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
   LEAP_ASSIGN_OR_RETURN(
       p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
@@ -104,6 +122,7 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   ro.eos_ids = p->eos_ids;
   ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
+  ro.zero = p->zero.get();
   p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, *p->tokenizer, *p->optimizer, ro);
   return Status::ok();
 }

@@ -93,7 +93,18 @@ Status run_sft(const SftRunContext& ctx) {
   io::CheckpointSchedule schedule(c.train.checkpoint_every, c.train.checkpoint_minutes,
                                   io::CheckpointSchedule::steady_seconds);
   auto step_done = [&](int step, const tasks::TaskSampler::State& order, bool last) -> Status {
-    if (!topo.is_coordinator() || !schedule.due(step, last)) return Status::ok();
+    bool due = topo.is_coordinator() && schedule.due(step, last);
+    // Sharded optimizer state (ZeRO stage 1): rank 0's decision to every policy rank, which
+    // then sends its shard of the moments to rank 0 for the checkpoint.
+    std::vector<float> m, v;
+    if (policy.zero) {
+      int flag = due ? 1 : 0;
+      MPI_Bcast(&flag, 1, MPI_INT, 0, topo.role_comm);
+      due = flag != 0;
+      if (due) mpi::gather_moments(*policy.optimizer, *policy.zero, policy.model->num_params(),
+                                   topo.role_comm, &m, &v);
+    }
+    if (!topo.is_coordinator() || !due) return Status::ok();
     nlohmann::json state{{"mode", "sft"},
                          {"seed", c.app.run.seed},
                          {"data_order", {{"epoch", order.epoch}, {"position", order.position}}},
@@ -101,14 +112,15 @@ Status run_sft(const SftRunContext& ctx) {
     record_prompt_now(policy, &state);
     LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, step, *policy.model,
                                              *policy.optimizer, state, c.train.keep_checkpoints,
-                                             c.model.path, c.model.max_shard_bytes()));
+                                             c.model.path, c.model.max_shard_bytes(),
+                                             {m.empty() ? nullptr : m.data(), v.empty() ? nullptr : v.data()}));
     schedule.saved();
     return Status::ok();
   };
   auto report =
       mpi::train_sft(*policy.model, *policy.optimizer, material.samples, c.train.steps,
                      c.train.micro_batch_seqs, c.sft, static_cast<uint64_t>(c.app.run.seed),
-                     topo.role_comm, log, policy.reducer.get(), from, step_done);
+                     topo.role_comm, log, policy.reducer.get(), policy.zero.get(), from, step_done);
   if (!report) return report.status().with_context("SFT");
   if (!topo.is_coordinator()) return Status::ok();
   log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss,

@@ -1,6 +1,8 @@
 // Atomic checkpoint folders: write into .tmp_step_N, fsync'd files, rename to step_N.
 #include "io/checkpoint_dir.h"
 
+#include "common/check.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -43,7 +45,7 @@ std::string checkpoint_dir_name(int64_t step) { return fmt::format("{}{:06d}", k
 
 Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
                        model::AdamW& optimizer, const nlohmann::json& state, int keep,
-                       const std::string& model_dir, uint64_t max_shard_bytes) {
+                       const std::string& model_dir, uint64_t max_shard_bytes, FullMoments full) {
   fs::path root = fs::path(run_dir) / "checkpoints";
   fs::path final_dir = root / checkpoint_dir_name(step);
   fs::path tmp = root / (".tmp_" + checkpoint_dir_name(step));
@@ -56,7 +58,11 @@ Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Tr
   // The moments tensor by tensor (m's, then v's), downloaded one at a time on a device backend.
   std::vector<model::TensorToWrite> tensors;
   std::vector<std::pair<const float*, const model::TensorInfo*>> source;
-  for (auto [suffix, base] : {std::pair{".exp_avg", optimizer.m()}, std::pair{".exp_avg_sq", optimizer.v()}}) {
+  const bool sharded = optimizer.state_floats() != model.num_params();
+  LEAP_CHECK(!sharded || (full.m && full.v), "a sharded optimizer's checkpoint needs its gathered moments");
+  const float* m = sharded ? full.m : optimizer.m();
+  const float* v = sharded ? full.v : optimizer.v();
+  for (auto [suffix, base] : {std::pair{".exp_avg", m}, std::pair{".exp_avg_sq", v}}) {
     for (const auto& t : model.layout().tensors()) {
       tensors.push_back({t.name + suffix, t.shape, nullptr});
       source.emplace_back(base, &t);
@@ -67,7 +73,7 @@ Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Tr
       (tmp / "optimizer.safetensors").string(), tensors, model::DType::kF32,
       [&](size_t i, std::vector<float>& staging) -> const float* {
         const auto [base, t] = source[i];
-        if (be.host_memory()) return base + t->offset;
+        if (be.host_memory() || sharded) return base + t->offset;
         staging.resize(t->numel);
         be.download(staging.data(), base + t->offset, t->numel);
         return staging.data();
@@ -99,21 +105,39 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
   std::string opt_path = dir + "/optimizer.safetensors";
   auto opt = model::SafetensorsFile::open(opt_path);
   if (!opt) return opt.status();
-  // Into the moments themselves on the CPU; on a device through one tensor's staging buffer.
+  // Into the moments themselves on the CPU; on a device through one tensor's staging buffer. A
+  // sharded optimizer keeps the parts of each tensor that its shard holds (compact, in order).
   const bool host = model.backend().host_memory();
+  const bool sharded = optimizer.state_floats() != model.num_params();
+  std::vector<std::pair<size_t, size_t>> compact;  // (flat offset, compact offset) of each range
+  size_t at = 0;
+  for (const auto& [off, n] : optimizer.shard()) {
+    compact.emplace_back(off, at);
+    at += n;
+  }
   std::vector<float> stage;
   for (const auto& t : model.layout().tensors()) {
     for (auto [suffix, base] : {std::pair{".exp_avg", optimizer.m()}, std::pair{".exp_avg_sq", optimizer.v()}}) {
       std::string name = t.name + suffix;
       if (!opt->contains(name))
         return invalid_input(opt_path + ": tensor '" + name + "' is missing: the checkpoint is incomplete or from another model");
-      if (host) {
+      if (host && !sharded) {
         LEAP_RETURN_IF_ERROR(opt->read_f32(name, t.shape, base + t.offset));
         continue;
       }
       stage.resize(t.numel);
       LEAP_RETURN_IF_ERROR(opt->read_f32(name, t.shape, stage.data()));
-      model.backend().upload(base + t.offset, stage.data(), t.numel);
+      if (!sharded) {
+        model.backend().upload(base + t.offset, stage.data(), t.numel);
+        continue;
+      }
+      for (size_t k = 0; k < compact.size(); ++k) {
+        const size_t lo = std::max(compact[k].first, t.offset);
+        const size_t hi = std::min(compact[k].first + optimizer.shard()[k].second, t.offset + t.numel);
+        if (lo < hi)
+          model.backend().upload(base + compact[k].second + (lo - compact[k].first), stage.data() + (lo - t.offset),
+                                 hi - lo);
+      }
     }
   }
   auto text = read_file(dir + "/state.json");

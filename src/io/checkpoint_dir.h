@@ -20,19 +20,29 @@ namespace leap::io {
 
 std::string checkpoint_dir_name(int64_t step);  // "step_000042"
 
+// AdamW's moments of every parameter in the flat layout, host memory: a sharded optimizer's
+// (ZeRO stage 1) gathered to rank 0 for a checkpoint. Null: the optimizer's own (replicated).
+struct FullMoments {
+  const float* m = nullptr;
+  const float* v = nullptr;
+};
+
 // Writes RUN/checkpoints/step_NNNNNN and prunes older ones beyond `keep`. The tokenizer and
 // generation files of `model_dir` (the policy's folder) are copied in, so the checkpoint is a
-// complete Hugging Face model folder.
+// complete Hugging Face model folder. The optimizer file holds every parameter's moments, from
+// `optimizer` or from `full` when the optimizer is sharded.
 Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
                        model::AdamW& optimizer, const nlohmann::json& state, int keep,
                        const std::string& model_dir,
-                       uint64_t max_shard_bytes = model::kDefaultMaxShardBytes);
+                       uint64_t max_shard_bytes = model::kDefaultMaxShardBytes, FullMoments full = {});
 
 // The newest complete checkpoint folder of a run, or not_found saying so.
 Expected<std::string> latest_checkpoint(const std::string& run_dir);
 
 // Reads a checkpoint into a model and optimizer of the same shape; returns its state.json.
-// Corrupt, truncated or mismatched files are invalid_input naming the file.
+// A sharded optimizer (ZeRO stage 1) takes the moments of its shard from the file, whatever the
+// number of ranks that wrote it. Corrupt, truncated or mismatched files are invalid_input naming
+// the file.
 Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer);
 
 }  // namespace leap::io

@@ -82,7 +82,14 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
       cuda ? "bf16 compute copies of every weight" : "none: the CPU's GEMMs read the fp32 masters");
   add("master_weights", 4 * P, fmt::format("{} parameters in fp32, a full replica", P));
   add("gradients", 4 * P, "fp32, a full replica");
-  add("optimizer_state", 8 * P, "AdamW m and v, fp32");
+  if (in.zero_stage >= 1) {
+    // Each bucket split evenly over the ranks: at most one float more per piece than P / ranks.
+    const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks));
+    add("optimizer_state", 8 * ((P + R - 1) / R),
+        fmt::format("AdamW m and v, fp32, this rank's 1/{} of them (ZeRO stage 1)", R));
+  } else {
+    add("optimizer_state", 8 * P, "AdamW m and v, fp32");
+  }
   const uint64_t att = attention_saved_floats(in.backend, static_cast<int64_t>(B),
                                               static_cast<int64_t>(T), c.num_attention_heads,
                                               c.head_dim);

@@ -3,7 +3,8 @@
 //
 // Every figure follows an allocation the code makes today, so the plan changes with the code:
 //  - master weights, gradients: the Transformer's two flat fp32 buffers (parameters.h);
-//  - optimizer state: AdamW's m and v, fp32 (optimizer.h);
+//  - optimizer state: AdamW's m and v, fp32 (optimizer.h), all of them or, with ZeRO stage 1,
+//    this rank's 1/policy_ranks of them (mpi/zero_shard.h);
 //  - weights: the compute copies the GEMMs read: bf16 on the CUDA backend (compute_copies.h),
 //    none on the CPU, whose GEMMs read the fp32 masters;
 //  - activations: the training arena of transformer.cpp for one micro-batch of the longest
@@ -15,7 +16,8 @@
 //    longest prompt plus max_new_tokens) and its decode scratch; no cache outlives a turn;
 //  - workspace: the RoPE tables, the sampler's host logits and, on CUDA, the cuBLASLt
 //    workspace and the bf16 GEMM operand buffers.
-// Every policy rank holds a full replica (no sharding yet), so the rank count changes nothing.
+// Weights and gradients are full replicas on every policy rank; only stage 1's moments shrink
+// with the rank count.
 //
 // tests/model/test_memory_plan.cpp checks the plan against glibc's count of the CPU backend's
 // real allocations (mallinfo2), as differences between configs.
@@ -39,6 +41,8 @@ struct PlanInput {
   bool kl_reference = false;    // rl.kl_beta > 0
   uint64_t logits_chunk_bytes = uint64_t{256} << 20;  // model.logits_chunk_mib
   bool activation_checkpointing = false;              // train.activation_checkpointing
+  int zero_stage = 0;                                 // optim.zero_stage
+  int policy_ranks = 1;                               // what stage 1 shards the moments over
 };
 
 struct PlanItem {

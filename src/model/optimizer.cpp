@@ -22,6 +22,11 @@ void OptimConfig::declare(OptionSet& opts) {
            {.min = 0.0});
   opts.add("optim.grad_clip", &grad_clip, 1.0, "Clip the global gradient L2 norm to this; 0 = off.",
            {.min = 0.0});
+  opts.add("optim.zero_stage", &zero_stage, 0,
+           "ZeRO: 0 = every policy rank keeps AdamW's moments of all parameters; 1 = each keeps "
+           "those of its shard (1/ranks of them; gradients reduce-scattered, weights all-gathered). "
+           "Stage 1 runs on the CPU backend; stage 2 is not built yet.",
+           {.min = 0, .max = 2});
 }
 
 AdamW::AdamW(const OptimConfig& cfg, Transformer& model, std::vector<std::pair<size_t, size_t>> shard)

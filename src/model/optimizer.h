@@ -25,6 +25,7 @@ struct OptimConfig {
   double eps = 1e-8;
   double weight_decay = 0.0;
   double grad_clip = 1.0;  // max global L2 norm; 0 = no clipping
+  int zero_stage = 0;      // 0: every rank holds all moments; 1: each its shard (mpi/zero_shard.h)
 
   // Section [optim].
   void declare(OptionSet& opts);
@@ -56,7 +57,9 @@ class AdamW {
   int steps_taken() const { return t_; }
   // Moment buffers (backend memory, state_floats() each) and the step count, for checkpoints.
   float* m() { return m_; }
+  const float* m() const { return m_; }
   float* v() { return v_; }
+  const float* v() const { return v_; }
   void set_steps_taken(int t) { t_ = t; }
 
  private:

@@ -47,6 +47,17 @@ check plan-7b-does-not-fit 0 "fits: NO, [0-9.]+ GiB over the 141.00 GiB" -- \
 check plan-1.5b-fits 0 "fits: yes" -- "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-1.5b
 check plan-kl-reference 0 "kl_reference +[0-9]{10,} " -- \
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --rl.kl_beta 0.01
+# ZeRO stage 1 over 8 ranks: AdamW's state is an eighth of the replicated one.
+"$LEAP" plan --config configs/demo.ini --model.path models/qwen2.5-coder-7b --ranks 8 --optim.zero_stage 1 \
+  --format json > "$tmp/z1.json" && "$LEAP" plan --config configs/demo.ini --model.path models/qwen2.5-coder-7b \
+  --ranks 8 --format json > "$tmp/z0.json" && /usr/bin/python3 - "$tmp/z0.json" "$tmp/z1.json" <<'PY' || fail=1
+import json, sys
+z0, z1 = (json.load(open(p))["per_rank"]["optimizer_state"] for p in sys.argv[1:])
+ok = z1 * 8 >= z0 and z1 * 8 - z0 < 64
+print(("ok   " if ok else "FAIL ") + f"plan-zero-stage-1: optimizer state {z1} bytes on each of 8 ranks, {z0} replicated")
+sys.exit(0 if ok else 1)
+PY
+check plan-zero-stage-2 2 "zero_stage = 2 .* not built yet" -- "$LEAP" plan --model.path models/demo --optim.zero_stage 2
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
 check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo.ini --model.path "$tmp"
 check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml

@@ -7,6 +7,7 @@
 // (MPI sums two values in one order); with 4 the sums' order differs from the all-reduce's. The plan covers every float once, and AdamW's shard holds 1/world of the
 // moments. Clipping is active (grad_clip below the norm), so a wrong global norm shows.
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "backend/cpu_backend.h"
 #include "common/rng.h"
+#include "model/memory_plan.h"
 #include "model/token_batch.h"
 #include "mpi/grad_reduce.h"
 #include "mpi/zero_shard.h"
@@ -87,6 +89,30 @@ TEST(ZeroShard, PlanCoversEveryFloatOnceAndEvenly) {
     }
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; })) << world << " ranks";
     EXPECT_LE(most - least, make_zero_plan(m.layout(), 0, world, 1000).pieces.size()) << world << " ranks";
+  }
+}
+
+TEST(ZeroShard, ShardedMomentsAreWhatThePlanCounts) {
+  // AdamW's allocation for this rank's shard, as glibc counts it, against leap plan's figure.
+  const int world = size_of(MPI_COMM_WORLD), rank = rank_of(MPI_COMM_WORLD);
+  backend::CpuBackend be(1);
+  model::ModelConfig c = tiny_config();
+  c.vocab_size = 4096;  // a large enough state for the heap's bookkeeping not to matter
+  model::Transformer m(c, be);
+  const ZeroPlan plan = make_zero_plan(m.layout(), rank, world);
+  const struct mallinfo2 before = mallinfo2();
+  {
+    model::AdamW shard(model::OptimConfig{}, m, plan.owned());
+    const struct mallinfo2 after = mallinfo2();
+    const double measured = static_cast<double>((after.uordblks + after.hblkhd) - (before.uordblks + before.hblkhd));
+    model::PlanInput in;
+    in.model = c;
+    in.zero_stage = 1;
+    in.policy_ranks = world;
+    double planned = 0;
+    for (const auto& item : model::plan_policy_rank(in).items)
+      if (item.kind == "optimizer_state") planned = static_cast<double>(item.bytes);
+    EXPECT_NEAR(measured, planned, 0.10 * planned) << "rank " << rank << " of " << world;
   }
 }
 

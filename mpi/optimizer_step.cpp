@@ -1,0 +1,21 @@
+// sum_and_step (see optimizer_step.h).
+#include "mpi/optimizer_step.h"
+
+#include "common/check.h"
+#include "mpi/grad_reduce.h"
+
+namespace leap::mpi {
+
+model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
+                              const ZeroPlan* zero, MPI_Comm policy) {
+  if (zero) return zero1_step(model, optimizer, *zero, policy);
+  if (reducer) {
+    Status st = reducer->sum(model);
+    LEAP_CHECK(st.is_ok(), "gradient sum (" << reducer->name() << ") failed: " << st.message());
+  } else {
+    allreduce_sum(model.grads(), model.num_params(), policy);
+  }
+  return optimizer.step();
+}
+
+}  // namespace leap::mpi

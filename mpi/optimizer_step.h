@@ -1,0 +1,20 @@
+// The end of a mini-batch on a policy rank, shared by RL (policy_replica) and SFT (sft_trainer):
+// the gradient summed over the policy group, then the AdamW update.
+//  - replicated (optim.zero_stage 0): the reducer's sum (NCCL on CUDA, MPI on the CPU; without a
+//    reducer MPI_Allreduce), then every rank updates every parameter;
+//  - sharded (a ZeroPlan, stage 1): zero1_step (reduce-scatter, the shard's update, all-gather).
+// Collective over `policy`; a failed sum is fatal (it names the reducer).
+#pragma once
+
+#include <mpi.h>
+
+#include "model/optimizer.h"
+#include "mpi/grad_reducer.h"
+#include "mpi/zero_shard.h"
+
+namespace leap::mpi {
+
+model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
+                              const ZeroPlan* zero, MPI_Comm policy);
+
+}  // namespace leap::mpi

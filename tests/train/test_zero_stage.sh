@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# ZeRO stage 1 (optim.zero_stage = 1) in `leap train`, as a user runs it, on 2 policy ranks:
+# each keeps AdamW's moments of half the parameters, the gradient is reduce-scattered and the
+# weights all-gathered. MPI sums two ranks' values in one order either way, so the runs must be
+# BIT-identical to stage 0: SFT (model and optimizer files, the optimizer's gathered from both
+# ranks), SFT resumed from a stage-1 checkpoint, SFT resumed with stage 1 from a stage-0
+# checkpoint (the shard is read from the full file), and RL (model, optimizer and every /steps and
+# /samples column; compare_runs.py, with the logged grad_norm equal to 1e-12: it is summed shard
+# by shard). Stage 2 is refused with exit 2.
+set -u
+here="$(cd "$(dirname "$0")" && pwd)"
+src="$here/../.."
+source "$src/tests/cli/check_lib.sh"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+run() {  # run NAME NP ARGS...
+  local name="$1" np="$2"; shift 2
+  if "$src/scripts/mpirun_local.sh" "$np" "$LEAP" train "$@" >"$tmp/$name.log" 2>&1; then echo "ok   $name"
+  else echo "FAIL $name"; tail -20 "$tmp/$name.log"; fail=1; fi
+}
+same() {  # same WHAT DIR_A DIR_B
+  for f in model.safetensors optimizer.safetensors; do
+    if cmp -s "$2/$f" "$3/$f"; then echo "ok   $1: $f identical"
+    else echo "FAIL $1: $f differs"; fail=1; fi
+  done
+}
+
+# ---- SFT on 2 policy ranks (and 1 sandbox rank) -------------------------------------------------
+head -n 2 "$src/tasks/level1.jsonl" > "$tmp/two.jsonl"
+mkdir -p "$tmp/tiny" && cp "$here/tiny_config.json" "$tmp/tiny/config.json"
+sft=(--mode sft --suite "$tmp/two.jsonl" --model "$tmp/tiny" --train.random_init --sft.batch_seqs 4 --sft.augment 1
+     --mpi.sandbox_ranks 1 --sandbox.device cpu --train.checkpoint_every 2 --optim.weight_decay 0.1 --log.level info)
+run sft-stage0 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/s0"
+run sft-stage1 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/s1" --optim.zero_stage 1
+same "sft stage 1 = stage 0" "$tmp/s0/checkpoints/step_000003" "$tmp/s1/checkpoints/step_000003"
+run sft-stage1-half 3 "${sft[@]}" --train.steps 2 --run.out_dir "$tmp/h1" --optim.zero_stage 1
+run sft-stage1-resumed 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/h1" --optim.zero_stage 1 --resume latest
+same "sft stage 1 resumed" "$tmp/s0/checkpoints/step_000003" "$tmp/h1/checkpoints/step_000003"
+run sft-stage0-half 3 "${sft[@]}" --train.steps 2 --run.out_dir "$tmp/h0"
+run sft-stage0-then-1 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/h0" --optim.zero_stage 1 --resume latest
+same "sft stage 0 resumed as stage 1" "$tmp/s0/checkpoints/step_000003" "$tmp/h0/checkpoints/step_000003"
+/usr/bin/python3 "$here/weights_moved.py" "$tmp/s1/checkpoints/step_000001" "$tmp/s1/checkpoints/step_000003" || fail=1
+
+# ---- RL on 2 policy ranks (and 1 sandbox rank): the demo policy on tasks it sometimes passes ----
+grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
+rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2
+    --rl.group_size 4 --rl.max_turns 1 --sampler.max_new_tokens 384 --optim.lr 1e-4 --mpi.sandbox_ranks 1
+    --train.steps 2 --log.level info)
+run rl-stage0 3 "${rl[@]}" --run.out_dir "$tmp/r0"
+run rl-stage1 3 "${rl[@]}" --run.out_dir "$tmp/r1" --optim.zero_stage 1
+# grad_norm is summed shard by shard, then over the ranks: the same norm in another rounding order.
+/usr/bin/python3 "$here/compare_runs.py" "$tmp/r0" "$tmp/r1" --near grad_norm=1e-12 || fail=1
+/usr/bin/python3 "$here/weights_moved.py" "$src/models/demo" "$tmp/r1/checkpoints/step_000001" || fail=1
+
+check stage-2-refused 2 "optim.zero_stage = 2 .* not built yet" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" train \
+  --mode sft --suite "$tmp/two.jsonl" --model "$tmp/tiny" --train.random_init --mpi.sandbox_ranks 0 \
+  --sandbox.device cpu --train.steps 1 --run.out_dir "$tmp/z2" --optim.zero_stage 2
+[ "$fail" = 0 ] && echo "all ZeRO stage 1 checks passed"
+exit $fail
