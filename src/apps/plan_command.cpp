@@ -14,6 +14,7 @@
 #include "apps/train_config.h"
 #include "common/fs_util.h"
 #include "model/memory_plan.h"
+#include "mpi/coordinator.h"
 #include "tasks/inputs.h"
 #include "tasks/suite.h"
 
@@ -88,7 +89,7 @@ int run_plan(const std::vector<std::string>& args) {
   const int64_t context = mc->max_position_embeddings, new_tokens = c.sampler.max_new_tokens;
   const int64_t prompt = c.rl.prompt.max_prompt_tokens > 0
                              ? std::min(c.rl.prompt.max_prompt_tokens, context)
-                             : std::max<int64_t>(1, context - new_tokens);
+                             : mpi::prompt_budget(context, new_tokens);
   model::PlanInput in;
   in.model = *mc;
   in.backend = c.app.run.backend;

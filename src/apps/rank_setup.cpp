@@ -1,4 +1,6 @@
 // Device probe, rank layout, policy construction and the agreed exit, shared by train and eval.
+#include <optional>
+
 #include "apps/rank_setup.h"
 
 #include <mpi.h>
@@ -98,7 +100,7 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   if (ready) ready = build_model(c, threads, topo.self().device, p);
   if (ready) {
     // ZeRO stage 1: this rank keeps the moments of its shard only.
-    std::vector<std::pair<size_t, size_t>> shard;
+    std::optional<std::vector<std::pair<size_t, size_t>>> shard;
     if (c.optim.zero_stage == 1) {
       int rank = 0, size = 1;
       MPI_Comm_rank(topo.role_comm, &rank);

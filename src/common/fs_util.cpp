@@ -45,9 +45,11 @@ Status AtomicWriter::commit() {
   if (!error_) return error_;
   const int fd = fd_;
   fd_ = -1;
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+  const int synced = ::fsync(fd) == 0 ? 0 : errno;
+  const int closed = ::close(fd) == 0 ? 0 : errno;  // closed whatever fsync said
+  if (synced != 0 || closed != 0) {
     ::unlink(tmp_.c_str());
-    return io_error("cannot flush '" + tmp_ + "': " + std::strerror(errno));
+    return io_error("cannot flush '" + tmp_ + "': " + std::strerror(synced != 0 ? synced : closed));
   }
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const int err = errno;

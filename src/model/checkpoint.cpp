@@ -163,6 +163,11 @@ Status save_model(const std::string& dir, const Transformer& model, DType stored
     return n == 1 ? std::string("model.safetensors")
                   : fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, n);
   };
+  // An earlier save's index goes first: a save cut short then leaves no index pointing at old
+  // shards (the loader would prefer it); the new index is written last.
+  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+  if (fs::exists(index, ec) && !fs::remove(index, ec))
+    return io_error(fmt::format("cannot remove the earlier {}: {}", index.string(), ec.message()));
   // Tensor by tensor: the CPU backend's own memory, or one tensor downloaded at a time, so no
   // copy of the whole model is made to write it.
   backend::Backend& be = model.backend();
@@ -183,7 +188,6 @@ Status save_model(const std::string& dir, const Transformer& model, DType stored
           return staging.data();
         }));
   }
-  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   if (n > 1) {
     nlohmann::ordered_json j;
     j["metadata"] = {{"total_size", total}};
@@ -192,14 +196,18 @@ Status save_model(const std::string& dir, const Transformer& model, DType stored
   }
   // Weight files of an earlier save in this folder that this one did not write: a stale index
   // would otherwise win over a new single file, and stale shards would sit beside new ones.
+  std::vector<fs::path> stale;  // listed first, removed after: no removal under the iterator
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const bool weights = name == "model.safetensors" || name == "model.safetensors.index.json" ||
                          (name.starts_with("model-") && name.ends_with(".safetensors"));
     bool ours = n > 1 && name == index.filename().string();
     for (size_t k = 0; k < n && !ours; ++k) ours = name == shard_name(k);
-    if (weights && !ours) fs::remove(entry.path(), ec);
+    if (weights && !ours) stale.push_back(entry.path());
   }
+  for (const auto& path : stale)
+    if (!fs::remove(path, ec))
+      return io_error(fmt::format("cannot remove the earlier weight file {}: {}", path.string(), ec.message()));
   return Status::ok();
 }
 

@@ -83,7 +83,8 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   add("master_weights", 4 * P, fmt::format("{} parameters in fp32, a full replica", P));
   add("gradients", 4 * P, "fp32, a full replica");
   if (in.zero_stage >= 1) {
-    // Each bucket split evenly over the ranks: at most one float more per piece than P / ranks.
+    // Each bucket split evenly over the ranks: a rank holds P / ranks floats, plus at most one
+    // per piece of the plan (a few hundred floats: not counted).
     const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks));
     add("optimizer_state", 8 * ((P + R - 1) / R),
         fmt::format("AdamW m and v, fp32, this rank's 1/{} of them (ZeRO stage 1)", R));
@@ -111,7 +112,7 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
       in.prompt_tokens + in.max_new_tokens, c.max_position_embeddings));
   const uint64_t KD = static_cast<uint64_t>(c.num_key_value_heads) * c.head_dim;
   add("kv_cache", 4 * (2 * c.num_hidden_layers * B * maxT * KD + B * decode_row_floats(c)),
-      fmt::format("fp32, {} sequences of {} positions; none kept between turns", B, maxT));
+      fmt::format("fp32, {} sequences of {} positions; kept allocated, re-prefilled every turn", B, maxT));
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
   // The sampler's logits are host memory: the device's only on the CPU backend.
   uint64_t workspace = 4 * (rope + (cuda ? 0 : B * V));

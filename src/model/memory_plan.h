@@ -13,7 +13,8 @@
 //  - logits: one chunk of LM-head logits and its gradient, fp32 (Transformer::logit_rows);
 //  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0), plus its bf16 copy on CUDA;
 //  - kv_cache: the sampler's cache for one generation batch (micro_batch_seqs sequences of the
-//    longest prompt plus max_new_tokens) and its decode scratch; no cache outlives a turn;
+//    longest prompt plus max_new_tokens) and its decode scratch; it stays allocated, but every
+//    turn prefills its prompts again (no cache is reused across turns);
 //  - workspace: the RoPE tables, the sampler's host logits and, on CUDA, the cuBLASLt
 //    workspace and the bf16 GEMM operand buffers.
 // Weights and gradients are full replicas on every policy rank; only stage 1's moments shrink

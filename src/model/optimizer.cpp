@@ -29,9 +29,10 @@ void OptimConfig::declare(OptionSet& opts) {
            {.min = 0, .max = 2});
 }
 
-AdamW::AdamW(const OptimConfig& cfg, Transformer& model, std::vector<std::pair<size_t, size_t>> shard)
-    : cfg_(cfg), model_(&model), shard_(std::move(shard)) {
-  if (shard_.empty()) shard_ = {{0, model.num_params()}};
+AdamW::AdamW(const OptimConfig& cfg, Transformer& model,
+             std::optional<std::vector<std::pair<size_t, size_t>>> shard)
+    : cfg_(cfg), model_(&model) {
+  shard_ = shard ? std::move(*shard) : std::vector<std::pair<size_t, size_t>>{{0, model.num_params()}};
   for (const auto& [off, n] : shard_) {
     LEAP_CHECK(off + n <= model.num_params(), "AdamW shard past the parameters");
     state_floats_ += n;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -41,10 +42,10 @@ struct StepStats {
 class AdamW {
  public:
   // The moments of every parameter, or with `shard` (ranges (offset, count) of the flat buffer,
-  // sorted, disjoint) of those floats only: ZeRO stage 1 (mpi/zero_shard.h), where each rank
-  // updates its shard. The moments are stored compactly, shard range after range.
+  // sorted, disjoint; possibly none) of those floats only: ZeRO stage 1 (mpi/zero_shard.h),
+  // where each rank updates its shard. The moments are stored compactly, range after range.
   AdamW(const OptimConfig& cfg, Transformer& model,
-        std::vector<std::pair<size_t, size_t>> shard = {});
+        std::optional<std::vector<std::pair<size_t, size_t>>> shard = std::nullopt);
   ~AdamW();
   AdamW(const AdamW&) = delete;
   AdamW& operator=(const AdamW&) = delete;

@@ -155,8 +155,10 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
                     mc.max_position_embeddings));
   const int maxT = static_cast<int>(std::min<size_t>(
       longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
-  if (!cache_ || cache_->slots < B || cache_->maxT < maxT)
+  if (!cache_ || cache_->slots < B || cache_->maxT < maxT) {
+    cache_.reset();  // the old cache goes before the larger one comes: never both at once
     cache_ = std::make_unique<KvCache>(mc, model_->backend(), B, maxT);
+  }
   // Padded embedding rows (vocab_size above the tokenizer's ids) are never sampled.
   const int sample_below = tokenizer_ ? tokenizer_->vocab_size() : V;
   std::vector<int32_t> eos = eos_ids_;
