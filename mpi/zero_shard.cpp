@@ -70,18 +70,13 @@ void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm) {
 void gather_moments(const model::AdamW& optimizer, const ZeroPlan& plan, size_t total, MPI_Comm comm,
                     std::vector<float>* m_full, std::vector<float>* v_full) {
   const bool root = plan.rank == 0;
-  // Where each of this rank's slices sits in the compact moments (shard ranges in order).
-  std::vector<std::pair<size_t, size_t>> compact;  // (flat offset, compact offset)
-  size_t at = 0;
-  for (const auto& [off, n] : optimizer.shard()) {
-    compact.emplace_back(off, at);
-    at += n;
-  }
+  // Where a slice starting at `flat` sits in the compact moments: its shard range's offset there.
+  const auto& shard = optimizer.shard();
   auto compact_of = [&](size_t flat) {
-    auto it = std::upper_bound(compact.begin(), compact.end(), std::make_pair(flat, SIZE_MAX));
-    LEAP_CHECK(it != compact.begin());
+    auto it = std::upper_bound(shard.begin(), shard.end(), std::make_pair(flat, SIZE_MAX));
+    LEAP_CHECK(it != shard.begin());
     --it;
-    return it->second + (flat - it->first);
+    return optimizer.state_offset(static_cast<size_t>(it - shard.begin())) + (flat - it->first);
   };
   if (root) {
     m_full->assign(total, 0.f);

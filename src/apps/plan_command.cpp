@@ -12,7 +12,6 @@
 
 #include "apps/subcommands.h"
 #include "apps/train_config.h"
-#include "common/fs_util.h"
 #include "model/memory_plan.h"
 #include "mpi/coordinator.h"
 #include "tasks/inputs.h"
@@ -85,11 +84,10 @@ int run_plan(const std::vector<std::string>& args) {
   if (!mc) return report_error("plan", mc.status());
 
   // The longest sequences a run makes: prompts fill the budget train's prompt builder gets
-  // (prompt.max_prompt_tokens, or the context minus the answer), then the answer follows.
+  // (the same call as `leap train`), then the answer follows.
   const int64_t context = mc->max_position_embeddings, new_tokens = c.sampler.max_new_tokens;
-  const int64_t prompt = c.rl.prompt.max_prompt_tokens > 0
-                             ? std::min(c.rl.prompt.max_prompt_tokens, context)
-                             : mpi::prompt_budget(context, new_tokens);
+  const int64_t prompt = static_cast<int64_t>(
+      c.rl.prompt.options(mpi::prompt_budget(context, new_tokens)).max_prompt_tokens);
   model::PlanInput in;
   in.model = *mc;
   in.backend = c.app.run.backend;

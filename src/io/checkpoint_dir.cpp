@@ -109,12 +109,7 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
   // sharded optimizer keeps the parts of each tensor that its shard holds (compact, in order).
   const bool host = model.backend().host_memory();
   const bool sharded = optimizer.state_floats() != model.num_params();
-  std::vector<std::pair<size_t, size_t>> compact;  // (flat offset, compact offset) of each range
-  size_t at = 0;
-  for (const auto& [off, n] : optimizer.shard()) {
-    compact.emplace_back(off, at);
-    at += n;
-  }
+  const auto& shard = optimizer.shard();
   std::vector<float> stage;
   for (const auto& t : model.layout().tensors()) {
     for (auto [suffix, base] : {std::pair{".exp_avg", optimizer.m()}, std::pair{".exp_avg_sq", optimizer.v()}}) {
@@ -131,11 +126,11 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
         model.backend().upload(base + t.offset, stage.data(), t.numel);
         continue;
       }
-      for (size_t k = 0; k < compact.size(); ++k) {
-        const size_t lo = std::max(compact[k].first, t.offset);
-        const size_t hi = std::min(compact[k].first + optimizer.shard()[k].second, t.offset + t.numel);
+      for (size_t k = 0; k < shard.size(); ++k) {
+        const auto [off, n] = shard[k];
+        const size_t lo = std::max(off, t.offset), hi = std::min(off + n, t.offset + t.numel);
         if (lo < hi)
-          model.backend().upload(base + compact[k].second + (lo - compact[k].first), stage.data() + (lo - t.offset),
+          model.backend().upload(base + optimizer.state_offset(k) + (lo - off), stage.data() + (lo - t.offset),
                                  hi - lo);
       }
     }

@@ -35,6 +35,7 @@ AdamW::AdamW(const OptimConfig& cfg, Transformer& model,
   shard_ = shard ? std::move(*shard) : std::vector<std::pair<size_t, size_t>>{{0, model.num_params()}};
   for (const auto& [off, n] : shard_) {
     LEAP_CHECK(off + n <= model.num_params(), "AdamW shard past the parameters");
+    state_offset_.push_back(state_floats_);
     state_floats_ += n;
   }
   m_ = model.backend().alloc_floats(state_floats_);
@@ -63,8 +64,9 @@ StepStats AdamW::step(const std::function<double(double)>& group_sum) {
   const float lr = static_cast<float>(s.lr), b1 = static_cast<float>(cfg_.beta1),
               b2 = static_cast<float>(cfg_.beta2);
   const float eps = static_cast<float>(cfg_.eps), wd = static_cast<float>(cfg_.weight_decay);
-  size_t at = 0;  // into the compact moments
-  for (const auto& [off, n] : shard_) {
+  for (size_t k = 0; k < shard_.size(); ++k) {
+    const auto [off, n] = shard_[k];
+    const size_t at = state_offset_[k];  // into the compact moments
     // Weight decay on the matrices only: the part of the range below decay_size.
     const size_t decayed = off >= nd ? 0 : std::min(n, nd - off);
     float* p = model_->params() + off;
@@ -73,7 +75,6 @@ StepStats AdamW::step(const std::function<double(double)>& group_sum) {
     if (n > decayed)
       be.adamw_update(p + decayed, m_ + at + decayed, v_ + at + decayed, g + decayed, n - decayed, lr,
                       b1, b2, eps, 0.0f, scale, t_);
-    at += n;
   }
   return s;
 }

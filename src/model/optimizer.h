@@ -55,6 +55,8 @@ class AdamW {
   StepStats step(const std::function<double(double)>& group_sum = {});
   const std::vector<std::pair<size_t, size_t>>& shard() const { return shard_; }
   size_t state_floats() const { return state_floats_; }  // floats of m (and of v)
+  // Where shard()[k] starts in the compact moments.
+  size_t state_offset(size_t k) const { return state_offset_[k]; }
   int steps_taken() const { return t_; }
   // Moment buffers (backend memory, state_floats() each) and the step count, for checkpoints.
   float* m() { return m_; }
@@ -67,6 +69,7 @@ class AdamW {
   OptimConfig cfg_;
   Transformer* model_;
   std::vector<std::pair<size_t, size_t>> shard_;
+  std::vector<size_t> state_offset_;  // prefix sums of the shard's counts
   size_t state_floats_ = 0;
   float* m_ = nullptr;
   float* v_ = nullptr;

@@ -172,21 +172,28 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
   // Each distinct prompt once (slots 0..U-1, in order of first appearance), then copied to the
   // slots of its repeats. Copying from the last slot down never overwrites a slot still to be
   // read: the source of slot b is distinct prompt u <= b.
-  std::vector<std::vector<int32_t>> distinct;
+  std::vector<int> first;  // the index of each distinct prompt's first appearance
   std::vector<int> distinct_of(static_cast<size_t>(B));
   for (int b = 0; b < B; ++b) {
-    auto it = share_prefill_ ? std::find(distinct.begin(), distinct.end(), prompts[b]) : distinct.end();
-    distinct_of[b] = static_cast<int>(it - distinct.begin());
-    if (it == distinct.end()) distinct.push_back(prompts[b]);
+    auto same = [&](int f) { return prompts[f] == prompts[b]; };
+    auto it = share_prefill_ ? std::find_if(first.begin(), first.end(), same) : first.end();
+    distinct_of[b] = static_cast<int>(it - first.begin());
+    if (it == first.end()) first.push_back(b);
   }
-  std::vector<float> distinct_logits(distinct.size() * static_cast<size_t>(V));
-  LEAP_RETURN_IF_ERROR(
-      model_->prefill(TokenBatch::from_sequences(distinct), *cache_, distinct_logits.data()));
-  for (int b = B - 1; b >= 0; --b) {
-    const int u = distinct_of[b];
-    cache_->copy_slot(u, b);
-    std::copy_n(distinct_logits.data() + static_cast<size_t>(u) * V, V,
-                logits.data() + static_cast<size_t>(b) * V);
+  if (first.size() == static_cast<size_t>(B)) {  // nothing repeats: the batch as it is
+    LEAP_RETURN_IF_ERROR(model_->prefill(TokenBatch::from_sequences(prompts), *cache_, logits.data()));
+  } else {
+    std::vector<std::vector<int32_t>> distinct;
+    for (int f : first) distinct.push_back(prompts[f]);
+    std::vector<float> distinct_logits(distinct.size() * static_cast<size_t>(V));
+    LEAP_RETURN_IF_ERROR(
+        model_->prefill(TokenBatch::from_sequences(distinct), *cache_, distinct_logits.data()));
+    for (int b = B - 1; b >= 0; --b) {
+      const int u = distinct_of[b];
+      cache_->copy_slot(u, b);
+      std::copy_n(distinct_logits.data() + static_cast<size_t>(u) * V, V,
+                  logits.data() + static_cast<size_t>(b) * V);
+    }
   }
   std::vector<int32_t> active(static_cast<size_t>(B));
   std::iota(active.begin(), active.end(), 0);
