@@ -1,6 +1,7 @@
 // Google Benchmark programs for the policy on the CPU backend: one training step (forward,
 // backward, AdamW), batched KV-cache sampling, and one group's samples of a shared prompt with
-// and without the shared prefill, at the configuration of issue 3:
+// and without the shared prefill, a rank's share of a turn in fixed batches against continuous
+// batching, at the configuration of issue 3:
 // d=256, 4 layers, 8 heads (2 KV heads), T=256, B=8, byte vocabulary (262).
 // After the benchmarks it prints the per-op split of a training step and of sampling, and the
 // peak RSS.
@@ -114,6 +115,55 @@ void BM_SampleGroup(benchmark::State& state, int threads, bool share) {
                                                       benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// A rank's share of a turn: two groups of 8 samples of a 64-token prompt, decoded 4 at a time
+// (train.micro_batch_seqs in the demo), with completions of different lengths (24 byte values
+// end one, so a completion stops after about 11 tokens on average, at most 160). Arms: fixed
+// batches of 4 that each run until their longest completion ends (the rollout before
+// continuous batching), or 4 KV-cache slots refilled with the next sample as one finishes.
+void BM_ContinuousBatching(benchmark::State& state, int threads, bool continuous) {
+  backend::CpuBackend be(threads);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  model::Sampler sampler(m, nullptr);
+  std::vector<int32_t> eos;
+  for (int32_t id = 'a'; id < 'a' + 24; ++id) eos.push_back(id);
+  sampler.set_eos_ids(eos);
+  model::SamplerConfig sc;
+  sc.max_new_tokens = 160;
+  Rng prng(2);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int g = 0; g < 2; ++g) {
+    std::vector<int32_t> prompt(64);
+    for (auto& t : prompt) t = static_cast<int32_t>(prng.below(256));
+    for (int k = 0; k < 8; ++k) prompts.push_back(prompt);
+  }
+  constexpr size_t kSlots = 4;
+  double tokens = 0;
+  uint64_t round = 0;
+  for (auto _ : state) {
+    std::vector<Rng> rngs;
+    for (size_t i = 0; i < prompts.size(); ++i) rngs.emplace_back(round, i);
+    ++round;
+    if (continuous) {
+      sampler.set_max_batch(kSlots);
+      auto out = sampler.generate(prompts, sc, rngs);
+      if (!out) std::abort();
+      for (const auto& c : *out) tokens += static_cast<double>(c.tokens.size());
+    } else {
+      for (size_t i = 0; i < prompts.size(); i += kSlots) {
+        std::vector<std::vector<int32_t>> batch(prompts.begin() + static_cast<long>(i),
+                                                prompts.begin() + static_cast<long>(i + kSlots));
+        std::vector<Rng> brngs(rngs.begin() + static_cast<long>(i), rngs.begin() + static_cast<long>(i + kSlots));
+        auto out = sampler.generate(batch, sc, brngs);
+        if (!out) std::abort();
+        for (const auto& c : *out) tokens += static_cast<double>(c.tokens.size());
+      }
+    }
+  }
+  // The same seeds in both arms give the same completions: the same tokens per iteration.
+  state.counters["new_tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+}
+
 void register_benchmarks(int threads) {
   benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep, threads)
       ->Unit(benchmark::kMillisecond)
@@ -127,6 +177,12 @@ void register_benchmarks(int threads) {
   for (bool share : {false, true})
     benchmark::RegisterBenchmark(share ? "BM_SampleGroup/shared_prefill" : "BM_SampleGroup/every_prefill",
                                  BM_SampleGroup, threads, share)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(3.0)
+        ->UseRealTime();
+  for (bool continuous : {false, true})
+    benchmark::RegisterBenchmark(continuous ? "BM_ContinuousBatching/refilled_slots" : "BM_ContinuousBatching/fixed_batches",
+                                 BM_ContinuousBatching, threads, continuous)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(3.0)
         ->UseRealTime();

@@ -21,23 +21,23 @@ PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& 
 
 
 std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& items) {
+  // Up to micro_batch_seqs sequences decode together; as one finishes, the next item takes its
+  // KV-cache slot (continuous batching). Each item draws from its own seed, so its completion
+  // does not depend on the batch or rank it landed in.
+  sampler_.set_max_batch(std::max(1, opts_.micro_batch_seqs));
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<Rng> rngs;
+  for (const auto& it : items) {
+    prompts.push_back(it.prompt_ids);
+    rngs.emplace_back(it.seed);
+  }
+  auto gen = sampler_.generate(prompts, opts_.sampler, rngs);
+  LEAP_CHECK(gen.has_value(), "sampling failed: " << gen.status().message());
   std::vector<Completion> out;
-  // Batches of micro_batch_seqs sequences share the KV cache's passes; each item draws from its
-  // own seed, so its completion does not depend on the batch or rank it landed in.
-  const size_t batch = static_cast<size_t>(std::max(1, opts_.micro_batch_seqs));
-  for (size_t i = 0; i < items.size(); i += batch) {
-    std::vector<std::vector<int32_t>> prompts;
-    std::vector<Rng> rngs;
-    for (size_t j = i; j < std::min(items.size(), i + batch); ++j) {
-      prompts.push_back(items[j].prompt_ids);
-      rngs.emplace_back(items[j].seed);
-    }
-    auto gen = sampler_.generate(prompts, opts_.sampler, rngs);
-    LEAP_CHECK(gen.has_value(), "sampling failed: " << gen.status().message());
-    for (size_t k = 0; k < prompts.size(); ++k) {
-      const auto& c = (*gen)[k];
-      out.push_back({items[i + k].uid, tokenizer_.decode(c.tokens), std::move(prompts[k]), c.tokens, c.logprobs});
-    }
+  for (size_t k = 0; k < prompts.size(); ++k) {
+    auto& c = (*gen)[k];
+    out.push_back({items[k].uid, tokenizer_.decode(c.tokens), std::move(prompts[k]), std::move(c.tokens),
+                   std::move(c.logprobs)});
   }
   return out;
 }

@@ -155,9 +155,10 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
                     mc.max_position_embeddings));
   const int maxT = static_cast<int>(std::min<size_t>(
       longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
-  if (!cache_ || cache_->slots < B || cache_->maxT < maxT) {
+  const int S = max_batch_ > 0 ? std::min(B, max_batch_) : B;  // cache slots: sequences at once
+  if (!cache_ || cache_->slots < S || cache_->maxT < maxT) {
     cache_.reset();  // the old cache goes before the larger one comes: never both at once
-    cache_ = std::make_unique<KvCache>(mc, model_->backend(), B, maxT);
+    cache_ = std::make_unique<KvCache>(mc, model_->backend(), S, maxT);
   }
   // Padded embedding rows (vocab_size above the tokenizer's ids) are never sampled.
   const int sample_below = tokenizer_ ? tokenizer_->vocab_size() : V;
@@ -168,40 +169,77 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
 
   std::vector<Completion> out(static_cast<size_t>(B));
   std::vector<std::string> text(static_cast<size_t>(B));
-  std::vector<float> logits(static_cast<size_t>(B) * V);
-  // Each distinct prompt once (slots 0..U-1, in order of first appearance), then copied to the
-  // slots of its repeats. Copying from the last slot down never overwrites a slot still to be
-  // read: the source of slot b is distinct prompt u <= b.
-  std::vector<int> first;  // the index of each distinct prompt's first appearance
+  // Row r of `logits` holds the next-token logits of sequence row_prompt[r] in slot row_slot[r].
+  std::vector<float> logits(static_cast<size_t>(S) * V);
+  std::vector<int32_t> row_slot, row_prompt;
+  // Identical prompts share one prefill: the first of them is prefilled, the others copy its
+  // slot's first prompt-length positions while a slot still holds them, and its logits.
   std::vector<int> distinct_of(static_cast<size_t>(B));
+  std::vector<int> first;  // each distinct prompt's first index
   for (int b = 0; b < B; ++b) {
     auto same = [&](int f) { return prompts[f] == prompts[b]; };
     auto it = share_prefill_ ? std::find_if(first.begin(), first.end(), same) : first.end();
     distinct_of[b] = static_cast<int>(it - first.begin());
     if (it == first.end()) first.push_back(b);
   }
-  if (first.size() == static_cast<size_t>(B)) {  // nothing repeats: the batch as it is
-    LEAP_RETURN_IF_ERROR(model_->prefill(TokenBatch::from_sequences(prompts), *cache_, logits.data()));
-  } else {
-    std::vector<std::vector<int32_t>> distinct;
-    for (int f : first) distinct.push_back(prompts[f]);
-    std::vector<float> distinct_logits(distinct.size() * static_cast<size_t>(V));
-    LEAP_RETURN_IF_ERROR(
-        model_->prefill(TokenBatch::from_sequences(distinct), *cache_, distinct_logits.data()));
-    for (int b = B - 1; b >= 0; --b) {
-      const int u = distinct_of[b];
-      cache_->copy_slot(u, b);
-      std::copy_n(distinct_logits.data() + static_cast<size_t>(u) * V, V,
-                  logits.data() + static_cast<size_t>(b) * V);
-    }
-  }
-  std::vector<int32_t> active(static_cast<size_t>(B));
-  std::iota(active.begin(), active.end(), 0);
+  std::vector<std::vector<float>> distinct_logits(first.size());
+  std::vector<int> slot_prompt(static_cast<size_t>(S), -1);  // the prompt a slot holds, -1: free
+  std::vector<int32_t> free_slots(static_cast<size_t>(S));
+  std::iota(free_slots.rbegin(), free_slots.rend(), 0);  // popped from the back: 0 first
+  int next_prompt = 0;
 
-  while (!active.empty()) {
-    std::vector<int32_t> next_tokens, next_slots;
-    for (size_t r = 0; r < active.size(); ++r) {
-      const int b = active[r];
+  // Continuous batching: the next prompts take the free slots, their logits the rows after
+  // `rows_kept`.
+  auto admit = [&]() -> Status {
+    std::vector<int> slot_of_new, prompt_of_new;
+    while (!free_slots.empty() && next_prompt < B) {
+      slot_of_new.push_back(free_slots.back());
+      free_slots.pop_back();
+      prompt_of_new.push_back(next_prompt++);
+    }
+    const size_t n = slot_of_new.size();
+    if (n == 0) return Status::ok();
+    // Which new sequences need a prefill: the first of their prompt not held by a live slot.
+    std::vector<int> source(n, -1);  // slot to copy the prompt's positions from
+    std::vector<std::vector<int32_t>> to_prefill;
+    std::vector<int32_t> prefill_slots;
+    std::vector<int> prefill_distinct;
+    for (size_t i = 0; i < n; ++i) {
+      const int u = distinct_of[prompt_of_new[i]];
+      for (int sl = 0; sl < S && source[i] < 0; ++sl)
+        if (slot_prompt[sl] >= 0 && distinct_of[slot_prompt[sl]] == u) source[i] = sl;
+      if (source[i] < 0) {
+        to_prefill.push_back(prompts[static_cast<size_t>(prompt_of_new[i])]);
+        prefill_slots.push_back(slot_of_new[i]);
+        prefill_distinct.push_back(u);
+      }
+      slot_prompt[slot_of_new[i]] = prompt_of_new[i];
+      if (source[i] < 0) source[i] = slot_of_new[i];  // it is its own source (prefilled)
+    }
+    if (!to_prefill.empty()) {
+      std::vector<float> fresh(to_prefill.size() * static_cast<size_t>(V));
+      LEAP_RETURN_IF_ERROR(model_->prefill(TokenBatch::from_sequences(to_prefill), *cache_, fresh.data(),
+                                           prefill_slots.data()));
+      for (size_t j = 0; j < to_prefill.size(); ++j)
+        distinct_logits[static_cast<size_t>(prefill_distinct[j])].assign(
+            fresh.begin() + static_cast<std::ptrdiff_t>(j * V), fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const int b = prompt_of_new[i], u = distinct_of[b];
+      if (source[i] != slot_of_new[i])
+        cache_->copy_slot(source[i], slot_of_new[i], static_cast<int>(prompts[static_cast<size_t>(b)].size()));
+      std::copy_n(distinct_logits[static_cast<size_t>(u)].data(), V, logits.data() + row_slot.size() * V);
+      row_slot.push_back(slot_of_new[i]);
+      row_prompt.push_back(b);
+    }
+    return Status::ok();
+  };
+  LEAP_RETURN_IF_ERROR(admit());
+
+  while (!row_slot.empty()) {
+    std::vector<int32_t> next_tokens, next_slots, next_prompts;
+    for (size_t r = 0; r < row_slot.size(); ++r) {
+      const int b = row_prompt[r], slot = row_slot[r];
       Completion& c = out[static_cast<size_t>(b)];
       float lp = 0.0f;
       const int32_t tok = sample_token(logits.data() + r * V, V, cfg, rng_of(b), &lp, sample_below);
@@ -216,11 +254,11 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
         const std::string piece = tokenizer_->token_bytes(tok);
         std::string& t = text[static_cast<size_t>(b)];
         t += piece;
-        for (const auto& s : stops) {
+        for (const auto& st : stops) {
           // Only a match that ends in the new piece is new.
           size_t from =
-              t.size() >= s.size() + piece.size() ? t.size() - s.size() - piece.size() + 1 : 0;
-          if (t.find(s, from) != std::string::npos) {
+              t.size() >= st.size() + piece.size() ? t.size() - st.size() - piece.size() + 1 : 0;
+          if (t.find(st, from) != std::string::npos) {
             c.stop_reason = StopReason::kStopString;
             done = true;
             break;
@@ -231,20 +269,26 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
         c.stop_reason = StopReason::kMaxTokens;
         done = true;
       }
-      if (!done && cache_->len[b] + 1 >= maxT) {
+      if (!done && cache_->len[slot] + 1 >= maxT) {
         // prompt + completion fill the context: the trainer could not score one more token.
         c.stop_reason = StopReason::kContextFull;
         done = true;
       }
-      if (!done) {
+      if (done) {
+        slot_prompt[slot] = -1;
+        free_slots.push_back(slot);
+      } else {
         next_tokens.push_back(tok);
-        next_slots.push_back(b);
+        next_slots.push_back(slot);
+        next_prompts.push_back(b);
       }
     }
-    active = next_slots;
-    if (active.empty()) break;
-    model_->decode(next_tokens.data(), next_slots.data(), static_cast<int>(active.size()), *cache_,
-                   logits.data());
+    row_slot = next_slots;
+    row_prompt = next_prompts;
+    if (!row_slot.empty())
+      model_->decode(next_tokens.data(), next_slots.data(), static_cast<int>(row_slot.size()), *cache_,
+                     logits.data());
+    LEAP_RETURN_IF_ERROR(admit());  // a finished sequence's slot takes the next prompt
   }
   return out;
 }

@@ -59,6 +59,11 @@ class Sampler {
   // Identical prompts in one generate() call (a group's G samples at turn 1) are prefilled once
   // and their KV cache copied to the others (default on). Off: every prompt is prefilled.
   void set_share_prefill(bool on) { share_prefill_ = on; }
+  // At most n sequences decode together (0: every prompt of a call at once). With more prompts
+  // than that, a finished sequence's KV-cache slot takes the next prompt (continuous batching):
+  // the batch stays full while lengths differ. Sequences with their own generators (below) are
+  // the same either way; the shared-generator generate() draws in another order.
+  void set_max_batch(int n) { max_batch_ = n; }
   ~Sampler();
 
   // One completion per prompt (each non-empty), in prompt order.
@@ -81,6 +86,7 @@ class Sampler {
   std::vector<int32_t> eos_ids_;
   std::unique_ptr<KvCache> cache_;  // kept between calls while it is big enough
   bool share_prefill_ = true;
+  int max_batch_ = 0;
 };
 
 }  // namespace leap::model

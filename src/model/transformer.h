@@ -102,9 +102,9 @@ class Transformer {
 
   // ---- inference over a KV cache (the sampler's engine) -------------------------------------
   // Prefill: runs the prompts (a right-padded batch, B <= cache slots) into cache slots
-  // 0..B-1, sets their lengths, and writes each prompt's next-token logits to last_logits
-  // (B*V host floats).
-  Status prefill(const TokenBatch& prompts, KvCache& cache, float* last_logits);
+  // slots[0..B-1] (null: 0..B-1), sets their lengths, and writes each prompt's next-token logits
+  // to last_logits (B*V host floats).
+  Status prefill(const TokenBatch& prompts, KvCache& cache, float* last_logits, const int32_t* slots = nullptr);
   // Decode: one token per row r, appended to cache slot slots[r] at position cache.len[slot];
   // writes next-token logits (n*V host floats). The caller checks capacity (len < maxT).
   // logits may be null: then they stay in the backend and nothing waits for the device (the
@@ -157,9 +157,9 @@ struct KvCache {
   std::vector<int32_t> len;  // (slots) valid positions per slot
   float* scratch = nullptr;  // decode activations for up to `slots` rows
   size_t layer_stride() const { return static_cast<size_t>(slots) * maxT * Hkv * D; }
-  // Slot `to` becomes a copy of slot `from` (its len[from] positions in every layer): a group's
-  // samples share one prefilled prompt.
-  void copy_slot(int from, int to);
+  // Slot `to` becomes a copy of slot `from`'s first `positions` positions in every layer (all
+  // len[from] of them when negative): a group's samples share one prefilled prompt.
+  void copy_slot(int from, int to, int positions = -1);
 };
 
 }  // namespace leap::model

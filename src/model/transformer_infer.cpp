@@ -64,16 +64,18 @@ KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, 
   scratch = be->alloc_floats(decode_floats(cfg, slots_));
 }
 
-void KvCache::copy_slot(int from, int to) {
+void KvCache::copy_slot(int from, int to, int positions) {
   LEAP_CHECK(from >= 0 && from < slots && to >= 0 && to < slots);
+  if (positions < 0) positions = len[from];
+  LEAP_CHECK(positions <= len[from], "copying " << positions << " positions of a slot holding " << len[from]);
   if (from == to) return;
-  const size_t per_pos = static_cast<size_t>(Hkv) * D, n = static_cast<size_t>(len[from]) * per_pos;
+  const size_t per_pos = static_cast<size_t>(Hkv) * D, n = static_cast<size_t>(positions) * per_pos;
   for (int l = 0; l < L; ++l) {
     const size_t base = l * layer_stride();
     be->copy(k + base + static_cast<size_t>(to) * maxT * per_pos, k + base + static_cast<size_t>(from) * maxT * per_pos, n);
     be->copy(v + base + static_cast<size_t>(to) * maxT * per_pos, v + base + static_cast<size_t>(from) * maxT * per_pos, n);
   }
-  len[to] = len[from];
+  len[to] = positions;
 }
 
 KvCache::~KvCache() {
@@ -82,7 +84,7 @@ KvCache::~KvCache() {
   be->free_floats(scratch);
 }
 
-Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* last_logits) {
+Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* last_logits, const int32_t* slots) {
   LEAP_RETURN_IF_ERROR(prompts.validate(cfg_.vocab_size));
   if (prompts.B > cache.slots)
     return invalid_input(fmt::format("{} prompts for {} cache slots", prompts.B, cache.slots));
@@ -93,12 +95,15 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
   ensure_rope_tables(cache.maxT);
   const int B = prompts.B, T = prompts.T, C = cfg_.hidden_size, V = cfg_.vocab_size;
   const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim;
+  auto slot_of = [&](int b) { return slots ? slots[b] : b; };
+  for (int b = 0; b < B; ++b)
+    if (slot_of(b) < 0 || slot_of(b) >= cache.slots) return invalid_input(fmt::format("cache slot {} of {}", slot_of(b), cache.slots));
   // Each layer's keys and values go to the cache as the layer finishes (with checkpointing only
   // one layer's stay in the activations).
   const KvSink to_cache = [&](int l, const float* k, const float* v) {
     for (int b = 0; b < B; ++b) {
       const size_t src = static_cast<size_t>(b) * T * KD;
-      const size_t dst = l * cache.layer_stride() + static_cast<size_t>(b) * cache.maxT * KD;
+      const size_t dst = l * cache.layer_stride() + static_cast<size_t>(slot_of(b)) * cache.maxT * KD;
       be_->copy(cache.k + dst, k + src, static_cast<size_t>(T) * KD);
       be_->copy(cache.v + dst, v + src, static_cast<size_t>(T) * KD);
     }
@@ -109,7 +114,7 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
   for (int b = 0; b < B; ++b) {
     be_->copy(a.tmp + static_cast<size_t>(b) * C,
               a.lnf + (static_cast<size_t>(b) * T + prompts.lengths[b] - 1) * C, C);
-    cache.len[b] = prompts.lengths[b];
+    cache.len[slot_of(b)] = prompts.lengths[b];
   }
   be_->matmul_forward(a.logits, a.tmp, param_views().lm_head, nullptr, B, C, V);
   be_->download(last_logits, a.logits, static_cast<size_t>(B) * V);
