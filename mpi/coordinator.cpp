@@ -6,19 +6,12 @@
 
 #include "common/check.h"
 #include "common/cpu_time.h"
+#include "common/stopwatch.h"
 #include "mpi/grad_reduce.h"
 #include "mpi/train_samples.h"
 #include "mpi/work_balance.h"
 
 namespace leap::mpi {
-
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-}  // namespace
 
 int64_t prompt_budget(int64_t context, int64_t max_new_tokens) {
   return std::max<int64_t>(64, context - max_new_tokens);
@@ -34,6 +27,7 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
       seed_(seed),
       policy_(policy),
       turns_(topo, policy, local_verifier, opts.sandbox_retries, log),
+      stream_(topo, policy, local_verifier, opts.sandbox_retries, log),
       dcp_(rl.dcp.options(rl.rl.max_turns)),
       sampler_([&] {
         std::vector<int> pool;
@@ -60,7 +54,9 @@ TrainReport Coordinator::train(const StepState& state, int64_t step, io::StepRow
   row->train_positions = plan.positions;
   std::vector<TrainWork>& work = plan.work;
   for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks[static_cast<size_t>(p)], topo_.world);
+  const auto t0 = std::chrono::steady_clock::now();
   TrainReport total = policy_.train(work[0], topo_.role_comm);
+  total.busy_s = seconds_since(t0);
   for (int p = 1; p < n; ++p) {
     auto r = recv<TrainReport>(policy_ranks[static_cast<size_t>(p)], topo_.world);
     LEAP_CHECK(r.has_value(), r.status().message());
@@ -69,12 +65,17 @@ TrainReport Coordinator::train(const StepState& state, int64_t step, io::StepRow
   return total;
 }
 
+Status Coordinator::run_turns(StepState& state, TurnTimes* times) {
+  if (rl_.rl.pipeline == "sync") return turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times);
+  return stream_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times);
+}
+
 Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out) {
   auto t_step = std::chrono::steady_clock::now();
   TurnTimes times;
   StepState state(step, sampler_.next_batch(opts_.batch_tasks),
                   StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
-  LEAP_RETURN_IF_ERROR(turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, &times));
+  LEAP_RETURN_IF_ERROR(run_turns(state, &times));
   state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
   // Dynamic sampling: groups with nothing to learn are replaced by fresh tasks, round by round.
   int resampled = 0;
@@ -84,7 +85,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
     if (k == 0) break;
     state.add_groups(sampler_.next_batch(k));
     resampled += k;
-    LEAP_RETURN_IF_ERROR(turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, &times));
+    LEAP_RETURN_IF_ERROR(run_turns(state, &times));
     state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
   }
   auto t0 = std::chrono::steady_clock::now();
@@ -110,6 +111,14 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   r.sandbox_s = times.sandbox_s;
   r.train_s = train_s;
   r.time_s = seconds_since(t_step);
+  // Time accounting (io::StepRow): busy, waiting on the sandbox, or idle otherwise.
+  const double n_policy = static_cast<double>(turns_.policy_ranks().size());
+  r.policy_busy_s = times.policy_gen_s + tr.busy_s;
+  r.policy_wait_s = times.policy_wait_s;
+  r.policy_drain_s = std::min(times.policy_wait_s, n_policy * times.drain_s);
+  r.policy_idle_s = std::max(0.0, n_policy * r.time_s - r.policy_busy_s - r.policy_wait_s);
+  r.sandbox_busy_s = times.sandbox_busy_s;
+  r.sandbox_idle_s = std::max(0.0, times.sandbox_slots * r.time_s - times.sandbox_busy_s);
   r.loss = tr.loss;
   r.kl = tr.tokens > 0 ? tr.kl_sum / tr.tokens : 0;
   r.entropy = tr.tokens > 0 ? tr.neg_logp_sum / tr.tokens : 0;
@@ -154,13 +163,22 @@ Status serve_policy(const Topology& topo, PolicyEngine& policy) {
       case Control::Kind::kRollout: {
         auto work = recv<RolloutWork>(0, topo.world);
         if (!work) return work.status();
-        send(RolloutResult{policy.generate(work->items)}, 0, topo.world);
+        const auto t0 = std::chrono::steady_clock::now();
+        RolloutResult result{policy.generate(work->items)};
+        result.busy_s = seconds_since(t0);
+        send(result, 0, topo.world);
         break;
       }
+      case Control::Kind::kStream:
+        LEAP_RETURN_IF_ERROR(serve_policy_stream(topo, policy));
+        break;
       case Control::Kind::kTrain: {
         auto work = recv<TrainWork>(0, topo.world);
         if (!work) return work.status();
-        send(policy.train(*work, topo.role_comm), 0, topo.world);
+        const auto t0 = std::chrono::steady_clock::now();
+        TrainReport report = policy.train(*work, topo.role_comm);
+        report.busy_s = seconds_since(t0);
+        send(report, 0, topo.world);
         break;
       }
       case Control::Kind::kCheckReplicas:
@@ -184,6 +202,7 @@ Status serve_sandbox(const Topology& topo, VerifyEngine& verifier) {
     broadcast(c, 0, topo.world);
     if (c.kind == Control::Kind::kStop) return Status::ok();
     if (c.kind == Control::Kind::kCpuTime) job_cpu_seconds(topo.world);
+    if (c.kind == Control::Kind::kStream) LEAP_RETURN_IF_ERROR(serve_sandbox_stream(topo, verifier));
     if (c.kind != Control::Kind::kSandbox) continue;
     SandboxResults pull{{}, verifier.slots()};
     for (;;) {

@@ -2,6 +2,8 @@
 // policy ranks run serve_policy() and the sandbox ranks serve_sandbox() until told to stop.
 // Every phase starts with a Control broadcast over the world, so all ranks always agree on what
 // comes next and no rank waits on work that will never come:
+//   the turns, with rl.pipeline = stream: one kStream phase (StreamRunner) in which generation,
+//              verification and DCP overlap; with rl.pipeline = sync,
 //   per turn (TurnRunner, shared with the evaluator):
 //              kRollout  rank 0 spreads the turn's prompts over policy ranks, balanced by tokens;
 //              kSandbox  sandbox ranks pull the turn's candidates from rank 0's queue until it
@@ -25,6 +27,7 @@
 #include "mpi/engines.h"
 #include "mpi/step_state.h"
 #include "mpi/topology.h"
+#include "mpi/stream_runner.h"
 #include "mpi/turn_runner.h"
 #include "rl/rl_config.h"
 #include "tasks/suite.h"
@@ -69,6 +72,8 @@ class Coordinator {
  private:
   // Trains on the step's samples; writes the sequences and tokens trained into *row.
   TrainReport train(const StepState& state, int64_t step, io::StepRow* row);
+  // The turns of the step's latest round, through the configured pipeline.
+  Status run_turns(StepState& state, TurnTimes* times);
 
   const Topology& topo_;
   const tasks::Suite& suite_;
@@ -77,6 +82,7 @@ class Coordinator {
   uint64_t seed_;
   PolicyEngine& policy_;
   TurnRunner turns_;
+  StreamRunner stream_;
   rl::DcpController dcp_;
   tasks::TaskSampler sampler_;
   rl::PromptBuilder prompts_;

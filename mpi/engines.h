@@ -6,6 +6,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,9 @@ class PolicyEngine {
   // Completions for the items, each sampled with its own seed (so a sample does not depend on
   // the rank or the batch it lands in).
   virtual std::vector<Completion> generate(const std::vector<RolloutItem>& items) = 0;
+  // How many items generate() decodes together (its KV-cache slots): the streaming pipeline hands
+  // out work in multiples of it.
+  virtual int generation_batch() const { return 8; }
   // ppo_epochs x mini_batches updates on this rank's share. Collective over `policy`: every
   // policy rank calls it with its share (possibly empty) and the replicas stay identical.
   virtual TrainReport train(const TrainWork& work, MPI_Comm policy) = 0;
@@ -40,6 +44,21 @@ class VerifyEngine {
   virtual int slots() const = 0;
   // Verdicts for the jobs, in job order; runs up to slots() jobs concurrently.
   virtual std::vector<SandboxOutcome> verify(const std::vector<SandboxJob>& jobs) = 0;
+
+  // The streaming pipeline's side: start() begins one job (the caller keeps at most slots() of
+  // them started and unfinished); finished() returns the verdicts of started jobs that are done,
+  // waiting up to `wait` for the first. This default runs the started jobs through verify() when
+  // finished() is called, which is enough for engines that answer at once.
+  virtual void start(const SandboxJob& job) { started_.push_back(job); }
+  virtual std::vector<SandboxOutcome> finished(std::chrono::milliseconds wait) {
+    (void)wait;
+    std::vector<SandboxJob> jobs;
+    jobs.swap(started_);
+    return jobs.empty() ? std::vector<SandboxOutcome>{} : verify(jobs);
+  }
+
+ private:
+  std::vector<SandboxJob> started_;
 };
 
 }  // namespace leap::mpi

@@ -10,6 +10,19 @@
 
 namespace leap::mpi {
 
+bool SandboxRetries::retry(const SandboxOutcome& o) {
+  if (o.verdict != static_cast<int32_t>(sandbox::Verdict::kSandboxError) || attempts_[o.uid]++ >= retries_) return false;
+  log_.warn("sandbox error on job {} (retrying): {}", o.uid, o.feedback.substr(0, 200));
+  return true;
+}
+
+int JobDispatcher::slots_seen() const {
+  if (sandbox_ranks_.empty()) return local_->slots();
+  int n = 0;
+  for (const auto& [rank, slots] : slots_of_rank_) n += slots;
+  return n;
+}
+
 JobDispatcher::JobDispatcher(const Topology& topo, VerifyEngine* local_verifier, int retries, const Logger& log)
     : topo_(topo), local_(local_verifier), retries_(retries), log_(log), sandbox_ranks_(topo.world_ranks_of(Role::kSandbox)) {
   LEAP_CHECK(!sandbox_ranks_.empty() || local_ != nullptr, "without sandbox ranks rank 0 needs an in-process verifier");
@@ -20,17 +33,13 @@ Expected<std::vector<SandboxOutcome>> JobDispatcher::dispatch(const std::vector<
   Control c{Control::Kind::kSandbox, step, turn};
   broadcast(c, 0, topo_.world);
   std::deque<SandboxJob> queue(jobs.begin(), jobs.end());
-  std::map<int64_t, int> attempts;
+  SandboxRetries retries(retries_, log_);
   std::map<int64_t, const SandboxJob*> by_uid;
   for (const auto& j : jobs) by_uid[j.uid] = &j;
   std::vector<SandboxOutcome> done;
   auto accept = [&](const SandboxOutcome& o) {
-    if (o.verdict == static_cast<int32_t>(sandbox::Verdict::kSandboxError) && attempts[o.uid]++ < retries_) {
-      log_.warn("sandbox error on job {} (retrying): {}", o.uid, o.feedback.substr(0, 200));
-      queue.push_back(*by_uid.at(o.uid));
-      return;
-    }
-    done.push_back(o);
+    if (retries.retry(o)) queue.push_back(*by_uid.at(o.uid));
+    else done.push_back(o);
   };
 
   if (sandbox_ranks_.empty()) {
@@ -53,6 +62,7 @@ Expected<std::vector<SandboxOutcome>> JobDispatcher::dispatch(const std::vector<
     in_flight -= msg->results.size();
     for (const auto& o : msg->results) accept(o);
     waiting[from] = msg->free_slots;
+    slots_of_rank_[from] = std::max(slots_of_rank_[from], msg->free_slots);
     for (auto it = waiting.begin(); it != waiting.end() && !queue.empty();) {
       SandboxJobs batch;
       while (!queue.empty() && static_cast<int32_t>(batch.jobs.size()) < std::max(1, it->second)) {

@@ -6,6 +6,7 @@
 // and every sandbox rank runs serve_sandbox() (coordinator.h) meanwhile.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "common/log.h"
@@ -15,11 +16,28 @@
 
 namespace leap::mpi {
 
+// The rule for a SANDBOX_ERROR (the infrastructure's fault, never the candidate's): the job is
+// verified again, up to `retries` times, before its verdict is kept. Shared by both pipelines.
+class SandboxRetries {
+ public:
+  SandboxRetries(int retries, const Logger& log) : retries_(retries), log_(log) {}
+  // True when `o` is to be verified again (and says so in the log).
+  bool retry(const SandboxOutcome& o);
+
+ private:
+  int retries_;
+  const Logger& log_;
+  std::map<int64_t, int> attempts_;
+};
+
 class JobDispatcher {
  public:
   JobDispatcher(const Topology& topo, VerifyEngine* local_verifier, int retries, const Logger& log);
   // Verdicts for `jobs`, in no particular order (match them by uid).
   Expected<std::vector<SandboxOutcome>> dispatch(const std::vector<SandboxJob>& jobs, int64_t step, int turn);
+  // Slots of all sandbox ranks as their pulls have reported them (the in-process verifier's
+  // without sandbox ranks).
+  int slots_seen() const;
 
  private:
   const Topology& topo_;
@@ -27,6 +45,7 @@ class JobDispatcher {
   int retries_;
   const Logger& log_;
   std::vector<int> sandbox_ranks_;
+  std::map<int, int32_t> slots_of_rank_;  // the most free slots each rank has reported
 };
 
 }  // namespace leap::mpi

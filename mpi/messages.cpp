@@ -18,11 +18,11 @@ template <class IO> void fields(IO& io, RolloutWork& m) { io(m.items); }
 template <class IO> void fields(IO& io, Completion& m) {
   io(m.uid, m.text, m.prompt_tokens, m.completion_tokens, m.logprobs);
 }
-template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions); }
+template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions, m.want, m.busy_s); }
 template <class IO> void fields(IO& io, SandboxJob& m) { io(m.uid, m.task, m.answer); }
 template <class IO> void fields(IO& io, SandboxJobs& m) { io(m.jobs); }
 template <class IO> void fields(IO& io, SandboxOutcome& m) {
-  io(m.uid, m.verdict, m.max_abs_err, m.compile_ms, m.exec_ms, m.speedup, m.feedback);
+  io(m.uid, m.verdict, m.max_abs_err, m.compile_ms, m.exec_ms, m.speedup, m.feedback, m.slot_ms);
 }
 template <class IO> void fields(IO& io, SandboxResults& m) { io(m.results, m.free_slots); }
 template <class IO> void fields(IO& io, TrainSample& m) {
@@ -31,7 +31,7 @@ template <class IO> void fields(IO& io, TrainSample& m) {
 }
 template <class IO> void fields(IO& io, TrainWork& m) { io(m.samples, m.mini_batches, m.ppo_epochs); }
 template <class IO> void fields(IO& io, TrainReport& m) {
-  io(m.loss, m.tokens, m.clipped, m.ratio_sum, m.ratio_max, m.kl_sum, m.neg_logp_sum, m.grad_norm, m.lr);
+  io(m.loss, m.tokens, m.clipped, m.ratio_sum, m.ratio_max, m.kl_sum, m.neg_logp_sum, m.grad_norm, m.lr, m.busy_s);
 }
 template <class IO> void fields(IO& io, ErrorReport& m) { io(m.rank, m.message); }
 
@@ -144,6 +144,15 @@ Expected<T> recv(int source, MPI_Comm comm, int* from) {
 }
 
 template <class T>
+std::optional<Expected<T>> try_recv(int source, MPI_Comm comm, int* from) {
+  int ready = 0;
+  MPI_Status st;
+  MPI_CHECK(MPI_Iprobe(source, static_cast<int>(tag_of<T>()), comm, &ready, &st));
+  if (!ready) return std::nullopt;
+  return recv<T>(st.MPI_SOURCE, comm, from);
+}
+
+template <class T>
 void broadcast(T& msg, int root, MPI_Comm comm) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm, &rank));
@@ -166,6 +175,7 @@ void broadcast(T& msg, int root, MPI_Comm comm) {
   template Expected<T> decode<T>(const std::vector<uint8_t>&);             \
   template void send<T>(const T&, int, MPI_Comm);                          \
   template Expected<T> recv<T>(int, MPI_Comm, int*);                       \
+  template std::optional<Expected<T>> try_recv<T>(int, MPI_Comm, int*);    \
   template void broadcast<T>(T&, int, MPI_Comm);
 LEAP_MESSAGE(Control)
 LEAP_MESSAGE(RolloutWork)

@@ -8,11 +8,16 @@
 //   coordinator --SandboxJobs--> sandbox ranks (empty: the turn is done)
 // The job queue lives on the coordinator and sandbox ranks pull from it, so no sandbox rank
 // idles while jobs wait, and a rank that pulls more finishes more.
+// A streaming phase (rl.pipeline = stream, mpi/stream_runner.h) uses the same messages: a policy
+// rank's RolloutResult is also its next pull (`want` items), answered when work exists; a
+// sandbox rank sends SandboxResults as each job finishes, and the coordinator sends it jobs while
+// it has free slots (credits); an empty RolloutWork or SandboxJobs ends the phase.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,7 +41,8 @@ struct Control {
   // kCpuTime: every rank adds its process tree's CPU seconds into a sum on rank 0 (MPI_Reduce).
   enum class Kind : int32_t {
     kRollout = 0, kSandbox = 1, kTrain = 2, kCheckReplicas = 3, kStop = 4, kCpuTime = 5,
-    kGatherMoments = 6  // a checkpoint of sharded optimizer state (ZeRO stage 1)
+    kGatherMoments = 6,  // a checkpoint of sharded optimizer state (ZeRO stage 1)
+    kStream = 7          // the turns of a step as one streaming phase (rl.pipeline = stream)
   } kind = Kind::kStop;
   int64_t step = 0;
   int32_t turn = 0;
@@ -61,6 +67,9 @@ struct Completion {
 };
 struct RolloutResult {
   std::vector<Completion> completions;
+  // In a streaming phase the result is also the rank's next pull: `want` items at most.
+  int32_t want = 0;
+  double busy_s = 0;  // seconds the rank spent generating these completions
 };
 
 struct SandboxJob {
@@ -77,6 +86,7 @@ struct SandboxOutcome {
   double max_abs_err = 0, compile_ms = 0, exec_ms = 0;
   double speedup = -1;  // < 0: not timed
   std::string feedback;
+  double slot_ms = 0;  // how long the job held its sandbox slot (the busy-time accounting)
 };
 // A sandbox rank's pull: the results of its last jobs (none on its first pull of a turn) and
 // how many jobs it can start now. One message type for both, so the coordinator serves pulls
@@ -110,7 +120,9 @@ struct TrainWork {
 struct TrainReport {
   double loss = 0, tokens = 0, clipped = 0, ratio_sum = 0, ratio_max = 0, kl_sum = 0, neg_logp_sum = 0;
   double grad_norm = 0, lr = 0;  // the same on every rank: taken from any one
+  double busy_s = 0;  // seconds in train(), summed over ranks
   void merge(const TrainReport& o) {
+    busy_s += o.busy_s;
     loss += o.loss;
     tokens += o.tokens;
     clipped += o.clipped;
@@ -132,6 +144,10 @@ template <class T>
 void send(const T& msg, int dest, MPI_Comm comm);
 template <class T>
 Expected<T> recv(int source, MPI_Comm comm, int* from = nullptr);
+
+// Non-blocking: the message when one from `source` is waiting, nothing otherwise.
+template <class T>
+std::optional<Expected<T>> try_recv(int source, MPI_Comm comm, int* from = nullptr);
 
 // Every rank of `comm` gets root's message (collective).
 template <class T>

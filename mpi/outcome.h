@@ -15,6 +15,7 @@ inline SandboxOutcome to_outcome(int64_t uid, const sandbox::VerifyResult& r) {
   o.compile_ms = r.compile_ms;
   o.exec_ms = r.exec_ms;
   o.speedup = r.speedup ? *r.speedup : -1;  // < 0: not timed
+  o.slot_ms = r.slot_ms;
   o.feedback = r.feedback;
   return o;
 }

@@ -10,6 +10,8 @@
 // micro-batch first runs a forward under the frozen reference weights for the k3 term.
 #pragma once
 
+#include <algorithm>
+
 #include "model/optimizer.h"
 #include "model/reference_policy.h"
 #include "model/sampler.h"
@@ -39,6 +41,7 @@ class PolicyReplica final : public PolicyEngine {
                 PolicyReplicaOptions opts);
 
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
+  int generation_batch() const override { return std::max(1, opts_.micro_batch_seqs); }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
   void gather_optimizer_state(MPI_Comm policy, std::vector<float>* m, std::vector<float>* v) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.

@@ -57,37 +57,44 @@ Expected<std::vector<RolloutItem>> StepState::make_turn(int turn, const tasks::S
   int dropped = 0;
   std::vector<RolloutItem> items;
   for (size_t g = 0; g < groups_.size(); ++g) {
-    const tasks::Task& task = suite.tasks[static_cast<size_t>(groups_[g].task)];
     for (size_t s = 0; s < groups_[g].samples.size(); ++s) {
-      SampleState& sample = groups_[g].samples[s];
-      if (!sample.active) continue;
-      std::vector<rl::PreviousTurn> history;
-      for (const auto& r : sample.turns)
-        history.push_back(rl::previous_turn(r.completion.text, to_verify_result(r.outcome),
-                                            r.completion.completion_tokens));
-      const rl::BuiltPrompt* previous = sample.turns.empty() ? nullptr : &sample.turns.back().prompt;
-      LEAP_ASSIGN_OR_RETURN(rl::BuiltPrompt p, prompts.build(task, history, previous));
-      if (!p.fits) {
-        sample.active = false;
-        ++dropped;
-        continue;
-      }
-      TurnRecord rec;
-      rec.turn = turn;
-      std::vector<int32_t> ids = p.ids;
-      rec.prompt = std::move(p);
-      int64_t uid = make_uid(static_cast<int>(g), static_cast<int>(s), turn);
-      rec.completion.uid = uid;
-      sample.turns.push_back(std::move(rec));
-      // The sampling seed depends only on (run seed, step, uid): a sample's completion does not
-      // depend on which rank generates it.
-      uint64_t mix = opts_.seed ^ (static_cast<uint64_t>(step_) * 0x9E3779B97F4A7C15ull);
-      uint64_t x = mix ^ static_cast<uint64_t>(uid);
-      items.push_back({uid, groups_[g].task, std::move(ids), Rng::splitmix64(&x)});
+      if (!groups_[g].samples[s].active) continue;
+      LEAP_ASSIGN_OR_RETURN(auto item, make_sample_turn(static_cast<int>(g), static_cast<int>(s), turn, suite, prompts));
+      if (item) items.push_back(std::move(*item));
+      else ++dropped;
     }
   }
   if (n_dropped) *n_dropped = dropped;
   return items;
+}
+
+Expected<std::optional<RolloutItem>> StepState::make_sample_turn(int group, int sample_index, int turn,
+                                                                 const tasks::Suite& suite,
+                                                                 const rl::PromptBuilder& prompts) {
+  GroupState& grp = groups_[static_cast<size_t>(group)];
+  SampleState& sample = grp.samples[static_cast<size_t>(sample_index)];
+  const tasks::Task& task = suite.tasks[static_cast<size_t>(grp.task)];
+  std::vector<rl::PreviousTurn> history;
+  for (const auto& r : sample.turns)
+    history.push_back(rl::previous_turn(r.completion.text, to_verify_result(r.outcome), r.completion.completion_tokens));
+  const rl::BuiltPrompt* previous = sample.turns.empty() ? nullptr : &sample.turns.back().prompt;
+  LEAP_ASSIGN_OR_RETURN(rl::BuiltPrompt p, prompts.build(task, history, previous));
+  if (!p.fits) {
+    sample.active = false;
+    return std::optional<RolloutItem>();
+  }
+  TurnRecord rec;
+  rec.turn = turn;
+  std::vector<int32_t> ids = p.ids;
+  rec.prompt = std::move(p);
+  int64_t uid = make_uid(group, sample_index, turn);
+  rec.completion.uid = uid;
+  sample.turns.push_back(std::move(rec));
+  // The sampling seed depends only on (run seed, step, uid): a sample's completion does not
+  // depend on which rank generates it.
+  uint64_t mix = opts_.seed ^ (static_cast<uint64_t>(step_) * 0x9E3779B97F4A7C15ull);
+  uint64_t x = mix ^ static_cast<uint64_t>(uid);
+  return std::optional<RolloutItem>(RolloutItem{uid, grp.task, std::move(ids), Rng::splitmix64(&x)});
 }
 
 TurnRecord* StepState::find(int64_t uid) {
@@ -132,24 +139,33 @@ Status StepState::add_outcomes(const std::vector<SandboxOutcome>& outcomes) {
 }
 
 void StepState::apply_dcp(const rl::DcpController& dcp) {
-  for (size_t i = round_first_group_; i < groups_.size(); ++i) {
-    GroupState& g = groups_[i];
-    auto trajs = trajectories_of(g);
-    g.dcp = dcp.decide(trajs);
-    for (size_t s = 0; s < g.samples.size(); ++s) {
-      g.samples[s].active = g.samples[s].active && opts_.max_turns > 1 && dcp.continues(g.dcp, trajs[s]);
-    }
+  for (size_t i = round_first_group_; i < groups_.size(); ++i) apply_dcp_to_group(static_cast<int>(i), dcp);
+}
+
+void StepState::apply_dcp_to_group(int group, const rl::DcpController& dcp) {
+  GroupState& g = groups_[static_cast<size_t>(group)];
+  auto trajs = trajectories_of(g);
+  g.dcp = dcp.decide(trajs);
+  for (size_t s = 0; s < g.samples.size(); ++s) {
+    g.samples[s].active = g.samples[s].active && opts_.max_turns > 1 && dcp.continues(g.dcp, trajs[s]);
   }
 }
 
+bool StepState::turn1_verified(int group) const {
+  for (const auto& s : groups_[static_cast<size_t>(group)].samples)
+    if (!s.turns.empty() && !s.turns.front().verified) return false;
+  return true;
+}
+
 void StepState::close_turn(int turn) {
-  for (auto& g : groups_) {
-    for (auto& s : g.samples) {
-      if (!s.active) continue;
-      s.active = turn < opts_.max_turns && !s.trajectory().succeeded() && !s.turns.empty() &&
-                 s.turns.back().turn == turn;
-    }
-  }
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (size_t s = 0; s < groups_[g].samples.size(); ++s) close_sample_turn(static_cast<int>(g), static_cast<int>(s), turn);
+}
+
+void StepState::close_sample_turn(int group, int sample_index, int turn) {
+  SampleState& s = groups_[static_cast<size_t>(group)].samples[static_cast<size_t>(sample_index)];
+  if (!s.active) return;
+  s.active = turn < opts_.max_turns && !s.trajectory().succeeded() && !s.turns.empty() && s.turns.back().turn == turn;
 }
 
 bool StepState::any_active() const {

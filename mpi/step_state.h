@@ -70,16 +70,24 @@ class StepState {
   Expected<std::vector<RolloutItem>> make_turn(int turn, const tasks::Suite& suite,
                                                const rl::PromptBuilder& prompts,
                                                int* n_dropped = nullptr);
+  // The same for one sample (the streaming pipeline builds each sample's next turn as soon as its
+  // verdict is in): nothing when its prompt cannot fit, and then the sample stops.
+  Expected<std::optional<RolloutItem>> make_sample_turn(int group, int sample, int turn, const tasks::Suite& suite,
+                                                        const rl::PromptBuilder& prompts);
   // Stores generated completions (matching uids of the current turn).
   Status add_completions(const std::vector<Completion>& completions, int policy_rank);
   // The sandbox jobs of the current turn.
   std::vector<SandboxJob> sandbox_jobs() const;
   // Stores verdicts; a sample with OK stops.
   Status add_outcomes(const std::vector<SandboxOutcome>& outcomes);
-  // After turn 1: DCP decides each group; only continuing samples stay active.
+  // After turn 1: DCP decides each group of the round; only continuing samples stay active.
   void apply_dcp(const rl::DcpController& dcp);
+  // The same for one group, once its turn-1 verdicts are in (turn1_verified).
+  void apply_dcp_to_group(int group, const rl::DcpController& dcp);
+  bool turn1_verified(int group) const;
   // After turn t > 1: samples that succeeded stop; others continue until max_turns.
   void close_turn(int turn);
+  void close_sample_turn(int group, int sample, int turn);
   bool any_active() const;
   // After the last turn: rewards, advantages and their credit to every turn (rl::score_step).
   void score(const rl::RewardOptions& rewards, const rl::AdvantageOptions& advantages);
@@ -100,6 +108,9 @@ class StepState {
   int current_turn() const { return turn_; }
 
   static int64_t make_uid(int group, int sample, int turn) { return (int64_t{group} << 24) | (int64_t{sample} << 8) | turn; }
+  static int group_of(int64_t uid) { return static_cast<int>(uid >> 24); }
+  static int sample_of(int64_t uid) { return static_cast<int>((uid >> 8) & 0xffff); }
+  static int turn_of(int64_t uid) { return static_cast<int>(uid & 0xff); }
 
  private:
   TurnRecord* find(int64_t uid);

@@ -3,15 +3,10 @@
 
 #include <chrono>
 
+#include "common/stopwatch.h"
 #include "mpi/work_balance.h"
 
 namespace leap::mpi {
-
-namespace {
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-}  // namespace
 
 void announce(Control::Kind kind, int64_t step, int turn, MPI_Comm world) {
   Control c{kind, step, turn};
@@ -27,7 +22,7 @@ TurnRunner::TurnRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine*
       dispatcher_(topo, local_verifier, sandbox_retries, log),
       policy_ranks_(topo.world_ranks_of(Role::kPolicy)) {}
 
-Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& items, int turn) {
+Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& items, int turn, double* policy_gen_s) {
   announce(Control::Kind::kRollout, state.step(), turn, topo_.world);
   std::vector<int64_t> weights;
   for (const auto& it : items)
@@ -39,12 +34,15 @@ Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& ite
     work[static_cast<size_t>(owner[i])].items.push_back(items[i]);
   for (int p = 1; p < n; ++p)
     send(work[static_cast<size_t>(p)], policy_ranks_[static_cast<size_t>(p)], topo_.world);
+  const auto t0 = std::chrono::steady_clock::now();
   LEAP_RETURN_IF_ERROR(state.add_completions(policy_.generate(work[0].items), 0));
+  *policy_gen_s += seconds_since(t0);
   for (int p = 1; p < n; ++p) {
     const int rank = policy_ranks_[static_cast<size_t>(p)];
     auto r = recv<RolloutResult>(rank, topo_.world);
     if (!r) return r.status().with_context("rollout results from rank " + std::to_string(rank));
     LEAP_RETURN_IF_ERROR(state.add_completions(r->completions, rank));
+    *policy_gen_s += r->busy_s;
   }
   return Status::ok();
 }
@@ -53,6 +51,7 @@ Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite,
                              const rl::PromptBuilder& prompts, const rl::DcpController& dcp,
                              int max_turns, TurnTimes* times) {
   const int64_t step = state.step();
+  auto t_last_gen = std::chrono::steady_clock::now();
   for (int turn = 1; turn <= max_turns; ++turn) {
     int dropped = 0;
     LEAP_ASSIGN_OR_RETURN(auto items, state.make_turn(turn, suite, prompts, &dropped));
@@ -61,18 +60,23 @@ Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite,
                 turn, dropped);
     if (items.empty()) break;
     auto t0 = std::chrono::steady_clock::now();
-    LEAP_RETURN_IF_ERROR(rollout(state, items, turn));
+    LEAP_RETURN_IF_ERROR(rollout(state, items, turn, &times->policy_gen_s));
     times->gen_s += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
+    t0 = t_last_gen = std::chrono::steady_clock::now();
     LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher_.dispatch(state.sandbox_jobs(), step, turn));
     LEAP_RETURN_IF_ERROR(state.add_outcomes(outcomes));
-    times->sandbox_s += seconds_since(t0);
+    const double verifying = seconds_since(t0);
+    times->sandbox_s += verifying;
+    times->policy_wait_s += verifying * static_cast<double>(policy_ranks_.size());  // all of them wait
+    for (const auto& o : outcomes) times->sandbox_busy_s += o.slot_ms / 1000;
     if (turn == 1)
       state.apply_dcp(dcp);
     else
       state.close_turn(turn);
     if (!state.any_active()) break;
   }
+  times->drain_s += seconds_since(t_last_gen);
+  times->sandbox_slots = dispatcher_.slots_seen();
   return Status::ok();
 }
 

@@ -20,9 +20,17 @@
 
 namespace leap::mpi {
 
-// Wall-clock seconds rank 0 spent waiting on generation and on verification.
+// Where the turns' time went, summed over the rounds of a step (both pipelines fill it alike).
 struct TurnTimes {
+  // Rank 0's wall-clock seconds while generation / verification ran. They add up to the turns'
+  // time in the synchronous pipeline and overlap in the streaming one.
   double gen_s = 0, sandbox_s = 0;
+  double drain_s = 0;  // wall from the end of the turns' last generation to their last verdict
+  // Summed over the policy ranks: seconds spent generating, and seconds idle with no work that
+  // could come from anywhere but the sandbox's outstanding verdicts (the drain included).
+  double policy_gen_s = 0, policy_wait_s = 0;
+  double sandbox_busy_s = 0;  // summed over the jobs: seconds each held a sandbox slot
+  int sandbox_slots = 0;      // slots of every sandbox rank (or of the in-process verifier)
 };
 
 class TurnRunner {
@@ -40,8 +48,9 @@ class TurnRunner {
   const std::vector<int>& policy_ranks() const { return policy_ranks_; }
 
  private:
-  // Generates the turn's completions across the policy ranks and files them in `state`.
-  Status rollout(StepState& state, const std::vector<RolloutItem>& items, int turn);
+  // Generates the turn's completions across the policy ranks and files them in `state`; adds
+  // the ranks' generating seconds to *policy_gen_s.
+  Status rollout(StepState& state, const std::vector<RolloutItem>& items, int turn, double* policy_gen_s);
 
   const Topology& topo_;
   PolicyEngine& policy_;

@@ -75,6 +75,9 @@ double ratio(double part, double whole) {
   return whole > 0 ? part / whole : kNaN;
 }
 
+// The policy ranks' seconds in a step: busy + waiting on the sandbox + idle otherwise.
+double policy_total(const io::StepRow& r) { return r.policy_busy_s + r.policy_wait_s + r.policy_idle_s; }
+
 std::vector<std::string> verdict_names() {
   std::vector<std::string> out;
   for (int v = 0; v < sandbox::kVerdictCount; ++v)
@@ -153,6 +156,14 @@ Table steps_table(const io::RunSummary& s) {
        [](const S& r) { return Cell(ratio(r.row.sandbox_s, r.row.time_s)); }},
       {{"train_frac", "train %", 0, "time split", false, true},
        [](const S& r) { return Cell(ratio(r.row.train_s, r.row.time_s)); }},
+      {{"policy_wait_frac", "policy wait %", 0, "idle", false, true},
+       [](const S& r) { return Cell(ratio(r.row.policy_wait_s, policy_total(r.row))); }},
+      {{"policy_wait_before_drain_frac", "wait before drain %", 0, "idle", false, true},
+       [](const S& r) { return Cell(ratio(r.row.policy_wait_s - r.row.policy_drain_s, policy_total(r.row))); }},
+      {{"policy_idle_frac", "policy idle %", 0, "idle", false, true},
+       [](const S& r) { return Cell(ratio(r.row.policy_idle_s, policy_total(r.row))); }},
+      {{"sandbox_idle_frac", "sandbox idle %", 0, "idle", false, true},
+       [](const S& r) { return Cell(ratio(r.row.sandbox_idle_s, r.row.sandbox_busy_s + r.row.sandbox_idle_s)); }},
   };
   f.insert(f.end(), rest.begin(), rest.end());
   return make_table(
@@ -256,6 +267,20 @@ Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
        [](const R& r) { return Cell(ratio(r.sandbox_s, r.time_s)); }},
       {{"train_frac", "train share", 1, "", false, true},
        [](const R& r) { return Cell(ratio(r.train_s, r.time_s)); }},
+      {{"policy_wait_frac", "policy wait share", 1, "", false, true},
+       [](const R& r) { return Cell(ratio(r.policy_wait_s, r.policy_busy_s + r.policy_wait_s + r.policy_idle_s)); }},
+      {{"policy_wait_before_drain_frac", "wait before drain", 1, "", false, true},
+       [](const R& r) {
+         return Cell(ratio(r.policy_wait_s - r.policy_drain_s, r.policy_busy_s + r.policy_wait_s + r.policy_idle_s));
+       }},
+      {{"policy_idle_frac", "policy idle share", 1, "", false, true},
+       [](const R& r) { return Cell(ratio(r.policy_idle_s, r.policy_busy_s + r.policy_wait_s + r.policy_idle_s)); }},
+      {{"sandbox_idle_frac", "sandbox idle share", 1, "", false, true},
+       [](const R& r) { return Cell(ratio(r.sandbox_idle_s, r.sandbox_busy_s + r.sandbox_idle_s)); }},
+      {{"pipeline", "pipeline", -1, ""},
+       [&](const R&) { return Cell(io::config_value(run.config_ini, "rl", "pipeline")); }},
+      {{"simulated_exec_ms", "simulated exec ms (benchmark)", -1, ""},
+       [&](const R&) { return Cell(io::config_value(run.config_ini, "sandbox", "simulated_exec_ms")); }},
   };
   return make_table("run", "run", f, std::vector<R>{s});
 }

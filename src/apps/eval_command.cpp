@@ -138,6 +138,12 @@ int run_eval(const std::vector<std::string>& args) {
   spec.turns = c.eval.turns;
   Status valid = c.eval.validate(&spec.ks, &spec.ps);
   if (valid) valid = c.run.rl.validate();
+  // Its latency would be reported as if GPU trials had taken it: never in an evaluation.
+  if (valid && c.run.sandbox.simulated_exec_ms > 0)
+    valid = invalid_input(fmt::format("option 'sandbox.simulated_exec_ms' = {} is for throughput benchmarks of "
+                                      "leap train only; leap eval refuses it: remove it from the config or the "
+                                      "command line",
+                                      c.run.sandbox.simulated_exec_ms));
   if (!valid) return report_error("eval", valid);
   MPI_CHECK(MPI_Init(nullptr, nullptr));
   int world_rank = 0;

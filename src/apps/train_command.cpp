@@ -94,7 +94,11 @@ int run_train(const std::vector<std::string>& args) {
   // Before MPI_Init: a USR1 that Slurm sends while the ranks start must not kill one. From here
   // SIGUSR1/SIGTERM stop an RL run at the next step boundary.
   const StopSignal& stop = StopSignal::install();
-  MPI_CHECK(MPI_Init(nullptr, nullptr));
+  // FUNNELED: with rl.pipeline = stream rank 0 generates on a second thread, which never calls MPI.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+  LEAP_CHECK(provided >= MPI_THREAD_FUNNELED, "this MPI library does not offer MPI_THREAD_FUNNELED, which "
+                                              "rl.pipeline = stream needs; use rl.pipeline = sync");
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   LogLevel level = LogLevel::kInfo;

@@ -11,6 +11,10 @@ std::string format_duration(double s) {
   return fmt::format("{}h{:02d}m", static_cast<int>(s) / 3600, static_cast<int>(s) % 3600 / 60);
 }
 
+namespace {
+double percent(double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; }
+}  // namespace
+
 void TrainProgress::add(const mpi::StepReport& report) {
   steps_.push_back(report);
   const io::StepRow& r = report.row;
@@ -18,12 +22,15 @@ void TrainProgress::add(const mpi::StepReport& report) {
   const double per_step = elapsed_ / static_cast<double>(steps_.size());
   // Steps are numbered within the whole run (a resumed run starts past 0), and so is the total.
   const double eta = per_step * static_cast<double>(total_ - static_cast<int>(r.step) - 1);
+  const double policy_s = r.policy_busy_s + r.policy_wait_s + r.policy_idle_s;
   log_.info(
       "step {}/{} | pass t1 {:.2f} final {:.2f} | easy {} hopeless {} expanded {} | sandbox jobs {} (unpruned {}) | "
-      "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s | loss {:+.4f} | ETA {}",
+      "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s | policy wait {:.0f}% idle {:.0f}%, sandbox idle {:.0f}% | "
+      "loss {:+.4f} | ETA {}{}",
       r.step + 1, total_, r.pass_turn1, r.pass_final, r.n_easy, r.n_hopeless, r.n_expanded, r.n_sandbox_jobs,
       report.jobs_if_unpruned, r.gen_s > 0 ? static_cast<double>(r.tokens_generated) / r.gen_s : 0.0, r.gen_s,
-      r.sandbox_s, r.train_s, r.loss, format_duration(eta));
+      r.sandbox_s, r.train_s, percent(r.policy_wait_s, policy_s), percent(r.policy_idle_s, policy_s),
+      percent(r.sandbox_idle_s, r.sandbox_busy_s + r.sandbox_idle_s), r.loss, format_duration(eta), label_);
 }
 
 void TrainProgress::summary() const {

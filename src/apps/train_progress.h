@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -16,7 +17,9 @@ std::string format_duration(double s);
 
 class TrainProgress {
  public:
-  TrainProgress(int total_steps, int max_turns, const Logger& log) : total_(total_steps), max_turns_(max_turns), log_(log) {}
+  // `label` ends every progress line (empty: nothing), e.g. what a benchmark-only option changed.
+  TrainProgress(int total_steps, int max_turns, const Logger& log, std::string label = "")
+      : total_(total_steps), max_turns_(max_turns), log_(log), label_(std::move(label)) {}
   void add(const mpi::StepReport& report);
   void summary() const;
 
@@ -24,6 +27,7 @@ class TrainProgress {
   int total_;
   int max_turns_;
   const Logger& log_;
+  std::string label_;
   std::vector<mpi::StepReport> steps_;
   double elapsed_ = 0;
 };

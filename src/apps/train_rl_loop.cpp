@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "apps/kl_reference.h"
 #include "apps/rank_setup.h"
 #include "apps/train_progress.h"
@@ -81,10 +83,15 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     log.info("the run in {} is already complete ({} of {} steps): nothing to do", c.app.run.out_dir, start_step,
              c.train.steps);
   } else {
-    log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}; trajectories in {}",
-             c.train.steps - start_step, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode, h5);
+    log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}, {} pipeline; trajectories in {}",
+             c.train.steps - start_step, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode,
+             c.rl.rl.pipeline, h5);
   }
-  TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log);
+  // A benchmark-only latency is named on every line, so no one mistakes its times for real ones.
+  const std::string label = c.sandbox.simulated_exec_ms > 0
+                                ? fmt::format(" | BENCHMARK: sandbox.simulated_exec_ms = {}", c.sandbox.simulated_exec_ms)
+                                : std::string();
+  TrainProgress progress(c.train.steps, c.rl.rl.max_turns, log, label);
   PreemptionMargin margin(std::getenv("LEAP_PREEMPT_MARGIN_S"));
   int stopped_by = 0;
   int64_t last_done = start_step - 1;

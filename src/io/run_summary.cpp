@@ -58,31 +58,34 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
   return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
 }
 
-int configured_max_turns(const std::string& config_ini) {
+std::string config_value(const std::string& config_ini, const std::string& section, const std::string& key) {
+  const auto trim = [](std::string s) {
+    s.erase(0, s.find_first_not_of(" \t\r"));
+    s.erase(s.find_last_not_of(" \t\r") + 1);
+    return s;
+  };
   std::istringstream in(config_ini);
-  std::string line, section;
+  std::string line, current;
   while (std::getline(in, line)) {
-    const auto trim = [](std::string s) {
-      s.erase(0, s.find_first_not_of(" \t\r"));
-      s.erase(s.find_last_not_of(" \t\r") + 1);
-      return s;
-    };
     line = trim(line);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line.front() == '[' && line.back() == ']') {
-      section = trim(line.substr(1, line.size() - 2));
+      current = trim(line.substr(1, line.size() - 2));
       continue;
     }
     const size_t eq = line.find('=');
-    if (section != "rl" || eq == std::string::npos || trim(line.substr(0, eq)) != "max_turns")
-      continue;
-    try {
-      return std::max(0, std::stoi(trim(line.substr(eq + 1))));
-    } catch (...) {
-      return 0;
-    }
+    if (current == section && eq != std::string::npos && trim(line.substr(0, eq)) == key)
+      return trim(line.substr(eq + 1));
   }
-  return 0;
+  return "";
+}
+
+int configured_max_turns(const std::string& config_ini) {
+  try {
+    return std::max(0, std::stoi(config_value(config_ini, "rl", "max_turns")));
+  } catch (...) {
+    return 0;
+  }
 }
 
 RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<SampleRow>& samples,
@@ -156,6 +159,12 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
     out.gen_s += row.gen_s;
     out.sandbox_s += row.sandbox_s;
     out.train_s += row.train_s;
+    out.policy_busy_s += row.policy_busy_s;
+    out.policy_wait_s += row.policy_wait_s;
+    out.policy_drain_s += row.policy_drain_s;
+    out.policy_idle_s += row.policy_idle_s;
+    out.sandbox_busy_s += row.sandbox_busy_s;
+    out.sandbox_idle_s += row.sandbox_idle_s;
     out.sandbox_jobs += row.n_sandbox_jobs;
     out.tokens_generated += row.tokens_generated;
     out.samples += n_rows;

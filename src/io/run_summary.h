@@ -51,6 +51,8 @@ struct RunSummary {
   std::vector<LengthStats> completion_tokens_by_turn;  // [turn - 1], turns entries
   // Sums over the steps shown.
   double time_s = 0, gen_s = 0, sandbox_s = 0, train_s = 0;
+  double policy_busy_s = 0, policy_wait_s = 0, policy_drain_s = 0, policy_idle_s = 0;
+  double sandbox_busy_s = 0, sandbox_idle_s = 0;
   int64_t sandbox_jobs = 0, tokens_generated = 0, samples = 0, trajectories = 0;
   int64_t groups = 0, easy = 0, hopeless = 0, expanded = 0, dropped_groups = 0;
 };
@@ -61,6 +63,8 @@ struct RunSummary {
 RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<SampleRow>& samples,
                          double time_s_before, int configured_turns);
 
+// The value of `key` in `[section]` of the run's resolved config (INI text); "" when absent.
+std::string config_value(const std::string& config_ini, const std::string& section, const std::string& key);
 // rl.max_turns from the run's resolved config (INI text), 0 when absent or not a number.
 int configured_max_turns(const std::string& config_ini);
 

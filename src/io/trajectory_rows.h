@@ -10,12 +10,22 @@
 namespace leap::io {
 
 // 2: /steps gained cpu_s, n_resampled, train_sequences and train_positions.
-inline constexpr int kTrajectorySchemaVersion = 2;
+// 3: /steps gained policy_busy_s, policy_wait_s, policy_drain_s, policy_idle_s, sandbox_busy_s
+//    and sandbox_idle_s.
+inline constexpr int kTrajectorySchemaVersion = 3;
 
 struct StepRow {
   int64_t step = 0;
   double time_s = 0, gen_s = 0, sandbox_s = 0, train_s = 0;
   double cpu_s = 0;  // CPU seconds of every rank and sandbox worker since the run began (cumulative)
+  // Where the step's time went, in seconds summed over the policy ranks and over the sandbox
+  // slots (DESIGN.md, The streaming pipeline): a policy rank was busy (generating or training),
+  // waiting on the sandbox (nothing to generate until outstanding verdicts come back;
+  // policy_drain_s of it in the end-of-step drain, after the last generation) or idle otherwise
+  // (busy + wait + idle = policy ranks x time_s); a sandbox slot held a job or sat idle
+  // (busy + idle = slots x time_s).
+  double policy_busy_s = 0, policy_wait_s = 0, policy_drain_s = 0, policy_idle_s = 0;
+  double sandbox_busy_s = 0, sandbox_idle_s = 0;
   double loss = 0, kl = 0, entropy = 0, clip_frac = 0, ratio_mean = 0, ratio_max = 0;
   double grad_norm = 0, lr = 0;
   int32_t n_groups = 0, n_easy = 0, n_hopeless = 0, n_expanded = 0, n_dropped_groups = 0;

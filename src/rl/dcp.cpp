@@ -83,8 +83,9 @@ DcpDecision DcpController::decide(std::span<const Trajectory> group) const {
   d.easy_below = easy_below_;
   d.hopeless_at = opts_.hopeless_at;
   for (const auto& t : group) {
-    LEAP_CHECK(t.num_turns() == 1, "DCP decides after turn 1, got " << t.num_turns() << " turns");
-    if (t.is_void()) continue;
+    LEAP_CHECK(t.num_turns() <= 1, "DCP decides after turn 1, got " << t.num_turns() << " turns");
+    // A sample with no turn (its prompt did not fit the context) counts neither way, as a void one.
+    if (t.num_turns() == 0 || t.is_void()) continue;
     ++d.n_valid;
     if (!t.succeeded()) ++d.n_fail;
   }

@@ -114,6 +114,12 @@ void RlConfig::declare(OptionSet& o) {
   o.add("rl.resample_max_groups", &resample_max_groups, 0,
         "The most groups dynamic sampling draws in one step; 0 means train.batch_tasks.",
         {.min = 0, .max = 1 << 20});
+  o.add("rl.pipeline", &pipeline, std::string("stream"),
+        "How a step's turns run: stream overlaps generation, verification and DCP (each sample goes "
+        "to the sandbox as it is generated, each group is classified as its turn-1 verdicts arrive); "
+        "sync runs them turn by turn with a barrier after each phase, and its trajectories are "
+        "reproducible bit for bit (stream's are equal in distribution).",
+        {.choices = {"stream", "sync"}});
 }
 
 Status RlConfig::validate() const {

@@ -40,6 +40,7 @@ struct RlConfig {
   bool train_trajectory_once = true;
   bool resample_zero_variance = false;
   int resample_max_groups = 0;  // 0: train.batch_tasks
+  std::string pipeline = "stream";  // stream | sync (mpi/stream_runner.h, mpi/turn_runner.h)
 
   void declare(OptionSet& opts);
   Status validate() const;

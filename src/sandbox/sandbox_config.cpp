@@ -66,6 +66,10 @@ void SandboxConfig::declare(OptionSet& o) {
         "Scratch buffers of one answer, in all.", {.min = 0});
   o.add("sandbox.max_launches", &max_launches, 16, "Launch lines per answer.",
         {.min = 1, .max = 1024});
+  o.add("sandbox.simulated_exec_ms", &simulated_exec_ms, 0.0,
+        "Benchmarks only: sleep this long after every candidate that ran, holding its slot, to stand "
+        "in for timed GPU trials on a CPU machine. Labelled in the run's output; leap eval refuses it.",
+        {.min = 0, .max = 600000});
 }
 
 PlanLimits SandboxConfig::plan_limits() const {
@@ -101,6 +105,7 @@ std::vector<std::string> SandboxConfig::to_args() const {
       fmt::format("--sandbox.max_dynamic_shared_bytes={}", max_dynamic_shared_bytes),
       fmt::format("--sandbox.max_scratch_mb={}", max_scratch_mb),
       fmt::format("--sandbox.max_launches={}", max_launches),
+      fmt::format("--sandbox.simulated_exec_ms={}", simulated_exec_ms),
   };
 }
 

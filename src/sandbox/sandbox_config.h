@@ -39,6 +39,8 @@ struct SandboxConfig {
   int64_t max_dynamic_shared_bytes = 48 * 1024;
   int64_t max_scratch_mb = 256;
   int max_launches = 16;
+  // Benchmarks only (sandbox_service.h): latency standing in for GPU trials; 0 = off.
+  double simulated_exec_ms = 0;
 
   void declare(OptionSet& opts);
   PlanLimits plan_limits() const;

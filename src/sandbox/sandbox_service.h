@@ -5,7 +5,10 @@
 //    jobs run; the rest wait for a worker);
 //  - submit(): queues the verification and returns a future; `workers` dispatcher threads drain
 //    the queue, so at most that many verifications are in flight from submit();
-//  - the destructor finishes every queued verification, then stops the workers.
+//  - the destructor finishes every queued verification, then stops the workers;
+//  - a submitted job's result says how long it held its dispatcher (slot_ms), and with
+//    sandbox.simulated_exec_ms (benchmarks only) a candidate that ran holds it that much longer,
+//    asleep: the latency of timed GPU trials, without taking a CPU from the other ranks.
 // The config's device must be resolved (resolve_device) to "cpu" or "gpu".
 #pragma once
 
@@ -49,6 +52,7 @@ class SandboxService {
   std::condition_variable wake_;
   std::deque<std::packaged_task<VerifyResult()>> queue_;
   bool stopping_ = false;
+  double simulated_exec_ms_ = 0;
   std::vector<std::thread> dispatchers_;
 };
 

@@ -39,6 +39,7 @@ struct VerifyResult {
   std::optional<double> speedup;
   double compile_ms = 0.0;
   double exec_ms = 0.0;
+  double slot_ms = 0.0;  // how long the job held a SandboxService slot (0 outside submit())
   std::string feedback;  // bounded text for the next turn (DESIGN.md: at most 2 KB by default)
 };
 

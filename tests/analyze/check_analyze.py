@@ -8,6 +8,7 @@ usage: check_analyze.py ANALYZE.json RUN.h5 [--last N | --prefix] [--csv STEPS.c
   --csv F    F is `--format csv` (the steps table) of the same analysis: it must equal the JSON
 """
 import argparse
+import configparser
 import json
 import math
 import os
@@ -82,7 +83,7 @@ rates = pass_rates(run)
 
 # The run facts.
 want_run = {
-    "version": run.version, "git_commit": run.git_commit, "schema_version": "2",
+    "version": run.version, "git_commit": run.git_commit, "schema_version": "3",
     "swmr_read": "SWMR",
     "steps_in_file": len(steps) if args.prefix else len(all_steps),
     "steps": len(steps),
@@ -98,6 +99,23 @@ want_run = {
 }
 for part in ("gen", "sandbox", "train"):
     want_run[part + "_frac"] = ratio(want_run[part + "_s"], want_run["time_s"])
+
+
+def idle_shares(frame):
+    """The idle ratios of /steps' time accounting, summed over the rows given."""
+    policy = frame["policy_busy_s"].sum() + frame["policy_wait_s"].sum() + frame["policy_idle_s"].sum()
+    slots = frame["sandbox_busy_s"].sum() + frame["sandbox_idle_s"].sum()
+    return {"policy_wait_frac": ratio(frame["policy_wait_s"].sum(), policy),
+            "policy_wait_before_drain_frac": ratio(frame["policy_wait_s"].sum() - frame["policy_drain_s"].sum(), policy),
+            "policy_idle_frac": ratio(frame["policy_idle_s"].sum(), policy),
+            "sandbox_idle_frac": ratio(frame["sandbox_idle_s"].sum(), slots)}
+
+
+want_run.update(idle_shares(steps))
+cfg = configparser.ConfigParser(interpolation=None, strict=False)
+cfg.read_string(run.config)
+want_run["pipeline"] = cfg.get("rl", "pipeline", fallback="")
+want_run["simulated_exec_ms"] = cfg.get("sandbox", "simulated_exec_ms", fallback="")
 got_run = dict(got["run"])
 pending = got_run.pop("steps_pending", None)
 got_file = got_run.pop("file", "")
@@ -139,6 +157,7 @@ for _, st in steps.iterrows():
         w[c] = st[c]
     for part in ("gen", "sandbox", "train"):
         w[part + "_frac"] = ratio(st[part + "_s"], st["time_s"])
+    w.update(idle_shares(steps[steps["step"] == s]))
     want_steps.append(w)
 if len(got["steps"]) != len(want_steps):
     errors.append(f"{len(got['steps'])} step rows, wanted {len(want_steps)}")

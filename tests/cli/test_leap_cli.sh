@@ -28,6 +28,9 @@ check bad-type 2 "sandbox_ranks" -- "$LEAP" train --mpi.sandbox_ranks=two
 check bad-range 2 "must be >= 0" -- "$LEAP" train --mpi.sandbox_ranks=-1
 check bad-choice 2 "one of cpu\|cuda" -- "$LEAP" train --backend.name=tpu
 check missing-config 2 "cannot open config file" -- "$LEAP" train --config "$tmp/nope.ini"
+check bad-pipeline 2 "rl.pipeline.*one of stream\|sync" -- "$LEAP" train --rl.pipeline=async
+# The benchmark-only sandbox latency never reaches an evaluation's results.
+check eval-simulated-latency 2 "sandbox.simulated_exec_ms' = 50 .*leap eval refuses it" -- "$LEAP" eval --model nope --suite nope --sandbox.simulated_exec_ms=50
 # Nothing is written when the config is bad.
 [ -z "$(ls -A "$tmp" | grep -v typo.ini)" ] || { echo "FAIL: files written on bad config"; fail=1; }
 

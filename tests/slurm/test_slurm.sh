@@ -142,7 +142,8 @@ mkdir -p "$tmp/model" && cp "$src/tests/train/tiny_config.json" "$tmp/model/conf
 steps=6
 export LEAP_HOME="$src" LEAP_BIN="$LEAP"
 export LEAP_ARGS="--suite $src/tasks/level1.jsonl --model $tmp/model --train.random_init --train.batch_tasks 2
-  --rl.group_size 4 --sampler.max_new_tokens 48 --mpi.sandbox_ranks 1 --sandbox.workers 1 --train.checkpoint_every 1"
+  --rl.group_size 4 --sampler.max_new_tokens 48 --mpi.sandbox_ranks 1 --sandbox.workers 1 --train.checkpoint_every 1
+  --rl.pipeline sync"
 # What mpirun needs on this machine, as for scripts/mpirun_local.sh: root, and loopback TCP.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_tcp_if_include=lo

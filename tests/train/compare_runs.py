@@ -17,7 +17,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
 from leap_trajectories import load_run  # noqa: E402
 
 # Wall-clock measurements: the only columns that may differ between two runs of the same steps.
-TIMING = {"time_s", "gen_s", "sandbox_s", "train_s", "cpu_s", "compile_ms", "exec_ms"}
+TIMING = {"time_s", "gen_s", "sandbox_s", "train_s", "cpu_s", "compile_ms", "exec_ms", "policy_busy_s",
+          "policy_wait_s", "policy_drain_s", "policy_idle_s", "sandbox_busy_s", "sandbox_idle_s"}
 
 
 def compare_frame(name, fa, fb, errors, near=None):

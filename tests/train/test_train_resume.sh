@@ -6,7 +6,8 @@
 # model.safetensors, optimizer.safetensors, state.json and every /steps and /samples column but
 # the wall-clock ones, and the weights must have moved. The KL column is 0 at the first update
 # (the policy is still its reference) and positive after; a resume against another reference is
-# refused. Dynamic sampling is on (rl.resample_zero_variance), so its extra draws must resume
+# refused. These use rl.pipeline = sync, the mode for exact reproducibility; a streaming run
+# resumes at a step boundary with every step once. Dynamic sampling is on (rl.resample_zero_variance), so its extra draws must resume
 # too, and some step must have made one. SFT: a run continued from its checkpoint ends with the
 # same model and optimizer as a run that went straight through, and checkpoints every
 # train.checkpoint_every steps.
@@ -20,6 +21,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
 rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 --sampler.max_new_tokens 384 --optim.lr 1e-4
     --rl.kl_beta 0.05 --train.checkpoint_every 1 --log.level info --rl.resample_zero_variance true)
+# The exact comparison is the synchronous pipeline's promise; the streaming one's resume is below.
+rl_sync=("${rl[@]}" --rl.pipeline sync)
 run() {  # run NAME NP ARGS...
   local name="$1" np="$2"; shift 2
   if "$src/scripts/mpirun_local.sh" "$np" "$LEAP" train "$@" >"$tmp/$name.log" 2>&1; then echo "ok   $name"
@@ -27,15 +30,15 @@ run() {  # run NAME NP ARGS...
 }
 
 # ---- RL: straight, then killed and resumed ------------------------------------------------------
-run rl-straight 4 "${rl[@]}" --train.steps 3 --run.out_dir "$tmp/straight"
-setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train "${rl[@]}" --train.steps 3 --run.out_dir "$tmp/crash" >"$tmp/crash.log" 2>&1 &
+run rl-straight 4 "${rl_sync[@]}" --train.steps 3 --run.out_dir "$tmp/straight"
+setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train "${rl_sync[@]}" --train.steps 3 --run.out_dir "$tmp/crash" >"$tmp/crash.log" 2>&1 &
 pid=$!
 for _ in $(seq 3000); do [ -e "$tmp/crash/checkpoints/step_000000/state.json" ] && break; sleep 0.1; done
 kill -9 -- -"$pid" 2>/dev/null; wait "$pid" 2>/dev/null
 if [ -e "$tmp/crash/checkpoints/step_000002" ] || [ ! -e "$tmp/crash/checkpoints/step_000000" ]; then
   echo "FAIL the kill did not land between the first checkpoint and the end: $(ls "$tmp/crash/checkpoints" 2>&1)"; fail=1
 else echo "ok   killed with SIGKILL after checkpoint $(ls "$tmp/crash/checkpoints" | tail -1)"; fi
-run rl-resumed 4 "${rl[@]}" --train.steps 3 --run.out_dir "$tmp/crash" --resume latest
+run rl-resumed 4 "${rl_sync[@]}" --train.steps 3 --run.out_dir "$tmp/crash" --resume latest
 grep -q "resuming from .*step_00000[01]" "$tmp/rl-resumed.log" || { echo "FAIL the resumed run did not say where it resumed"; fail=1; }
 /usr/bin/python3 "$here/compare_runs.py" "$tmp/straight" "$tmp/crash" || fail=1
 /usr/bin/python3 "$here/weights_moved.py" "$src/models/demo" "$tmp/straight/checkpoints/step_000002" || fail=1
@@ -67,8 +70,30 @@ print(f"ok   kl per step {[f'{k:.3g}' for k in kl]}, reference {ref['hash']}; "
 PY
 # Resuming against other reference weights is refused before anything changes.
 check kl-reference-mismatch 2 "trained with the KL reference .* this run's reference is" -- \
-  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${rl[@]}" --mpi.sandbox_ranks 0 --train.steps 4 \
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${rl_sync[@]}" --mpi.sandbox_ranks 0 --train.steps 4 \
   --run.out_dir "$tmp/straight" --resume latest --rl.kl_reference "$tmp/straight/checkpoints/step_000001"
+
+# ---- RL, streaming pipeline: resumes at a step boundary, every step once ---------------------------
+run rl-stream-first 4 "${rl[@]}" --rl.pipeline stream --train.steps 2 --run.out_dir "$tmp/stream"
+run rl-stream-resumed 4 "${rl[@]}" --rl.pipeline stream --train.steps 3 --run.out_dir "$tmp/stream" --resume latest
+grep -q "resuming from .*step_000001" "$tmp/rl-stream-resumed.log" || { echo "FAIL the streaming run did not resume from step 1"; fail=1; }
+/usr/bin/python3 - "$tmp/stream" "$src/tools" <<'PY' || fail=1
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from leap_trajectories import load_run
+run = load_run(os.path.join(sys.argv[1], "trajectories.h5"))
+steps, samples = list(run.steps["step"]), run.samples
+errors = []
+if steps != [0, 1, 2]:
+    errors.append(f"steps {steps}, wanted [0, 1, 2] once each")
+if sorted(samples["step"].unique()) != [0, 1, 2] or (samples.groupby("step").size() != run.steps.set_index("step")["n_samples"]).any():
+    errors.append("samples do not match their steps' n_samples")
+if not ((run.steps["policy_busy_s"] > 0) & (run.steps["sandbox_busy_s"] > 0)).all():
+    errors.append("a streaming step without busy time accounted")
+if errors:
+    sys.exit("FAIL " + "; ".join(errors))
+print("ok   streaming run resumed: steps [0, 1, 2], each once, with their samples")
+PY
 
 # ---- SFT: checkpoints as it goes; a continued run equals a straight one ------------------------
 head -n 2 "$src/tasks/level1.jsonl" > "$tmp/two.jsonl"

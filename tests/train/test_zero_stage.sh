@@ -44,7 +44,7 @@ same "sft stage 0 resumed as stage 1" "$tmp/s0/checkpoints/step_000003" "$tmp/h0
 grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
 rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2
     --rl.group_size 4 --rl.max_turns 1 --sampler.max_new_tokens 384 --optim.lr 1e-4 --mpi.sandbox_ranks 1
-    --train.steps 2 --log.level info)
+    --train.steps 2 --log.level info --rl.pipeline sync)  # sync: the runs are compared exactly
 run rl-stage0 3 "${rl[@]}" --run.out_dir "$tmp/r0"
 run rl-stage1 3 "${rl[@]}" --run.out_dir "$tmp/r1" --optim.zero_stage 1
 # grad_norm is summed shard by shard, then over the ranks: the same norm in another rounding order.

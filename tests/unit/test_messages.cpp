@@ -11,8 +11,12 @@ TEST(Messages, RoundTripNested) {
   RolloutResult r;
   r.completions.push_back({7, "```cuda\n__global__ void k(){}\n```", {1, 2, 3}, {4, 5}, {-0.5f, -1.25f}});
   r.completions.push_back({8, "", {}, {}, {}});
+  r.want = 4;
+  r.busy_s = 1.5;
   auto back = decode<RolloutResult>(encode(r));
   ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->want, 4);
+  EXPECT_DOUBLE_EQ(back->busy_s, 1.5);
   ASSERT_EQ(back->completions.size(), 2u);
   EXPECT_EQ(back->completions[0].uid, 7);
   EXPECT_EQ(back->completions[0].text, r.completions[0].text);
@@ -21,13 +25,14 @@ TEST(Messages, RoundTripNested) {
   EXPECT_TRUE(back->completions[1].text.empty());
 
   SandboxResults s;
-  s.results.push_back({3, 6, 0.25, 12.5, 3.5, -1, "max error 0.25 at index 17"});
+  s.results.push_back({3, 6, 0.25, 12.5, 3.5, -1, "max error 0.25 at index 17", 1250.5});
   s.free_slots = 2;
   auto sb = decode<SandboxResults>(encode(s));
   ASSERT_TRUE(sb.has_value());
   EXPECT_EQ(sb->results[0].feedback, "max error 0.25 at index 17");
   EXPECT_EQ(sb->results[0].verdict, 6);
   EXPECT_DOUBLE_EQ(sb->results[0].compile_ms, 12.5);
+  EXPECT_DOUBLE_EQ(sb->results[0].slot_ms, 1250.5);
   EXPECT_EQ(sb->free_slots, 2);
 
   Control c{Control::Kind::kTrain, 41, 2};

@@ -1,0 +1,45 @@
+"""Summary of benchmarks/pipeline_compare.sh's runs: OUT_DIR MS SEED... (see that script)."""
+import sys
+
+import h5py
+import numpy as np
+
+out, ms, seeds = sys.argv[1], sys.argv[2], sys.argv[3:]
+
+
+def steps(setting, pipeline, seed):
+    return h5py.File(f"{out}/{setting}-{pipeline}-{seed}/trajectories.h5", "r")["steps"][:]
+
+
+def spread(xs):
+    return f"{np.mean(xs):.3f} (min {np.min(xs):.3f}, max {np.max(xs):.3f})"
+
+
+for setting in ("plain", "simulated"):
+    label = "plain demo" if setting == "plain" else f"sandbox.simulated_exec_ms = {ms} (BENCHMARK latency)"
+    print(f"== {label}")
+    ratios, shares, ideals, waits = [], [], [], []
+    for seed in seeds:
+        a, b = steps(setting, "sync", seed), steps(setting, "stream", seed)
+        ta, tb = a["time_s"].mean(), b["time_s"].mean()
+        ratios.append(tb / ta)
+        shares.append(a["sandbox_s"].sum() / a["time_s"].sum())
+        # The ideal: the turns take as long as the longer of generation and verification, the
+        # training as long as it does; against the synchronous sum of the three.
+        ideal = (np.maximum(a["gen_s"], a["sandbox_s"]) + a["train_s"]).sum() / (a["gen_s"] + a["sandbox_s"] + a["train_s"]).sum()
+        ideals.append(ideal)
+        busy_wait = b["policy_busy_s"] + b["policy_wait_s"]
+        waits.append((b["policy_wait_s"] - b["policy_drain_s"]).sum() / busy_wait.sum())
+        print(f"seed {seed}: step s sync {ta:.1f}  stream {tb:.1f}  ratio {tb / ta:.3f} | sync verifying "
+              f"{shares[-1]:.0%} of the step | ideal {ideal:.3f} | stream: policy wait before the drain "
+              f"{waits[-1]:.1%}, drain {b['policy_drain_s'].sum() / busy_wait.sum():.1%}, sandbox idle "
+              f"{b['sandbox_idle_s'].sum() / (b['sandbox_busy_s'] + b['sandbox_idle_s']).sum():.0%} "
+              f"(sync: policy wait before the drain "
+              f"{(a['policy_wait_s'] - a['policy_drain_s']).sum() / (a['policy_busy_s'] + a['policy_wait_s']).sum():.1%})")
+        same = all((a[c] == b[c]).all() for c in ("n_easy", "n_hopeless", "n_expanded", "n_sandbox_jobs"))
+        print(f"         pass t1 sync {a['pass_turn1'].mean():.3f} stream {b['pass_turn1'].mean():.3f}; "
+              f"final sync {a['pass_final'].mean():.3f} stream {b['pass_final'].mean():.3f}; "
+              f"DCP classes and jobs {'identical' if same else 'differ'}")
+    print(f"stream/sync step time over seeds: {spread(ratios)}")
+    print(f"sync verification share: {spread(shares)}; ideal ratio: {spread(ideals)}")
+    print(f"stream policy wait before the drain: {spread(waits)}")

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The streaming pipeline against the synchronous one (rl.pipeline = stream / sync) on the CPU demo
+# (configs/demo.ini: 2 policy ranks, 2 sandbox ranks of 2 workers), in two settings:
+#   plain      the demo as it is, where the interpreter's verification is ~1% of a step;
+#   simulated  sandbox.simulated_exec_ms = MS: every candidate that ran holds its slot MS longer,
+#              asleep, standing in for timed GPU trials (benchmarks only; labelled in the output).
+# For each seed the four runs are interleaved (sync, stream, sync, stream), so a slow spell of
+# this shared machine hits both arms. Same seed, same tasks: the ratio is taken per seed.
+# Prints, per setting and pipeline, the mean step time per seed and over seeds (mean and
+# spread), the stream/sync ratio, the share of the synchronous step spent verifying, the ideal
+# (the turns as the longest of generation and verification plus training, against their sum),
+# and the policy ranks' wait outside the end-of-step drain.
+# Run from the repository root after scripts/build.sh:
+#   benchmarks/pipeline_compare.sh [STEPS] [MS] [SEEDS...]     (defaults: 3 1500 1 2 3)
+set -euo pipefail
+steps="${1:-3}" ms="${2:-1500}"
+shift $(( $# > 2 ? 2 : $# ))
+seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
+leap=build/src/apps/leap
+out="${LEAP_BENCH_OUT:-$(mktemp -d)}"
+echo "runs in $out"
+for seed in "${seeds[@]}"; do
+  for setting in plain simulated; do
+    extra=(); [ "$setting" = simulated ] && extra=(--sandbox.simulated_exec_ms "$ms")
+    for pipeline in sync stream; do
+      dir="$out/$setting-$pipeline-$seed"
+      scripts/mpirun_local.sh 4 "$leap" train --config configs/demo.ini --train.steps "$steps" --run.seed "$seed" \
+        --rl.pipeline "$pipeline" "${extra[@]}" --run.out_dir "$dir" >"$dir.log" 2>&1 || { echo "FAILED: $dir.log"; exit 1; }
+      echo "done $setting $pipeline seed $seed"
+    done
+  done
+done
+/usr/bin/python3 "$(dirname "$0")/pipeline_compare.py" "$out" "$ms" "${seeds[@]}"

@@ -1,0 +1,366 @@
+// The coordinator's event loop of a streaming phase, and the other ranks' pull loops.
+#include "mpi/stream_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "common/check.h"
+#include "common/stopwatch.h"
+#include "mpi/job_dispatch.h"
+#include "mpi/local_generator.h"
+
+namespace leap::mpi {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Items a policy rank takes at a time: two of its generation batches, so that within a pull a
+// finished sequence's slot takes the next item (continuous batching) instead of idling until
+// the batch's longest completion ends; small enough that completions reach the sandbox early.
+int pull_size(const PolicyEngine& policy) { return 2 * std::max(1, policy.generation_batch()); }
+
+// Wall time during which a count was above zero (generation in flight, jobs in the sandbox).
+class BusyClock {
+ public:
+  void set(bool busy) {
+    if (busy && !busy_) since_ = Clock::now();
+    if (!busy && busy_) total_ += seconds_since(since_);
+    busy_ = busy;
+  }
+  double total() const { return busy_ ? total_ + seconds_since(since_) : total_; }
+
+ private:
+  bool busy_ = false;
+  Clock::time_point since_;
+  double total_ = 0;
+};
+
+// The work of one phase, in the order it goes out: highest turn first, then sample order.
+class WorkQueue {
+ public:
+  void push(RolloutItem item) {
+    const int turn = StepState::turn_of(item.uid);
+    items_.emplace(Key{-turn, item.uid}, std::move(item));
+  }
+  bool empty() const { return items_.empty(); }
+  int size() const { return static_cast<int>(items_.size()); }
+  std::vector<RolloutItem> take(int n) {
+    std::vector<RolloutItem> out;
+    while (!items_.empty() && static_cast<int>(out.size()) < std::max(1, n)) {
+      out.push_back(std::move(items_.begin()->second));
+      items_.erase(items_.begin());
+    }
+    return out;
+  }
+
+ private:
+  using Key = std::pair<int, int64_t>;
+  std::map<Key, RolloutItem> items_;
+};
+
+// One streaming phase on rank 0: the state the loop moves between the ranks.
+class Phase {
+ public:
+  Phase(const Topology& topo, PolicyEngine& policy, VerifyEngine* local, int retries, const Logger& log,
+        StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
+        const rl::DcpController& dcp, int max_turns, const std::vector<int>& policy_ranks,
+        const std::vector<int>& sandbox_ranks)
+      : topo_(topo), local_(local), log_(log), state_(state), suite_(suite), prompts_(prompts), dcp_(dcp),
+        max_turns_(max_turns), policy_ranks_(policy_ranks), sandbox_ranks_(sandbox_ranks), retries_(retries, log),
+        generator_(policy), local_batch_(pull_size(policy)) {
+    if (sandbox_ranks_.empty()) credits_[0] = local_->slots();
+  }
+
+  Status run(TurnTimes* times) {
+    auto t_last_gen = Clock::now();
+    auto t_tick = t_last_gen;
+    LEAP_ASSIGN_OR_RETURN(auto items, state_.make_turn(1, suite_, prompts_, &dropped_));
+    for (auto& it : items) queue_.push(std::move(it));
+    // A group of this round none of whose samples could start has no verdict to wait for: DCP
+    // decides it now, as the synchronous pipeline does after turn 1.
+    for (const auto& it : items) pending_groups_.insert(StepState::group_of(it.uid));
+    for (int g : groups_of_round_without_items()) state_.apply_dcp_to_group(g, dcp_);
+    while (!done()) {
+      // Policy workers idle while verdicts are outstanding wait on the sandbox.
+      const auto now = Clock::now();
+      if (sandbox_busy()) times->policy_wait_s += idle_workers() * std::chrono::duration<double>(now - t_tick).count();
+      t_tick = now;
+      bool progressed = false;
+      LEAP_ASSIGN_OR_RETURN(bool got, poll_policy(&t_last_gen, times));
+      progressed |= got;
+      LEAP_ASSIGN_OR_RETURN(got, poll_sandbox(times));
+      progressed |= got;
+      hand_out_generation();
+      hand_out_jobs();
+      gen_clock_.set(generating_ > 0);
+      sandbox_clock_.set(sandbox_busy());
+      if (!progressed) {
+        poll_fatal_reports();
+        std::this_thread::sleep_for(std::chrono::microseconds(300));
+      }
+    }
+    for (int rank : policy_ranks_)
+      if (rank != 0) send(RolloutWork{}, rank, topo_.world);
+    for (int rank : sandbox_ranks_) send(SandboxJobs{}, rank, topo_.world);
+    if (dropped_ > 0)
+      log_.warn("step {}: {} sample(s) stopped: prompt longer than the context", state_.step(), dropped_);
+    times->gen_s += gen_clock_.total();
+    times->sandbox_s += sandbox_clock_.total();
+    times->drain_s += seconds_since(t_last_gen);
+    int slots = 0;
+    for (const auto& [rank, n] : slots_) slots += n;
+    times->sandbox_slots = sandbox_ranks_.empty() ? local_->slots() : slots;
+    return Status::ok();
+  }
+
+ private:
+  bool done() const {
+    return queue_.empty() && generating_ == 0 && jobs_.empty() && jobs_in_flight_ == 0 &&
+           heard_policy_.size() + 1 == policy_ranks_.size() && slots_.size() == sandbox_ranks_.size();
+  }
+
+  bool sandbox_busy() const { return jobs_in_flight_ > 0 || !jobs_.empty(); }
+  // Policy workers (remote ranks and rank 0's generator) with nothing to generate.
+  double idle_workers() const {
+    return static_cast<double>(policy_ranks_.size()) - static_cast<double>(generating_);
+  }
+
+  // Groups without turn-1 work whose samples have no verdict yet: this round's groups whose
+  // every sample stopped before turn 1 (an earlier round's such group is decided again, alike).
+  std::vector<int> groups_of_round_without_items() const {
+    std::vector<int> out;
+    for (size_t g = 0; g < state_.groups().size(); ++g) {
+      const auto& samples = state_.groups()[g].samples;
+      bool fresh = true;  // no sample has a verified turn: the group belongs to this round
+      for (const auto& s : samples) fresh = fresh && (s.turns.empty() || !s.turns.front().verified);
+      if (fresh && !pending_groups_.count(static_cast<int>(g))) out.push_back(static_cast<int>(g));
+    }
+    return out;
+  }
+
+  // Completions from the policy ranks and from rank 0's own generator.
+  Expected<bool> poll_policy(Clock::time_point* t_last_gen, TurnTimes* times) {
+    bool got = false;
+    if (auto r = generator_.take()) {
+      --generating_;
+      LEAP_RETURN_IF_ERROR(file_completions(*r, 0, times));
+      *t_last_gen = Clock::now();
+      got = true;
+    }
+    while (policy_ranks_.size() > 1) {
+      int from = -1;
+      auto msg = try_recv<RolloutResult>(MPI_ANY_SOURCE, topo_.world, &from);
+      if (!msg) break;
+      if (!*msg) return msg->status().with_context("rollout results from rank " + std::to_string(from));
+      const RolloutResult& r = **msg;
+      if (!heard_policy_.insert(from).second) {  // not its first pull: it returns a batch
+        --generating_;
+        *t_last_gen = Clock::now();
+      }
+      LEAP_RETURN_IF_ERROR(file_completions(r, from, times));
+      waiting_policy_[from] = std::max(1, r.want);
+      got = true;
+    }
+    return got;
+  }
+
+  Status file_completions(const RolloutResult& r, int rank, TurnTimes* times) {
+    LEAP_RETURN_IF_ERROR(state_.add_completions(r.completions, rank));
+    times->policy_gen_s += r.busy_s;
+    for (const auto& c : r.completions) {
+      const int g = StepState::group_of(c.uid);
+      jobs_.push_back({c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text});
+      job_of_uid_[c.uid] = jobs_.back();
+    }
+    return Status::ok();
+  }
+
+  // Verdicts from the sandbox ranks, or from the in-process verifier.
+  Expected<bool> poll_sandbox(TurnTimes* times) {
+    bool got = false;
+    if (sandbox_ranks_.empty()) {
+      if (jobs_in_flight_ == 0) return false;
+      auto outcomes = local_->finished(std::chrono::milliseconds(0));
+      credits_[0] += static_cast<int>(outcomes.size());
+      jobs_in_flight_ -= static_cast<int>(outcomes.size());
+      for (const auto& o : outcomes) LEAP_RETURN_IF_ERROR(file_verdict(o, times));
+      return !outcomes.empty();
+    }
+    for (;;) {
+      int from = -1;
+      auto msg = try_recv<SandboxResults>(MPI_ANY_SOURCE, topo_.world, &from);
+      if (!msg) break;
+      if (!*msg) return msg->status().with_context("from sandbox rank " + std::to_string(from));
+      const SandboxResults& r = **msg;
+      if (!slots_.count(from)) {
+        slots_[from] = r.free_slots;  // its first message: how many slots it has
+        credits_[from] = r.free_slots;
+      } else {
+        credits_[from] += static_cast<int>(r.results.size());
+      }
+      jobs_in_flight_ -= static_cast<int>(r.results.size());
+      for (const auto& o : r.results) LEAP_RETURN_IF_ERROR(file_verdict(o, times));
+      got = true;
+    }
+    return got;
+  }
+
+  Status file_verdict(const SandboxOutcome& o, TurnTimes* times) {
+    times->sandbox_busy_s += o.slot_ms / 1000;
+    if (retries_.retry(o)) {
+      jobs_.push_front(job_of_uid_.at(o.uid));
+      return Status::ok();
+    }
+    LEAP_RETURN_IF_ERROR(state_.add_outcomes({o}));
+    const int g = StepState::group_of(o.uid), s = StepState::sample_of(o.uid), turn = StepState::turn_of(o.uid);
+    if (turn == 1) {
+      if (!state_.turn1_verified(g)) return Status::ok();
+      state_.apply_dcp_to_group(g, dcp_);
+      const int n = static_cast<int>(state_.groups()[static_cast<size_t>(g)].samples.size());
+      for (int k = 0; k < n; ++k) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
+      return Status::ok();
+    }
+    state_.close_sample_turn(g, s, turn);
+    return queue_next_turn(g, s, turn + 1);
+  }
+
+  Status queue_next_turn(int g, int s, int turn) {
+    if (turn > max_turns_ || !state_.groups()[static_cast<size_t>(g)].samples[static_cast<size_t>(s)].active)
+      return Status::ok();
+    LEAP_ASSIGN_OR_RETURN(auto item, state_.make_sample_turn(g, s, turn, suite_, prompts_));
+    if (item) queue_.push(std::move(*item));
+    else ++dropped_;
+    return Status::ok();
+  }
+
+  // A worker takes what it asked for, but no more than its share of the queue, so that the
+  // first to ask (often rank 0's own generator) does not take everything from the others.
+  int share(int want) const {
+    const int n = static_cast<int>(policy_ranks_.size());
+    return std::max(1, std::min(want, (queue_.size() + n - 1) / n));
+  }
+
+  void hand_out_generation() {
+    for (auto it = waiting_policy_.begin(); it != waiting_policy_.end() && !queue_.empty();) {
+      send(RolloutWork{queue_.take(share(it->second))}, it->first, topo_.world);
+      ++generating_;
+      it = waiting_policy_.erase(it);
+    }
+    if (!generator_.busy() && !queue_.empty()) {
+      generator_.start(queue_.take(share(local_batch_)));
+      ++generating_;
+    }
+  }
+
+  void hand_out_jobs() {
+    for (auto& [rank, credit] : credits_) {
+      SandboxJobs batch;
+      while (credit > 0 && !jobs_.empty()) {
+        batch.jobs.push_back(std::move(jobs_.front()));
+        jobs_.pop_front();
+        --credit;
+      }
+      if (batch.jobs.empty()) continue;
+      jobs_in_flight_ += static_cast<int>(batch.jobs.size());
+      if (sandbox_ranks_.empty()) {
+        for (const auto& j : batch.jobs) local_->start(j);
+      } else {
+        send(batch, rank, topo_.world);
+      }
+    }
+  }
+
+  const Topology& topo_;
+  VerifyEngine* local_;
+  const Logger& log_;
+  StepState& state_;
+  const tasks::Suite& suite_;
+  const rl::PromptBuilder& prompts_;
+  const rl::DcpController& dcp_;
+  int max_turns_;
+  const std::vector<int>& policy_ranks_;
+  const std::vector<int>& sandbox_ranks_;
+  SandboxRetries retries_;
+  LocalGenerator generator_;
+  int local_batch_;
+
+  WorkQueue queue_;
+  std::set<int> pending_groups_;            // groups of this round with turn-1 work
+  std::set<int> heard_policy_;              // remote policy ranks that have pulled
+  std::map<int, int> waiting_policy_;       // remote policy rank -> items it asked for
+  int generating_ = 0;                      // batches out on the policy ranks (rank 0's too)
+  std::deque<SandboxJob> jobs_;             // verdicts to come, not yet sent
+  std::map<int64_t, SandboxJob> job_of_uid_;  // for a retry
+  std::map<int, int> slots_;                // sandbox rank -> its slots (it has said hello)
+  std::map<int, int> credits_;              // sandbox rank (0: in-process) -> free slots
+  int jobs_in_flight_ = 0;
+  int dropped_ = 0;
+  BusyClock gen_clock_, sandbox_clock_;
+};
+
+}  // namespace
+
+StreamRunner::StreamRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier,
+                           int sandbox_retries, const Logger& log)
+    : topo_(topo),
+      policy_(policy),
+      local_(local_verifier),
+      sandbox_retries_(sandbox_retries),
+      log_(log),
+      policy_ranks_(topo.world_ranks_of(Role::kPolicy)),
+      sandbox_ranks_(topo.world_ranks_of(Role::kSandbox)) {
+  LEAP_CHECK(!sandbox_ranks_.empty() || local_ != nullptr, "without sandbox ranks rank 0 needs an in-process verifier");
+}
+
+Status StreamRunner::run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
+                               const rl::DcpController& dcp, int max_turns, TurnTimes* times) {
+  announce(Control::Kind::kStream, state.step(), 0, topo_.world);
+  Phase phase(topo_, policy_, local_, sandbox_retries_, log_, state, suite, prompts, dcp, max_turns, policy_ranks_,
+              sandbox_ranks_);
+  return phase.run(times);
+}
+
+Status serve_policy_stream(const Topology& topo, PolicyEngine& policy) {
+  RolloutResult pull;
+  pull.want = pull_size(policy);
+  for (;;) {
+    send(pull, 0, topo.world);
+    auto work = recv<RolloutWork>(0, topo.world);
+    if (!work) return work.status();
+    if (work->items.empty()) return Status::ok();  // the phase is over
+    const auto t0 = Clock::now();
+    pull.completions = policy.generate(work->items);
+    pull.busy_s = seconds_since(t0);
+  }
+}
+
+Status serve_sandbox_stream(const Topology& topo, VerifyEngine& verifier) {
+  send(SandboxResults{{}, verifier.slots()}, 0, topo.world);  // its slots: the coordinator's credits
+  int running = 0;
+  for (;;) {
+    if (auto jobs = try_recv<SandboxJobs>(0, topo.world)) {
+      if (!*jobs) return jobs->status();
+      if ((*jobs)->jobs.empty()) {  // the phase is over; the coordinator has every verdict
+        LEAP_CHECK(running == 0, "a streaming phase ended with " << running << " job(s) still running");
+        return Status::ok();
+      }
+      for (const auto& j : (*jobs)->jobs) verifier.start(j);
+      running += static_cast<int>((*jobs)->jobs.size());
+      continue;
+    }
+    auto done = verifier.finished(std::chrono::milliseconds(running > 0 ? 2 : 0));
+    if (!done.empty()) {
+      running -= static_cast<int>(done.size());
+      send(SandboxResults{std::move(done), verifier.slots() - running}, 0, topo.world);
+    } else if (running == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+}
+
+}  // namespace leap::mpi

@@ -1,0 +1,54 @@
+// The turns of a StepState as one streaming phase (rl.pipeline = stream; DESIGN.md, The streaming
+// pipeline). Where TurnRunner runs turn by turn with a barrier after each phase, here:
+//  - policy ranks pull work two generation batches at a time (the sampler refills a finished
+//    sequence's slot with the next item) and send the completions back with their next pull; rank 0 generates its own share on a thread (LocalGenerator) so
+//    its loop, which alone calls MPI, never waits behind it;
+//  - every completion becomes a sandbox job at once; sandbox ranks get jobs while they have free
+//    slots (credits: a rank says how many slots it has, and each verdict frees one) and send
+//    each verdict as its job ends, so one slow job never holds back its rank's other slots;
+//  - a group is classified by DCP as soon as its G turn-1 verdicts are in, and its continuing
+//    samples' turn 2 is queued then; a later turn is queued as soon as its sample's verdict is;
+//  - queued work goes out highest turn first, since later turns are the step's critical path.
+// DCP, the rewards and the update are the same functions of the verdicts as in the synchronous
+// pipeline: StepState applies the same rules one group or one sample at a time.
+#pragma once
+
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "mpi/engines.h"
+#include "mpi/step_state.h"
+#include "mpi/topology.h"
+#include "mpi/turn_runner.h"
+#include "rl/dcp.h"
+#include "rl/prompt_builder.h"
+#include "tasks/suite.h"
+
+namespace leap::mpi {
+
+class StreamRunner {
+ public:
+  StreamRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier, int sandbox_retries,
+               const Logger& log);
+
+  // The same contract as TurnRunner::run_turns: turns 1..max_turns of every active sample of
+  // `state`, DCP after turn 1; adds the time spent to *times.
+  Status run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
+                   const rl::DcpController& dcp, int max_turns, TurnTimes* times);
+
+ private:
+  const Topology& topo_;
+  PolicyEngine& policy_;
+  VerifyEngine* local_;
+  int sandbox_retries_;
+  const Logger& log_;
+  std::vector<int> policy_ranks_, sandbox_ranks_;
+};
+
+// The other ranks' side of a streaming phase (after a kStream Control); they return when the
+// coordinator ends the phase.
+Status serve_policy_stream(const Topology& topo, PolicyEngine& policy);
+Status serve_sandbox_stream(const Topology& topo, VerifyEngine& verifier);
+
+}  // namespace leap::mpi

@@ -1,0 +1,171 @@
+// The streaming pipeline (rl.pipeline = stream) under mpirun -np 4 (2 policy + 2 sandbox ranks)
+// with the small engines of fake_engines.h, whose completions depend only on their seeds. Both
+// pipelines must then make the same decisions: every HDF5 sample row (verdict, DCP class, reward,
+// advantage, tokens) and every step's counters equal the synchronous pipeline's, the replicas
+// take the same update, and a 1-rank streaming run (sandbox in-process) agrees too. Generation
+// and verification are slowed, so groups really finish out of order and later turns start while
+// other groups are still being verified. The time accounting of /steps adds up.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <filesystem>
+
+#include "fake_engines.h"
+#include "io/trajectory_reader.h"
+#include "mpi/coordinator.h"
+
+namespace leap::mpi {
+namespace {
+
+using testing_fakes::FakePolicy;
+using testing_fakes::FakeVerifier;
+
+struct RunResult {
+  std::vector<io::StepRow> steps;
+  float params[2] = {0, 0};
+};
+
+// Three steps on `topo` with the given pipeline; rank 0 writes `h5` (when not empty).
+RunResult run(const Topology& topo, const tasks::Suite& suite, const std::string& pipeline, const std::string& h5,
+              FakeVerifier* local_verifier) {
+  auto rl = testing_fakes::rl_config();
+  rl.rl.pipeline = pipeline;
+  Logger log(0, false, LogLevel::kWarn);
+  CoordinatorOptions co;
+  co.batch_tasks = 4;
+  FakePolicy policy;
+  policy.delay_ms = 2;
+  FakeVerifier verifier;
+  verifier.delay_ms = 5;
+  RunResult out;
+  if (topo.is_coordinator()) {
+    std::unique_ptr<io::TrajectoryFile> file;
+    if (!h5.empty()) {
+      std::filesystem::remove(h5);
+      auto f = io::TrajectoryFile::create(h5, {"[rl]\n", "0", "x", "fp", {"L1/copy", "L1/cop2"}}, io::SwmrMode::kOff);
+      EXPECT_TRUE(f.has_value());
+      if (f.has_value()) file = std::move(*f);
+    }
+    auto format = rl::make_prompt_format("plain", "", policy.tok_, {}, rl::MultiTurn::kAppend, 0);
+    EXPECT_TRUE(format.has_value());
+    Coordinator coord(topo, suite, rl, co, 77, policy, *format, local_verifier, log);
+    for (int step = 0; step < 3; ++step) {
+      auto rep = coord.run_step(step, file.get());
+      EXPECT_TRUE(rep.has_value()) << rep.status().message();
+      if (rep.has_value()) out.steps.push_back(rep->row);
+    }
+    coord.stop();
+    if (file) {
+      EXPECT_TRUE(file->close().is_ok());
+    }
+  } else if (topo.self().role == Role::kPolicy) {
+    EXPECT_TRUE(serve_policy(topo, policy).is_ok());
+  } else {
+    EXPECT_TRUE(serve_sandbox(topo, verifier).is_ok());
+  }
+  out.params[0] = policy.params_[0];
+  out.params[1] = policy.params_[1];
+  return out;
+}
+
+void expect_same_decisions(const std::vector<io::StepRow>& a, const std::vector<io::StepRow>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].n_samples, b[i].n_samples) << i;
+    EXPECT_EQ(a[i].n_easy, b[i].n_easy) << i;
+    EXPECT_EQ(a[i].n_hopeless, b[i].n_hopeless) << i;
+    EXPECT_EQ(a[i].n_expanded, b[i].n_expanded) << i;
+    EXPECT_EQ(a[i].n_sandbox_jobs, b[i].n_sandbox_jobs) << i;
+    EXPECT_EQ(a[i].tokens_generated, b[i].tokens_generated) << i;
+    EXPECT_DOUBLE_EQ(a[i].pass_turn1, b[i].pass_turn1) << i;
+    EXPECT_DOUBLE_EQ(a[i].pass_final, b[i].pass_final) << i;
+    EXPECT_DOUBLE_EQ(a[i].loss, b[i].loss) << i;
+  }
+}
+
+TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
+  int world_rank = 0, world_size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  ASSERT_EQ(world_size, 4);
+  auto suite = testing_fakes::fake_suite();
+  ASSERT_TRUE(suite.has_value()) << suite.status().message();
+  TopologyConfig tc;
+  tc.sandbox_ranks = 2;
+  auto topo = make_topology(MPI_COMM_WORLD, tc, 0, false);
+  ASSERT_TRUE(topo.has_value());
+  const std::string dir = std::string(LEAP_BINARY_DIR);
+  RunResult sync = run(*topo, *suite, "sync", dir + "/stream_test_sync.h5", nullptr);
+  RunResult stream = run(*topo, *suite, "stream", dir + "/stream_test_stream.h5", nullptr);
+  free_topology(&*topo);
+  if (world_rank != 0) {
+    if (topo->self().role == Role::kPolicy) {  // both replicas took the same updates either way
+      EXPECT_EQ(sync.params[0], stream.params[0]);
+      EXPECT_EQ(sync.params[1], stream.params[1]);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  expect_same_decisions(sync.steps, stream.steps);
+  EXPECT_EQ(sync.params[0], stream.params[0]);
+  EXPECT_EQ(sync.params[1], stream.params[1]);
+
+  // Row for row, the same samples with the same verdicts, classes, rewards and advantages.
+  auto a = io::read_trajectory_run(dir + "/stream_test_sync.h5");
+  auto b = io::read_trajectory_run(dir + "/stream_test_stream.h5");
+  ASSERT_TRUE(a.has_value()) << a.status().message();
+  ASSERT_TRUE(b.has_value()) << b.status().message();
+  ASSERT_EQ(a->samples.size(), b->samples.size());
+  int later_turns = 0;
+  for (size_t i = 0; i < a->samples.size(); ++i) {
+    const io::SampleRow& x = a->samples[i];
+    const io::SampleRow& y = b->samples[i];
+    EXPECT_EQ(x.step, y.step) << i;
+    EXPECT_EQ(x.group, y.group) << i;
+    EXPECT_EQ(x.sample, y.sample) << i;
+    EXPECT_EQ(x.turn, y.turn) << i;
+    EXPECT_EQ(x.verdict, y.verdict) << i;
+    EXPECT_EQ(x.dcp, y.dcp) << i;
+    EXPECT_EQ(x.reward, y.reward) << i;
+    EXPECT_EQ(x.advantage, y.advantage) << i;
+    EXPECT_EQ(x.completion_tokens, y.completion_tokens) << i;
+    later_turns += x.turn > 1;
+  }
+  EXPECT_GT(later_turns, 0);  // DCP expanded some groups, so the later-turn path ran
+
+  // The accounting: each policy rank's time is busy, waiting on the sandbox or idle; each
+  // sandbox slot's busy or idle. The fakes sleep 2 ms per item generated and 5 ms per job, so
+  // busy time is at least that.
+  for (const auto* run_steps : {&sync.steps, &stream.steps}) {
+    for (const auto& r : *run_steps) {
+      EXPECT_GE(r.policy_busy_s, 0.002 * r.n_samples);
+      EXPECT_GE(r.sandbox_busy_s, 0.005 * r.n_sandbox_jobs);
+      EXPECT_GT(r.policy_wait_s, 0);  // the drain at least
+      EXPECT_GE(r.policy_wait_s, r.policy_drain_s);
+      EXPECT_GE(r.policy_idle_s, 0);
+      EXPECT_LE(r.policy_busy_s + r.policy_wait_s, 2 * r.time_s * 1.02 + 0.01);  // 2 policy ranks
+      EXPECT_NEAR(r.policy_busy_s + r.policy_wait_s + r.policy_idle_s, 2 * r.time_s,
+                  std::max(1e-6, 2 * r.time_s - r.policy_busy_s - r.policy_wait_s));
+      EXPECT_NEAR(r.sandbox_busy_s + r.sandbox_idle_s, 4 * r.time_s, 1e-6);  // 2 ranks x 2 slots
+    }
+  }
+  // Streaming overlaps them: rank 0 saw generation and verification run at once, so their wall
+  // times add up to more than the turns took.
+  double gen_and_sandbox = 0, turns = 0;
+  for (const auto& r : stream.steps) gen_and_sandbox += r.gen_s + r.sandbox_s, turns += r.time_s - r.train_s;
+  EXPECT_GT(gen_and_sandbox, turns);
+
+  // Rank 0 alone, verifying in-process: the same decisions again.
+  TopologyConfig solo;
+  auto t1 = make_topology(MPI_COMM_SELF, solo, 0, false);
+  ASSERT_TRUE(t1.has_value());
+  FakeVerifier v1;
+  RunResult one = run(*t1, *suite, "stream", "", &v1);
+  expect_same_decisions(sync.steps, one.steps);
+  EXPECT_EQ(one.params[0], sync.params[0]);
+  free_topology(&*t1);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+}  // namespace
+}  // namespace leap::mpi
