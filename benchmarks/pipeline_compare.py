@@ -1,4 +1,5 @@
 """Summary of benchmarks/pipeline_compare.sh's runs: OUT_DIR MS SEED... (see that script)."""
+import os
 import sys
 
 import h5py
@@ -15,14 +16,16 @@ def spread(xs):
     return f"{np.mean(xs):.3f} (min {np.min(xs):.3f}, max {np.max(xs):.3f})"
 
 
-for setting in ("plain", "simulated"):
+for setting in [x for x in ("plain", "simulated") if os.path.exists(f"{out}/{x}-sync-{seeds[0]}")]:
     label = "plain demo" if setting == "plain" else f"sandbox.simulated_exec_ms = {ms} (BENCHMARK latency)"
     print(f"== {label}")
-    ratios, shares, ideals, waits = [], [], [], []
+    ratios, turn_ratios, shares, ideals, waits = [], [], [], [], []
     for seed in seeds:
         a, b = steps(setting, "sync", seed), steps(setting, "stream", seed)
         ta, tb = a["time_s"].mean(), b["time_s"].mean()
         ratios.append(tb / ta)
+        # The turns alone (the step without training), which is all the pipeline changes.
+        turn_ratios.append((b["time_s"] - b["train_s"]).sum() / (a["time_s"] - a["train_s"]).sum())
         shares.append(a["sandbox_s"].sum() / a["time_s"].sum())
         # The ideal: the turns take as long as the longer of generation and verification, the
         # training as long as it does; against the synchronous sum of the three.
@@ -30,7 +33,8 @@ for setting in ("plain", "simulated"):
         ideals.append(ideal)
         busy_wait = b["policy_busy_s"] + b["policy_wait_s"]
         waits.append((b["policy_wait_s"] - b["policy_drain_s"]).sum() / busy_wait.sum())
-        print(f"seed {seed}: step s sync {ta:.1f}  stream {tb:.1f}  ratio {tb / ta:.3f} | sync verifying "
+        print(f"seed {seed}: step s sync {ta:.1f}  stream {tb:.1f}  ratio {tb / ta:.3f} (turns alone "
+              f"{turn_ratios[-1]:.3f}; train s sync {a['train_s'].sum():.1f} stream {b['train_s'].sum():.1f}) | sync verifying "
               f"{shares[-1]:.0%} of the step | ideal {ideal:.3f} | stream: policy wait before the drain "
               f"{waits[-1]:.1%}, drain {b['policy_drain_s'].sum() / busy_wait.sum():.1%}, sandbox idle "
               f"{b['sandbox_idle_s'].sum() / (b['sandbox_busy_s'] + b['sandbox_idle_s']).sum():.0%} "
@@ -40,6 +44,6 @@ for setting in ("plain", "simulated"):
         print(f"         pass t1 sync {a['pass_turn1'].mean():.3f} stream {b['pass_turn1'].mean():.3f}; "
               f"final sync {a['pass_final'].mean():.3f} stream {b['pass_final'].mean():.3f}; "
               f"DCP classes and jobs {'identical' if same else 'differ'}")
-    print(f"stream/sync step time over seeds: {spread(ratios)}")
+    print(f"stream/sync step time over seeds: {spread(ratios)}; the turns alone: {spread(turn_ratios)}")
     print(f"sync verification share: {spread(shares)}; ideal ratio: {spread(ideals)}")
     print(f"stream policy wait before the drain: {spread(waits)}")

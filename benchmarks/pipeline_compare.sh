@@ -12,6 +12,7 @@
 # and the policy ranks' wait outside the end-of-step drain.
 # Run from the repository root after scripts/build.sh:
 #   benchmarks/pipeline_compare.sh [STEPS] [MS] [SEEDS...]     (defaults: 3 1500 1 2 3)
+# LEAP_BENCH_SETTINGS="simulated" runs one setting only; LEAP_BENCH_OUT=DIR keeps the runs.
 set -euo pipefail
 steps="${1:-3}" ms="${2:-1500}"
 shift $(( $# > 2 ? 2 : $# ))
@@ -20,7 +21,7 @@ leap=build/src/apps/leap
 out="${LEAP_BENCH_OUT:-$(mktemp -d)}"
 echo "runs in $out"
 for seed in "${seeds[@]}"; do
-  for setting in plain simulated; do
+  for setting in ${LEAP_BENCH_SETTINGS:-plain simulated}; do
     extra=(); [ "$setting" = simulated ] && extra=(--sandbox.simulated_exec_ms "$ms")
     for pipeline in sync stream; do
       dir="$out/$setting-$pipeline-$seed"

@@ -141,9 +141,9 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   return report;
 }
 
-void Coordinator::gather_optimizer_state(std::vector<float>* m, std::vector<float>* v) {
+io::MomentSource Coordinator::moment_source() {
   announce(Control::Kind::kGatherMoments, 0, 0, topo_.world);
-  policy_.gather_optimizer_state(topo_.role_comm, m, v);
+  return [this](const io::MomentTensor& mt, float* out) { policy_.gather_moment(topo_.role_comm, mt, out); };
 }
 
 void Coordinator::stop() { announce(Control::Kind::kStop, 0, 0, topo_.world); }
@@ -188,7 +188,7 @@ Status serve_policy(const Topology& topo, PolicyEngine& policy) {
         job_cpu_seconds(topo.world);
         break;
       case Control::Kind::kGatherMoments:
-        policy.gather_optimizer_state(topo.role_comm, nullptr, nullptr);
+        policy.serve_moment_gather(topo.role_comm);
         break;
       case Control::Kind::kSandbox: break;
       case Control::Kind::kStop: return Status::ok();

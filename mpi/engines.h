@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/checkpoint_dir.h"
 #include "mpi/messages.h"
 
 namespace leap::mpi {
@@ -27,11 +28,14 @@ class PolicyEngine {
   // ppo_epochs x mini_batches updates on this rank's share. Collective over `policy`: every
   // policy rank calls it with its share (possibly empty) and the replicas stay identical.
   virtual TrainReport train(const TrainWork& work, MPI_Comm policy) = 0;
-  // With sharded optimizer state (ZeRO stage 1): every rank's moments, in the flat layout, into
-  // m and v on rank 0 of `policy` (a checkpoint). Collective; nothing to do without sharding.
-  virtual void gather_optimizer_state(MPI_Comm policy, std::vector<float>* m, std::vector<float>* v) {
-    (void)policy, (void)m, (void)v;
+  // With sharded optimizer state (ZeRO stage 1), a checkpoint gathers AdamW's moments onto rank 0
+  // of `policy` one tensor at a time, in io::moment_order: rank 0's checkpoint writer calls
+  // gather_moment for each tensor, the other ranks serve_moment_gather once. Collective; nothing
+  // to do without sharding.
+  virtual void gather_moment(MPI_Comm policy, const io::MomentTensor& mt, float* out) {
+    (void)policy, (void)mt, (void)out;
   }
+  virtual void serve_moment_gather(MPI_Comm policy) { (void)policy; }
   // The flat parameters, for the replica checksum.
   virtual const float* params() const = 0;
   virtual size_t num_params() const = 0;

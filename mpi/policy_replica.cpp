@@ -160,8 +160,12 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
   return report;
 }
 
-void PolicyReplica::gather_optimizer_state(MPI_Comm policy, std::vector<float>* m, std::vector<float>* v) {
-  if (opts_.zero) gather_moments(optimizer_, *opts_.zero, model_.num_params(), policy, m, v);
+void PolicyReplica::gather_moment(MPI_Comm policy, const io::MomentTensor& mt, float* out) {
+  if (opts_.zero) mpi::gather_moment(optimizer_, *opts_.zero, mt, policy, out);
+}
+
+void PolicyReplica::serve_moment_gather(MPI_Comm policy) {
+  if (opts_.zero) mpi::serve_moment_gather(optimizer_, *opts_.zero, model_.layout(), policy);
 }
 
 const float* PolicyReplica::params() const {

@@ -67,9 +67,10 @@ void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm) {
                    plan.counts[p].data(), plan.displs[p].data(), MPI_FLOAT, comm);
 }
 
-void gather_moments(const model::AdamW& optimizer, const ZeroPlan& plan, size_t total, MPI_Comm comm,
-                    std::vector<float>* m_full, std::vector<float>* v_full) {
-  const bool root = plan.rank == 0;
+void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io::MomentTensor& mt, MPI_Comm comm,
+                   float* out) {
+  const float* src = mt.second ? optimizer.v() : optimizer.m();
+  const size_t t0 = mt.tensor->offset, t1 = t0 + mt.tensor->numel;
   // Where a slice starting at `flat` sits in the compact moments: its shard range's offset there.
   const auto& shard = optimizer.shard();
   auto compact_of = [&](size_t flat) {
@@ -78,19 +79,29 @@ void gather_moments(const model::AdamW& optimizer, const ZeroPlan& plan, size_t 
     --it;
     return optimizer.state_offset(static_cast<size_t>(it - shard.begin())) + (flat - it->first);
   };
-  if (root) {
-    m_full->assign(total, 0.f);
-    v_full->assign(total, 0.f);
-  }
-  const size_t r = static_cast<size_t>(plan.rank);
-  for (const auto& [src, dst] : {std::pair{optimizer.m(), m_full}, std::pair{optimizer.v(), v_full}}) {
-    for (size_t p = 0; p < plan.pieces.size(); ++p) {
-      const int n = plan.counts[p][r];
-      const float* mine = n > 0 ? src + compact_of(plan.pieces[p].first + static_cast<size_t>(plan.displs[p][r])) : src;
-      MPI_Gatherv(mine, n, MPI_FLOAT, root ? dst->data() + plan.pieces[p].first : nullptr, plan.counts[p].data(),
-                  plan.displs[p].data(), MPI_FLOAT, 0, comm);
+  const size_t world = static_cast<size_t>(plan.world), me = static_cast<size_t>(plan.rank);
+  std::vector<int> counts(world), displs(world);
+  for (size_t p = 0; p < plan.pieces.size(); ++p) {
+    const size_t p0 = plan.pieces[p].first;
+    if (p0 >= t1 || p0 + plan.pieces[p].second <= t0) continue;  // the piece misses the tensor
+    // Every rank's slice of the piece, cut to the tensor: its floats and where they go in `out`.
+    size_t my_lo = 0;
+    for (size_t r = 0; r < world; ++r) {
+      const size_t lo = std::max(t0, p0 + static_cast<size_t>(plan.displs[p][r]));
+      const size_t hi = std::min(t1, p0 + static_cast<size_t>(plan.displs[p][r]) + static_cast<size_t>(plan.counts[p][r]));
+      counts[r] = hi > lo ? static_cast<int>(hi - lo) : 0;
+      displs[r] = hi > lo ? static_cast<int>(lo - t0) : 0;
+      if (r == me) my_lo = lo;
     }
+    const float* mine = counts[me] > 0 ? src + compact_of(my_lo) : src;
+    MPI_Gatherv(mine, counts[me], MPI_FLOAT, plan.rank == 0 ? out : nullptr, counts.data(), displs.data(), MPI_FLOAT,
+                0, comm);
   }
+}
+
+void serve_moment_gather(const model::AdamW& optimizer, const ZeroPlan& plan, const model::ParameterLayout& layout,
+                         MPI_Comm comm) {
+  for (const auto& mt : io::moment_order(layout)) gather_moment(optimizer, plan, mt, comm, nullptr);
 }
 
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,

@@ -9,8 +9,8 @@
 // bucket as soon as its layer's backward is done, as the overlapped all-reduce does.
 //
 // `leap train` uses it with optim.zero_stage = 1 (CPU backend). A checkpoint gathers the moments
-// to rank 0 and writes them as a replicated run does; resuming (onto any number of ranks) reads
-// each rank's shard from that file. test_zero_shard_mpi checks the step against the replicated
+// to rank 0 one tensor at a time as its writer reaches them, and writes them as a replicated run
+// does; resuming (onto any number of ranks) reads each rank's shard from that file. test_zero_shard_mpi checks the step against the replicated
 // one on 1, 2 and 4 ranks.
 #pragma once
 
@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "io/checkpoint_dir.h"
 #include "model/optimizer.h"
 #include "mpi/grad_buckets.h"
 
@@ -44,11 +45,15 @@ void reduce_scatter_sum(float* grads, const ZeroPlan& plan, MPI_Comm comm);
 // Every rank's slices of `params` to every rank.
 void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm);
 
-// AdamW's moments of every rank, in the flat layout, on rank 0 of `comm` (m_full and v_full are
-// resized to total floats there and untouched elsewhere): what a checkpoint writes, in the same
-// file as a replicated run's. Collective over `comm`. Piece by piece, so no count passes INT_MAX.
-void gather_moments(const model::AdamW& optimizer, const ZeroPlan& plan, size_t total, MPI_Comm comm,
-                    std::vector<float>* m_full, std::vector<float>* v_full);
+// One tensor's moment (m, or v when mt.second) from every rank's shard into `out` (numel floats)
+// on rank 0 of `comm`; `out` is unused elsewhere. Collective over `comm`; a checkpoint calls it
+// tensor by tensor (io::MomentSource), so no rank ever holds all the moments. Piece by piece, so
+// no count passes INT_MAX.
+void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io::MomentTensor& mt, MPI_Comm comm,
+                   float* out);
+// The other ranks' side of rank 0's checkpoint: gather_moment for every tensor in io::moment_order.
+void serve_moment_gather(const model::AdamW& optimizer, const ZeroPlan& plan, const model::ParameterLayout& layout,
+                         MPI_Comm comm);
 
 // The sharded optimizer step above; `optimizer` must own plan.owned() (AdamW's shard).
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer,

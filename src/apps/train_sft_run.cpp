@@ -94,15 +94,18 @@ Status run_sft(const SftRunContext& ctx) {
                                   io::CheckpointSchedule::steady_seconds);
   auto step_done = [&](int step, const tasks::TaskSampler::State& order, bool last) -> Status {
     bool due = topo.is_coordinator() && schedule.due(step, last);
-    // Sharded optimizer state (ZeRO stage 1): rank 0's decision to every policy rank, which
-    // then sends its shard of the moments to rank 0 for the checkpoint.
-    std::vector<float> m, v;
+    // Sharded optimizer state (ZeRO stage 1): rank 0's decision to every policy rank, which then
+    // sends its shard of each tensor's moments as rank 0's checkpoint writer reaches it.
+    io::MomentSource sharded;
     if (policy.zero) {
       int flag = due ? 1 : 0;
       MPI_Bcast(&flag, 1, MPI_INT, 0, topo.role_comm);
       due = flag != 0;
-      if (due) mpi::gather_moments(*policy.optimizer, *policy.zero, policy.model->num_params(),
-                                   topo.role_comm, &m, &v);
+      if (due && !topo.is_coordinator())
+        mpi::serve_moment_gather(*policy.optimizer, *policy.zero, policy.model->layout(), topo.role_comm);
+      sharded = [&](const io::MomentTensor& mt, float* out) {
+        mpi::gather_moment(*policy.optimizer, *policy.zero, mt, topo.role_comm, out);
+      };
     }
     if (!topo.is_coordinator() || !due) return Status::ok();
     nlohmann::json state{{"mode", "sft"},
@@ -112,8 +115,7 @@ Status run_sft(const SftRunContext& ctx) {
     record_prompt_now(policy, &state);
     LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, step, *policy.model,
                                              *policy.optimizer, state, c.train.keep_checkpoints,
-                                             c.model.path, c.model.max_shard_bytes(),
-                                             {m.empty() ? nullptr : m.data(), v.empty() ? nullptr : v.data()}));
+                                             c.model.path, c.model.max_shard_bytes(), sharded));
     schedule.saved();
     return Status::ok();
   };

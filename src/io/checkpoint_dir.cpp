@@ -43,9 +43,16 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const std::string& ru
 
 std::string checkpoint_dir_name(int64_t step) { return fmt::format("{}{:06d}", kPrefix, step); }
 
+std::vector<MomentTensor> moment_order(const model::ParameterLayout& layout) {
+  std::vector<MomentTensor> out;
+  for (bool second : {false, true})
+    for (const auto& t : layout.tensors()) out.push_back({&t, second});
+  return out;
+}
+
 Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
                        model::AdamW& optimizer, const nlohmann::json& state, int keep,
-                       const std::string& model_dir, uint64_t max_shard_bytes, FullMoments full) {
+                       const std::string& model_dir, uint64_t max_shard_bytes, const MomentSource& sharded_source) {
   fs::path root = fs::path(run_dir) / "checkpoints";
   fs::path final_dir = root / checkpoint_dir_name(step);
   fs::path tmp = root / (".tmp_" + checkpoint_dir_name(step));
@@ -55,27 +62,29 @@ Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Tr
   if (ec) return io_error("cannot create '" + tmp.string() + "': " + ec.message());
   LEAP_RETURN_IF_ERROR(model::save_model(tmp.string(), model, model::DType::kF32, max_shard_bytes));
   LEAP_RETURN_IF_ERROR(model::copy_model_side_files(model_dir, tmp.string()));
-  // The moments tensor by tensor (m's, then v's), downloaded one at a time on a device backend.
-  std::vector<model::TensorToWrite> tensors;
-  std::vector<std::pair<const float*, const model::TensorInfo*>> source;
+  // The moments tensor by tensor (m's, then v's): downloaded one at a time on a device backend,
+  // gathered one at a time from the ranks' shards when the optimizer is sharded.
   const bool sharded = optimizer.state_floats() != model.num_params();
-  LEAP_CHECK(!sharded || (full.m && full.v), "a sharded optimizer's checkpoint needs its gathered moments");
-  const float* m = sharded ? full.m : optimizer.m();
-  const float* v = sharded ? full.v : optimizer.v();
-  for (auto [suffix, base] : {std::pair{".exp_avg", m}, std::pair{".exp_avg_sq", v}}) {
-    for (const auto& t : model.layout().tensors()) {
-      tensors.push_back({t.name + suffix, t.shape, nullptr});
-      source.emplace_back(base, &t);
-    }
-  }
+  LEAP_CHECK(!sharded || sharded_source, "a sharded optimizer's checkpoint needs its moments' source");
+  const std::vector<MomentTensor> order = moment_order(model.layout());
+  std::vector<model::TensorToWrite> tensors;
+  for (const auto& mt : order)
+    tensors.push_back({mt.tensor->name + (mt.second ? ".exp_avg_sq" : ".exp_avg"), mt.tensor->shape, nullptr});
   backend::Backend& be = model.backend();
   LEAP_RETURN_IF_ERROR(model::write_safetensors_streamed(
       (tmp / "optimizer.safetensors").string(), tensors, model::DType::kF32,
       [&](size_t i, std::vector<float>& staging) -> const float* {
-        const auto [base, t] = source[i];
-        if (be.host_memory() || sharded) return base + t->offset;
-        staging.resize(t->numel);
-        be.download(staging.data(), base + t->offset, t->numel);
+        const MomentTensor& mt = order[i];
+        const model::TensorInfo& t = *mt.tensor;
+        if (sharded) {
+          staging.resize(t.numel);
+          sharded_source(mt, staging.data());
+          return staging.data();
+        }
+        const float* base = mt.second ? optimizer.v() : optimizer.m();
+        if (be.host_memory()) return base + t.offset;
+        staging.resize(t.numel);
+        be.download(staging.data(), base + t.offset, t.numel);
         return staging.data();
       }));
   nlohmann::json st = state;
