@@ -20,6 +20,8 @@ CudaBackend::CudaBackend(CudaContext& ctx) : ctx_(&ctx), gemm_(ctx), weights_(ct
     b->set_stream(ctx.compute());
 }
 
+void CudaBackend::bind_calling_thread() { CUDA_CHECK(cudaSetDevice(ctx_->device())); }
+
 CudaBackend::~CudaBackend() {
   cudaStreamSynchronize(ctx_->compute());
   for (auto& [p, n] : allocations_) cudaFree(p);

@@ -22,6 +22,9 @@ class PolicyEngine {
   // Completions for the items, each sampled with its own seed (so a sample does not depend on
   // the rank or the batch it lands in).
   virtual std::vector<Completion> generate(const std::vector<RolloutItem>& items) = 0;
+  // Another thread is about to call generate() (rank 0's generator in the streaming pipeline):
+  // binds it to this replica's compute (threads, device) first.
+  virtual void bind_calling_thread() {}
   // How many items generate() decodes together (its KV-cache slots): the streaming pipeline hands
   // out work in multiples of it.
   virtual int generation_batch() const { return 8; }

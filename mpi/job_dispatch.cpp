@@ -38,6 +38,7 @@ Expected<std::vector<SandboxOutcome>> JobDispatcher::dispatch(const std::vector<
   for (const auto& j : jobs) by_uid[j.uid] = &j;
   std::vector<SandboxOutcome> done;
   auto accept = [&](const SandboxOutcome& o) {
+    slot_seconds_ += o.slot_ms / 1000;
     if (retries.retry(o)) queue.push_back(*by_uid.at(o.uid));
     else done.push_back(o);
   };

@@ -38,6 +38,8 @@ class JobDispatcher {
   // Slots of all sandbox ranks as their pulls have reported them (the in-process verifier's
   // without sandbox ranks).
   int slots_seen() const;
+  // Seconds jobs have held sandbox slots, over every dispatch (retried attempts included).
+  double slot_seconds() const { return slot_seconds_; }
 
  private:
   const Topology& topo_;
@@ -46,6 +48,7 @@ class JobDispatcher {
   const Logger& log_;
   std::vector<int> sandbox_ranks_;
   std::map<int, int32_t> slots_of_rank_;  // the most free slots each rank has reported
+  double slot_seconds_ = 0;
 };
 
 }  // namespace leap::mpi

@@ -14,6 +14,7 @@ LocalGenerator::~LocalGenerator() {
 void LocalGenerator::start(std::vector<RolloutItem> items) {
   LEAP_CHECK(!busy(), "LocalGenerator::start while a batch runs");
   running_ = std::async(std::launch::async, [this, items = std::move(items)] {
+    policy_.bind_calling_thread();  // the rank's thread count and device, not the defaults
     const auto t0 = std::chrono::steady_clock::now();
     RolloutResult r;
     r.completions = policy_.generate(items);

@@ -144,6 +144,28 @@ Expected<T> recv(int source, MPI_Comm comm, int* from) {
 }
 
 template <class T>
+void Outbox::send(const T& msg, int dest, MPI_Comm comm) {
+  Pending& p = pending_.emplace_back();
+  p.bytes = encode(msg);
+  LEAP_CHECK(p.bytes.size() < (1ull << 31), "message too large for one MPI_Isend: " << p.bytes.size() << " bytes");
+  MPI_CHECK(MPI_Isend(p.bytes.data(), static_cast<int>(p.bytes.size()), MPI_BYTE, dest,
+                      static_cast<int>(tag_of<T>()), comm, &p.request));
+}
+
+void Outbox::progress() {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(&it->request, &done, MPI_STATUS_IGNORE));
+    it = done ? pending_.erase(it) : std::next(it);
+  }
+}
+
+void Outbox::flush() {
+  for (auto& p : pending_) MPI_Wait(&p.request, MPI_STATUS_IGNORE);
+  pending_.clear();
+}
+
+template <class T>
 std::optional<Expected<T>> try_recv(int source, MPI_Comm comm, int* from) {
   int ready = 0;
   MPI_Status st;
@@ -176,6 +198,7 @@ void broadcast(T& msg, int root, MPI_Comm comm) {
   template void send<T>(const T&, int, MPI_Comm);                          \
   template Expected<T> recv<T>(int, MPI_Comm, int*);                       \
   template std::optional<Expected<T>> try_recv<T>(int, MPI_Comm, int*);    \
+  template void Outbox::send<T>(const T&, int, MPI_Comm);                  \
   template void broadcast<T>(T&, int, MPI_Comm);
 LEAP_MESSAGE(Control)
 LEAP_MESSAGE(RolloutWork)

@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -148,6 +149,31 @@ Expected<T> recv(int source, MPI_Comm comm, int* from = nullptr);
 // Non-blocking: the message when one from `source` is waiting, nothing otherwise.
 template <class T>
 std::optional<Expected<T>> try_recv(int source, MPI_Comm comm, int* from = nullptr);
+
+// Non-blocking sends whose bytes stay here until MPI is done with them. The streaming phase's
+// coordinator sends sandbox jobs this way: a sandbox rank may be sending verdicts at the same
+// moment, and two blocking sends of messages above the eager limit, each waiting for the other
+// side's receive, would deadlock.
+class Outbox {
+ public:
+  Outbox() = default;
+  Outbox(const Outbox&) = delete;
+  Outbox& operator=(const Outbox&) = delete;
+  ~Outbox() { flush(); }
+  template <class T>
+  void send(const T& msg, int dest, MPI_Comm comm);
+  // Forgets the sends MPI has finished.
+  void progress();
+  // Waits for every send.
+  void flush();
+
+ private:
+  struct Pending {
+    std::vector<uint8_t> bytes;
+    MPI_Request request = MPI_REQUEST_NULL;
+  };
+  std::list<Pending> pending_;  // a list: the bytes must not move while MPI reads them
+};
 
 // Every rank of `comm` gets root's message (collective).
 template <class T>

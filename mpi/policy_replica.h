@@ -41,6 +41,7 @@ class PolicyReplica final : public PolicyEngine {
                 PolicyReplicaOptions opts);
 
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
+  void bind_calling_thread() override { model_.backend().bind_calling_thread(); }
   int generation_batch() const override { return std::max(1, opts_.micro_batch_seqs); }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
   void gather_moment(MPI_Comm policy, const io::MomentTensor& mt, float* out) override;

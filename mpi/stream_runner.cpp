@@ -97,6 +97,7 @@ class Phase {
       progressed |= got;
       hand_out_generation();
       hand_out_jobs();
+      outbox_.progress();
       gen_clock_.set(generating_ > 0);
       sandbox_clock_.set(sandbox_busy());
       if (!progressed) {
@@ -106,6 +107,7 @@ class Phase {
     }
     for (int rank : policy_ranks_)
       if (rank != 0) send(RolloutWork{}, rank, topo_.world);
+    outbox_.flush();
     for (int rank : sandbox_ranks_) send(SandboxJobs{}, rank, topo_.world);
     if (dropped_ > 0)
       log_.warn("step {}: {} sample(s) stopped: prompt longer than the context", state_.step(), dropped_);
@@ -238,21 +240,19 @@ class Phase {
     return Status::ok();
   }
 
-  // A worker takes what it asked for, but no more than its share of the queue, so that the
-  // first to ask (often rank 0's own generator) does not take everything from the others.
-  int share(int want) const {
-    const int n = static_cast<int>(policy_ranks_.size());
-    return std::max(1, std::min(want, (queue_.size() + n - 1) / n));
-  }
-
+  // A worker takes what it asked for, but no more than its share of the queue as it stood
+  // before this hand-out (queued / policy ranks), so that the first to ask (often rank 0's own
+  // generator) does not take everything from the others.
   void hand_out_generation() {
+    const int n = static_cast<int>(policy_ranks_.size());
+    const int fair = std::max(1, (queue_.size() + n - 1) / n);
     for (auto it = waiting_policy_.begin(); it != waiting_policy_.end() && !queue_.empty();) {
-      send(RolloutWork{queue_.take(share(it->second))}, it->first, topo_.world);
+      send(RolloutWork{queue_.take(std::min(it->second, fair))}, it->first, topo_.world);
       ++generating_;
       it = waiting_policy_.erase(it);
     }
     if (!generator_.busy() && !queue_.empty()) {
-      generator_.start(queue_.take(share(local_batch_)));
+      generator_.start(queue_.take(std::min(local_batch_, fair)));
       ++generating_;
     }
   }
@@ -270,7 +270,7 @@ class Phase {
       if (sandbox_ranks_.empty()) {
         for (const auto& j : batch.jobs) local_->start(j);
       } else {
-        send(batch, rank, topo_.world);
+        outbox_.send(batch, rank, topo_.world);  // never blocks: the rank may be sending verdicts
       }
     }
   }
@@ -301,6 +301,7 @@ class Phase {
   int jobs_in_flight_ = 0;
   int dropped_ = 0;
   BusyClock gen_clock_, sandbox_clock_;
+  Outbox outbox_;  // sandbox jobs in flight to their ranks
 };
 
 }  // namespace

@@ -63,12 +63,13 @@ Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite,
     LEAP_RETURN_IF_ERROR(rollout(state, items, turn, &times->policy_gen_s));
     times->gen_s += seconds_since(t0);
     t0 = t_last_gen = std::chrono::steady_clock::now();
+    const double slot_seconds_before = dispatcher_.slot_seconds();
     LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher_.dispatch(state.sandbox_jobs(), step, turn));
     LEAP_RETURN_IF_ERROR(state.add_outcomes(outcomes));
     const double verifying = seconds_since(t0);
     times->sandbox_s += verifying;
     times->policy_wait_s += verifying * static_cast<double>(policy_ranks_.size());  // all of them wait
-    for (const auto& o : outcomes) times->sandbox_busy_s += o.slot_ms / 1000;
+    times->sandbox_busy_s += dispatcher_.slot_seconds() - slot_seconds_before;
     if (turn == 1)
       state.apply_dcp(dcp);
     else

@@ -71,6 +71,7 @@ void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io
                    float* out) {
   const float* src = mt.second ? optimizer.v() : optimizer.m();
   const size_t t0 = mt.tensor->offset, t1 = t0 + mt.tensor->numel;
+  if (t1 == t0) return;  // nothing to gather (and the checkpoint writer skips such a tensor)
   // Where a slice starting at `flat` sits in the compact moments: its shard range's offset there.
   const auto& shard = optimizer.shard();
   auto compact_of = [&](size_t flat) {
@@ -84,18 +85,20 @@ void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io
   for (size_t p = 0; p < plan.pieces.size(); ++p) {
     const size_t p0 = plan.pieces[p].first;
     if (p0 >= t1 || p0 + plan.pieces[p].second <= t0) continue;  // the piece misses the tensor
-    // Every rank's slice of the piece, cut to the tensor: its floats and where they go in `out`.
+    // Every rank's slice of the piece, cut to the tensor: its floats and where they go, counted
+    // from where the piece starts in `out` (a piece is at most max_piece floats: no int overflows).
+    const size_t base = std::max(t0, p0);
     size_t my_lo = 0;
     for (size_t r = 0; r < world; ++r) {
       const size_t lo = std::max(t0, p0 + static_cast<size_t>(plan.displs[p][r]));
       const size_t hi = std::min(t1, p0 + static_cast<size_t>(plan.displs[p][r]) + static_cast<size_t>(plan.counts[p][r]));
       counts[r] = hi > lo ? static_cast<int>(hi - lo) : 0;
-      displs[r] = hi > lo ? static_cast<int>(lo - t0) : 0;
+      displs[r] = hi > lo ? static_cast<int>(lo - base) : 0;
       if (r == me) my_lo = lo;
     }
     const float* mine = counts[me] > 0 ? src + compact_of(my_lo) : src;
-    MPI_Gatherv(mine, counts[me], MPI_FLOAT, plan.rank == 0 ? out : nullptr, counts.data(), displs.data(), MPI_FLOAT,
-                0, comm);
+    MPI_Gatherv(mine, counts[me], MPI_FLOAT, plan.rank == 0 ? out + (base - t0) : nullptr, counts.data(),
+                displs.data(), MPI_FLOAT, 0, comm);
   }
 }
 

@@ -97,8 +97,12 @@ int run_train(const std::vector<std::string>& args) {
   // FUNNELED: with rl.pipeline = stream rank 0 generates on a second thread, which never calls MPI.
   int provided = MPI_THREAD_SINGLE;
   MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
-  LEAP_CHECK(provided >= MPI_THREAD_FUNNELED, "this MPI library does not offer MPI_THREAD_FUNNELED, which "
-                                              "rl.pipeline = stream needs; use rl.pipeline = sync");
+  if (provided < MPI_THREAD_FUNNELED && c.rl.rl.pipeline == "stream") {
+    MPI_Finalize();
+    return report_error("train", invalid_input("this MPI library does not offer MPI_THREAD_FUNNELED, which "
+                                               "rl.pipeline = stream needs (rank 0 generates on a second thread): "
+                                               "set rl.pipeline = sync"));
+  }
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   LogLevel level = LogLevel::kInfo;

@@ -28,6 +28,9 @@ class Backend {
   // True when the float* buffers are host memory (the CPU backend), so callers may read them
   // directly; otherwise they go through download().
   virtual bool host_memory() const { return true; }
+  // Another thread is about to compute with this backend: OpenMP's thread count (CPU) and the
+  // current CUDA device are per thread, so such a thread calls this first.
+  virtual void bind_calling_thread() {}
 
   // ---- memory -------------------------------------------------------------------------------
   // Zero-initialised buffer of n floats (64-byte aligned). free_floats(nullptr) is a no-op.

@@ -15,6 +15,7 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(int threads = 0);
   const char* name() const override { return "cpu"; }
   int threads() const { return threads_; }
+  void bind_calling_thread() override;
 
   float* alloc_floats(size_t n) override;
   void free_floats(float* p) override;

@@ -21,6 +21,8 @@ CpuBackend::CpuBackend(int threads) : threads_(threads) {
     threads_ = omp_get_max_threads();
 }
 
+void CpuBackend::bind_calling_thread() { omp_set_num_threads(threads_); }
+
 float* CpuBackend::alloc_floats(size_t n) {
   size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
   if (bytes == 0) bytes = 64;

@@ -182,7 +182,10 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
     distinct_of[b] = static_cast<int>(it - first.begin());
     if (it == first.end()) first.push_back(b);
   }
+  // A distinct prompt's logits, kept until its last repeat has been admitted.
   std::vector<std::vector<float>> distinct_logits(first.size());
+  std::vector<int> last_of(first.size());
+  for (int b = 0; b < B; ++b) last_of[static_cast<size_t>(distinct_of[b])] = b;
   std::vector<int> slot_prompt(static_cast<size_t>(S), -1);  // the prompt a slot holds, -1: free
   std::vector<int32_t> free_slots(static_cast<size_t>(S));
   std::iota(free_slots.rbegin(), free_slots.rend(), 0);  // popped from the back: 0 first
@@ -229,6 +232,7 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
       if (source[i] != slot_of_new[i])
         cache_->copy_slot(source[i], slot_of_new[i], static_cast<int>(prompts[static_cast<size_t>(b)].size()));
       std::copy_n(distinct_logits[static_cast<size_t>(u)].data(), V, logits.data() + row_slot.size() * V);
+      if (last_of[static_cast<size_t>(u)] == b) std::vector<float>().swap(distinct_logits[static_cast<size_t>(u)]);
       row_slot.push_back(slot_of_new[i]);
       row_prompt.push_back(b);
     }
