@@ -164,6 +164,61 @@ void BM_ContinuousBatching(benchmark::State& state, int threads, bool continuous
   state.counters["new_tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
 }
 
+// A rank's second turn: 8 samples with distinct 384-token prompts answered with 48 tokens each
+// (turn 1, not timed), then turn 2: each prompt + its answer + 64 feedback tokens, answered with
+// 48 more, 4 sequences at a time. Arms: turn 2 prefilled in full (the rollout before KV reuse),
+// or extending the KV cache each sample kept from turn 1 (sampler.reuse_kv).
+void BM_LaterTurn(benchmark::State& state, int threads, bool reuse) {
+  backend::CpuBackend be(threads);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  model::Sampler sampler(m, nullptr);
+  sampler.set_max_batch(4);
+  model::SamplerConfig sc;
+  sc.max_new_tokens = 48;
+  sc.stop_at_eos = false;
+  sc.reuse_kv = reuse;
+  Rng prng(4);
+  auto random_tokens = [&](int n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (auto& x : t) x = static_cast<int32_t>(prng.below(256));
+    return t;
+  };
+  std::vector<std::vector<int32_t>> prompts, feedback;
+  for (int i = 0; i < 8; ++i) {
+    prompts.push_back(random_tokens(384));
+    feedback.push_back(random_tokens(64));
+  }
+  double tokens = 0;
+  uint64_t round = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::vector<Rng> r1, r2;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      r1.emplace_back(round, i);
+      r2.emplace_back(round + 1000, i);
+    }
+    ++round;
+    sampler.forget_kept();
+    auto turn1 = sampler.generate(prompts, sc, r1);
+    if (!turn1) std::abort();
+    std::vector<std::vector<int32_t>> turn2 = prompts;
+    for (size_t i = 0; i < turn2.size(); ++i) {
+      turn2[i].insert(turn2[i].end(), (*turn1)[i].tokens.begin(), (*turn1)[i].tokens.end());
+      turn2[i].insert(turn2[i].end(), feedback[i].begin(), feedback[i].end());
+    }
+    state.ResumeTiming();
+    auto out = sampler.generate(turn2, sc, r2);
+    if (!out) std::abort();
+    for (const auto& c : *out) tokens += static_cast<double>(c.tokens.size());
+  }
+  state.counters["new_tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["reused_positions"] =
+      static_cast<double>(sampler.counts().reused_tokens) / static_cast<double>(round);
+  state.counters["prefilled_tokens"] =
+      static_cast<double>(sampler.counts().prefilled_tokens) / static_cast<double>(round);
+}
+
 void register_benchmarks(int threads) {
   benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep, threads)
       ->Unit(benchmark::kMillisecond)
@@ -183,6 +238,12 @@ void register_benchmarks(int threads) {
   for (bool continuous : {false, true})
     benchmark::RegisterBenchmark(continuous ? "BM_ContinuousBatching/refilled_slots" : "BM_ContinuousBatching/fixed_batches",
                                  BM_ContinuousBatching, threads, continuous)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(3.0)
+        ->UseRealTime();
+  for (bool reuse : {false, true})
+    benchmark::RegisterBenchmark(reuse ? "BM_LaterTurn/kept_kv" : "BM_LaterTurn/prefilled",
+                                 BM_LaterTurn, threads, reuse)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(3.0)
         ->UseRealTime();

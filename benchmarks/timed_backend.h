@@ -93,10 +93,11 @@ class TimedBackend final : public backend::Backend {
           [&] { in_.attention_backward(dq, dk, dv, d, a, q, k, v, B, T, H, Hkv, D); });
   }
   void attention_decode(float* o, const float* q, const float* kc, const float* vc,
-                        const int32_t* s, const int32_t* l, int n, int maxT, int H, int Hkv,
-                        int D) override {
-    timed(OpKind::kAttention,
-          [&] { in_.attention_decode(o, q, kc, vc, s, l, n, maxT, H, Hkv, D); });
+                        const int32_t* table, int max_blocks, const int32_t* l, int n,
+                        int block_size, int H, int Hkv, int D) override {
+    timed(OpKind::kAttention, [&] {
+      in_.attention_decode(o, q, kc, vc, table, max_blocks, l, n, block_size, H, Hkv, D);
+    });
   }
   void swiglu_forward(float* o, const float* i, int N, int I) override {
     timed(OpKind::kSwiglu, [&] { in_.swiglu_forward(o, i, N, I); });

@@ -127,15 +127,16 @@ void CudaBackend::kv_cache_write(float* k_cache, float* v_cache, const float* k,
 }
 
 void CudaBackend::attention_decode(float* out, const float* q, const float* k_cache,
-                                   const float* v_cache, const int32_t* slot, const int32_t* len,
-                                   int n, int maxT, int H, int Hkv, int D) {
+                                   const float* v_cache, const int32_t* block_table,
+                                   int max_blocks, const int32_t* len, int n, int block_size,
+                                   int H, int Hkv, int D) {
   if (n == 0) return;
   LEAP_CHECK(D <= kn::kDecodeMaxD, "decode attention supports head_dim <= " << kn::kDecodeMaxD);
-  const int32_t* dev_slot = stage(0, slot, n);
+  const int32_t* dev_table = stage(0, block_table, static_cast<size_t>(n) * max_blocks);
   const int32_t* dev_len = stage(1, len, n);
   kn::attention_decode<float>
       <<<static_cast<unsigned>(n) * H, kn::kDecodeThreads, 0, ctx_->compute()>>>(
-          out, q, k_cache, v_cache, dev_slot, dev_len, n, maxT, H, Hkv, D);
+          out, q, k_cache, v_cache, dev_table, max_blocks, dev_len, n, block_size, H, Hkv, D);
   check_launch();
 }
 

@@ -108,6 +108,8 @@ struct MicroBatch {
 TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
   TrainReport report;
   LEAP_CHECK(opts_.loss.kl_beta == 0 || reference_ != nullptr, "rl.kl_beta > 0 needs a reference policy");
+  // The kept KV caches were computed with the weights this update changes.
+  sampler_.forget_kept();
   const int32_t pad = tokenizer_.pad_id();
   for (int epoch = 0; epoch < work.ppo_epochs; ++epoch) {
     for (int m = 0; m < work.mini_batches; ++m) {

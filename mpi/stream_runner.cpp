@@ -40,27 +40,43 @@ class BusyClock {
   double total_ = 0;
 };
 
-// The work of one phase, in the order it goes out: highest turn first, then sample order.
+// The work of one phase, in the order it goes out: highest turn first, then sample order. A later
+// turn remembers the rank that generated the sample's previous turn, which keeps that turn's KV
+// cache (sampler.reuse_kv): that rank takes it first, then unplaced work (turn 1), and only then
+// another rank's later turns (which it prefills again).
 class WorkQueue {
  public:
-  void push(RolloutItem item) {
+  void push(RolloutItem item, int holder = -1) {
     const int turn = StepState::turn_of(item.uid);
-    items_.emplace(Key{-turn, item.uid}, std::move(item));
+    items_.emplace(Key{-turn, item.uid}, Entry{std::move(item), holder});
   }
   bool empty() const { return items_.empty(); }
   int size() const { return static_cast<int>(items_.size()); }
-  std::vector<RolloutItem> take(int n) {
+  std::vector<RolloutItem> take(int n, int rank) {
     std::vector<RolloutItem> out;
-    while (!items_.empty() && static_cast<int>(out.size()) < std::max(1, n)) {
-      out.push_back(std::move(items_.begin()->second));
-      items_.erase(items_.begin());
+    n = std::max(1, n);
+    for (int pass = 0; pass < 3; ++pass) {
+      for (auto it = items_.begin(); it != items_.end() && static_cast<int>(out.size()) < n;) {
+        const int h = it->second.holder;
+        const bool now = pass == 0 ? h == rank : pass == 1 ? h < 0 : true;
+        if (!now) {
+          ++it;
+          continue;
+        }
+        out.push_back(std::move(it->second.item));
+        it = items_.erase(it);
+      }
     }
     return out;
   }
 
  private:
   using Key = std::pair<int, int64_t>;
-  std::map<Key, RolloutItem> items_;
+  struct Entry {
+    RolloutItem item;
+    int holder;  // the rank that generated the previous turn, -1 for turn 1
+  };
+  std::map<Key, Entry> items_;
 };
 
 // One streaming phase on rank 0: the state the loop moves between the ranks.
@@ -234,8 +250,10 @@ class Phase {
   Status queue_next_turn(int g, int s, int turn) {
     if (turn > max_turns_ || !state_.groups()[static_cast<size_t>(g)].samples[static_cast<size_t>(s)].active)
       return Status::ok();
+    const auto& earlier = state_.groups()[static_cast<size_t>(g)].samples[static_cast<size_t>(s)].turns;
+    const int holder = earlier.empty() ? -1 : earlier.back().policy_rank;
     LEAP_ASSIGN_OR_RETURN(auto item, state_.make_sample_turn(g, s, turn, suite_, prompts_));
-    if (item) queue_.push(std::move(*item));
+    if (item) queue_.push(std::move(*item), holder);
     else ++dropped_;
     return Status::ok();
   }
@@ -247,12 +265,12 @@ class Phase {
     const int n = static_cast<int>(policy_ranks_.size());
     const int fair = std::max(1, (queue_.size() + n - 1) / n);
     for (auto it = waiting_policy_.begin(); it != waiting_policy_.end() && !queue_.empty();) {
-      send(RolloutWork{queue_.take(std::min(it->second, fair))}, it->first, topo_.world);
+      send(RolloutWork{queue_.take(std::min(it->second, fair), it->first)}, it->first, topo_.world);
       ++generating_;
       it = waiting_policy_.erase(it);
     }
     if (!generator_.busy() && !queue_.empty()) {
-      generator_.start(queue_.take(std::min(local_batch_, fair)));
+      generator_.start(queue_.take(std::min(local_batch_, fair), 0));
       ++generating_;
     }
   }

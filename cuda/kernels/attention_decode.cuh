@@ -1,18 +1,21 @@
 // Inference-time attention against the KV cache (the sampler's prefill and decode steps).
 //
 // kv_cache_write: row r of k, v (rows, Hkv, D) goes to cache slot slot[r], position pos[r]; the
-//   caches are (slots, maxT, Hkv, D). Prefill writes a whole prompt (pos = 0..T-1 for one slot),
-//   decode one token per sequence.
+//   caches are (slots, maxT, Hkv, D). A paged cache passes block and offset as slot and pos, and
+//   the block size as maxT. Prefill writes a whole prompt, decode one token per sequence.
 //   Launch: grid elementwise_blocks(rows * Hkv * D), block kElementwiseThreads, no smem.
 //
-// attention_decode: the CPU backend's attention_decode. q (n, H, D); row r attends to the first
-//   len[r] cached positions of slot slot[r] (its own token included), query head h reading KV
+// attention_decode: the CPU backend's attention_decode over a paged cache (blocks, block_size,
+//   Hkv, D). q (n, H, D); row r attends to its first len[r] positions (its own token included),
+//   position j in block block_table[r * max_blocks + j / block_size] at offset j % block_size
+//   (a contiguous cache: block_size = maxT, max_blocks = 1, the table = the slots); query head h reading KV
 //   head h / (H / Hkv), scores scaled by 1/sqrt(D); out (n, H, D). One block per (row, head):
 //   each warp walks every kDecodeWarps-th key with an online softmax (lanes split D, the dot
 //   product is a warp reduction), then the warps' states are merged in warp order
 //   (deterministic). fp32 arithmetic, T storage.
 //   Launch: grid n * H, block kDecodeThreads, no dynamic smem (static ~2.1 KB).
-// Limits: D <= kDecodeMaxD (128); 1 <= len[r] <= maxT; slot[r] < slots (checked by the caller).
+// Limits: D <= kDecodeMaxD (128); 1 <= len[r] <= max_blocks * block_size; the table's blocks
+//   exist (checked by the caller).
 #pragma once
 
 #include "cuda/kernels/block_reduce.cuh"
@@ -38,8 +41,9 @@ __global__ void kv_cache_write(T* k_cache, T* v_cache, const T* k, const T* v, c
 
 template <class T>
 __global__ void __launch_bounds__(kDecodeThreads)
-    attention_decode(T* out, const T* q, const T* k_cache, const T* v_cache, const int* slot,
-                     const int* len, int n, int maxT, int H, int Hkv, int D) {
+    attention_decode(T* out, const T* q, const T* k_cache, const T* v_cache,
+                     const int* block_table, int max_blocks, const int* len, int n,
+                     int block_size, int H, int Hkv, int D) {
   constexpr int kPerLane = kDecodeMaxD / 32;
   __shared__ float s_o[kDecodeWarps][kDecodeMaxD];
   __shared__ float s_m[kDecodeWarps], s_l[kDecodeWarps];
@@ -50,7 +54,7 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const float scale = rsqrtf(static_cast<float>(D));
   const u64 KD = static_cast<u64>(Hkv) * D;
   const T* qr = q + (static_cast<u64>(r) * H + h) * D;
-  const u64 base = static_cast<u64>(slot[r]) * maxT * KD + static_cast<u64>(kvh) * D;
+  const int* table = block_table + static_cast<u64>(r) * max_blocks;
 
   float qv[kPerLane], o[kPerLane];
 #pragma unroll
@@ -61,8 +65,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
   float m = neg_inf(), l = 0.0f;
   for (int j = warp; j < L; j += kDecodeWarps) {
-    const T* kj = k_cache + base + static_cast<u64>(j) * KD;
-    const T* vj = v_cache + base + static_cast<u64>(j) * KD;
+    const u64 at = (static_cast<u64>(table[j / block_size]) * block_size + j % block_size) * KD +
+                   static_cast<u64>(kvh) * D;
+    const T* kj = k_cache + at;
+    const T* vj = v_cache + at;
     float part = 0.0f;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {

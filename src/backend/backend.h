@@ -97,12 +97,15 @@ class Backend {
       copy(v_cache + at, v + static_cast<size_t>(r) * KD, KD);
     }
   }
-  // Single-token decode against a KV cache: q (n, H, D) for n rows; row r reads the cache slot
-  // slot[r] whose first len[r] positions are valid (the current token included).
-  // k_cache, v_cache (slots, maxT, Hkv, D). out (n, H, D). Inference only: no backward.
+  // Decode attention against a paged KV cache: q (n, H, D), out (n, H, D). The caches are
+  // (blocks, block_size, Hkv, D); position j < len[r] of row r (its own token included) lives in
+  // block block_table[r * max_blocks + j / block_size], at offset j % block_size. A contiguous
+  // cache of sequences of maxT positions is the case block_size = maxT, max_blocks = 1 and
+  // block_table = the rows' slots. Inference only: no backward.
   virtual void attention_decode(float* out, const float* q, const float* k_cache,
-                                const float* v_cache, const int32_t* slot, const int32_t* len,
-                                int n, int maxT, int H, int Hkv, int D) = 0;
+                                const float* v_cache, const int32_t* block_table, int max_blocks,
+                                const int32_t* len, int n, int block_size, int H, int Hkv,
+                                int D) = 0;
 
   // ---- SwiGLU: out (N, I) = silu(inp[:, :I]) * inp[:, I:]; inp (N, 2I) is [gate | up] --------
   virtual void swiglu_forward(float* out, const float* inp, int N, int I) = 0;

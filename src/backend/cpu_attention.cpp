@@ -5,6 +5,7 @@
 // is split over (batch, head) for the forward and over (batch, KV head) for the backward, so the
 // query heads sharing a KV head accumulate into dk/dv in one thread: no races, fixed order,
 // deterministic.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -96,28 +97,43 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
 }
 
 void CpuBackend::attention_decode(float* out, const float* q, const float* k_cache,
-                                  const float* v_cache, const int32_t* slot, const int32_t* len,
-                                  int n, int maxT, int H, int Hkv, int D) {
+                                  const float* v_cache, const int32_t* block_table, int max_blocks,
+                                  const int32_t* len, int n, int block_size, int H, int Hkv,
+                                  int D) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv, KD = Hkv * D;
   size_t work = 0;
-  for (int r = 0; r < n; ++r) work += static_cast<size_t>(len[r]) * H * D * 4;
-    // The query heads sharing a KV head are adjacent in q, so each (row, KV head) is two small
-    // GEMMs that read the cached keys and values once for the whole group.
+  int longest = 0;
+  for (int r = 0; r < n; ++r) {
+    work += static_cast<size_t>(len[r]) * H * D * 4;
+    longest = std::max(longest, len[r]);
+  }
+  // The query heads sharing a KV head are adjacent in q, so each (row, KV head) is two small
+  // GEMMs that read the cached keys and values once for the whole group. The row's keys and
+  // values are first gathered from its blocks into one contiguous run, so the arithmetic is the
+  // same whatever blocks the positions live in (a sequence samples the same wherever the pool put
+  // it).
 #pragma omp parallel if (worth_threads(work))
   {
-    std::vector<float> s(static_cast<size_t>(group) * maxT);
+    std::vector<float> s(static_cast<size_t>(group) * longest),
+        kbuf(static_cast<size_t>(longest) * D), vbuf(kbuf.size());
 #pragma omp for collapse(2) schedule(static)
     for (int r = 0; r < n; ++r) {
       for (int kvh = 0; kvh < Hkv; ++kvh) {
         const int L = len[r];
-        const size_t base = static_cast<size_t>(slot[r]) * maxT * KD + static_cast<size_t>(kvh) * D;
+        const int32_t* table = block_table + static_cast<size_t>(r) * max_blocks;
+        for (int j = 0; j < L; ++j) {
+          const size_t at = (static_cast<size_t>(table[j / block_size]) * block_size +
+                             j % block_size) * KD + static_cast<size_t>(kvh) * D;
+          std::copy_n(k_cache + at, D, kbuf.data() + static_cast<size_t>(j) * D);
+          std::copy_n(v_cache + at, D, vbuf.data() + static_cast<size_t>(j) * D);
+        }
         const size_t qo = (static_cast<size_t>(r) * H + static_cast<size_t>(kvh) * group) * D;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, group, L, D, scale, q + qo, D,
-                    k_cache + base, KD, 0.0f, s.data(), L);
+                    kbuf.data(), D, 0.0f, s.data(), L);
         for (int g = 0; g < group; ++g) rows::softmax(s.data() + static_cast<size_t>(g) * L, L);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, group, D, L, 1.0f, s.data(), L,
-                    v_cache + base, KD, 0.0f, out + qo, D);
+                    vbuf.data(), D, 0.0f, out + qo, D);
       }
     }
   }

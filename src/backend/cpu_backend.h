@@ -50,8 +50,8 @@ class CpuBackend final : public Backend {
                           const float* q, const float* k, const float* v, int B, int T, int H,
                           int Hkv, int D) override;
   void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache,
-                        const int32_t* slot, const int32_t* len, int n, int maxT, int H, int Hkv,
-                        int D) override;
+                        const int32_t* block_table, int max_blocks, const int32_t* len, int n,
+                        int block_size, int H, int Hkv, int D) override;
 
   void swiglu_forward(float* out, const float* inp, int N, int I) override;
   void swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) override;

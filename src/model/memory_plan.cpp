@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "model/kv_cache.h"
 #include "model/parameters.h"
 
 namespace leap::model {
@@ -13,15 +14,6 @@ namespace {
 
 // FloatArena rounds every array up to 16 floats (64 bytes).
 uint64_t arena_floats(uint64_t n) { return (n + 15) / 16 * 16; }
-
-// The sampler's decode rows (transformer_infer.cpp): x, ln, tmp, rstd, q, atty, k, v, gate|up,
-// h and the logits of one row.
-uint64_t decode_row_floats(const ModelConfig& c) {
-  const uint64_t HD = static_cast<uint64_t>(c.num_attention_heads) * c.head_dim;
-  const uint64_t KD = static_cast<uint64_t>(c.num_key_value_heads) * c.head_dim;
-  return 3 * static_cast<uint64_t>(c.hidden_size) + 1 + 2 * HD + 2 * KD +
-         3 * static_cast<uint64_t>(c.intermediate_size) + c.vocab_size;
-}
 
 }  // namespace
 
@@ -110,9 +102,12 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
       in.kl_reference ? "a frozen copy of the weights" : "none (rl.kl_beta = 0)");
   const uint64_t maxT = static_cast<uint64_t>(std::min<int64_t>(
       in.prompt_tokens + in.max_new_tokens, c.max_position_embeddings));
-  const uint64_t KD = static_cast<uint64_t>(c.num_key_value_heads) * c.head_dim;
-  add("kv_cache", 4 * (2 * c.num_hidden_layers * B * maxT * KD + B * decode_row_floats(c)),
-      fmt::format("fp32, {} sequences of {} positions; kept allocated, re-prefilled every turn", B, maxT));
+  const uint64_t bs = std::max<uint64_t>(1, std::min<uint64_t>(maxT, static_cast<uint64_t>(std::max(1, in.kv_block_tokens))));
+  add("kv_cache",
+      4 * kv_cache_floats(c, static_cast<int>(B), static_cast<int>(maxT), static_cast<int>(bs)),
+      fmt::format("fp32, paged: {} blocks of {} positions ({} sequences of {}); a group shares its "
+                  "prompt's blocks, finished sequences keep theirs for the next turn in what is free",
+                  B * ((maxT + bs - 1) / bs), bs, B, maxT));
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
   // The sampler's logits are host memory: the device's only on the CPU backend.
   uint64_t workspace = 4 * (rope + (cuda ? 0 : B * V));

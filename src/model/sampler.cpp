@@ -7,6 +7,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/check.h"
+
 namespace leap::model {
 
 void SamplerConfig::declare(OptionSet& opts) {
@@ -22,6 +24,11 @@ void SamplerConfig::declare(OptionSet& opts) {
            "Stop strings separated by '||' (\\n for a newline); the completion ends with the first "
            "one.");
   opts.add("sampler.stop_at_eos", &stop_at_eos, true, "End a completion at the EOS token.");
+  opts.add("sampler.kv_block_tokens", &kv_block_tokens, 16,
+           "Positions per block of the paged KV cache.", {.min = 1});
+  opts.add("sampler.reuse_kv", &reuse_kv, true,
+           "Keep a finished sequence's KV cache for a later turn of the same step whose prompt "
+           "extends it (token-append prompts), so that turn runs only its new tokens.");
 }
 
 std::vector<std::string> SamplerConfig::stop_strings() const {
@@ -123,7 +130,36 @@ int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& 
 
 Sampler::Sampler(Transformer& model, const Tokenizer* tokenizer)
     : model_(&model), tokenizer_(tokenizer) {}
-Sampler::~Sampler() = default;
+Sampler::~Sampler() { forget_kept(); }
+
+void Sampler::forget_kept() {
+  while (drop_oldest_kept()) {
+  }
+}
+
+bool Sampler::drop_oldest_kept() {
+  if (kept_.empty()) return false;
+  cache_->release(kept_.front().blocks);
+  kept_.erase(kept_.begin());
+  ++counts_.kept_dropped;
+  return true;
+}
+
+int Sampler::best_kept(const std::vector<int32_t>& prompt, int* positions) const {
+  // Only a prompt that extends a whole kept conversation (a later turn of that sample) matches:
+  // a repeat of the same prompt is prefilled as before, so it samples the same.
+  int best = -1;
+  *positions = 0;
+  for (size_t e = 0; e < kept_.size(); ++e) {
+    const auto& t = kept_[e].tokens;
+    if (t.size() >= prompt.size() || static_cast<int>(t.size()) <= *positions ||
+        !std::equal(t.begin(), t.end(), prompt.begin()))
+      continue;
+    best = static_cast<int>(e);
+    *positions = static_cast<int>(t.size());
+  }
+  return best;
+}
 
 Expected<std::vector<Completion>> Sampler::generate(
     const std::vector<std::vector<int32_t>>& prompts, const SamplerConfig& cfg, Rng& rng) {
@@ -156,9 +192,12 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
   const int maxT = static_cast<int>(std::min<size_t>(
       longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
   const int S = max_batch_ > 0 ? std::min(B, max_batch_) : B;  // cache slots: sequences at once
-  if (!cache_ || cache_->slots < S || cache_->maxT < maxT) {
-    cache_.reset();  // the old cache goes before the larger one comes: never both at once
-    cache_ = std::make_unique<KvCache>(mc, model_->backend(), S, maxT);
+  if (!cfg.reuse_kv) forget_kept();
+  if (!cache_) {
+    cache_ = std::make_unique<KvCache>(mc, model_->backend(), S, maxT, cfg.kv_block_tokens);
+    cache_->reclaim = [this] { return drop_oldest_kept(); };
+  } else if (cache_->slots < S || cache_->maxT < maxT) {
+    cache_->grow(S, maxT);  // kept sequences survive it
   }
   // Padded embedding rows (vocab_size above the tokenizer's ids) are never sampled.
   const int sample_below = tokenizer_ ? tokenizer_->vocab_size() : V;
@@ -203,18 +242,32 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
     const size_t n = slot_of_new.size();
     if (n == 0) return Status::ok();
     // Which new sequences need a prefill: the first of their prompt not held by a live slot.
+    // The others either extend a kept sequence that holds the start of their prompt (a later
+    // turn) or are prefilled.
     std::vector<int> source(n, -1);  // slot to copy the prompt's positions from
-    std::vector<std::vector<int32_t>> to_prefill;
-    std::vector<int32_t> prefill_slots;
-    std::vector<int> prefill_distinct;
+    std::vector<std::vector<int32_t>> to_prefill, to_extend;
+    std::vector<int32_t> prefill_slots, extend_slots;
+    std::vector<int> prefill_distinct, extend_distinct;
     for (size_t i = 0; i < n; ++i) {
       const int u = distinct_of[prompt_of_new[i]];
       for (int sl = 0; sl < S && source[i] < 0; ++sl)
         if (slot_prompt[sl] >= 0 && distinct_of[slot_prompt[sl]] == u) source[i] = sl;
-      if (source[i] < 0) {
-        to_prefill.push_back(prompts[static_cast<size_t>(prompt_of_new[i])]);
+      const auto& prompt = prompts[static_cast<size_t>(prompt_of_new[i])];
+      int reuse = 0;
+      const int e = source[i] < 0 && cfg.reuse_kv ? best_kept(prompt, &reuse) : -1;
+      if (e >= 0) {
+        cache_->attach(slot_of_new[i], std::move(kept_[static_cast<size_t>(e)].blocks), reuse);
+        kept_.erase(kept_.begin() + e);
+        to_extend.emplace_back(prompt.begin() + reuse, prompt.end());
+        extend_slots.push_back(slot_of_new[i]);
+        extend_distinct.push_back(u);
+        counts_.reused_tokens += reuse;
+        counts_.prefilled_tokens += static_cast<int64_t>(prompt.size()) - reuse;
+      } else if (source[i] < 0) {
+        to_prefill.push_back(prompt);
         prefill_slots.push_back(slot_of_new[i]);
         prefill_distinct.push_back(u);
+        counts_.prefilled_tokens += static_cast<int64_t>(prompt.size());
       }
       slot_prompt[slot_of_new[i]] = prompt_of_new[i];
       if (source[i] < 0) source[i] = slot_of_new[i];  // it is its own source (prefilled)
@@ -225,6 +278,13 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
                                            prefill_slots.data()));
       for (size_t j = 0; j < to_prefill.size(); ++j)
         distinct_logits[static_cast<size_t>(prefill_distinct[j])].assign(
+            fresh.begin() + static_cast<std::ptrdiff_t>(j * V), fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
+    }
+    if (!to_extend.empty()) {
+      std::vector<float> fresh(to_extend.size() * static_cast<size_t>(V));
+      model_->extend(to_extend, extend_slots.data(), *cache_, fresh.data());
+      for (size_t j = 0; j < to_extend.size(); ++j)
+        distinct_logits[static_cast<size_t>(extend_distinct[j])].assign(
             fresh.begin() + static_cast<std::ptrdiff_t>(j * V), fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
     }
     for (size_t i = 0; i < n; ++i) {
@@ -279,6 +339,16 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
         done = true;
       }
       if (done) {
+        if (cfg.reuse_kv) {
+          // The cache holds the prompt and every sampled token but this last one.
+          Kept k{prompts[static_cast<size_t>(b)], cache_->detach(slot)};
+          k.tokens.insert(k.tokens.end(), c.tokens.begin(), c.tokens.end() - 1);
+          LEAP_CHECK(k.blocks.len == static_cast<int>(k.tokens.size()),
+                     "slot " << slot << " holds " << k.blocks.len << " positions of " << k.tokens.size());
+          kept_.push_back(std::move(k));
+        } else {
+          cache_->clear(slot);
+        }
         slot_prompt[slot] = -1;
         free_slots.push_back(slot);
       } else {

@@ -29,6 +29,11 @@ struct SamplerConfig {
   int max_new_tokens = 512;
   std::string stop;  // stop strings separated by "||"; "\n" is a newline
   bool stop_at_eos = true;
+  int kv_block_tokens = 16;  // positions per KV-cache block
+  // A finished sequence keeps its KV blocks (while the pool has room) for a later prompt that
+  // extends it: a later turn then runs only its new tokens. Keep them only while the weights
+  // stay the same (Sampler::forget_kept).
+  bool reuse_kv = true;
 
   // Section [sampler].
   void declare(OptionSet& opts);
@@ -37,6 +42,14 @@ struct SamplerConfig {
 
 enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull };
 const char* stop_reason_name(StopReason r);  // "eos", "stop_string", "max_tokens", "context_full"
+
+// What a Sampler has run since it was built: prompt tokens prefilled, prompt positions taken from
+// kept KV blocks instead, and kept sequences dropped for room or by forget_kept().
+struct SamplerCounts {
+  int64_t prefilled_tokens = 0;
+  int64_t reused_tokens = 0;
+  int64_t kept_dropped = 0;
+};
 
 struct Completion {
   std::vector<int32_t> tokens;  // sampled tokens, the stop string / EOS included
@@ -64,6 +77,10 @@ class Sampler {
   // the batch stays full while lengths differ. Sequences with their own generators (below) are
   // the same either way; the shared-generator generate() draws in another order.
   void set_max_batch(int n) { max_batch_ = n; }
+  // Drops every kept sequence (SamplerConfig::reuse_kv): their keys and values were computed with
+  // weights that are about to change.
+  void forget_kept();
+  const SamplerCounts& counts() const { return counts_; }
   ~Sampler();
 
   // One completion per prompt (each non-empty), in prompt order.
@@ -84,7 +101,20 @@ class Sampler {
   Transformer* model_;
   const Tokenizer* tokenizer_;
   std::vector<int32_t> eos_ids_;
-  std::unique_ptr<KvCache> cache_;  // kept between calls while it is big enough
+  // A finished sequence's blocks and the tokens they hold (its prompt and all but its last
+  // sampled token), oldest first.
+  struct Kept {
+    std::vector<int32_t> tokens;
+    KvBlocks blocks;
+  };
+  bool drop_oldest_kept();
+  // The longest kept sequence whose tokens all start `prompt` (and are fewer), -1 when none:
+  // its positions are how many.
+  int best_kept(const std::vector<int32_t>& prompt, int* positions) const;
+
+  std::unique_ptr<KvCache> cache_;  // kept between calls, grown when too small
+  std::vector<Kept> kept_;
+  SamplerCounts counts_;
   bool share_prefill_ = true;
   int max_batch_ = 0;
 };

@@ -28,14 +28,13 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/kv_cache.h"
 #include "common/status.h"
 #include "model/model_config.h"
 #include "model/parameters.h"
 #include "model/token_batch.h"
 
 namespace leap::model {
-
-struct KvCache;
 
 class Transformer {
  public:
@@ -110,6 +109,12 @@ class Transformer {
   // logits may be null: then they stay in the backend and nothing waits for the device (the
   // GPU check times the device side of a step this way, apart from the download).
   void decode(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache, float* logits);
+  // Extend: appends tokens[i] (non-empty) to cache slot slots[i] after its len positions (a
+  // later turn whose conversation the slot already holds) and writes each one's next-token
+  // logits to last_logits (n*V host floats). The new tokens attend through the cache, in chunks
+  // of kKvExtendRows rows; the log-probs equal a full prefill's up to float rounding.
+  void extend(const std::vector<std::vector<int32_t>>& tokens, const int32_t* slots,
+              KvCache& cache, float* last_logits);
 
  private:
   struct Activations;
@@ -127,6 +132,10 @@ class Transformer {
   LayerActs layer_acts(int l) const;
   // Layer l from x.rin; writes x.rout unless recomputing for the backward.
   void layer_forward(int l, const LayerActs& x, bool write_output);
+  // n rows (token, slot, position) through every layer against the cache, each layer's keys and
+  // values written before its attention; leaves the final norm's rows in the scratch's `ln`.
+  void forward_cached(const int32_t* tokens, const int32_t* slots, const int32_t* pos, int n,
+                      KvCache& cache);
 
   ModelConfig cfg_;
   ParameterLayout layout_;
@@ -140,26 +149,6 @@ class Transformer {
   std::function<void(int layer)> layer_grads_done_;
   size_t logits_chunk_bytes_ = size_t{256} << 20;
   bool checkpoint_layers_ = false;
-};
-
-// Per-slot K/V history for every layer plus the decode step's scratch. Owned by the caller
-// (the sampler); sized once for `slots` sequences of up to maxT tokens.
-struct KvCache {
-  KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots, int maxT);
-  ~KvCache();
-  KvCache(const KvCache&) = delete;
-  KvCache& operator=(const KvCache&) = delete;
-
-  backend::Backend* be;
-  int slots, maxT, L, Hkv, D;
-  float* k = nullptr;        // (L, slots, maxT, Hkv, D), keys after RoPE
-  float* v = nullptr;        // (L, slots, maxT, Hkv, D)
-  std::vector<int32_t> len;  // (slots) valid positions per slot
-  float* scratch = nullptr;  // decode activations for up to `slots` rows
-  size_t layer_stride() const { return static_cast<size_t>(slots) * maxT * Hkv * D; }
-  // Slot `to` becomes a copy of slot `from`'s first `positions` positions in every layer (all
-  // len[from] of them when negative): a group's samples share one prefilled prompt.
-  void copy_slot(int from, int to, int positions = -1);
 };
 
 }  // namespace leap::model

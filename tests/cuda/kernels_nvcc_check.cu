@@ -46,7 +46,7 @@ namespace leap::cuda::kernels {
                                                      const int*, int, int, int, int);             \
   template __global__ void kv_cache_write<S>(S*, S*, const S*, const S*, const int*, const int*,  \
                                              int, int, int, int);                                 \
-  template __global__ void attention_decode<S>(S*, const S*, const S*, const S*, const int*,      \
+  template __global__ void attention_decode<S>(S*, const S*, const S*, const S*, const int*, int, \
                                                const int*, int, int, int, int, int);              \
   template __global__ void attention_backward_delta<S>(float*, const S*, const S*, int, int, int, \
                                                        int);

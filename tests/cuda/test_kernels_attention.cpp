@@ -222,26 +222,48 @@ TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
   std::vector<int32_t> slot = {2, 0, 1, 0}, len = {45, 8, 1, 3};
   auto q = randn(size_t(n) * H * D, 64, bf);
   std::vector<float> out(q.size());
-  this->cpu.attention_decode(out.data(), q.data(), kc.data(), vc.data(), slot.data(), len.data(), n,
-                             maxT, H, Hkv, D);
+  this->cpu.attention_decode(out.data(), q.data(), kc.data(), vc.data(), slot.data(), 1, len.data(),
+                             n, maxT, H, Hkv, D);
   const uint64_t qd = this->lab.put(bf, q), od = this->lab.put(bf, std::vector<float>(q.size()));
   const uint64_t sd = this->lab.put_raw(slot), ld = this->lab.put_raw(len);
   const unsigned decode_threads =
       unsigned(this->lab.probe("attention_decode.cuh", {"kDecodeThreads"})[0]);
-  this->lab.run(inst<TypeParam>("attention_decode"), grid3(n * H, 1, 1, decode_threads),
-                Args()
-                    .ptr(od)
-                    .ptr(qd)
-                    .ptr(kcd)
-                    .ptr(vcd)
-                    .ptr(sd)
-                    .ptr(ld)
-                    .add<int>(n)
-                    .add<int>(maxT)
-                    .add<int>(H)
-                    .add<int>(Hkv)
-                    .add<int>(D));
-  expect_nmse("attention_decode", this->lab.get(bf, od, q.size()), out, TypeParam::kTol);
+  auto decode = [&](uint64_t k_pool, uint64_t v_pool, uint64_t table, int max_blocks, int bs) {
+    this->lab.run(inst<TypeParam>("attention_decode"), grid3(n * H, 1, 1, decode_threads),
+                  Args()
+                      .ptr(od)
+                      .ptr(qd)
+                      .ptr(k_pool)
+                      .ptr(v_pool)
+                      .ptr(table)
+                      .add<int>(max_blocks)
+                      .ptr(ld)
+                      .add<int>(n)
+                      .add<int>(bs)
+                      .add<int>(H)
+                      .add<int>(Hkv)
+                      .add<int>(D));
+    return this->lab.get(bf, od, q.size());
+  };
+  // The contiguous cache: one block of maxT positions per slot, the slots as the table.
+  expect_nmse("attention_decode", decode(kcd, vcd, sd, 1, maxT), out, TypeParam::kTol);
+  // The same positions paged: blocks of 9, slot s's block j at physical block (s * 5 + j) * 7
+  // mod 15 (scattered, some pairs consecutive).
+  const int bs = 9, per_slot = maxT / bs, blocks = slots * per_slot;
+  std::vector<int32_t> table;
+  std::vector<float> kp(kc.size()), vp(vc.size());
+  for (int r = 0; r < n; ++r)
+    for (int j = 0; j < per_slot; ++j) table.push_back((slot[r] * per_slot + j) * 7 % blocks);
+  for (int sl = 0; sl < slots; ++sl)
+    for (int j = 0; j < per_slot; ++j) {
+      const size_t from = (size_t(sl) * maxT + size_t(j) * bs) * KD,
+                   to = size_t((sl * per_slot + j) * 7 % blocks) * bs * KD;
+      std::copy_n(kc.begin() + from, bs * KD, kp.begin() + to);
+      std::copy_n(vc.begin() + from, bs * KD, vp.begin() + to);
+    }
+  const std::vector<float> paged =
+      decode(this->lab.put(bf, kp), this->lab.put(bf, vp), this->lab.put_raw(table), per_slot, bs);
+  expect_nmse("attention_decode paged", paged, out, TypeParam::kTol);
 }
 
 }  // namespace

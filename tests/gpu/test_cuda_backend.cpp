@@ -227,7 +227,7 @@ TEST_F(CudaBackendTest, TinyModelDecodeAgainstCpu) {
   mc.init_random(8);
   mg.init_random(8);
   const model::TokenBatch prompts = tiny_batch(cfg.vocab_size);
-  model::KvCache cc(cfg, cpu_, prompts.B, 64), cg(cfg, *gpu_, prompts.B, 64);
+  model::KvCache cc(cfg, cpu_, prompts.B, 64, 16), cg(cfg, *gpu_, prompts.B, 64, 16);  // paged
   const size_t V = static_cast<size_t>(cfg.vocab_size);
   std::vector<float> lc(prompts.B * V), lg(prompts.B * V);
   ASSERT_TRUE(mc.prefill(prompts, cc, lc.data()).is_ok());

@@ -185,13 +185,53 @@ TEST_F(Ops, DecodeAttentionEqualsFullAttention) {
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < H * D; ++i)
         qd[r * H * D + i] = q[(static_cast<size_t>(slot[r]) * T + t) * H * D + i];
-    be.attention_decode(od.data(), qd.data(), kc.data(), vc.data(), slot.data(), len.data(), 2,
+    be.attention_decode(od.data(), qd.data(), kc.data(), vc.data(), slot.data(), 1, len.data(), 2,
                         maxT, H, Hkv, D);
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < H * D; ++i)
         EXPECT_NEAR(od[r * H * D + i], full[(static_cast<size_t>(slot[r]) * T + t) * H * D + i],
                     1e-5f);
   }
+}
+
+// The same cached positions laid out in scattered blocks of 4 give the contiguous cache's outputs
+// bit for bit (the CPU gathers a row's blocks first), so a sample does not depend on where the
+// pool put it.
+TEST_F(Ops, PagedDecodeAttentionEqualsContiguous) {
+  const int slots = 3, maxT = 23, H = 4, Hkv = 2, D = 8, KD = Hkv * D, bs = 4;
+  const int per_seq = (maxT + bs - 1) / bs, blocks = slots * per_seq + 2;
+  auto kc = randn(static_cast<size_t>(slots) * maxT * KD, 40), vc = randn(kc.size(), 41);
+  // Sequence s's logical block j is physical block table[s * per_seq + j]: a scattered
+  // assignment over the pool, consecutive (10, 11, 12) for sequence 0's first three blocks.
+  std::vector<int32_t> table(static_cast<size_t>(slots) * per_seq);
+  std::vector<bool> used(static_cast<size_t>(blocks), false);
+  for (size_t i = 0; i < table.size(); ++i) {
+    int b = i < 3 ? 10 + static_cast<int>(i) : (static_cast<int>(i) * 7 + 3) % blocks;
+    while (used[static_cast<size_t>(b)]) b = (b + 1) % blocks;
+    used[static_cast<size_t>(b)] = true;
+    table[i] = b;
+  }
+  std::vector<float> pk(static_cast<size_t>(blocks) * bs * KD, 0.0f), pv(pk.size(), 0.0f);
+  for (int sl = 0; sl < slots; ++sl)
+    for (int t = 0; t < maxT; ++t)
+      for (int i = 0; i < KD; ++i) {
+        const size_t at = (static_cast<size_t>(table[sl * per_seq + t / bs]) * bs + t % bs) * KD + i;
+        pk[at] = kc[(static_cast<size_t>(sl) * maxT + t) * KD + i];
+        pv[at] = vc[(static_cast<size_t>(sl) * maxT + t) * KD + i];
+      }
+  const int n = 4;
+  std::vector<int32_t> slot = {2, 0, 1, 0}, len = {23, 13, 1, 4};
+  std::vector<int32_t> rows_table;
+  for (int r = 0; r < n; ++r)
+    rows_table.insert(rows_table.end(), table.begin() + slot[r] * per_seq,
+                      table.begin() + (slot[r] + 1) * per_seq);
+  auto q = randn(static_cast<size_t>(n) * H * D, 42);
+  std::vector<float> want(q.size()), got(q.size());
+  be.attention_decode(want.data(), q.data(), kc.data(), vc.data(), slot.data(), 1, len.data(), n,
+                      maxT, H, Hkv, D);
+  be.attention_decode(got.data(), q.data(), pk.data(), pv.data(), rows_table.data(), per_seq,
+                      len.data(), n, bs, H, Hkv, D);
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
 }
 
 TEST_F(Ops, SwigluBackward) {

@@ -1,4 +1,5 @@
-// KV-cache inference and the sampler: decode log-probs equal the full forward's, generation is
+// KV-cache inference and the sampler: decode and extend log-probs equal the full forward's, later
+// turns reuse a kept cache, generation is
 // reproducible from a seed, every stop condition ends a completion where it should, and the
 // token selection rules (greedy, top-k, top-p, temperature) pick from the right sets.
 #include <gtest/gtest.h>
@@ -202,6 +203,112 @@ TEST_F(Inference, ContinuousBatchingRefillsSlotsWithoutChangingSamples) {
           EXPECT_NEAR(refilled[b].logprobs[i], together[b].logprobs[i], 1e-5f) << "sequence " << b << " token " << i;
       }
     }
+  }
+}
+
+// Extending a cached prompt by new tokens (a later turn), in several chunks, gives the logits of
+// prefilling the whole sequence; so does the next decode step after it. Blocks of 4 positions.
+TEST_F(Inference, ExtendEqualsPrefillOfTheWholeSequence) {
+  const ModelConfig c = tiny_config();
+  auto m = make(c);
+  const int V = c.vocab_size;
+  std::vector<std::vector<int32_t>> suffix = {tok.encode(" and then some more text to append", false),
+                                              tok.encode(" second sequence's longer continuation!", false),
+                                              tok.encode(" third: a few tokens", false)};
+  std::vector<std::vector<int32_t>> whole;
+  size_t rows = 0;
+  for (size_t b = 0; b < prompts.size(); ++b) {
+    whole.push_back(prompts[b]);
+    whole.back().insert(whole.back().end(), suffix[b].begin(), suffix[b].end());
+    rows += suffix[b].size();
+  }
+  ASSERT_GT(rows, static_cast<size_t>(3 + kKvExtendRows)) << "the extend must take two chunks";
+  KvCache a(c, be, 3, 96, 4), b(c, be, 3, 96, 4);
+  std::vector<float> la(3 * V), lb(3 * V);
+  const std::vector<int32_t> slots = {2, 0, 1};
+  ASSERT_TRUE(m->prefill(TokenBatch::from_sequences(prompts), a, la.data(), slots.data()).is_ok());
+  m->extend(suffix, slots.data(), a, la.data());
+  ASSERT_TRUE(m->prefill(TokenBatch::from_sequences(whole), b, lb.data(), slots.data()).is_ok());
+  auto near = [&](const std::vector<float>& x, const std::vector<float>& y, const char* what) {
+    for (size_t i = 0; i < x.size(); ++i)
+      EXPECT_NEAR(x[i], y[i], 1e-4f * std::max(1.0f, std::fabs(y[i]))) << what << " " << i;
+  };
+  near(la, lb, "extend");
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(a.len[slots[i]], static_cast<int>(whole[i].size()));
+  const std::vector<int32_t> next = {'x', 'y', 'z'};
+  m->decode(next.data(), slots.data(), 3, a, la.data());
+  m->decode(next.data(), slots.data(), 3, b, lb.data());
+  near(la, lb, "decode after extend");
+}
+
+// A later turn whose prompt extends a finished sequence (prompt + sampled tokens + feedback)
+// runs only its new tokens, and samples what a full prefill would. Kept sequences are dropped
+// for room when the pool is small (one slot), and all of them by forget_kept().
+TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
+  auto m = make(tiny_config());
+  SamplerConfig sc;
+  sc.max_new_tokens = 12;
+  sc.temperature = 1.3;
+  sc.stop_at_eos = false;
+  sc.kv_block_tokens = 4;
+  auto rngs_for = [](uint64_t seed) {
+    std::vector<Rng> r;
+    for (uint64_t i = 0; i < 3; ++i) r.emplace_back(seed, i);
+    return r;
+  };
+  for (int max_batch : {0, 1}) {
+    Sampler s(*m, &tok);
+    s.set_max_batch(max_batch);
+    auto r1 = rngs_for(5);
+    auto turn1 = s.generate(prompts, sc, r1);
+    ASSERT_TRUE(turn1.has_value());
+    std::vector<std::vector<int32_t>> turn2;
+    int64_t held = 0;
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      turn2.push_back(prompts[b]);
+      turn2.back().insert(turn2.back().end(), (*turn1)[b].tokens.begin(), (*turn1)[b].tokens.end());
+      const auto fb = tok.encode("\nerror: fix", false);
+      turn2.back().insert(turn2.back().end(), fb.begin(), fb.end());
+      held += static_cast<int64_t>(prompts[b].size() + (*turn1)[b].tokens.size()) - 1;
+    }
+    const SamplerCounts before = s.counts();
+    auto r2 = rngs_for(6);
+    auto reused = s.generate(turn2, sc, r2);
+    ASSERT_TRUE(reused.has_value());
+    const int64_t got = s.counts().reused_tokens - before.reused_tokens;
+    if (max_batch == 0) {
+      EXPECT_EQ(got, held) << "every turn-2 prompt extends its kept turn 1";
+      EXPECT_EQ(s.counts().kept_dropped, 0);
+    } else {
+      // One slot's pool holds one full-length sequence: the older kept ones made room.
+      EXPECT_GT(s.counts().kept_dropped, 0);
+      EXPECT_LT(got, held);
+    }
+    Sampler fresh(*m, &tok);
+    SamplerConfig off = sc;
+    off.reuse_kv = false;
+    fresh.set_max_batch(max_batch);
+    auto r3 = rngs_for(6);
+    auto prefilled = fresh.generate(turn2, off, r3);
+    ASSERT_TRUE(prefilled.has_value());
+    EXPECT_EQ(fresh.counts().reused_tokens, 0);
+    for (size_t b = 0; b < turn2.size(); ++b) {
+      EXPECT_EQ((*reused)[b].tokens, (*prefilled)[b].tokens) << "max_batch " << max_batch << " sequence " << b;
+      for (size_t i = 0; i < (*reused)[b].logprobs.size(); ++i)
+        EXPECT_NEAR((*reused)[b].logprobs[i], (*prefilled)[b].logprobs[i], 1e-4f);
+    }
+    // New weights: nothing kept may be used again.
+    s.forget_kept();
+    const int64_t reused_before = s.counts().reused_tokens;
+    std::vector<std::vector<int32_t>> turn3 = turn2;
+    for (size_t b = 0; b < turn3.size(); ++b) {
+      turn3[b].insert(turn3[b].end(), (*reused)[b].tokens.begin(), (*reused)[b].tokens.end());
+      turn3[b].resize(std::min<size_t>(turn3[b].size(), 70));
+      turn3[b].push_back('!');
+    }
+    auto r4 = rngs_for(7);
+    ASSERT_TRUE(s.generate(turn3, sc, r4).has_value());
+    EXPECT_EQ(s.counts().reused_tokens, reused_before);
   }
 }
 

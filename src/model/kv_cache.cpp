@@ -1,0 +1,218 @@
+// See kv_cache.h.
+#include "model/kv_cache.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+
+namespace leap::model {
+namespace {
+
+int blocks_for(int positions, int block_size) { return (positions + block_size - 1) / block_size; }
+
+}  // namespace
+
+size_t kv_scratch_floats(const ModelConfig& c, int rows, int logit_rows) {
+  const size_t HD = static_cast<size_t>(c.num_attention_heads) * c.head_dim;
+  const size_t KD = static_cast<size_t>(c.num_key_value_heads) * c.head_dim;
+  const size_t per_row = 3 * static_cast<size_t>(c.hidden_size) + 1 + 2 * HD + 2 * KD +
+                         3 * static_cast<size_t>(c.intermediate_size);
+  return per_row * rows + static_cast<size_t>(c.vocab_size) * logit_rows;
+}
+
+KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
+  const size_t R = rows, C = c.hidden_size, I = c.intermediate_size;
+  const size_t HD = static_cast<size_t>(c.num_attention_heads) * c.head_dim;
+  const size_t KD = static_cast<size_t>(c.num_key_value_heads) * c.head_dim;
+  KvScratch d;
+  float* p = base;
+  auto next = [&](size_t n) {
+    float* r = p;
+    p += n;
+    return r;
+  };
+  d.x = next(R * C);
+  d.ln = next(R * C);
+  d.tmp = next(R * C);
+  d.rstd = next(R);
+  d.q = next(R * HD);
+  d.atty = next(R * HD);
+  d.k = next(R * KD);
+  d.v = next(R * KD);
+  d.gu = next(R * 2 * I);
+  d.h = next(R * I);
+  d.logits = next(0);  // the rest: logit_rows * V
+  return d;
+}
+
+uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size) {
+  const int bs = std::max(1, block_size <= 0 || block_size > maxT ? maxT : block_size);
+  const uint64_t blocks = static_cast<uint64_t>(slots) * blocks_for(maxT, bs);
+  const uint64_t KD = static_cast<uint64_t>(cfg.num_key_value_heads) * cfg.head_dim;
+  return 2 * static_cast<uint64_t>(cfg.num_hidden_layers) * blocks * bs * KD +
+         kv_scratch_floats(cfg, slots + kKvExtendRows, slots);
+}
+
+KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, int maxT_,
+                 int block_size_)
+    : be(&backend),
+      slots(slots_),
+      maxT(maxT_),
+      block_size(block_size_ <= 0 || block_size_ > maxT_ ? maxT_ : block_size_),
+      blocks(slots_ * blocks_for(maxT_, block_size)),
+      L(cfg.num_hidden_layers),
+      Hkv(cfg.num_key_value_heads),
+      D(cfg.head_dim),
+      len(static_cast<size_t>(slots_), 0),
+      cfg_(cfg),
+      slot_blocks_(static_cast<size_t>(slots_)),
+      holders_(static_cast<size_t>(blocks), 0) {
+  allocate();
+  for (int b = blocks - 1; b >= 0; --b) free_.push_back(b);
+}
+
+void KvCache::allocate() {
+  k = be->alloc_floats(layer_stride() * L);
+  v = be->alloc_floats(layer_stride() * L);
+  scratch = be->alloc_floats(kv_scratch_floats(cfg_, slots + kKvExtendRows, slots));
+}
+
+KvCache::~KvCache() {
+  be->free_floats(k);
+  be->free_floats(v);
+  be->free_floats(scratch);
+}
+
+void KvCache::grow(int new_slots, int new_maxT) {
+  new_slots = std::max(new_slots, slots);
+  new_maxT = std::max(new_maxT, maxT);
+  const int new_blocks = new_slots * blocks_for(new_maxT, block_size);
+  if (new_slots == slots && new_blocks <= blocks) {
+    maxT = new_maxT;
+    return;
+  }
+  const bool keep = static_cast<int>(free_.size()) < blocks;  // some block holds positions
+  float *old_k = k, *old_v = v;
+  const size_t old_stride = layer_stride();
+  if (!keep) {  // nothing to copy: the old pool goes before the new one comes
+    be->free_floats(old_k);
+    be->free_floats(old_v);
+    old_k = old_v = nullptr;
+  }
+  be->free_floats(scratch);
+  const int old_blocks = blocks;
+  slots = new_slots;
+  maxT = new_maxT;
+  blocks = std::max(new_blocks, blocks);
+  allocate();
+  if (keep) {
+    for (int l = 0; l < L; ++l) {
+      be->copy(k + l * layer_stride(), old_k + l * old_stride, old_stride);
+      be->copy(v + l * layer_stride(), old_v + l * old_stride, old_stride);
+    }
+    be->free_floats(old_k);
+    be->free_floats(old_v);
+  }
+  len.resize(static_cast<size_t>(slots), 0);
+  slot_blocks_.resize(static_cast<size_t>(slots));
+  holders_.resize(static_cast<size_t>(blocks), 0);
+  // New blocks go under the old free ones, highest first, so the lowest ids still come first.
+  std::vector<int32_t> fresh;
+  for (int b = blocks - 1; b >= old_blocks; --b) fresh.push_back(b);
+  free_.insert(free_.begin(), fresh.begin(), fresh.end());
+}
+
+int32_t KvCache::take_block() {
+  while (free_.empty()) {
+    LEAP_CHECK(reclaim && reclaim(), "the KV cache's " << blocks << " blocks are all in use");
+  }
+  const int32_t b = free_.back();
+  free_.pop_back();
+  holders_[static_cast<size_t>(b)] = 1;
+  return b;
+}
+
+void KvCache::drop_block(int32_t b) {
+  int32_t& h = holders_[static_cast<size_t>(b)];
+  LEAP_CHECK(h > 0, "KV block " << b << " released twice");
+  if (--h == 0) free_.push_back(b);
+}
+
+void KvCache::reserve(int slot, int positions) {
+  LEAP_CHECK(slot >= 0 && slot < slots && positions <= maxT,
+             "slot " << slot << " of " << slots << ", " << positions << " positions of " << maxT);
+  auto& mine = slot_blocks_[static_cast<size_t>(slot)];
+  while (static_cast<int>(mine.size()) < blocks_for(positions, block_size))
+    mine.push_back(take_block());
+}
+
+void KvCache::clear(int slot) {
+  for (int32_t b : slot_blocks_[static_cast<size_t>(slot)]) drop_block(b);
+  slot_blocks_[static_cast<size_t>(slot)].clear();
+  len[static_cast<size_t>(slot)] = 0;
+}
+
+KvBlocks KvCache::detach(int slot) {
+  KvBlocks out{std::move(slot_blocks_[static_cast<size_t>(slot)]), len[static_cast<size_t>(slot)]};
+  slot_blocks_[static_cast<size_t>(slot)].clear();
+  len[static_cast<size_t>(slot)] = 0;
+  return out;
+}
+
+void KvCache::attach(int slot, KvBlocks&& kept, int positions) {
+  LEAP_CHECK(slot_blocks_[static_cast<size_t>(slot)].empty(), "attaching to a slot in use");
+  LEAP_CHECK(positions >= 0 && positions <= kept.len, positions << " of " << kept.len << " kept positions");
+  const size_t need = static_cast<size_t>(blocks_for(positions, block_size));
+  for (size_t i = need; i < kept.blocks.size(); ++i) drop_block(kept.blocks[i]);
+  kept.blocks.resize(need);
+  slot_blocks_[static_cast<size_t>(slot)] = std::move(kept.blocks);
+  len[static_cast<size_t>(slot)] = positions;
+  kept = KvBlocks{};
+}
+
+void KvCache::release(KvBlocks& kept) {
+  for (int32_t b : kept.blocks) drop_block(b);
+  kept = KvBlocks{};
+}
+
+void KvCache::copy_slot(int from, int to, int positions) {
+  LEAP_CHECK(from >= 0 && from < slots && to >= 0 && to < slots);
+  if (positions < 0) positions = len[static_cast<size_t>(from)];
+  LEAP_CHECK(positions <= len[static_cast<size_t>(from)],
+             "copying " << positions << " positions of a slot holding " << len[from]);
+  if (from == to) return;
+  clear(to);
+  const auto& src = slot_blocks_[static_cast<size_t>(from)];
+  auto& dst = slot_blocks_[static_cast<size_t>(to)];
+  const int whole = positions / block_size, rest = positions % block_size;
+  for (int i = 0; i < whole; ++i) {
+    ++holders_[static_cast<size_t>(src[static_cast<size_t>(i)])];
+    dst.push_back(src[static_cast<size_t>(i)]);
+  }
+  if (rest > 0) {
+    const int32_t b = take_block();
+    dst.push_back(b);
+    const size_t per_pos = static_cast<size_t>(Hkv) * D, n = static_cast<size_t>(rest) * per_pos;
+    const size_t from_at = static_cast<size_t>(src[static_cast<size_t>(whole)]) * block_size * per_pos,
+                 to_at = static_cast<size_t>(b) * block_size * per_pos;
+    for (int l = 0; l < L; ++l) {
+      be->copy(k + l * layer_stride() + to_at, k + l * layer_stride() + from_at, n);
+      be->copy(v + l * layer_stride() + to_at, v + l * layer_stride() + from_at, n);
+    }
+  }
+  len[static_cast<size_t>(to)] = positions;
+}
+
+int KvCache::tables(const int32_t* rows_slots, int n, std::vector<int32_t>* out) const {
+  size_t widest = 1;
+  for (int r = 0; r < n; ++r)
+    widest = std::max(widest, slot_blocks_[static_cast<size_t>(rows_slots[r])].size());
+  out->assign(static_cast<size_t>(n) * widest, 0);
+  for (int r = 0; r < n; ++r) {
+    const auto& mine = slot_blocks_[static_cast<size_t>(rows_slots[r])];
+    std::copy(mine.begin(), mine.end(), out->begin() + static_cast<std::ptrdiff_t>(r * widest));
+  }
+  return static_cast<int>(widest);
+}
+
+}  // namespace leap::model

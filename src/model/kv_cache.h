@@ -1,0 +1,104 @@
+// The sampler's paged KV cache. Every layer's keys and values live in one pool of fixed-size
+// blocks; a sequence (a "slot", one decode row) is a list of blocks and a length, so long and
+// short sequences share one pool instead of each reserving a whole context.
+//
+// - Blocks are counted: copy_slot() gives a group's G samples the prompt's whole blocks (one
+//   copy in memory) and copies only a partial last block, so a write never lands in a block
+//   another sequence reads.
+// - A finished sequence's blocks can be detached and kept (the Sampler keeps them between turns,
+//   so a later turn whose prompt extends the conversation is not prefilled again) and attached
+//   to a slot later. Kept blocks live in what the live sequences leave free: when a reserve
+//   finds the pool empty it calls `reclaim`, which drops kept sequences.
+// - The pool holds every slot at full length (maxT), so the live sequences alone never run out.
+//   grow() enlarges it in place: block ids stay valid, so kept sequences survive it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "model/model_config.h"
+
+namespace leap::model {
+
+// A detached sequence: its blocks and how many positions they hold.
+struct KvBlocks {
+  std::vector<int32_t> blocks;
+  int len = 0;
+};
+
+// Rows a forward over the cache takes at once beyond the decode slots: a later turn's new
+// tokens are run in chunks of this many (kv_cache.cpp's scratch).
+constexpr int kKvExtendRows = 64;
+
+// Floats of a cache's pool and scratch (leap plan counts with this).
+uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size);
+
+// The scratch's activations for `rows` rows, the logits for the first `logit_rows` of them.
+struct KvScratch {
+  float *x, *ln, *rstd, *q, *k, *v, *atty, *tmp, *gu, *h, *logits;
+};
+size_t kv_scratch_floats(const ModelConfig& cfg, int rows, int logit_rows);
+KvScratch carve_kv_scratch(const ModelConfig& cfg, float* base, int rows);
+
+class KvCache {
+ public:
+  // `slots` sequences of up to maxT positions; blocks of block_size positions (0 or above maxT:
+  // one block a sequence, the contiguous layout).
+  KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots, int maxT,
+          int block_size = 0);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
+
+  // At least `slots` slots of maxT positions. The pool is reallocated and its blocks copied, so
+  // the slots' and the kept sequences' block ids stay valid.
+  void grow(int slots, int maxT);
+
+  // Slot `to` (empty or not) becomes a copy of slot `from`'s first `positions` positions (all
+  // len[from] when negative): its whole blocks shared, a partial last block copied.
+  void copy_slot(int from, int to, int positions = -1);
+  // Blocks for positions [0, positions) of the slot (reclaiming kept sequences when the pool is
+  // empty). Aborts when even that leaves none: the pool's size makes it impossible.
+  void reserve(int slot, int positions);
+  // Lets go of the slot's blocks; len = 0.
+  void clear(int slot);
+  // The slot's blocks and length, handed out; the slot is left empty.
+  KvBlocks detach(int slot);
+  // An empty slot takes kept blocks, keeping their first `positions` positions.
+  void attach(int slot, KvBlocks&& kept, int positions);
+  // Lets go of kept blocks.
+  void release(KvBlocks& kept);
+
+  // Where position pos of a slot lives: its block and the offset in it.
+  int32_t block_of(int slot, int pos) const {
+    return slot_blocks_[static_cast<size_t>(slot)][static_cast<size_t>(pos / block_size)];
+  }
+  // The block tables of rows reading slots[0..n), max_blocks wide (unused entries 0); returns
+  // max_blocks.
+  int tables(const int32_t* slots, int n, std::vector<int32_t>* out) const;
+  int free_blocks() const { return static_cast<int>(free_.size()); }
+  size_t layer_stride() const { return static_cast<size_t>(blocks) * block_size * Hkv * D; }
+
+  backend::Backend* be;
+  int slots, maxT, block_size, blocks, L, Hkv, D;
+  float* k = nullptr;        // (L, blocks, block_size, Hkv, D), keys after RoPE
+  float* v = nullptr;        // the same for the values
+  std::vector<int32_t> len;  // (slots) valid positions per slot
+  float* scratch = nullptr;  // activations of slots + kKvExtendRows rows (logits for slots rows)
+  // Called when a reserve finds no free block: frees what it can, true when it freed anything.
+  std::function<bool()> reclaim;
+
+ private:
+  void allocate();
+  int32_t take_block();
+  void drop_block(int32_t b);
+
+  ModelConfig cfg_;
+  std::vector<std::vector<int32_t>> slot_blocks_;  // (slots) each slot's blocks in order
+  std::vector<int32_t> holders_;                   // (blocks) slots and kept lists holding it
+  std::vector<int32_t> free_;                      // popped from the back: lowest id first
+};
+
+}  // namespace leap::model
