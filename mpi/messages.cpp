@@ -16,7 +16,7 @@ template <class IO> void fields(IO& io, Control& m) { io(m.kind, m.step, m.turn)
 template <class IO> void fields(IO& io, RolloutItem& m) { io(m.uid, m.task, m.prompt_ids, m.seed); }
 template <class IO> void fields(IO& io, RolloutWork& m) { io(m.items); }
 template <class IO> void fields(IO& io, Completion& m) {
-  io(m.uid, m.text, m.prompt_tokens, m.completion_tokens, m.logprobs);
+  io(m.uid, m.text, m.prompt_tokens, m.completion_tokens, m.logprobs, m.kv_reused_tokens);
 }
 template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions, m.want, m.busy_s); }
 template <class IO> void fields(IO& io, SandboxJob& m) { io(m.uid, m.task, m.answer); }

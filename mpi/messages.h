@@ -65,6 +65,7 @@ struct Completion {
   std::vector<int32_t> prompt_tokens;
   std::vector<int32_t> completion_tokens;
   std::vector<float> logprobs;  // behaviour-policy log-probability of each completion token
+  int32_t kv_reused_tokens = 0;  // prompt positions the rank's kept KV cache held (not prefilled)
 };
 struct RolloutResult {
   std::vector<Completion> completions;

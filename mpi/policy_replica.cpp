@@ -37,7 +37,7 @@ std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& 
   for (size_t k = 0; k < prompts.size(); ++k) {
     auto& c = (*gen)[k];
     out.push_back({items[k].uid, tokenizer_.decode(c.tokens), std::move(prompts[k]), std::move(c.tokens),
-                   std::move(c.logprobs)});
+                   std::move(c.logprobs), c.reused_tokens});
   }
   return out;
 }

@@ -230,6 +230,7 @@ void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* row
         row.advantage = static_cast<float>(r.advantage);
         row.prompt_tokens = static_cast<int32_t>(r.completion.prompt_tokens.size());
         row.completion_tokens = static_cast<int32_t>(r.completion.completion_tokens.size());
+        row.kv_reused_tokens = r.completion.kv_reused_tokens;
         row.speedup = r.outcome.speedup >= 0 ? static_cast<float>(r.outcome.speedup) : NAN;
         row.compile_ms = static_cast<float>(r.outcome.compile_ms);
         row.exec_ms = static_cast<float>(r.outcome.exec_ms);
@@ -238,6 +239,8 @@ void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* row
         rows->push_back(row);
         texts->push_back({r.prompt.text, r.completion.text, r.outcome.feedback});
         tokens += row.completion_tokens;
+        st.prefill_tokens += row.prompt_tokens - row.kv_reused_tokens;
+        st.kv_reused_tokens += row.kv_reused_tokens;
         ++turn_samples;
       }
     }

@@ -167,6 +167,8 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
     out.sandbox_idle_s += row.sandbox_idle_s;
     out.sandbox_jobs += row.n_sandbox_jobs;
     out.tokens_generated += row.tokens_generated;
+    out.prefill_tokens += row.prefill_tokens;
+    out.kv_reused_tokens += row.kv_reused_tokens;
     out.samples += n_rows;
     out.trajectories += st.trajectories;
     out.groups += row.n_groups;

@@ -12,7 +12,8 @@ namespace leap::io {
 // 2: /steps gained cpu_s, n_resampled, train_sequences and train_positions.
 // 3: /steps gained policy_busy_s, policy_wait_s, policy_drain_s, policy_idle_s, sandbox_busy_s
 //    and sandbox_idle_s.
-inline constexpr int kTrajectorySchemaVersion = 3;
+// 4: /steps gained prefill_tokens and kv_reused_tokens, /samples kv_reused_tokens.
+inline constexpr int kTrajectorySchemaVersion = 4;
 
 struct StepRow {
   int64_t step = 0;
@@ -32,6 +33,9 @@ struct StepRow {
   int32_t n_samples = 0, n_sandbox_jobs = 0;
   int32_t n_resampled = 0;  // groups drawn to replace all-zero-advantage ones (dynamic sampling)
   int64_t tokens_generated = 0;
+  // Prompt tokens the policy ranks ran (prefill or extend), and prompt positions they took from
+  // a kept KV cache instead (a later turn on the rank that generated the one before).
+  int64_t prefill_tokens = 0, kv_reused_tokens = 0;
   int64_t train_sequences = 0;  // sequences the trainer's forward ran per epoch
   int64_t train_positions = 0;  // and their tokens (a trajectory trained once counts once)
   double mean_completion_tokens = 0, pass_turn1 = 0, pass_final = 0;
@@ -48,6 +52,7 @@ struct SampleRow {
   DcpClass dcp = DcpClass::kNone;
   float reward = 0, advantage = 0;
   int32_t prompt_tokens = 0, completion_tokens = 0;
+  int32_t kv_reused_tokens = 0;  // of prompt_tokens, the positions a kept KV cache held
   float speedup = 0;  // NaN where nothing was timed
   float compile_ms = 0, exec_ms = 0, max_abs_err = 0;
   int32_t mpi_rank = 0;

@@ -74,6 +74,8 @@ H5Id step_type() {
     H5_CHECK(H5Tinsert(id, name, off, H5T_NATIVE_INT32));
   }
   LEAP_FIELD(id, StepRow, tokens_generated, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, StepRow, prefill_tokens, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, StepRow, kv_reused_tokens, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, train_sequences, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, train_positions, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, mean_completion_tokens, H5T_NATIVE_DOUBLE);
@@ -101,6 +103,7 @@ H5Id sample_type(hid_t verdict_t, hid_t dcp_t) {
   LEAP_FIELD(id, SampleRow, exec_ms, H5T_NATIVE_FLOAT);
   LEAP_FIELD(id, SampleRow, max_abs_err, H5T_NATIVE_FLOAT);
   LEAP_FIELD(id, SampleRow, mpi_rank, H5T_NATIVE_INT32);
+  LEAP_FIELD(id, SampleRow, kv_reused_tokens, H5T_NATIVE_INT32);
   return t;
 }
 

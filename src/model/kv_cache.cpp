@@ -45,21 +45,22 @@ KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
   return d;
 }
 
-uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size) {
+uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep) {
   const int bs = std::max(1, block_size <= 0 || block_size > maxT ? maxT : block_size);
-  const uint64_t blocks = static_cast<uint64_t>(slots) * blocks_for(maxT, bs);
+  const uint64_t blocks = static_cast<uint64_t>(slots + keep) * blocks_for(maxT, bs);
   const uint64_t KD = static_cast<uint64_t>(cfg.num_key_value_heads) * cfg.head_dim;
   return 2 * static_cast<uint64_t>(cfg.num_hidden_layers) * blocks * bs * KD +
          kv_scratch_floats(cfg, slots + kKvExtendRows, slots);
 }
 
 KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, int maxT_,
-                 int block_size_)
+                 int block_size_, int keep_)
     : be(&backend),
       slots(slots_),
       maxT(maxT_),
       block_size(block_size_ <= 0 || block_size_ > maxT_ ? maxT_ : block_size_),
-      blocks(slots_ * blocks_for(maxT_, block_size)),
+      keep(keep_),
+      blocks((slots_ + keep_) * blocks_for(maxT_, block_size)),
       L(cfg.num_hidden_layers),
       Hkv(cfg.num_key_value_heads),
       D(cfg.head_dim),
@@ -86,7 +87,7 @@ KvCache::~KvCache() {
 void KvCache::grow(int new_slots, int new_maxT) {
   new_slots = std::max(new_slots, slots);
   new_maxT = std::max(new_maxT, maxT);
-  const int new_blocks = new_slots * blocks_for(new_maxT, block_size);
+  const int new_blocks = (new_slots + keep) * blocks_for(new_maxT, block_size);
   if (new_slots == slots && new_blocks <= blocks) {
     maxT = new_maxT;
     return;

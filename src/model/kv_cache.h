@@ -9,8 +9,9 @@
 //   so a later turn whose prompt extends the conversation is not prefilled again) and attached
 //   to a slot later. Kept blocks live in what the live sequences leave free: when a reserve
 //   finds the pool empty it calls `reclaim`, which drops kept sequences.
-// - The pool holds every slot at full length (maxT), so the live sequences alone never run out.
-//   grow() enlarges it in place: block ids stay valid, so kept sequences survive it.
+// - The pool holds every slot at full length (maxT), so the live sequences alone never run out,
+//   plus `keep` more full-length sequences for kept ones. grow() enlarges it in place: block ids
+//   stay valid, so kept sequences survive it.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +34,7 @@ struct KvBlocks {
 constexpr int kKvExtendRows = 64;
 
 // Floats of a cache's pool and scratch (leap plan counts with this).
-uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size);
+uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep = 0);
 
 // The scratch's activations for `rows` rows, the logits for the first `logit_rows` of them.
 struct KvScratch {
@@ -44,10 +45,10 @@ KvScratch carve_kv_scratch(const ModelConfig& cfg, float* base, int rows);
 
 class KvCache {
  public:
-  // `slots` sequences of up to maxT positions; blocks of block_size positions (0 or above maxT:
-  // one block a sequence, the contiguous layout).
+  // `slots` sequences of up to maxT positions and room for `keep` more; blocks of block_size
+  // positions (0 or above maxT: one block a sequence, the contiguous layout).
   KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots, int maxT,
-          int block_size = 0);
+          int block_size = 0, int keep = 0);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -82,7 +83,7 @@ class KvCache {
   size_t layer_stride() const { return static_cast<size_t>(blocks) * block_size * Hkv * D; }
 
   backend::Backend* be;
-  int slots, maxT, block_size, blocks, L, Hkv, D;
+  int slots, maxT, block_size, keep, blocks, L, Hkv, D;
   float* k = nullptr;        // (L, blocks, block_size, Hkv, D), keys after RoPE
   float* v = nullptr;        // the same for the values
   std::vector<int32_t> len;  // (slots) valid positions per slot

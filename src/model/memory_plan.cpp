@@ -104,10 +104,11 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
       in.prompt_tokens + in.max_new_tokens, c.max_position_embeddings));
   const uint64_t bs = std::max<uint64_t>(1, std::min<uint64_t>(maxT, static_cast<uint64_t>(std::max(1, in.kv_block_tokens))));
   add("kv_cache",
-      4 * kv_cache_floats(c, static_cast<int>(B), static_cast<int>(maxT), static_cast<int>(bs)),
-      fmt::format("fp32, paged: {} blocks of {} positions ({} sequences of {}); a group shares its "
-                  "prompt's blocks, finished sequences keep theirs for the next turn in what is free",
-                  B * ((maxT + bs - 1) / bs), bs, B, maxT));
+      4 * kv_cache_floats(c, static_cast<int>(B), static_cast<int>(maxT), static_cast<int>(bs),
+                          in.kv_keep_sequences),
+      fmt::format("fp32, paged: {} blocks of {} positions ({} decoding + {} kept sequences of {}); "
+                  "a group shares its prompt's blocks",
+                  (B + in.kv_keep_sequences) * ((maxT + bs - 1) / bs), bs, B, in.kv_keep_sequences, maxT));
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
   // The sampler's logits are host memory: the device's only on the CPU backend.
   uint64_t workspace = 4 * (rope + (cuda ? 0 : B * V));

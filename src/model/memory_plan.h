@@ -12,10 +12,9 @@
 //    checkpointing, the residual stream of every layer and one layer's activations;
 //  - logits: one chunk of LM-head logits and its gradient, fp32 (Transformer::logit_rows);
 //  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0), plus its bf16 copy on CUDA;
-//  - kv_cache: the sampler's paged cache (kv_cache.h) for one generation batch: blocks for
-//    micro_batch_seqs sequences of the longest prompt plus max_new_tokens, and its decode and
-//    extend scratch. It stays allocated; the sequences kept between turns live in the blocks the
-//    live ones leave free, so they add nothing;
+//  - kv_cache: the sampler's paged cache (kv_cache.h): blocks for micro_batch_seqs decoding
+//    sequences and kv_keep_sequences kept ones, each of the longest prompt plus max_new_tokens,
+//    and its decode and extend scratch. It stays allocated;
 //  - workspace: the RoPE tables, the sampler's host logits and, on CUDA, the cuBLASLt
 //    workspace and the bf16 GEMM operand buffers.
 // Weights and gradients are full replicas on every policy rank; only stage 1's moments shrink
@@ -41,6 +40,7 @@ struct PlanInput {
   int64_t prompt_tokens = 0;    // the longest prompt a generation batch prefills
   int64_t max_new_tokens = 0;
   int kv_block_tokens = 16;     // sampler.kv_block_tokens
+  int kv_keep_sequences = 0;    // sampler.kv_keep_sequences (0 unless sampler.reuse_kv)
   bool kl_reference = false;    // rl.kl_beta > 0
   uint64_t logits_chunk_bytes = uint64_t{256} << 20;  // model.logits_chunk_mib
   bool activation_checkpointing = false;              // train.activation_checkpointing

@@ -26,6 +26,10 @@ void SamplerConfig::declare(OptionSet& opts) {
   opts.add("sampler.stop_at_eos", &stop_at_eos, true, "End a completion at the EOS token.");
   opts.add("sampler.kv_block_tokens", &kv_block_tokens, 16,
            "Positions per block of the paged KV cache.", {.min = 1});
+  opts.add("sampler.kv_keep_sequences", &kv_keep_sequences, 8,
+           "Full-length sequences' worth of KV blocks beyond the decoding slots, for finished "
+           "sequences kept for their next turn (sampler.reuse_kv); 0: keep them only in what the "
+           "live sequences leave free.", {.min = 0});
   opts.add("sampler.reuse_kv", &reuse_kv, true,
            "Keep a finished sequence's KV cache for a later turn of the same step whose prompt "
            "extends it (token-append prompts), so that turn runs only its new tokens.");
@@ -193,8 +197,9 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
       longest + static_cast<size_t>(cfg.max_new_tokens), mc.max_position_embeddings));
   const int S = max_batch_ > 0 ? std::min(B, max_batch_) : B;  // cache slots: sequences at once
   if (!cfg.reuse_kv) forget_kept();
+  const int keep = cfg.reuse_kv ? cfg.kv_keep_sequences : 0;
   if (!cache_) {
-    cache_ = std::make_unique<KvCache>(mc, model_->backend(), S, maxT, cfg.kv_block_tokens);
+    cache_ = std::make_unique<KvCache>(mc, model_->backend(), S, maxT, cfg.kv_block_tokens, keep);
     cache_->reclaim = [this] { return drop_oldest_kept(); };
   } else if (cache_->slots < S || cache_->maxT < maxT) {
     cache_->grow(S, maxT);  // kept sequences survive it
@@ -223,8 +228,19 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
   }
   // A distinct prompt's logits, kept until its last repeat has been admitted.
   std::vector<std::vector<float>> distinct_logits(first.size());
+  // Admission order: prompts that extend a kept sequence first (they need few new blocks, and
+  // admitting them before the others prefill keeps their blocks from being reclaimed), then the
+  // rest, each in prompt order. Every sequence draws from its own generator, so the order does
+  // not change what it samples.
+  std::vector<int> order;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int b = 0; b < B; ++b) {
+      int reuse = 0;
+      const bool extends = cfg.reuse_kv && best_kept(prompts[static_cast<size_t>(b)], &reuse) >= 0;
+      if (extends == (pass == 0)) order.push_back(b);
+    }
   std::vector<int> last_of(first.size());
-  for (int b = 0; b < B; ++b) last_of[static_cast<size_t>(distinct_of[b])] = b;
+  for (int b : order) last_of[static_cast<size_t>(distinct_of[b])] = b;
   std::vector<int> slot_prompt(static_cast<size_t>(S), -1);  // the prompt a slot holds, -1: free
   std::vector<int32_t> free_slots(static_cast<size_t>(S));
   std::iota(free_slots.rbegin(), free_slots.rend(), 0);  // popped from the back: 0 first
@@ -237,7 +253,7 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
     while (!free_slots.empty() && next_prompt < B) {
       slot_of_new.push_back(free_slots.back());
       free_slots.pop_back();
-      prompt_of_new.push_back(next_prompt++);
+      prompt_of_new.push_back(order[static_cast<size_t>(next_prompt++)]);
     }
     const size_t n = slot_of_new.size();
     if (n == 0) return Status::ok();
@@ -262,6 +278,7 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
         extend_slots.push_back(slot_of_new[i]);
         extend_distinct.push_back(u);
         counts_.reused_tokens += reuse;
+        out[static_cast<size_t>(prompt_of_new[i])].reused_tokens = reuse;
         counts_.prefilled_tokens += static_cast<int64_t>(prompt.size()) - reuse;
       } else if (source[i] < 0) {
         to_prefill.push_back(prompt);

@@ -34,6 +34,7 @@ struct SamplerConfig {
   // extends it: a later turn then runs only its new tokens. Keep them only while the weights
   // stay the same (Sampler::forget_kept).
   bool reuse_kv = true;
+  int kv_keep_sequences = 8;  // pool room beyond the slots for kept sequences, in full sequences
 
   // Section [sampler].
   void declare(OptionSet& opts);
@@ -55,6 +56,7 @@ struct Completion {
   std::vector<int32_t> tokens;  // sampled tokens, the stop string / EOS included
   std::vector<float> logprobs;  // one per token (see above)
   StopReason stop_reason = StopReason::kMaxTokens;
+  int reused_tokens = 0;  // prompt positions taken from a kept KV cache, not prefilled
 };
 
 // Draws one token from a row of logits (V), among ids below sample_below (0: all). Writes

@@ -83,7 +83,7 @@ rates = pass_rates(run)
 
 # The run facts.
 want_run = {
-    "version": run.version, "git_commit": run.git_commit, "schema_version": "3",
+    "version": run.version, "git_commit": run.git_commit, "schema_version": "4",
     "swmr_read": "SWMR",
     "steps_in_file": len(steps) if args.prefix else len(all_steps),
     "steps": len(steps),
@@ -94,6 +94,9 @@ want_run = {
     "hopeless": int(steps["n_hopeless"].sum()), "expanded": int(steps["n_expanded"].sum()),
     "dropped_groups": int(steps["n_dropped_groups"].sum()), "sandbox_jobs": int(steps["n_sandbox_jobs"].sum()),
     "tokens_generated": int(steps["tokens_generated"].sum()),
+    # From /samples, not /steps: each turn-sample's prompt, less what a kept KV cache held.
+    "prefill_tokens": int((samples["prompt_tokens"] - samples["kv_reused_tokens"]).sum()),
+    "kv_reused_frac": ratio(samples["kv_reused_tokens"].sum(), samples["prompt_tokens"].sum()),
     "time_s": steps["time_s"].sum(), "gen_s": steps["gen_s"].sum(), "sandbox_s": steps["sandbox_s"].sum(),
     "train_s": steps["train_s"].sum(),
 }

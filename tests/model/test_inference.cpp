@@ -243,7 +243,9 @@ TEST_F(Inference, ExtendEqualsPrefillOfTheWholeSequence) {
 
 // A later turn whose prompt extends a finished sequence (prompt + sampled tokens + feedback)
 // runs only its new tokens, and samples what a full prefill would. Kept sequences are dropped
-// for room when the pool is small (one slot), and all of them by forget_kept().
+// for room when the pool has none for them (one slot, kv_keep_sequences = 0), and all of them by
+// forget_kept(). With room for them, one slot reuses everything too: the prompts that extend a
+// kept sequence are admitted first.
 TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
   auto m = make(tiny_config());
   SamplerConfig sc;
@@ -256,7 +258,8 @@ TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
     for (uint64_t i = 0; i < 3; ++i) r.emplace_back(seed, i);
     return r;
   };
-  for (int max_batch : {0, 1}) {
+  for (auto [max_batch, keep] : std::vector<std::pair<int, int>>{{0, 8}, {1, 0}, {1, 8}}) {
+    sc.kv_keep_sequences = keep;
     Sampler s(*m, &tok);
     s.set_max_batch(max_batch);
     auto r1 = rngs_for(5);
@@ -276,8 +279,8 @@ TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
     auto reused = s.generate(turn2, sc, r2);
     ASSERT_TRUE(reused.has_value());
     const int64_t got = s.counts().reused_tokens - before.reused_tokens;
-    if (max_batch == 0) {
-      EXPECT_EQ(got, held) << "every turn-2 prompt extends its kept turn 1";
+    if (keep > 0) {
+      EXPECT_EQ(got, held) << "every turn-2 prompt extends its kept turn 1, max_batch " << max_batch;
       EXPECT_EQ(s.counts().kept_dropped, 0);
     } else {
       // One slot's pool holds one full-length sequence: the older kept ones made room.

@@ -169,7 +169,9 @@ TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
     std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B), std::vector<int32_t>(40, 5));
     ASSERT_TRUE(sampler.generate(prompts, sc, rng).has_value());
     const int64_t now = heap_in_use();
-    plans.push_back(plan_policy_rank(input(B, 100, 40, 60)));
+    PlanInput pin = input(B, 100, 40, 60);
+    pin.kv_keep_sequences = sc.kv_keep_sequences;  // the pool's room for kept sequences
+    plans.push_back(plan_policy_rank(pin));
     const int64_t planned = bytes_of(plans.back(), {"kv_cache"}) - (previous ? bytes_of(*previous, {"kv_cache"}) : 0);
     expect_within_10pct(now - last, planned, B == 3 ? "KV cache of 3 sequences" : "KV cache 3 -> 6 sequences");
     last = now;
