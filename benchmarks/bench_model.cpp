@@ -174,6 +174,7 @@ void BM_LaterTurn(benchmark::State& state, int threads, bool reuse) {
   m.init_random(1);
   model::Sampler sampler(m, nullptr);
   sampler.set_max_batch(4);
+  sampler.set_context(384 + 48 + 64 + 48);  // turn 2's longest sequence, as the policy sizes it
   model::SamplerConfig sc;
   sc.max_new_tokens = 48;
   sc.stop_at_eos = false;

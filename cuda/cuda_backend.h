@@ -108,9 +108,12 @@ class CudaBackend final : public backend::Backend {
   ComputeCopies weights_;
   std::map<float*, size_t> allocations_;  // backend buffers and their sizes, for free_floats
   DeviceBuffer operands_[2];
-  DeviceBuffer staged_[4];
-  std::vector<int32_t> staged_host_[4];  // what each staging slot holds (skips repeated copies)
-  const int32_t* staged_ptr_[4] = {};
+  // Slots: 0 positions, tokens or targets; 1 a second index array; 2-3 the decode attention's
+  // block tables and lengths (2 also the embedding backward's rows); 4-5 the KV-cache write's
+  // blocks and offsets. Separate slots keep a layer's arrays staged across the layers.
+  DeviceBuffer staged_[6];
+  std::vector<int32_t> staged_host_[6];  // what each staging slot holds (skips repeated copies)
+  const int32_t* staged_ptr_[6] = {};
   DeviceBuffer partials_;  // sum_squares partials and the result (doubles)
   DeviceBuffer ones_;
   DeviceBuffer bias_;  // an aligned copy of a misaligned bias

@@ -117,8 +117,8 @@ void CudaBackend::kv_cache_write(float* k_cache, float* v_cache, const float* k,
                                  const int32_t* slot, const int32_t* pos, int rows, int maxT,
                                  int Hkv, int D) {
   if (rows == 0) return;
-  const int32_t* dev_slot = stage(0, slot, rows);
-  const int32_t* dev_pos = stage(1, pos, rows);
+  const int32_t* dev_slot = stage(4, slot, rows);
+  const int32_t* dev_pos = stage(5, pos, rows);
   const size_t n = static_cast<size_t>(rows) * Hkv * D;
   kn::kv_cache_write<float>
       <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
@@ -132,8 +132,8 @@ void CudaBackend::attention_decode(float* out, const float* q, const float* k_ca
                                    int H, int Hkv, int D) {
   if (n == 0) return;
   LEAP_CHECK(D <= kn::kDecodeMaxD, "decode attention supports head_dim <= " << kn::kDecodeMaxD);
-  const int32_t* dev_table = stage(0, block_table, static_cast<size_t>(n) * max_blocks);
-  const int32_t* dev_len = stage(1, len, n);
+  const int32_t* dev_table = stage(2, block_table, static_cast<size_t>(n) * max_blocks);
+  const int32_t* dev_len = stage(3, len, n);
   kn::attention_decode<float>
       <<<static_cast<unsigned>(n) * H, kn::kDecodeThreads, 0, ctx_->compute()>>>(
           out, q, k_cache, v_cache, dev_table, max_blocks, dev_len, n, block_size, H, Hkv, D);

@@ -17,6 +17,8 @@ PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& 
                              PolicyReplicaOptions opts)
     : model_(model), tokenizer_(tokenizer), optimizer_(optimizer), opts_(std::move(opts)), sampler_(model, &tokenizer) {
   sampler_.set_eos_ids(opts_.eos_ids);
+  sampler_.set_max_batch(std::max(1, opts_.micro_batch_seqs));
+  sampler_.set_context(opts_.context_tokens);
 }
 
 

@@ -28,6 +28,7 @@ struct PolicyReplicaOptions {
   model::SamplerConfig sampler;
   rl::LossOptions loss;
   int micro_batch_seqs = 8;  // sequences per forward/backward on this rank
+  int context_tokens = 0;    // the longest prompt + answer of the run: the KV cache's size
   std::vector<int32_t> eos_ids;  // any ends a completion; empty: the tokenizer's EOS
   // Sums the gradient over the policy group (NCCL on the CUDA backend); null: MPI_Allreduce.
   GradReducer* reducer = nullptr;

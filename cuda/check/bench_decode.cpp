@@ -39,7 +39,7 @@ Expected<JsonRecord> run_decode(const CheckArgs& args) {
   model::Transformer m(cfg, be);
   m.init_random(2);
   const int maxT = static_cast<int>(prompt + steps + 1);
-  model::KvCache cache(cfg, be, static_cast<int>(B), maxT);
+  model::KvCache cache(cfg, be, static_cast<int>(B), maxT, 16);  // the sampler's paged layout
   Rng rng(3);
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B), std::vector<int32_t>(prompt));
   for (auto& s : prompts)

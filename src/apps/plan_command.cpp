@@ -86,8 +86,7 @@ int run_plan(const std::vector<std::string>& args) {
   // The longest sequences a run makes: prompts fill the budget train's prompt builder gets
   // (the same call as `leap train`), then the answer follows.
   const int64_t context = mc->max_position_embeddings, new_tokens = c.sampler.max_new_tokens;
-  const int64_t prompt = static_cast<int64_t>(
-      c.rl.prompt.options(mpi::prompt_budget(context, new_tokens)).max_prompt_tokens);
+  const int64_t prompt = c.longest_prompt(context);
   model::PlanInput in;
   in.model = *mc;
   in.backend = c.app.run.backend;

@@ -124,6 +124,7 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   ro.eos_ids = p->eos_ids;
   ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
+  ro.context_tokens = static_cast<int>(c.longest_sequence(p->model->config().max_position_embeddings));
   ro.zero = p->zero.get();
   p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, *p->tokenizer, *p->optimizer, ro);
   return Status::ok();

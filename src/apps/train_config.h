@@ -2,6 +2,7 @@
 // the command (setup, SFT) and the RL loop on rank 0.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 
 #include "apps/app_options.h"
@@ -14,6 +15,7 @@
 #include "model/reference_policy.h"
 #include "model/sampler.h"
 #include "model/transformer.h"
+#include "mpi/coordinator.h"
 #include "mpi/grad_reducer.h"
 #include "mpi/policy_replica.h"
 #include "mpi/sft_trainer.h"
@@ -45,6 +47,16 @@ struct TrainConfig {
     rl.declare(opts);
     sandbox.declare(opts);
     sft.declare(opts);
+  }
+  // The longest prompt a turn builds (the prompt builder's budget in a context of `context`
+  // positions) and the longest sequence, that prompt and then the answer: what `leap plan`
+  // counts and the policy's KV cache is sized for.
+  int64_t longest_prompt(int64_t context) const {
+    return static_cast<int64_t>(
+        rl.prompt.options(mpi::prompt_budget(context, sampler.max_new_tokens)).max_prompt_tokens);
+  }
+  int64_t longest_sequence(int64_t context) const {
+    return std::min(context, longest_prompt(context) + sampler.max_new_tokens);
   }
 };
 

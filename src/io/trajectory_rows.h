@@ -34,7 +34,8 @@ struct StepRow {
   int32_t n_resampled = 0;  // groups drawn to replace all-zero-advantage ones (dynamic sampling)
   int64_t tokens_generated = 0;
   // Prompt tokens the policy ranks ran (prefill or extend), and prompt positions they took from
-  // a kept KV cache instead (a later turn on the rank that generated the one before).
+  // another sequence's KV cache instead (a kept earlier turn, a sibling's prompt): the sums of
+  // /samples' prompt_tokens - kv_reused_tokens and kv_reused_tokens.
   int64_t prefill_tokens = 0, kv_reused_tokens = 0;
   int64_t train_sequences = 0;  // sequences the trainer's forward ran per epoch
   int64_t train_positions = 0;  // and their tokens (a trajectory trained once counts once)
@@ -52,7 +53,10 @@ struct SampleRow {
   DcpClass dcp = DcpClass::kNone;
   float reward = 0, advantage = 0;
   int32_t prompt_tokens = 0, completion_tokens = 0;
-  int32_t kv_reused_tokens = 0;  // of prompt_tokens, the positions a kept KV cache held
+  // Of prompt_tokens, the positions taken from another sequence's KV cache (the sample's kept
+  // earlier turn, a kept sequence that starts the same, or a live slot holding the same prompt)
+  // instead of being run.
+  int32_t kv_reused_tokens = 0;
   float speedup = 0;  // NaN where nothing was timed
   float compile_ms = 0, exec_ms = 0, max_abs_err = 0;
   int32_t mpi_rank = 0;

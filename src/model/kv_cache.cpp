@@ -47,7 +47,7 @@ KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
 
 uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep) {
   const int bs = std::max(1, block_size <= 0 || block_size > maxT ? maxT : block_size);
-  const uint64_t blocks = static_cast<uint64_t>(slots + keep) * blocks_for(maxT, bs);
+  const uint64_t blocks = static_cast<uint64_t>(slots + keep) * blocks_for(maxT, bs) + 1;  // + sink
   const uint64_t KD = static_cast<uint64_t>(cfg.num_key_value_heads) * cfg.head_dim;
   return 2 * static_cast<uint64_t>(cfg.num_hidden_layers) * blocks * bs * KD +
          kv_scratch_floats(cfg, slots + kKvExtendRows, slots);
@@ -85,42 +85,24 @@ KvCache::~KvCache() {
 }
 
 void KvCache::grow(int new_slots, int new_maxT) {
+  LEAP_CHECK(static_cast<int>(free_.size()) == blocks, "growing a KV cache whose blocks are in use");
   new_slots = std::max(new_slots, slots);
   new_maxT = std::max(new_maxT, maxT);
   const int new_blocks = (new_slots + keep) * blocks_for(new_maxT, block_size);
-  if (new_slots == slots && new_blocks <= blocks) {
-    maxT = new_maxT;
-    return;
-  }
-  const bool keep = static_cast<int>(free_.size()) < blocks;  // some block holds positions
-  float *old_k = k, *old_v = v;
-  const size_t old_stride = layer_stride();
-  if (!keep) {  // nothing to copy: the old pool goes before the new one comes
-    be->free_floats(old_k);
-    be->free_floats(old_v);
-    old_k = old_v = nullptr;
-  }
-  be->free_floats(scratch);
-  const int old_blocks = blocks;
-  slots = new_slots;
   maxT = new_maxT;
+  if (new_slots == slots && new_blocks <= blocks) return;
+  // Nothing is in use, so the old pool goes before the new one comes: never both at once.
+  be->free_floats(k);
+  be->free_floats(v);
+  be->free_floats(scratch);
+  slots = new_slots;
   blocks = std::max(new_blocks, blocks);
   allocate();
-  if (keep) {
-    for (int l = 0; l < L; ++l) {
-      be->copy(k + l * layer_stride(), old_k + l * old_stride, old_stride);
-      be->copy(v + l * layer_stride(), old_v + l * old_stride, old_stride);
-    }
-    be->free_floats(old_k);
-    be->free_floats(old_v);
-  }
-  len.resize(static_cast<size_t>(slots), 0);
-  slot_blocks_.resize(static_cast<size_t>(slots));
-  holders_.resize(static_cast<size_t>(blocks), 0);
-  // New blocks go under the old free ones, highest first, so the lowest ids still come first.
-  std::vector<int32_t> fresh;
-  for (int b = blocks - 1; b >= old_blocks; --b) fresh.push_back(b);
-  free_.insert(free_.begin(), fresh.begin(), fresh.end());
+  len.assign(static_cast<size_t>(slots), 0);
+  slot_blocks_.assign(static_cast<size_t>(slots), {});
+  holders_.assign(static_cast<size_t>(blocks), 0);
+  free_.clear();
+  for (int b = blocks - 1; b >= 0; --b) free_.push_back(b);
 }
 
 int32_t KvCache::take_block() {
@@ -164,6 +146,10 @@ void KvCache::attach(int slot, KvBlocks&& kept, int positions) {
   LEAP_CHECK(slot_blocks_[static_cast<size_t>(slot)].empty(), "attaching to a slot in use");
   LEAP_CHECK(positions >= 0 && positions <= kept.len, positions << " of " << kept.len << " kept positions");
   const size_t need = static_cast<size_t>(blocks_for(positions, block_size));
+  // The slot writes from `positions` on: into the last kept block when it is partial, which must
+  // then be its own.
+  LEAP_CHECK(positions % block_size == 0 || holders_[static_cast<size_t>(kept.blocks[need - 1])] == 1,
+             "attaching into a KV block another sequence reads");
   for (size_t i = need; i < kept.blocks.size(); ++i) drop_block(kept.blocks[i]);
   kept.blocks.resize(need);
   slot_blocks_[static_cast<size_t>(slot)] = std::move(kept.blocks);
@@ -182,26 +168,41 @@ void KvCache::copy_slot(int from, int to, int positions) {
   LEAP_CHECK(positions <= len[static_cast<size_t>(from)],
              "copying " << positions << " positions of a slot holding " << len[from]);
   if (from == to) return;
-  clear(to);
-  const auto& src = slot_blocks_[static_cast<size_t>(from)];
-  auto& dst = slot_blocks_[static_cast<size_t>(to)];
+  share_prefix(slot_blocks_[static_cast<size_t>(from)], positions, to);
+}
+
+void KvCache::share(int slot, const KvBlocks& kept, int positions) {
+  LEAP_CHECK(positions <= kept.len, positions << " of " << kept.len << " kept positions");
+  share_prefix(kept.blocks, positions, slot);
+}
+
+void KvCache::share_prefix(const std::vector<int32_t>& src_blocks, int positions, int slot) {
+  clear(slot);
+  // Copied: the source may be this slot's own list, emptied by clear() (never in practice).
+  const std::vector<int32_t> src = src_blocks;
+  auto& dst = slot_blocks_[static_cast<size_t>(slot)];
   const int whole = positions / block_size, rest = positions % block_size;
+  // The whole blocks are counted before a partial block is taken, so a reclaim that drops the
+  // source's kept list cannot free them.
   for (int i = 0; i < whole; ++i) {
     ++holders_[static_cast<size_t>(src[static_cast<size_t>(i)])];
     dst.push_back(src[static_cast<size_t>(i)]);
   }
   if (rest > 0) {
+    const int32_t from_block = src[static_cast<size_t>(whole)];
+    ++holders_[static_cast<size_t>(from_block)];  // held while a reclaim may run
     const int32_t b = take_block();
     dst.push_back(b);
     const size_t per_pos = static_cast<size_t>(Hkv) * D, n = static_cast<size_t>(rest) * per_pos;
-    const size_t from_at = static_cast<size_t>(src[static_cast<size_t>(whole)]) * block_size * per_pos,
+    const size_t from_at = static_cast<size_t>(from_block) * block_size * per_pos,
                  to_at = static_cast<size_t>(b) * block_size * per_pos;
     for (int l = 0; l < L; ++l) {
       be->copy(k + l * layer_stride() + to_at, k + l * layer_stride() + from_at, n);
       be->copy(v + l * layer_stride() + to_at, v + l * layer_stride() + from_at, n);
     }
+    drop_block(from_block);
   }
-  len[static_cast<size_t>(to)] = positions;
+  len[static_cast<size_t>(slot)] = positions;
 }
 
 int KvCache::tables(const int32_t* rows_slots, int n, std::vector<int32_t>* out) const {

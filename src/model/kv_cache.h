@@ -10,8 +10,8 @@
 //   to a slot later. Kept blocks live in what the live sequences leave free: when a reserve
 //   finds the pool empty it calls `reclaim`, which drops kept sequences.
 // - The pool holds every slot at full length (maxT), so the live sequences alone never run out,
-//   plus `keep` more full-length sequences for kept ones. grow() enlarges it in place: block ids
-//   stay valid, so kept sequences survive it.
+//   plus `keep` more full-length sequences for kept ones. grow() enlarges an unused pool (the
+//   Sampler drops what it kept first); the policy sizes it for the run's context up front.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,7 @@ struct KvBlocks {
 };
 
 // Rows a forward over the cache takes at once beyond the decode slots: a later turn's new
-// tokens are run in chunks of this many (kv_cache.cpp's scratch).
+// tokens are run in chunks of the slots plus this many (kv_cache.cpp's scratch).
 constexpr int kKvExtendRows = 64;
 
 // Floats of a cache's pool and scratch (leap plan counts with this).
@@ -53,8 +53,8 @@ class KvCache {
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
-  // At least `slots` slots of maxT positions. The pool is reallocated and its blocks copied, so
-  // the slots' and the kept sequences' block ids stay valid.
+  // At least `slots` slots of maxT positions; no block may be in use (the old pool is freed
+  // before the new one is allocated).
   void grow(int slots, int maxT);
 
   // Slot `to` (empty or not) becomes a copy of slot `from`'s first `positions` positions (all
@@ -69,6 +69,9 @@ class KvCache {
   KvBlocks detach(int slot);
   // An empty slot takes kept blocks, keeping their first `positions` positions.
   void attach(int slot, KvBlocks&& kept, int positions);
+  // A slot becomes a copy of kept blocks' first `positions` positions (whole blocks shared, a
+  // partial last one copied), which stay kept.
+  void share(int slot, const KvBlocks& kept, int positions);
   // Lets go of kept blocks.
   void release(KvBlocks& kept);
 
@@ -80,7 +83,10 @@ class KvCache {
   // max_blocks.
   int tables(const int32_t* slots, int n, std::vector<int32_t>* out) const;
   int free_blocks() const { return static_cast<int>(free_.size()); }
-  size_t layer_stride() const { return static_cast<size_t>(blocks) * block_size * Hkv * D; }
+  // Each layer's pool holds `blocks` blocks and a sink block after them (id `blocks`), where a
+  // padded batch's padding rows are written: one write covers a whole batch.
+  size_t layer_stride() const { return static_cast<size_t>(blocks + 1) * block_size * Hkv * D; }
+  int32_t sink_block() const { return blocks; }
 
   backend::Backend* be;
   int slots, maxT, block_size, keep, blocks, L, Hkv, D;
@@ -93,13 +99,15 @@ class KvCache {
 
  private:
   void allocate();
+  // dst (emptied first) = src's first `positions`: whole blocks shared, a partial one copied.
+  void share_prefix(const std::vector<int32_t>& src, int positions, int slot);
   int32_t take_block();
   void drop_block(int32_t b);
 
   ModelConfig cfg_;
   std::vector<std::vector<int32_t>> slot_blocks_;  // (slots) each slot's blocks in order
   std::vector<int32_t> holders_;                   // (blocks) slots and kept lists holding it
-  std::vector<int32_t> free_;                      // popped from the back: lowest id first
+  std::vector<int32_t> free_;                      // popped from the back (a stack)
 };
 
 }  // namespace leap::model

@@ -143,31 +143,44 @@ void Sampler::forget_kept() {
 
 bool Sampler::drop_oldest_kept() {
   if (kept_.empty()) return false;
-  cache_->release(kept_.front().blocks);
-  kept_.erase(kept_.begin());
+  // The oldest that no waiting prompt of the running call extends, else the oldest.
+  size_t e = 0;
+  if (wanted_)
+    while (e < kept_.size() && wanted_(kept_[e].tokens)) ++e;
+  if (e == kept_.size()) e = 0;
+  cache_->release(kept_[e].blocks);
+  kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(e));
   ++counts_.kept_dropped;
   return true;
 }
 
-int Sampler::best_kept(const std::vector<int32_t>& prompt, int* positions) const {
-  // Only a prompt that extends a whole kept conversation (a later turn of that sample) matches:
-  // a repeat of the same prompt is prefilled as before, so it samples the same.
+int Sampler::best_kept(const std::vector<int32_t>& prompt, int* positions, bool* whole) const {
+  // The kept sequence sharing the longest prefix with the prompt, at most all but its last token
+  // (whose logits the extend must produce). A later turn of that sample extends all of it (whole);
+  // another prompt that starts the same way (a sibling of the group, or a turn whose prompt was
+  // shortened to fit) shares at least a block of it.
   int best = -1;
   *positions = 0;
+  *whole = false;
   for (size_t e = 0; e < kept_.size(); ++e) {
     const auto& t = kept_[e].tokens;
-    if (t.size() >= prompt.size() || static_cast<int>(t.size()) <= *positions ||
-        !std::equal(t.begin(), t.end(), prompt.begin()))
-      continue;
-    best = static_cast<int>(e);
-    *positions = static_cast<int>(t.size());
+    const size_t most = std::min(t.size(), prompt.size() - 1);
+    size_t common = 0;
+    while (common < most && t[common] == prompt[common]) ++common;
+    const bool all = common == t.size();
+    if (!all && static_cast<int>(common) < cache_->block_size) continue;
+    if (static_cast<int>(common) > *positions || (all && !*whole && static_cast<int>(common) == *positions)) {
+      best = static_cast<int>(e);
+      *positions = static_cast<int>(common);
+      *whole = all;
+    }
   }
   return best;
 }
 
 Expected<std::vector<Completion>> Sampler::generate(
     const std::vector<std::vector<int32_t>>& prompts, const SamplerConfig& cfg, Rng& rng) {
-  return run(prompts, cfg, [&rng](int) -> Rng& { return rng; });
+  return run(prompts, cfg, [&rng](int) -> Rng& { return rng; }, false);
 }
 
 Expected<std::vector<Completion>> Sampler::generate(
@@ -175,18 +188,22 @@ Expected<std::vector<Completion>> Sampler::generate(
     std::vector<Rng>& rngs) {
   if (rngs.size() != prompts.size())
     return invalid_input(fmt::format("{} generators for {} prompts", rngs.size(), prompts.size()));
-  return run(prompts, cfg, [&rngs](int b) -> Rng& { return rngs[static_cast<size_t>(b)]; });
+  return run(prompts, cfg, [&rngs](int b) -> Rng& { return rngs[static_cast<size_t>(b)]; }, true);
 }
 
 template <class RngOf>
 Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int32_t>>& prompts,
-                                               const SamplerConfig& cfg, RngOf rng_of) {
+                                               const SamplerConfig& cfg, RngOf rng_of,
+                                               bool own_generators) {
   const ModelConfig& mc = model_->config();
   const int B = static_cast<int>(prompts.size()), V = mc.vocab_size;
   if (B == 0) return std::vector<Completion>{};
   size_t longest = 0;
   for (size_t b = 0; b < prompts.size(); ++b) {
     if (prompts[b].empty()) return invalid_input(fmt::format("prompt {} is empty", b));
+    for (int32_t t : prompts[b])
+      if (t < 0 || t >= V)
+        return invalid_input(fmt::format("prompt {} has token id {} outside [0, {})", b, t, V));
     longest = std::max(longest, prompts[b].size());
   }
   if (longest >= static_cast<size_t>(mc.max_position_embeddings))
@@ -199,11 +216,17 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
   if (!cfg.reuse_kv) forget_kept();
   const int keep = cfg.reuse_kv ? cfg.kv_keep_sequences : 0;
   if (!cache_) {
-    cache_ = std::make_unique<KvCache>(mc, model_->backend(), S, maxT, cfg.kv_block_tokens, keep);
+    // Sized for the larger of this call and the context set up front, so that a run's later
+    // turns do not grow it (set_context).
+    cache_ = std::make_unique<KvCache>(mc, model_->backend(), std::max(S, max_batch_),
+                                       std::max(maxT, context_), cfg.kv_block_tokens, keep);
     cache_->reclaim = [this] { return drop_oldest_kept(); };
   } else if (cache_->slots < S || cache_->maxT < maxT) {
-    cache_->grow(S, maxT);  // kept sequences survive it
+    forget_kept();  // a grow reallocates the pool: what was kept goes first
+    cache_->grow(S, maxT);
   }
+  // No slot is live between calls (an earlier call that failed midway may have left blocks).
+  for (int s = 0; s < cache_->slots; ++s) cache_->clear(s);
   // Padded embedding rows (vocab_size above the tokenizer's ids) are never sampled.
   const int sample_below = tokenizer_ ? tokenizer_->vocab_size() : V;
   std::vector<int32_t> eos = eos_ids_;
@@ -228,23 +251,38 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
   }
   // A distinct prompt's logits, kept until its last repeat has been admitted.
   std::vector<std::vector<float>> distinct_logits(first.size());
-  // Admission order: prompts that extend a kept sequence first (they need few new blocks, and
-  // admitting them before the others prefill keeps their blocks from being reclaimed), then the
-  // rest, each in prompt order. Every sequence draws from its own generator, so the order does
-  // not change what it samples.
+  int next_prompt = 0;  // the next index into `order` to admit
+  // Admission order: with a generator per sequence, prompts that extend a kept sequence first
+  // (they need few new blocks, and admitting them before the others prefill keeps their blocks
+  // from being reclaimed), then the rest, each in prompt order; the order does not change what a
+  // sequence samples. With one shared generator, prompt order (the draws follow it).
   std::vector<int> order;
   for (int pass = 0; pass < 2; ++pass)
     for (int b = 0; b < B; ++b) {
       int reuse = 0;
-      const bool extends = cfg.reuse_kv && best_kept(prompts[static_cast<size_t>(b)], &reuse) >= 0;
+      bool whole = false;
+      const bool extends = own_generators && cfg.reuse_kv &&
+                           best_kept(prompts[static_cast<size_t>(b)], &reuse, &whole) >= 0 && whole;
       if (extends == (pass == 0)) order.push_back(b);
     }
+  // A reclaim drops kept sequences no prompt still waiting for a slot extends first.
+  wanted_ = [&](const std::vector<int32_t>& kept_tokens) {
+    for (size_t i = static_cast<size_t>(next_prompt); i < order.size(); ++i) {
+      const auto& p = prompts[static_cast<size_t>(order[i])];
+      if (kept_tokens.size() < p.size() && std::equal(kept_tokens.begin(), kept_tokens.end(), p.begin()))
+        return true;
+    }
+    return false;
+  };
+  struct ForgetWanted {
+    std::function<bool(const std::vector<int32_t>&)>* f;
+    ~ForgetWanted() { *f = nullptr; }
+  } forget_wanted{&wanted_};
   std::vector<int> last_of(first.size());
   for (int b : order) last_of[static_cast<size_t>(distinct_of[b])] = b;
   std::vector<int> slot_prompt(static_cast<size_t>(S), -1);  // the prompt a slot holds, -1: free
   std::vector<int32_t> free_slots(static_cast<size_t>(S));
   std::iota(free_slots.rbegin(), free_slots.rend(), 0);  // popped from the back: 0 first
-  int next_prompt = 0;
 
   // Continuous batching: the next prompts take the free slots, their logits the rows after
   // `rows_kept`.
@@ -270,10 +308,15 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
         if (slot_prompt[sl] >= 0 && distinct_of[slot_prompt[sl]] == u) source[i] = sl;
       const auto& prompt = prompts[static_cast<size_t>(prompt_of_new[i])];
       int reuse = 0;
-      const int e = source[i] < 0 && cfg.reuse_kv ? best_kept(prompt, &reuse) : -1;
+      bool whole = false;
+      const int e = source[i] < 0 && cfg.reuse_kv ? best_kept(prompt, &reuse, &whole) : -1;
       if (e >= 0) {
-        cache_->attach(slot_of_new[i], std::move(kept_[static_cast<size_t>(e)].blocks), reuse);
-        kept_.erase(kept_.begin() + e);
+        if (whole) {  // its next turn: the blocks move to the slot
+          cache_->attach(slot_of_new[i], std::move(kept_[static_cast<size_t>(e)].blocks), reuse);
+          kept_.erase(kept_.begin() + e);
+        } else {  // a shared start: the kept sequence stays for its own next turn
+          cache_->share(slot_of_new[i], kept_[static_cast<size_t>(e)].blocks, reuse);
+        }
         to_extend.emplace_back(prompt.begin() + reuse, prompt.end());
         extend_slots.push_back(slot_of_new[i]);
         extend_distinct.push_back(u);
@@ -306,8 +349,10 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
     }
     for (size_t i = 0; i < n; ++i) {
       const int b = prompt_of_new[i], u = distinct_of[b];
-      if (source[i] != slot_of_new[i])
+      if (source[i] != slot_of_new[i]) {
         cache_->copy_slot(source[i], slot_of_new[i], static_cast<int>(prompts[static_cast<size_t>(b)].size()));
+        out[static_cast<size_t>(b)].reused_tokens = static_cast<int>(prompts[static_cast<size_t>(b)].size());
+      }
       std::copy_n(distinct_logits[static_cast<size_t>(u)].data(), V, logits.data() + row_slot.size() * V);
       if (last_of[static_cast<size_t>(u)] == b) std::vector<float>().swap(distinct_logits[static_cast<size_t>(u)]);
       row_slot.push_back(slot_of_new[i]);

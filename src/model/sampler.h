@@ -10,6 +10,7 @@
 // prompts, config and thread count give the same completions. Greedy (temperature 0) draws none.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,8 +32,9 @@ struct SamplerConfig {
   bool stop_at_eos = true;
   int kv_block_tokens = 16;  // positions per KV-cache block
   // A finished sequence keeps its KV blocks (while the pool has room) for a later prompt that
-  // extends it: a later turn then runs only its new tokens. Keep them only while the weights
-  // stay the same (Sampler::forget_kept).
+  // extends it (a later turn then runs only its new tokens) or starts like it (its whole blocks
+  // are shared). Keep them only while the weights stay the same (Sampler::forget_kept). A prompt's
+  // logits then depend, within float rounding, on what was kept.
   bool reuse_kv = true;
   int kv_keep_sequences = 8;  // pool room beyond the slots for kept sequences, in full sequences
 
@@ -56,7 +58,9 @@ struct Completion {
   std::vector<int32_t> tokens;  // sampled tokens, the stop string / EOS included
   std::vector<float> logprobs;  // one per token (see above)
   StopReason stop_reason = StopReason::kMaxTokens;
-  int reused_tokens = 0;  // prompt positions taken from a kept KV cache, not prefilled
+  // Prompt positions this sequence got from another's KV cache instead of running them: a kept
+  // sequence it extends or starts like, or a live slot holding the same prompt.
+  int reused_tokens = 0;
 };
 
 // Draws one token from a row of logits (V), among ids below sample_below (0: all). Writes
@@ -79,6 +83,9 @@ class Sampler {
   // the batch stays full while lengths differ. Sequences with their own generators (below) are
   // the same either way; the shared-generator generate() draws in another order.
   void set_max_batch(int n) { max_batch_ = n; }
+  // The longest sequence (prompt + answer) the run will make: the KV cache is sized for it when
+  // first made, so that later, longer turns do not grow it (a grow drops what was kept).
+  void set_context(int positions) { context_ = positions; }
   // Drops every kept sequence (SamplerConfig::reuse_kv): their keys and values were computed with
   // weights that are about to change.
   void forget_kept();
@@ -98,7 +105,7 @@ class Sampler {
   // `rng_of(b)` is the generator sequence b draws from.
   template <class RngOf>
   Expected<std::vector<Completion>> run(const std::vector<std::vector<int32_t>>& prompts,
-                                        const SamplerConfig& cfg, RngOf rng_of);
+                                        const SamplerConfig& cfg, RngOf rng_of, bool own_generators);
 
   Transformer* model_;
   const Tokenizer* tokenizer_;
@@ -110,13 +117,16 @@ class Sampler {
     KvBlocks blocks;
   };
   bool drop_oldest_kept();
-  // The longest kept sequence whose tokens all start `prompt` (and are fewer), -1 when none:
-  // its positions are how many.
-  int best_kept(const std::vector<int32_t>& prompt, int* positions) const;
+  // The kept sequence sharing the longest start with `prompt` (-1 when none shares a block, or
+  // all of a shorter one): how many positions, and whether that is all of it.
+  int best_kept(const std::vector<int32_t>& prompt, int* positions, bool* whole) const;
 
   std::unique_ptr<KvCache> cache_;  // kept between calls, grown when too small
   std::vector<Kept> kept_;
   SamplerCounts counts_;
+  // During a call: whether a prompt still waiting for a slot extends these kept tokens.
+  std::function<bool(const std::vector<int32_t>&)> wanted_;
+  int context_ = 0;
   bool share_prefill_ = true;
   int max_batch_ = 0;
 };

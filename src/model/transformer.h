@@ -112,7 +112,7 @@ class Transformer {
   // Extend: appends tokens[i] (non-empty) to cache slot slots[i] after its len positions (a
   // later turn whose conversation the slot already holds) and writes each one's next-token
   // logits to last_logits (n*V host floats). The new tokens attend through the cache, in chunks
-  // of kKvExtendRows rows; the log-probs equal a full prefill's up to float rounding.
+  // of cache.slots + kKvExtendRows rows; the log-probs equal a full prefill's up to float rounding.
   void extend(const std::vector<std::vector<int32_t>>& tokens, const int32_t* slots,
               KvCache& cache, float* last_logits);
 

@@ -21,29 +21,27 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
                                      std::min(cache.maxT, cfg_.max_position_embeddings)));
   ensure_rope_tables(cache.maxT);
   const int B = prompts.B, T = prompts.T, C = cfg_.hidden_size, V = cfg_.vocab_size;
-  const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim;
   auto slot_of = [&](int b) { return slots ? slots[b] : b; };
   for (int b = 0; b < B; ++b)
     if (slot_of(b) < 0 || slot_of(b) >= cache.slots) return invalid_input(fmt::format("cache slot {} of {}", slot_of(b), cache.slots));
-  // Each prompt's positions get blocks; row t of prompt b goes to its block and offset.
-  std::vector<std::vector<int32_t>> block(static_cast<size_t>(B)), offset(static_cast<size_t>(B));
+  // Each prompt's positions get blocks; row (b, t) goes to its block and offset, a padding row
+  // to the sink block.
+  std::vector<int32_t> block(static_cast<size_t>(B) * T), offset(block.size());
   for (int b = 0; b < B; ++b) {
     cache.clear(slot_of(b));
     cache.reserve(slot_of(b), prompts.lengths[b]);
-    for (int t = 0; t < prompts.lengths[b]; ++t) {
-      block[b].push_back(cache.block_of(slot_of(b), t));
-      offset[b].push_back(t % cache.block_size);
+    for (int t = 0; t < T; ++t) {
+      const size_t r = static_cast<size_t>(b) * T + t;
+      block[r] = t < prompts.lengths[b] ? cache.block_of(slot_of(b), t) : cache.sink_block();
+      offset[r] = t % cache.block_size;
     }
   }
   // Each layer's keys and values go to the cache as the layer finishes (with checkpointing only
-  // one layer's stay in the activations).
+  // one layer's stay in the activations): one write of the whole batch per layer.
   const KvSink to_cache = [&](int l, const float* k, const float* v) {
-    for (int b = 0; b < B; ++b) {
-      const size_t src = static_cast<size_t>(b) * T * KD;
-      be_->kv_cache_write(cache.k + l * cache.layer_stride(), cache.v + l * cache.layer_stride(),
-                          k + src, v + src, block[b].data(), offset[b].data(), prompts.lengths[b],
-                          cache.block_size, cfg_.num_key_value_heads, cfg_.head_dim);
-    }
+    be_->kv_cache_write(cache.k + l * cache.layer_stride(), cache.v + l * cache.layer_stride(), k,
+                        v, block.data(), offset.data(), B * T, cache.block_size,
+                        cfg_.num_key_value_heads, cfg_.head_dim);
   };
   forward_blocks(prompts, &to_cache);
   Activations& a = *acts_;

@@ -249,7 +249,7 @@ TEST_F(Inference, ExtendEqualsPrefillOfTheWholeSequence) {
 TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
   auto m = make(tiny_config());
   SamplerConfig sc;
-  sc.max_new_tokens = 12;
+  sc.max_new_tokens = 30;  // turn-1 sequences of 11-12 blocks: three do not fit one slot's 24
   sc.temperature = 1.3;
   sc.stop_at_eos = false;
   sc.kv_block_tokens = 4;
@@ -262,6 +262,7 @@ TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
     sc.kv_keep_sequences = keep;
     Sampler s(*m, &tok);
     s.set_max_batch(max_batch);
+    s.set_context(96);  // as the policy does: sized for the run, so turn 2 does not grow it
     auto r1 = rngs_for(5);
     auto turn1 = s.generate(prompts, sc, r1);
     ASSERT_TRUE(turn1.has_value());
@@ -313,6 +314,59 @@ TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
     ASSERT_TRUE(s.generate(turn3, sc, r4).has_value());
     EXPECT_EQ(s.counts().reused_tokens, reused_before);
   }
+}
+
+// The paged cache's block accounting: whole blocks are shared, a partial one copied, kept blocks
+// outlive their slot, and a full pool reclaims kept ones.
+TEST(KvCacheTest, SharesWholeBlocksCopiesPartialOnesAndCountsHolders) {
+  backend::CpuBackend be(1);
+  const ModelConfig c = tiny_config();
+  KvCache cache(c, be, 3, 40, 4, 0);  // 3 slots x 10 blocks, no room kept
+  const int all = cache.free_blocks(), KD = c.num_key_value_heads * c.head_dim;
+  EXPECT_EQ(all, 30);
+  auto at = [&](int l, int slot, int pos) {
+    return cache.k + l * cache.layer_stride() +
+           (static_cast<size_t>(cache.block_of(slot, pos)) * cache.block_size + pos % cache.block_size) * KD;
+  };
+  cache.reserve(0, 10);
+  cache.len[0] = 10;
+  EXPECT_EQ(cache.free_blocks(), all - 3);
+  for (int l = 0; l < c.num_hidden_layers; ++l)
+    for (int p = 0; p < 10; ++p) at(l, 0, p)[0] = static_cast<float>(100 * l + p);
+  cache.copy_slot(0, 1, 10);  // blocks 0-1 shared, positions 8-9 copied into a new block
+  EXPECT_EQ(cache.free_blocks(), all - 4);
+  EXPECT_EQ(cache.block_of(1, 0), cache.block_of(0, 0));
+  EXPECT_NE(cache.block_of(1, 9), cache.block_of(0, 9));
+  for (int l = 0; l < c.num_hidden_layers; ++l)
+    for (int p = 0; p < 10; ++p) EXPECT_EQ(at(l, 1, p)[0], static_cast<float>(100 * l + p));
+  KvBlocks kept = cache.detach(0);  // slot 0's blocks, still held
+  EXPECT_EQ(cache.len[0], 0);
+  EXPECT_EQ(cache.free_blocks(), all - 4);
+  cache.clear(1);  // the shared blocks stay: the kept list holds them
+  EXPECT_EQ(cache.free_blocks(), all - 3);
+  cache.share(2, kept, 6);  // one whole block shared, positions 4-5 copied
+  EXPECT_EQ(cache.free_blocks(), all - 4);
+  EXPECT_EQ(at(0, 2, 5)[0], 5.0f);
+  cache.attach(0, std::move(kept), 9);  // its own next turn: all three blocks back in a slot
+  EXPECT_EQ(cache.len[0], 9);
+  cache.clear(0);
+  cache.clear(2);
+  EXPECT_EQ(cache.free_blocks(), all);
+  // A full pool calls reclaim, which may free kept blocks.
+  cache.reserve(0, 40);
+  cache.reserve(1, 40);
+  cache.reserve(2, 36);
+  KvBlocks held = cache.detach(2);
+  int reclaims = 0;
+  cache.reclaim = [&] {
+    ++reclaims;
+    if (held.blocks.empty()) return false;
+    cache.release(held);
+    return true;
+  };
+  cache.reserve(2, 40);
+  EXPECT_EQ(reclaims, 1);  // one block was free, the kept nine made room for the rest
+  EXPECT_EQ(cache.free_blocks(), 0);
 }
 
 TEST_F(Inference, TopKOneAndTinyTopPAreGreedy) {
