@@ -119,6 +119,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   r.policy_idle_s = std::max(0.0, n_policy * r.time_s - r.policy_busy_s - r.policy_wait_s);
   r.sandbox_busy_s = times.sandbox_busy_s;
   r.sandbox_idle_s = std::max(0.0, times.sandbox_slots * r.time_s - times.sandbox_busy_s);
+  r.n_jobs_overlapped = times.jobs_during_generation;
   r.loss = tr.loss;
   r.kl = tr.tokens > 0 ? tr.kl_sum / tr.tokens : 0;
   r.entropy = tr.tokens > 0 ? tr.neg_logp_sum / tr.tokens : 0;

@@ -112,7 +112,7 @@ class Phase {
       LEAP_ASSIGN_OR_RETURN(got, poll_sandbox(times));
       progressed |= got;
       hand_out_generation();
-      hand_out_jobs();
+      hand_out_jobs(times);
       outbox_.progress();
       gen_clock_.set(generating_ > 0);
       sandbox_clock_.set(sandbox_busy());
@@ -275,7 +275,7 @@ class Phase {
     }
   }
 
-  void hand_out_jobs() {
+  void hand_out_jobs(TurnTimes* times) {
     for (auto& [rank, credit] : credits_) {
       SandboxJobs batch;
       while (credit > 0 && !jobs_.empty()) {
@@ -285,6 +285,7 @@ class Phase {
       }
       if (batch.jobs.empty()) continue;
       jobs_in_flight_ += static_cast<int>(batch.jobs.size());
+      if (generating_ > 0) times->jobs_during_generation += static_cast<int>(batch.jobs.size());
       if (sandbox_ranks_.empty()) {
         for (const auto& j : batch.jobs) local_->start(j);
       } else {

@@ -29,6 +29,18 @@ Status TurnRunner::rollout(StepState& state, const std::vector<RolloutItem>& ite
     weights.push_back(static_cast<int64_t>(it.prompt_ids.size()));
   const int n = static_cast<int>(policy_ranks_.size());
   auto owner = balance_by_weight(weights, n);
+  // A later turn goes back to the rank that generated the sample's previous turn, which keeps
+  // its KV cache (sampler.reuse_kv). Turn 1 spread a group's samples evenly, so this stays about
+  // as balanced.
+  for (size_t i = 0; i < items.size() && turn > 1; ++i) {
+    const auto& turns = state.groups()[static_cast<size_t>(StepState::group_of(items[i].uid))]
+                            .samples[static_cast<size_t>(StepState::sample_of(items[i].uid))]
+                            .turns;
+    if (turns.size() < 2) continue;
+    const int holder = turns[turns.size() - 2].policy_rank;
+    for (int p = 0; p < n; ++p)
+      if (policy_ranks_[static_cast<size_t>(p)] == holder) owner[i] = p;
+  }
   std::vector<RolloutWork> work(static_cast<size_t>(n));
   for (size_t i = 0; i < items.size(); ++i)
     work[static_cast<size_t>(owner[i])].items.push_back(items[i]);

@@ -31,6 +31,9 @@ struct TurnTimes {
   double policy_gen_s = 0, policy_wait_s = 0;
   double sandbox_busy_s = 0;  // summed over the jobs: seconds each held a sandbox slot
   int sandbox_slots = 0;      // slots of every sandbox rank (or of the in-process verifier)
+  // Sandbox jobs sent while some policy rank was generating: 0 in the synchronous pipeline, where
+  // verification starts after a turn's generation; the streaming pipeline's overlap, counted.
+  int jobs_during_generation = 0;
 };
 
 class TurnRunner {

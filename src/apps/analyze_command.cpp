@@ -255,6 +255,8 @@ Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
       {{"dropped_groups", "dropped groups", -1, ""},
        [](const R& r) { return Cell(r.dropped_groups); }},
       {{"sandbox_jobs", "sandbox jobs", -1, ""}, [](const R& r) { return Cell(r.sandbox_jobs); }},
+      {{"jobs_overlapped", "sandbox jobs sent during generation", -1, ""},
+       [](const R& r) { return Cell(r.jobs_overlapped); }},
       {{"tokens_generated", "tokens generated", -1, ""},
        [](const R& r) { return Cell(r.tokens_generated); }},
       {{"prefill_tokens", "prompt tokens run", -1, ""},

@@ -169,6 +169,7 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
     out.tokens_generated += row.tokens_generated;
     out.prefill_tokens += row.prefill_tokens;
     out.kv_reused_tokens += row.kv_reused_tokens;
+    out.jobs_overlapped += row.n_jobs_overlapped;
     out.samples += n_rows;
     out.trajectories += st.trajectories;
     out.groups += row.n_groups;

@@ -54,7 +54,7 @@ struct RunSummary {
   double policy_busy_s = 0, policy_wait_s = 0, policy_drain_s = 0, policy_idle_s = 0;
   double sandbox_busy_s = 0, sandbox_idle_s = 0;
   int64_t sandbox_jobs = 0, tokens_generated = 0, samples = 0, trajectories = 0;
-  int64_t prefill_tokens = 0, kv_reused_tokens = 0;
+  int64_t prefill_tokens = 0, kv_reused_tokens = 0, jobs_overlapped = 0;
   int64_t groups = 0, easy = 0, hopeless = 0, expanded = 0, dropped_groups = 0;
 };
 

@@ -12,7 +12,8 @@ namespace leap::io {
 // 2: /steps gained cpu_s, n_resampled, train_sequences and train_positions.
 // 3: /steps gained policy_busy_s, policy_wait_s, policy_drain_s, policy_idle_s, sandbox_busy_s
 //    and sandbox_idle_s.
-// 4: /steps gained prefill_tokens and kv_reused_tokens, /samples kv_reused_tokens.
+// 4: /steps gained prefill_tokens, kv_reused_tokens and n_jobs_overlapped, /samples
+//    kv_reused_tokens.
 inline constexpr int kTrajectorySchemaVersion = 4;
 
 struct StepRow {
@@ -32,6 +33,9 @@ struct StepRow {
   int32_t n_groups = 0, n_easy = 0, n_hopeless = 0, n_expanded = 0, n_dropped_groups = 0;
   int32_t n_samples = 0, n_sandbox_jobs = 0;
   int32_t n_resampled = 0;  // groups drawn to replace all-zero-advantage ones (dynamic sampling)
+  // Sandbox jobs sent while generation was still in flight (the pipelines' overlap, counted: 0
+  // with rl.pipeline = sync).
+  int32_t n_jobs_overlapped = 0;
   int64_t tokens_generated = 0;
   // Prompt tokens the policy ranks ran (prefill or extend), and prompt positions they took from
   // another sequence's KV cache instead (a kept earlier turn, a sibling's prompt): the sums of

@@ -76,6 +76,7 @@ H5Id step_type() {
   LEAP_FIELD(id, StepRow, tokens_generated, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, prefill_tokens, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, kv_reused_tokens, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, StepRow, n_jobs_overlapped, H5T_NATIVE_INT32);
   LEAP_FIELD(id, StepRow, train_sequences, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, train_positions, H5T_NATIVE_INT64);
   LEAP_FIELD(id, StepRow, mean_completion_tokens, H5T_NATIVE_DOUBLE);

@@ -94,6 +94,7 @@ want_run = {
     "hopeless": int(steps["n_hopeless"].sum()), "expanded": int(steps["n_expanded"].sum()),
     "dropped_groups": int(steps["n_dropped_groups"].sum()), "sandbox_jobs": int(steps["n_sandbox_jobs"].sum()),
     "tokens_generated": int(steps["tokens_generated"].sum()),
+    "jobs_overlapped": int(steps["n_jobs_overlapped"].sum()),
     # From /samples, not /steps: each turn-sample's prompt, less what a kept KV cache held.
     "prefill_tokens": int((samples["prompt_tokens"] - samples["kv_reused_tokens"]).sum()),
     "kv_reused_frac": ratio(samples["kv_reused_tokens"].sum(), samples["prompt_tokens"].sum()),
