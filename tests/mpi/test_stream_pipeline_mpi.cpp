@@ -9,6 +9,9 @@
 #include <mpi.h>
 
 #include <filesystem>
+#include <map>
+#include <set>
+#include <tuple>
 
 #include "fake_engines.h"
 #include "io/trajectory_reader.h"
@@ -132,6 +135,20 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
     later_turns += x.turn > 1;
   }
   EXPECT_GT(later_turns, 0);  // DCP expanded some groups, so the later-turn path ran
+  // sync sends every later turn back to the rank that generated the sample's previous turn (its
+  // KV cache is there); turn 1 was spread over both policy ranks.
+  std::map<std::tuple<int64_t, int32_t, int32_t, int32_t>, int32_t> rank_of;
+  std::set<int32_t> turn1_ranks;
+  for (const auto& x : a->samples) {
+    rank_of[{x.step, x.group, x.sample, x.turn}] = x.mpi_rank;
+    if (x.turn == 1) turn1_ranks.insert(x.mpi_rank);
+  }
+  EXPECT_EQ(turn1_ranks.size(), 2u);
+  for (const auto& x : a->samples) {
+    if (x.turn > 1) {
+      EXPECT_EQ(x.mpi_rank, (rank_of[{x.step, x.group, x.sample, x.turn - 1}]));
+    }
+  }
 
   // The accounting: a policy rank's busy and waiting time fit in its share of the step; each
   // sandbox slot's busy or idle. The fakes sleep 2 ms per item generated and 5 ms per job, so
