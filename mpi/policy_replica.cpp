@@ -25,8 +25,7 @@ PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& 
 std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& items) {
   // Up to micro_batch_seqs sequences decode together; as one finishes, the next item takes its
   // KV-cache slot (continuous batching). Each item draws from its own seed, so its completion
-  // does not depend on the batch or rank it landed in.
-  sampler_.set_max_batch(std::max(1, opts_.micro_batch_seqs));
+  // does not depend on the batch or rank it landed in (the constructor set the batch size).
   std::vector<std::vector<int32_t>> prompts;
   std::vector<Rng> rngs;
   for (const auto& it : items) {

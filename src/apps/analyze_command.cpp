@@ -261,7 +261,7 @@ Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
        [](const R& r) { return Cell(r.tokens_generated); }},
       {{"prefill_tokens", "prompt tokens run", -1, ""},
        [](const R& r) { return Cell(r.prefill_tokens); }},
-      {{"kv_reused_frac", "prompt positions from kept KV", 1, "", false, true},
+      {{"kv_reused_frac", "prompt positions from KV caches", 1, "", false, true},
        [](const R& r) { return Cell(ratio(static_cast<double>(r.kv_reused_tokens), static_cast<double>(r.kv_reused_tokens + r.prefill_tokens))); }},
       {{"time_s", "step time s", 1, ""}, [](const R& r) { return Cell(r.time_s); }},
       {{"gen_s", "gen s", 1, ""}, [](const R& r) { return Cell(r.gen_s); }},

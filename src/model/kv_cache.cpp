@@ -178,7 +178,8 @@ void KvCache::share(int slot, const KvBlocks& kept, int positions) {
 
 void KvCache::share_prefix(const std::vector<int32_t>& src_blocks, int positions, int slot) {
   clear(slot);
-  // Copied: the source may be this slot's own list, emptied by clear() (never in practice).
+  // Copied: taking a block for the partial copy may reclaim, and a reclaim may drop the very
+  // kept list `src_blocks` belongs to (its blocks survive: they are counted first, below).
   const std::vector<int32_t> src = src_blocks;
   auto& dst = slot_blocks_[static_cast<size_t>(slot)];
   const int whole = positions / block_size, rest = positions % block_size;

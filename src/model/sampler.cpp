@@ -332,20 +332,22 @@ Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int
       slot_prompt[slot_of_new[i]] = prompt_of_new[i];
       if (source[i] < 0) source[i] = slot_of_new[i];  // it is its own source (prefilled)
     }
+    // Row j of `fresh` becomes the logits of distinct prompt distinct[j].
+    auto store = [&](const std::vector<float>& fresh, const std::vector<int>& distinct) {
+      for (size_t j = 0; j < distinct.size(); ++j)
+        distinct_logits[static_cast<size_t>(distinct[j])].assign(
+            fresh.begin() + static_cast<std::ptrdiff_t>(j * V), fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
+    };
     if (!to_prefill.empty()) {
       std::vector<float> fresh(to_prefill.size() * static_cast<size_t>(V));
       LEAP_RETURN_IF_ERROR(model_->prefill(TokenBatch::from_sequences(to_prefill), *cache_, fresh.data(),
                                            prefill_slots.data()));
-      for (size_t j = 0; j < to_prefill.size(); ++j)
-        distinct_logits[static_cast<size_t>(prefill_distinct[j])].assign(
-            fresh.begin() + static_cast<std::ptrdiff_t>(j * V), fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
+      store(fresh, prefill_distinct);
     }
     if (!to_extend.empty()) {
       std::vector<float> fresh(to_extend.size() * static_cast<size_t>(V));
       model_->extend(to_extend, extend_slots.data(), *cache_, fresh.data());
-      for (size_t j = 0; j < to_extend.size(); ++j)
-        distinct_logits[static_cast<size_t>(extend_distinct[j])].assign(
-            fresh.begin() + static_cast<std::ptrdiff_t>(j * V), fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
+      store(fresh, extend_distinct);
     }
     for (size_t i = 0; i < n; ++i) {
       const int b = prompt_of_new[i], u = distinct_of[b];

@@ -7,7 +7,9 @@
 // 1, before top-k/top-p truncation), which is exactly what Transformer::forward recomputes for
 // the same sequence: the PPO ratio's old log-prob. Reproducibility: the only randomness is one
 // rng.uniform() per sampled token, drawn in sequence order within a step, so the same seed,
-// prompts, config and thread count give the same completions. Greedy (temperature 0) draws none.
+// prompts, config and thread count give the same completions, given the same kept sequences
+// (SamplerConfig::reuse_kv: extending a kept cache rounds differently from a prefill). Greedy
+// (temperature 0) draws none.
 #pragma once
 
 #include <functional>

@@ -95,7 +95,7 @@ want_run = {
     "dropped_groups": int(steps["n_dropped_groups"].sum()), "sandbox_jobs": int(steps["n_sandbox_jobs"].sum()),
     "tokens_generated": int(steps["tokens_generated"].sum()),
     "jobs_overlapped": int(steps["n_jobs_overlapped"].sum()),
-    # From /samples, not /steps: each turn-sample's prompt, less what a kept KV cache held.
+    # From /samples, not /steps: each turn-sample's prompt, less what came from another sequence's KV cache.
     "prefill_tokens": int((samples["prompt_tokens"] - samples["kv_reused_tokens"]).sum()),
     "kv_reused_frac": ratio(samples["kv_reused_tokens"].sum(), samples["prompt_tokens"].sum()),
     "time_s": steps["time_s"].sum(), "gen_s": steps["gen_s"].sum(), "sandbox_s": steps["sandbox_s"].sum(),
