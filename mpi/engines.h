@@ -7,6 +7,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +16,20 @@
 
 namespace leap::mpi {
 
+// Where a streaming generator (PolicyEngine::generate_stream) gets its work and leaves its
+// completions: the coordinator's queue, through MPI on a policy rank and through a locked inbox on
+// rank 0's generator thread.
+class WorkSource {
+ public:
+  virtual ~WorkSource() = default;
+  // Up to `room` items to start (possibly none). wait: the generator has nothing left to decode,
+  // so this blocks until items come or the phase ends. nullopt: stop (the phase is over, or the
+  // source failed and keeps the reason).
+  virtual std::optional<std::vector<RolloutItem>> more(int room, bool wait) = 0;
+  // Completions that just finished, and the seconds spent generating since the last call.
+  virtual void done(std::vector<Completion> finished, double busy_s) = 0;
+};
+
 // One replica of the policy, on every policy rank.
 class PolicyEngine {
  public:
@@ -22,6 +37,11 @@ class PolicyEngine {
   // Completions for the items, each sampled with its own seed (so a sample does not depend on
   // the rank or the batch it lands in).
   virtual std::vector<Completion> generate(const std::vector<RolloutItem>& items) = 0;
+  // Generates what `source` hands out until it says stop. A replica with a sampler keeps up to
+  // generation_batch() sequences decoding and a finished one's slot takes the next item at once,
+  // across the source's hand-outs (continuous batching); this default runs generate() on each
+  // hand-out.
+  virtual void generate_stream(WorkSource& source);
   // Another thread is about to call generate() (rank 0's generator in the streaming pipeline):
   // binds it to this replica's compute (threads, device) first.
   virtual void bind_calling_thread() {}

@@ -1,31 +1,67 @@
-// A generation batch on a worker thread, collected without blocking.
+// Rank 0's generator thread and the locked hand-over between it and the coordinator's loop.
 #include "mpi/local_generator.h"
-
-#include <chrono>
 
 #include "common/check.h"
 
 namespace leap::mpi {
 
+class LocalGenerator::Inbox final : public WorkSource {
+ public:
+  explicit Inbox(LocalGenerator& g) : g_(g) {}
+  std::optional<std::vector<RolloutItem>> more(int room, bool wait) override {
+    (void)room;  // the coordinator gives at most room() items
+    std::unique_lock lock(g_.mu_);
+    if (wait) g_.cv_.wait(lock, [&] { return !g_.inbox_.empty() || g_.closed_; });
+    if (g_.inbox_.empty() && g_.closed_ && wait) return std::nullopt;
+    std::vector<RolloutItem> out;
+    out.swap(g_.inbox_);
+    return out;
+  }
+  void done(std::vector<Completion> finished, double busy_s) override {
+    std::lock_guard lock(g_.mu_);
+    for (auto& c : finished) g_.outbox_.completions.push_back(std::move(c));
+    g_.outbox_.busy_s += busy_s;
+  }
+
+ private:
+  LocalGenerator& g_;
+};
+
 LocalGenerator::~LocalGenerator() {
-  if (running_.valid()) running_.wait();
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
-void LocalGenerator::start(std::vector<RolloutItem> items) {
-  LEAP_CHECK(!busy(), "LocalGenerator::start while a batch runs");
-  running_ = std::async(std::launch::async, [this, items = std::move(items)] {
-    policy_.bind_calling_thread();  // the rank's thread count and device, not the defaults
-    const auto t0 = std::chrono::steady_clock::now();
-    RolloutResult r;
-    r.completions = policy_.generate(items);
-    r.busy_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return r;
-  });
+void LocalGenerator::give(std::vector<RolloutItem> items) {
+  if (items.empty()) return;
+  outstanding_ += static_cast<int>(items.size());
+  {
+    std::lock_guard lock(mu_);
+    for (auto& it : items) inbox_.push_back(std::move(it));
+  }
+  cv_.notify_all();
+  if (!thread_.joinable())
+    thread_ = std::thread([this] {
+      policy_.bind_calling_thread();  // the rank's thread count and device, not the defaults
+      Inbox inbox(*this);
+      policy_.generate_stream(inbox);
+    });
 }
 
 std::optional<RolloutResult> LocalGenerator::take() {
-  if (!running_.valid() || running_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return std::nullopt;
-  return running_.get();
+  RolloutResult r;
+  {
+    std::lock_guard lock(mu_);
+    if (outbox_.completions.empty()) return std::nullopt;
+    std::swap(r, outbox_);
+  }
+  outstanding_ -= static_cast<int>(r.completions.size());
+  LEAP_CHECK(outstanding_ >= 0, "the generator returned more completions than it was given");
+  return r;
 }
 
 }  // namespace leap::mpi

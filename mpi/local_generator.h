@@ -1,10 +1,14 @@
 // Rank 0's own share of generation in a streaming phase (stream_runner.h), on a thread of its
 // own, so that the coordinator's loop never waits behind it. Only the coordinator's main thread
-// calls MPI (MPI_THREAD_FUNNELED): generate() on the policy engine does not.
+// calls MPI (MPI_THREAD_FUNNELED): the generator thread runs PolicyEngine::generate_stream over a
+// locked inbox and outbox, which the coordinator fills and empties between its polls. Items
+// given join the running batch at its next step (continuous batching across hand-outs).
 #pragma once
 
-#include <future>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "mpi/engines.h"
@@ -14,19 +18,32 @@ namespace leap::mpi {
 class LocalGenerator {
  public:
   explicit LocalGenerator(PolicyEngine& policy) : policy_(policy) {}
+  // Ends the phase: the thread stops once it has nothing left to decode.
   ~LocalGenerator();
   LocalGenerator(const LocalGenerator&) = delete;
   LocalGenerator& operator=(const LocalGenerator&) = delete;
 
-  bool busy() const { return running_.valid(); }
-  // Starts generating `items` (requires !busy()).
-  void start(std::vector<RolloutItem> items);
-  // The batch's completions once it is done (and then !busy()); nothing while it runs.
+  // Items given and not yet returned by take().
+  int outstanding() const { return outstanding_; }
+  // How many more items it can decode at once now (its batch less what it holds).
+  int room() const { return policy_.generation_batch() - outstanding_; }
+  // Hands items to the generator thread (started on the first call).
+  void give(std::vector<RolloutItem> items);
+  // The completions finished since the last call, and the seconds spent on them; nothing when
+  // none finished.
   std::optional<RolloutResult> take();
 
  private:
+  class Inbox;  // the thread's WorkSource
+
   PolicyEngine& policy_;
-  std::future<RolloutResult> running_;
+  int outstanding_ = 0;  // the coordinator's count (its thread only)
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RolloutItem> inbox_;  // given, not yet taken by the thread (mu_)
+  RolloutResult outbox_;            // finished, not yet taken by the coordinator (mu_)
+  bool closed_ = false;             // the phase is over (mu_)
+  std::thread thread_;
 };
 
 }  // namespace leap::mpi

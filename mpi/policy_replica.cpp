@@ -2,10 +2,13 @@
 #include "mpi/policy_replica.h"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <tuple>
 
 #include "common/check.h"
 #include "common/rng.h"
+#include "common/stopwatch.h"
 #include "model/token_batch.h"
 #include "mpi/grad_reduce.h"
 #include "mpi/optimizer_step.h"
@@ -35,12 +38,46 @@ std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& 
   auto gen = sampler_.generate(prompts, opts_.sampler, rngs);
   LEAP_CHECK(gen.has_value(), "sampling failed: " << gen.status().message());
   std::vector<Completion> out;
-  for (size_t k = 0; k < prompts.size(); ++k) {
-    auto& c = (*gen)[k];
-    out.push_back({items[k].uid, tokenizer_.decode(c.tokens), std::move(prompts[k]), std::move(c.tokens),
-                   std::move(c.logprobs), c.reused_tokens});
-  }
+  for (size_t k = 0; k < prompts.size(); ++k) out.push_back(completion_of(items[k].uid, std::move(prompts[k]), std::move((*gen)[k])));
   return out;
+}
+
+Completion PolicyReplica::completion_of(int64_t uid, std::vector<int32_t> prompt, model::Completion c) const {
+  return {uid, tokenizer_.decode(c.tokens), std::move(prompt), std::move(c.tokens), std::move(c.logprobs),
+          c.reused_tokens};
+}
+
+void PolicyReplica::generate_stream(WorkSource& source) {
+  // One sampler session for the whole phase: items join it as they come, so a finished
+  // sequence's slot takes the next item whichever hand-out brought it. Each item draws from its
+  // own seed, as in generate().
+  auto session = sampler_.open(opts_.sampler, generation_batch());
+  std::map<int64_t, std::vector<int32_t>> prompt_of;  // by uid, until its completion is done
+  double busy_s = 0;
+  for (;;) {
+    const int room = session->slots() - session->live() - session->waiting();
+    auto items = source.more(std::max(0, room), session->idle());
+    if (!items) return;
+    for (auto& it : *items) {
+      Status st = session->add(it.prompt_ids, it.uid, Rng(it.seed));
+      LEAP_CHECK(st.is_ok(), "sampling failed: " << st.message());
+      prompt_of[it.uid] = std::move(it.prompt_ids);
+    }
+    if (session->idle()) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = session->step();
+    LEAP_CHECK(st.is_ok(), "sampling failed: " << st.message());
+    std::vector<Completion> finished;
+    for (auto& [uid, c] : session->take_finished()) {
+      auto p = prompt_of.extract(uid);
+      finished.push_back(completion_of(uid, std::move(p.mapped()), std::move(c)));
+    }
+    busy_s += seconds_since(t0);
+    if (!finished.empty()) {
+      source.done(std::move(finished), busy_s);
+      busy_s = 0;
+    }
+  }
 }
 
 namespace {

@@ -42,6 +42,7 @@ class PolicyReplica final : public PolicyEngine {
                 PolicyReplicaOptions opts);
 
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
+  void generate_stream(WorkSource& source) override;
   void bind_calling_thread() override { model_.backend().bind_calling_thread(); }
   int generation_batch() const override { return std::max(1, opts_.micro_batch_seqs); }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
@@ -61,6 +62,9 @@ class PolicyReplica final : public PolicyEngine {
   const model::ReferencePolicy* reference_ = nullptr;
   model::Sampler sampler_;
   mutable std::vector<float> host_params_;  // params() on a device backend
+
+  // What the rollout returns for a sampled completion of `prompt`.
+  Completion completion_of(int64_t uid, std::vector<int32_t> prompt, model::Completion c) const;
 };
 
 }  // namespace leap::mpi

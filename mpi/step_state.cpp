@@ -145,10 +145,36 @@ void StepState::apply_dcp(const rl::DcpController& dcp) {
 void StepState::apply_dcp_to_group(int group, const rl::DcpController& dcp) {
   GroupState& g = groups_[static_cast<size_t>(group)];
   auto trajs = trajectories_of(g);
+  // Turn 1 alone: in the streaming pipeline a sample may be further on already (early_turn2).
+  for (auto& t : trajs)
+    if (t.turns.size() > 1) t.turns.resize(1);
   g.dcp = dcp.decide(trajs);
   for (size_t s = 0; s < g.samples.size(); ++s) {
     g.samples[s].active = g.samples[s].active && opts_.max_turns > 1 && dcp.continues(g.dcp, trajs[s]);
   }
+}
+
+std::vector<int> StepState::early_turn2(int group, const rl::DcpController& dcp) const {
+  const GroupState& g = groups_[static_cast<size_t>(group)];
+  int n_fail = 0, n_valid = 0, pending = 0;
+  std::vector<int> failed;
+  for (size_t s = 0; s < g.samples.size(); ++s) {
+    const SampleState& sample = g.samples[s];
+    if (sample.turns.empty()) continue;  // its prompt did not fit: counts neither way
+    if (!sample.turns.front().verified) {
+      ++pending;
+      continue;
+    }
+    rl::Trajectory t = sample.trajectory();
+    t.turns.resize(1);
+    if (t.is_void()) continue;
+    ++n_valid;
+    if (t.succeeded()) continue;
+    ++n_fail;
+    if (sample.active && sample.turns.size() == 1) failed.push_back(static_cast<int>(s));
+  }
+  if (opts_.max_turns < 2 || !dcp.expansion_forced(n_fail, n_valid, pending)) return {};
+  return failed;
 }
 
 bool StepState::turn1_verified(int group) const {

@@ -85,6 +85,11 @@ class StepState {
   // The same for one group, once its turn-1 verdicts are in (turn1_verified).
   void apply_dcp_to_group(int group, const rl::DcpController& dcp);
   bool turn1_verified(int group) const;
+  // Before all of a group's turn-1 verdicts are in: when those in already force DCP to expand it
+  // (DcpController::expansion_forced), its failed samples that have no turn 2 yet, which will
+  // get one whatever the rest say; otherwise none. DCP still decides the group once every
+  // verdict is in, on turn 1 alone, with the same result.
+  std::vector<int> early_turn2(int group, const rl::DcpController& dcp) const;
   // After turn t > 1: samples that succeeded stop; others continue until max_turns.
   void close_turn(int turn);
   void close_sample_turn(int group, int sample, int turn);

@@ -19,11 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Items a policy rank takes at a time: two of its generation batches, so that within a pull a
-// finished sequence's slot takes the next item (continuous batching) instead of idling until
-// the batch's longest completion ends; small enough that completions reach the sandbox early.
-int pull_size(const PolicyEngine& policy) { return 2 * std::max(1, policy.generation_batch()); }
-
 // Wall time during which a count was above zero (generation in flight, jobs in the sandbox).
 class BusyClock {
  public:
@@ -88,7 +83,7 @@ class Phase {
         const std::vector<int>& sandbox_ranks)
       : topo_(topo), local_(local), log_(log), state_(state), suite_(suite), prompts_(prompts), dcp_(dcp),
         max_turns_(max_turns), policy_ranks_(policy_ranks), sandbox_ranks_(sandbox_ranks), retries_(retries, log),
-        generator_(policy), local_batch_(pull_size(policy)) {
+        generator_(policy) {
     if (sandbox_ranks_.empty()) credits_[0] = local_->slots();
   }
 
@@ -114,7 +109,7 @@ class Phase {
       hand_out_generation();
       hand_out_jobs(times);
       outbox_.progress();
-      gen_clock_.set(generating_ > 0);
+      gen_clock_.set(generating());
       sandbox_clock_.set(sandbox_busy());
       if (!progressed) {
         poll_fatal_reports();
@@ -122,7 +117,7 @@ class Phase {
       }
     }
     for (int rank : policy_ranks_)
-      if (rank != 0) send(RolloutWork{}, rank, topo_.world);
+      if (rank != 0) outbox_.send(RolloutWork{}, rank, topo_.world);  // the phase is over
     outbox_.flush();
     for (int rank : sandbox_ranks_) send(SandboxJobs{}, rank, topo_.world);
     if (dropped_ > 0)
@@ -138,15 +133,20 @@ class Phase {
 
  private:
   bool done() const {
-    return queue_.empty() && generating_ == 0 && jobs_.empty() && jobs_in_flight_ == 0 &&
+    return queue_.empty() && !generating() && jobs_.empty() && jobs_in_flight_ == 0 &&
            heard_policy_.size() + 1 == policy_ranks_.size() && slots_.size() == sandbox_ranks_.size();
   }
 
   bool sandbox_busy() const { return jobs_in_flight_ > 0 || !jobs_.empty(); }
-  // Policy workers (remote ranks and rank 0's generator) with nothing to generate.
-  double idle_workers() const {
-    return static_cast<double>(policy_ranks_.size()) - static_cast<double>(generating_);
+  // Policy workers (remote ranks and rank 0's generator) holding items.
+  int workers_generating() const {
+    int n = generator_.outstanding() > 0 ? 1 : 0;
+    for (const auto& [rank, k] : items_out_) n += k > 0 ? 1 : 0;
+    return n;
   }
+  bool generating() const { return workers_generating() > 0; }
+  // Policy workers with nothing to generate.
+  double idle_workers() const { return static_cast<double>(policy_ranks_.size() - static_cast<size_t>(workers_generating())); }
 
   // Groups without turn-1 work whose samples have no verdict yet: this round's groups whose
   // every sample stopped before turn 1 (an earlier round's such group is decided again, alike).
@@ -165,7 +165,6 @@ class Phase {
   Expected<bool> poll_policy(Clock::time_point* t_last_gen, TurnTimes* times) {
     bool got = false;
     if (auto r = generator_.take()) {
-      --generating_;
       LEAP_RETURN_IF_ERROR(file_completions(*r, 0, times));
       *t_last_gen = Clock::now();
       got = true;
@@ -176,12 +175,14 @@ class Phase {
       if (!msg) break;
       if (!*msg) return msg->status().with_context("rollout results from rank " + std::to_string(from));
       const RolloutResult& r = **msg;
-      if (!heard_policy_.insert(from).second) {  // not its first pull: it returns a batch
-        --generating_;
-        *t_last_gen = Clock::now();
-      }
+      heard_policy_.insert(from);
+      // Completions as each finishes, and a request for room whenever the rank has some and no
+      // request open (serve_policy_stream).
+      items_out_[from] -= static_cast<int>(r.completions.size());
+      LEAP_CHECK(items_out_[from] >= 0, "rank " << from << " returned more completions than it was given");
+      if (!r.completions.empty()) *t_last_gen = Clock::now();
       LEAP_RETURN_IF_ERROR(file_completions(r, from, times));
-      waiting_policy_[from] = std::max(1, r.want);
+      if (r.want > 0) waiting_policy_[from] = r.want;
       got = true;
     }
     return got;
@@ -191,9 +192,13 @@ class Phase {
     LEAP_RETURN_IF_ERROR(state_.add_completions(r.completions, rank));
     times->policy_gen_s += r.busy_s;
     for (const auto& c : r.completions) {
-      const int g = StepState::group_of(c.uid);
-      jobs_.push_back({c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text});
-      job_of_uid_[c.uid] = jobs_.back();
+      const int g = StepState::group_of(c.uid), turn = StepState::turn_of(c.uid);
+      // A later turn's job goes ahead of queued lower turns': later turns are the step's
+      // critical path, as in the work queue.
+      auto at = std::find_if(jobs_.begin(), jobs_.end(),
+                             [&](const SandboxJob& j) { return StepState::turn_of(j.uid) < turn; });
+      at = jobs_.insert(at, {c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text});
+      job_of_uid_[c.uid] = *at;
     }
     return Status::ok();
   }
@@ -237,7 +242,12 @@ class Phase {
     LEAP_RETURN_IF_ERROR(state_.add_outcomes({o}));
     const int g = StepState::group_of(o.uid), s = StepState::sample_of(o.uid), turn = StepState::turn_of(o.uid);
     if (turn == 1) {
-      if (!state_.turn1_verified(g)) return Status::ok();
+      if (!state_.turn1_verified(g)) {
+        // The verdicts in may already force the group's expansion: its failed samples' turn 2
+        // then starts before the rest are in (the same samples as after the decision).
+        for (int k : state_.early_turn2(g, dcp_)) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
+        return Status::ok();
+      }
       state_.apply_dcp_to_group(g, dcp_);
       const int n = static_cast<int>(state_.groups()[static_cast<size_t>(g)].samples.size());
       for (int k = 0; k < n; ++k) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
@@ -248,9 +258,10 @@ class Phase {
   }
 
   Status queue_next_turn(int g, int s, int turn) {
-    if (turn > max_turns_ || !state_.groups()[static_cast<size_t>(g)].samples[static_cast<size_t>(s)].active)
-      return Status::ok();
-    const auto& earlier = state_.groups()[static_cast<size_t>(g)].samples[static_cast<size_t>(s)].turns;
+    const auto& sample = state_.groups()[static_cast<size_t>(g)].samples[static_cast<size_t>(s)];
+    // Inactive, at the last turn, or started already (turn 2 before the group's decision).
+    if (turn > max_turns_ || !sample.active || sample.turns.size() >= static_cast<size_t>(turn)) return Status::ok();
+    const auto& earlier = sample.turns;
     const int holder = earlier.empty() ? -1 : earlier.back().policy_rank;
     LEAP_ASSIGN_OR_RETURN(auto item, state_.make_sample_turn(g, s, turn, suite_, prompts_));
     if (item) queue_.push(std::move(*item), holder);
@@ -258,21 +269,21 @@ class Phase {
     return Status::ok();
   }
 
-  // A worker takes what it asked for, but no more than its share of the queue as it stood
-  // before this hand-out (queued / policy ranks), so that the first to ask (often rank 0's own
-  // generator) does not take everything from the others.
+  // A worker takes what it has room for (free slots of its batch), but no more than its share of
+  // the queue as it stood before this hand-out (queued / policy ranks), so that the first to ask
+  // (often rank 0's own generator) does not take everything from the others. The items join the
+  // worker's running batch at its next decode step.
   void hand_out_generation() {
     const int n = static_cast<int>(policy_ranks_.size());
     const int fair = std::max(1, (queue_.size() + n - 1) / n);
     for (auto it = waiting_policy_.begin(); it != waiting_policy_.end() && !queue_.empty();) {
-      send(RolloutWork{queue_.take(std::min(it->second, fair), it->first)}, it->first, topo_.world);
-      ++generating_;
+      RolloutWork work{queue_.take(std::min(it->second, fair), it->first)};
+      items_out_[it->first] += static_cast<int>(work.items.size());
+      // Never blocks: the rank may be sending completions at this moment.
+      outbox_.send(work, it->first, topo_.world);
       it = waiting_policy_.erase(it);
     }
-    if (!generator_.busy() && !queue_.empty()) {
-      generator_.start(queue_.take(std::min(local_batch_, fair), 0));
-      ++generating_;
-    }
+    if (generator_.room() > 0 && !queue_.empty()) generator_.give(queue_.take(std::min(generator_.room(), fair), 0));
   }
 
   void hand_out_jobs(TurnTimes* times) {
@@ -285,7 +296,7 @@ class Phase {
       }
       if (batch.jobs.empty()) continue;
       jobs_in_flight_ += static_cast<int>(batch.jobs.size());
-      if (generating_ > 0) times->jobs_during_generation += static_cast<int>(batch.jobs.size());
+      if (generating()) times->jobs_during_generation += static_cast<int>(batch.jobs.size());
       if (sandbox_ranks_.empty()) {
         for (const auto& j : batch.jobs) local_->start(j);
       } else {
@@ -306,13 +317,12 @@ class Phase {
   const std::vector<int>& sandbox_ranks_;
   SandboxRetries retries_;
   LocalGenerator generator_;
-  int local_batch_;
 
   WorkQueue queue_;
   std::set<int> pending_groups_;            // groups of this round with turn-1 work
   std::set<int> heard_policy_;              // remote policy ranks that have pulled
   std::map<int, int> waiting_policy_;       // remote policy rank -> items it asked for
-  int generating_ = 0;                      // batches out on the policy ranks (rank 0's too)
+  std::map<int, int> items_out_;            // remote policy rank -> items given, not returned
   std::deque<SandboxJob> jobs_;             // verdicts to come, not yet sent
   std::map<int64_t, SandboxJob> job_of_uid_;  // for a retry
   std::map<int, int> slots_;                // sandbox rank -> its slots (it has said hello)
@@ -345,18 +355,58 @@ Status StreamRunner::run_turns(StepState& state, const tasks::Suite& suite, cons
   return phase.run(times);
 }
 
-Status serve_policy_stream(const Topology& topo, PolicyEngine& policy) {
-  RolloutResult pull;
-  pull.want = pull_size(policy);
-  for (;;) {
-    send(pull, 0, topo.world);
-    auto work = recv<RolloutWork>(0, topo.world);
-    if (!work) return work.status();
-    if (work->items.empty()) return Status::ok();  // the phase is over
-    const auto t0 = Clock::now();
-    pull.completions = policy.generate(work->items);
-    pull.busy_s = seconds_since(t0);
+namespace {
+
+// A policy rank's side of the streaming protocol, as the generator's WorkSource. Completions go
+// to rank 0 as they finish. When the rank has room and no request open, it asks for that many
+// items (its first message asks for a whole batch); rank 0 answers when it has work, and an
+// empty hand-out ends the phase. Rank 0 sends without blocking, so both may send at once.
+class RemoteSource final : public WorkSource {
+ public:
+  explicit RemoteSource(const Topology& topo) : topo_(topo) {}
+  const Status& status() const { return status_; }
+
+  std::optional<std::vector<RolloutItem>> more(int room, bool wait) override {
+    if (!out_.completions.empty() || (!asked_ && room > 0)) {
+      out_.want = asked_ ? 0 : room;
+      asked_ = asked_ || room > 0;
+      send(out_, 0, topo_.world);
+      out_ = RolloutResult{};
+    }
+    std::optional<Expected<RolloutWork>> work;
+    if (wait) {
+      LEAP_CHECK(asked_, "a policy rank waits for work it did not ask for");
+      work = recv<RolloutWork>(0, topo_.world);
+    } else {
+      work = try_recv<RolloutWork>(0, topo_.world);
+    }
+    if (!work) return std::vector<RolloutItem>{};
+    if (!*work) {
+      status_ = work->status();
+      return std::nullopt;
+    }
+    asked_ = false;
+    if ((*work)->items.empty()) return std::nullopt;  // the phase is over
+    return std::move((*work)->items);
   }
+  void done(std::vector<Completion> finished, double busy_s) override {
+    for (auto& c : finished) out_.completions.push_back(std::move(c));
+    out_.busy_s += busy_s;
+  }
+
+ private:
+  const Topology& topo_;
+  RolloutResult out_;  // completions not sent yet
+  bool asked_ = false;  // a request is open
+  Status status_;
+};
+
+}  // namespace
+
+Status serve_policy_stream(const Topology& topo, PolicyEngine& policy) {
+  RemoteSource source(topo);
+  policy.generate_stream(source);
+  return source.status();
 }
 
 Status serve_sandbox_stream(const Topology& topo, VerifyEngine& verifier) {

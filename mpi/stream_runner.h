@@ -1,14 +1,19 @@
 // The turns of a StepState as one streaming phase (rl.pipeline = stream; DESIGN.md, The streaming
 // pipeline). Where TurnRunner runs turn by turn with a barrier after each phase, here:
-//  - policy ranks pull work two generation batches at a time (the sampler refills a finished
-//    sequence's slot with the next item) and send the completions back with their next pull; rank 0 generates its own share on a thread (LocalGenerator) so
-//    its loop, which alone calls MPI, never waits behind it;
+//  - each policy rank keeps one batch decoding for the whole phase (continuous batching across
+//    hand-outs: PolicyEngine::generate_stream). It sends each completion as it finishes, asks for
+//    as many items as it has free slots, and new items join the batch at its next decode step.
+//    Rank 0 generates its own share on a thread (LocalGenerator), so its loop, which alone calls
+//    MPI, never waits behind it;
 //  - every completion becomes a sandbox job at once; sandbox ranks get jobs while they have free
 //    slots (credits: a rank says how many slots it has, and each verdict frees one) and send
 //    each verdict as its job ends, so one slow job never holds back its rank's other slots;
 //  - a group is classified by DCP as soon as its G turn-1 verdicts are in, and its continuing
-//    samples' turn 2 is queued then; a later turn is queued as soon as its sample's verdict is;
-//  - queued work goes out highest turn first, since later turns are the step's critical path.
+//    samples' turn 2 is queued then. Earlier still, once the verdicts in force DCP to expand the
+//    group whatever the rest say (StepState::early_turn2), each failed sample's turn 2 is queued
+//    as its verdict comes. A later turn is queued as soon as its sample's verdict is;
+//  - queued work and sandbox jobs go out highest turn first, since later turns are the step's
+//    critical path.
 // DCP, the rewards and the update are the same functions of the verdicts as in the synchronous
 // pipeline: StepState applies the same rules one group or one sample at a time.
 #pragma once

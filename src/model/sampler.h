@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,7 @@ int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& 
 
 class Sampler {
  public:
+  class Session;
   // tokenizer may be null: then no stop strings, and EOS is the config's eos_token_id. With a
   // tokenizer, ids at or above its vocab_size() (padding rows) are never sampled.
   Sampler(Transformer& model, const Tokenizer* tokenizer);
@@ -94,6 +96,14 @@ class Sampler {
   const SamplerCounts& counts() const { return counts_; }
   ~Sampler();
 
+  // Opens a session of continuous batching (Session, below): up to `slots` sequences decode at
+  // once (at least 1), and prompts may join while others decode. shared_rng: every sequence draws
+  // from it, in row order; null: each add() brings its own generator. longest_prompt sizes the KV
+  // cache up front (0: the context set by set_context). One session at a time; the sampler
+  // outlives it.
+  std::unique_ptr<Session> open(const SamplerConfig& cfg, int slots, Rng* shared_rng = nullptr,
+                                int longest_prompt = 0);
+
   // One completion per prompt (each non-empty), in prompt order.
   Expected<std::vector<Completion>> generate(const std::vector<std::vector<int32_t>>& prompts,
                                              const SamplerConfig& cfg, Rng& rng);
@@ -104,10 +114,11 @@ class Sampler {
                                              const SamplerConfig& cfg, std::vector<Rng>& rngs);
 
  private:
-  // `rng_of(b)` is the generator sequence b draws from.
-  template <class RngOf>
+  // Adds every prompt to a session, steps it until idle, and returns the completions in order.
   Expected<std::vector<Completion>> run(const std::vector<std::vector<int32_t>>& prompts,
-                                        const SamplerConfig& cfg, RngOf rng_of, bool own_generators);
+                                        const SamplerConfig& cfg, Rng* shared_rng, std::vector<Rng>* rngs);
+  // The pool for `slots` sequences of `positions`, made or grown (a grow drops what was kept).
+  void reserve(int slots, int positions, const SamplerConfig& cfg);
 
   Transformer* model_;
   const Tokenizer* tokenizer_;
@@ -126,11 +137,83 @@ class Sampler {
   std::unique_ptr<KvCache> cache_;  // kept between calls, grown when too small
   std::vector<Kept> kept_;
   SamplerCounts counts_;
-  // During a call: whether a prompt still waiting for a slot extends these kept tokens.
+  // During a session: whether a prompt still waiting for a slot extends these kept tokens.
   std::function<bool(const std::vector<int32_t>&)> wanted_;
   int context_ = 0;
   bool share_prefill_ = true;
   int max_batch_ = 0;
+};
+
+// A session of continuous batching (Sampler::open). add() queues a prompt at any time; each step()
+// admits waiting prompts into free KV-cache slots (a prefill, a copy of a live slot holding the
+// same prompt, or an extend of a kept sequence), samples one token for every live sequence and
+// decodes those that go on. A finished sequence's slot takes the next waiting prompt at the next
+// step, so the batch stays full across the caller's batches of work (the streaming pipeline adds
+// work as it arrives). What a sequence samples depends only on its prompt, its generator (with
+// one per sequence) and float rounding from the batch it decodes in.
+class Sampler::Session {
+ public:
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Queues a prompt: non-empty, ids below the vocabulary, shorter than max_position_embeddings.
+  // Its completion comes back from take_finished() under `tag`. `rng` is its own generator
+  // (unused when the session has a shared one).
+  Status add(std::vector<int32_t> prompt, int64_t tag, Rng rng = Rng());
+  // Admits waiting prompts into free slots, samples a token for every live sequence, decodes.
+  Status step();
+  bool idle() const { return seqs_.empty(); }
+  int live() const { return static_cast<int>(seqs_.size() - waiting_.size()); }
+  int waiting() const { return static_cast<int>(waiting_.size()); }
+  int slots() const { return S_; }
+  // The completions finished since the last call, with their tags, in the order they finished.
+  std::vector<std::pair<int64_t, Completion>> take_finished();
+
+ private:
+  friend class Sampler;
+  Session(Sampler& sampler, const SamplerConfig& cfg, int slots, Rng* shared_rng);
+  Status admit();
+  // Which waiting prompts take the free slots: with a generator per sequence, those that extend
+  // a kept sequence first (few new blocks, and admitting them before others prefill keeps their
+  // blocks from being reclaimed), then the rest, each in add order; with a shared generator, add
+  // order (the draws follow it).
+  std::vector<int> admission(size_t n) const;
+
+  struct Seq {
+    std::vector<int32_t> prompt;
+    int64_t tag = 0;
+    Rng rng;
+    int distinct = 0;  // identical prompts (share_prefill) have one entry of distinct_
+    Completion c;
+    std::string text;  // the completion's bytes so far, for stop strings
+  };
+  // Identical prompts not all admitted yet: the first admitted runs the prompt, the others copy
+  // its slot while it is live, and all take its next-token logits.
+  struct Distinct {
+    std::vector<int32_t> prompt;
+    int waiting = 0;
+    std::vector<float> logits;  // once its first is admitted
+  };
+
+  Sampler& s_;
+  SamplerConfig cfg_;
+  Rng* shared_rng_;
+  int S_, V_, sample_below_, max_positions_;
+  std::vector<int32_t> eos_;
+  std::vector<std::string> stops_;
+  std::map<int, Seq> seqs_;   // waiting and live sequences, by add order
+  std::vector<int> waiting_;  // not admitted yet, in add order
+  int next_seq_ = 0;
+  std::map<int, Distinct> distinct_;
+  int next_distinct_ = 0;
+  std::vector<int> slot_seq_;        // the sequence a slot holds, -1: free
+  std::vector<int32_t> free_slots_;  // popped from the back: slot 0 first
+  // Row r of logits_ holds the next-token logits of sequence row_seq_[r] in slot row_slot_[r].
+  std::vector<float> logits_;
+  std::vector<int32_t> row_slot_;
+  std::vector<int> row_seq_;
+  std::vector<std::pair<int64_t, Completion>> finished_;
 };
 
 }  // namespace leap::model

@@ -78,17 +78,32 @@ DcpController::DcpController(DcpOptions opts) : opts_(opts), easy_below_(opts.ea
 }
 
 DcpDecision DcpController::decide(std::span<const Trajectory> group) const {
-  DcpDecision d;
-  d.group_size = static_cast<int>(group.size());
-  d.easy_below = easy_below_;
-  d.hopeless_at = opts_.hopeless_at;
+  int n_fail = 0, n_valid = 0;
   for (const auto& t : group) {
     LEAP_CHECK(t.num_turns() <= 1, "DCP decides after turn 1, got " << t.num_turns() << " turns");
     // A sample with no turn (its prompt did not fit the context) counts neither way, as a void one.
     if (t.num_turns() == 0 || t.is_void()) continue;
-    ++d.n_valid;
-    if (!t.succeeded()) ++d.n_fail;
+    ++n_valid;
+    if (!t.succeeded()) ++n_fail;
   }
+  return judge(n_fail, n_valid, static_cast<int>(group.size()));
+}
+
+bool DcpController::expansion_forced(int n_fail, int n_valid, int pending) const {
+  // Each pending sample may still pass, fail or be void: every count of them must expand.
+  for (int v = 0; v <= pending; ++v)
+    for (int f = 0; f <= v; ++f)
+      if (judge(n_fail + f, n_valid + v, 0).label != DcpLabel::kExpanded) return false;
+  return true;
+}
+
+DcpDecision DcpController::judge(int n_fail, int n_valid, int group_size) const {
+  DcpDecision d;
+  d.group_size = group_size;
+  d.easy_below = easy_below_;
+  d.hopeless_at = opts_.hopeless_at;
+  d.n_fail = n_fail;
+  d.n_valid = n_valid;
   const double g = d.n_valid;
   const std::string counts = fmt::format("{} of {} failed", d.n_fail, d.n_valid);
   if (opts_.max_turns == 1) {

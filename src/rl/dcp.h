@@ -68,6 +68,10 @@ class DcpController {
 
   // Judges a group from its turn-1 trajectories (each with exactly one turn so far).
   DcpDecision decide(std::span<const Trajectory> group) const;
+  // Whether the group is sure to be expanded with n_fail failures among n_valid valid samples
+  // already verified and `pending` samples still unverified (each may pass, fail or be void):
+  // the streaming pipeline then starts the failed samples' turn 2 before the rest are in.
+  bool expansion_forced(int n_fail, int n_valid, int pending) const;
   // Whether this sample of a group so decided gets another turn now.
   bool continues(const DcpDecision& decision, const Trajectory& trajectory) const;
   // Indices of the samples of `group` that get another turn.
@@ -88,6 +92,9 @@ class DcpController {
   Status load_state_json(const nlohmann::json& state);
 
  private:
+  // The decision for n_fail failures among n_valid valid samples of a group of group_size.
+  DcpDecision judge(int n_fail, int n_valid, int group_size) const;
+
   DcpOptions opts_;
   double easy_below_;
   int64_t updates_ = 0;

@@ -206,6 +206,69 @@ TEST_F(Inference, ContinuousBatchingRefillsSlotsWithoutChangingSamples) {
   }
 }
 
+// A session takes prompts while others decode (the streaming pipeline adds work as it comes): a
+// prompt added mid-run joins at the next step, in a slot another sequence freed, and samples what
+// it samples when every prompt is given at once.
+TEST_F(Inference, SessionAdmitsPromptsAddedWhileOthersDecode) {
+  auto m = make(tiny_config());
+  const std::vector<std::vector<int32_t>> work = {prompts[0], prompts[1], prompts[2], prompts[0], prompts[1]};
+  SamplerConfig sc;
+  sc.max_new_tokens = 30;
+  sc.temperature = 1.3;
+  std::vector<int32_t> eos;  // many end ids, so lengths differ widely
+  for (int32_t id = 'a'; id < 'a' + 24; ++id) eos.push_back(id);
+  Sampler all_at_once(*m, &tok);
+  all_at_once.set_eos_ids(eos);
+  std::vector<Rng> rngs;
+  for (uint64_t i = 0; i < work.size(); ++i) rngs.emplace_back(31, i);
+  auto together = all_at_once.generate(work, sc, rngs);
+  ASSERT_TRUE(together.has_value());
+
+  Sampler s(*m, &tok);
+  s.set_eos_ids(eos);
+  s.set_context(static_cast<int>(work[2].size()) + sc.max_new_tokens);
+  auto session = s.open(sc, 2);
+  std::map<int64_t, Completion> got;
+  auto collect = [&] {
+    for (auto& [tag, c] : session->take_finished()) got[tag] = std::move(c);
+  };
+  ASSERT_TRUE(session->add(work[0], 0, Rng(31, 0)).is_ok());
+  ASSERT_TRUE(session->step().is_ok());
+  EXPECT_EQ(session->live(), 1);
+  // Added while sequence 0 decodes: they wait for the free slot and the next step.
+  ASSERT_TRUE(session->add(work[1], 1, Rng(31, 1)).is_ok());
+  ASSERT_TRUE(session->add(work[2], 2, Rng(31, 2)).is_ok());
+  EXPECT_EQ(session->waiting(), 2);
+  ASSERT_TRUE(session->step().is_ok());
+  collect();
+  EXPECT_EQ(session->waiting() + session->live() + static_cast<int>(got.size()), 3);
+  EXPECT_LE(session->waiting(), 1) << "the free slot takes a waiting prompt at the next step";
+  int steps = 0;
+  bool added_late = false;
+  while (!session->idle() || !added_late) {
+    if (!added_late && got.size() >= 1) {  // a slot has been freed: more work arrives
+      ASSERT_TRUE(session->add(work[3], 3, Rng(31, 3)).is_ok());
+      ASSERT_TRUE(session->add(work[4], 4, Rng(31, 4)).is_ok());
+      added_late = true;
+    }
+    ASSERT_TRUE(session->step().is_ok());
+    collect();
+    ASSERT_LT(++steps, 500);
+  }
+  ASSERT_EQ(got.size(), work.size());
+  for (size_t b = 0; b < work.size(); ++b) {
+    const Completion& c = got.at(static_cast<int64_t>(b));
+    EXPECT_EQ(c.tokens, (*together)[b].tokens) << "sequence " << b;
+    EXPECT_EQ(c.stop_reason, (*together)[b].stop_reason);
+    ASSERT_EQ(c.logprobs.size(), (*together)[b].logprobs.size());
+    for (size_t i = 0; i < c.logprobs.size(); ++i)
+      EXPECT_NEAR(c.logprobs[i], (*together)[b].logprobs[i], 1e-5f) << "sequence " << b << " token " << i;
+  }
+  // An empty prompt is refused with its index, and the session goes on.
+  EXPECT_FALSE(session->add({}, 9, Rng(1)).is_ok());
+  EXPECT_TRUE(session->idle());
+}
+
 // Extending a cached prompt by new tokens (a later turn), in several chunks, gives the logits of
 // prefilling the whole sequence; so does the next decode step after it. Blocks of 4 positions.
 TEST_F(Inference, ExtendEqualsPrefillOfTheWholeSequence) {

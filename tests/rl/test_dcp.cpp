@@ -69,6 +69,54 @@ TEST(Dcp, VoidSamplesCountNeitherWay) {
   EXPECT_EQ(d.group_size, 8);
 }
 
+// Hand-worked cases of an early decision (the streaming pipeline starts turn 2 then), G = 8.
+TEST(Dcp, ExpansionForcedBeforeEveryVerdictIsIn) {
+  DcpController dcp({.mode = DcpMode::kStatic});  // easy below 4 failures of 8, hopeless at 8
+  EXPECT_TRUE(dcp.expansion_forced(4, 5, 3));    // 1 pass, 4 failures: 4..7 of 5..8 expand
+  EXPECT_FALSE(dcp.expansion_forced(3, 4, 4));   // 4 more passes: 3 of 8 is easy
+  EXPECT_FALSE(dcp.expansion_forced(4, 4, 4));   // 4 more failures: hopeless
+  EXPECT_FALSE(dcp.expansion_forced(0, 0, 8));
+  EXPECT_TRUE(dcp.expansion_forced(4, 8, 0));    // everything in: the decision itself
+  DcpController off({.mode = DcpMode::kOff});
+  EXPECT_TRUE(off.expansion_forced(1, 1, 7));    // off expands any group with a failure
+  EXPECT_FALSE(off.expansion_forced(0, 1, 7));
+  DcpController single({.mode = DcpMode::kStatic, .max_turns = 1});
+  EXPECT_FALSE(single.expansion_forced(4, 5, 3));
+}
+
+// expansion_forced against decide() on every way the pending samples can end (pass, fail or
+// void), for every tally of a group of 6, in three modes.
+TEST(Dcp, ExpansionForcedMeansEveryOutcomeExpands) {
+  const std::vector<DcpController> modes = {DcpController({.mode = DcpMode::kStatic}),
+                                            DcpController({.mode = DcpMode::kStatic, .easy_below = 0.3, .hopeless_at = 0.7}),
+                                            DcpController({.mode = DcpMode::kOff})};
+  const int G = 6;
+  int forced_seen = 0;
+  for (const auto& dcp : modes)
+    for (int known = 0; known <= G; ++known)
+      for (int n_void = 0; n_void <= known; ++n_void)
+        for (int n_fail = 0; n_fail + n_void <= known; ++n_fail) {
+          const int pending = G - known;
+          std::vector<Trajectory> base;
+          for (int i = 0; i < n_fail; ++i) base.push_back(failure(1));
+          for (int i = 0; i < n_void; ++i) base.push_back(void_sample());
+          for (int i = n_fail + n_void; i < known; ++i) base.push_back(success_at(1));
+          bool all_expand = true;
+          int combos = 1;
+          for (int i = 0; i < pending; ++i) combos *= 3;
+          for (int c = 0; c < combos; ++c) {
+            auto g = base;
+            for (int i = 0, code = c; i < pending; ++i, code /= 3)
+              g.push_back(code % 3 == 0 ? success_at(1) : code % 3 == 1 ? failure(1) : void_sample());
+            all_expand = all_expand && dcp.decide(g).label == DcpLabel::kExpanded;
+          }
+          EXPECT_EQ(dcp.expansion_forced(n_fail, known - n_void, pending), all_expand)
+              << n_fail << " failed, " << known - n_void << " valid, " << pending << " pending";
+          forced_seen += all_expand && pending > 0;
+        }
+  EXPECT_GT(forced_seen, 10);  // the early case is not empty
+}
+
 TEST(Dcp, OnlyFailedSamplesOfExpandedGroupsContinueUntilSuccessOrMaxTurns) {
   DcpController dcp({.mode = DcpMode::kStatic, .max_turns = 3});
   auto g = turn1_group(8, 5);

@@ -127,6 +127,50 @@ TEST(StepState, SingleTurnNeverExpands) {
   EXPECT_TRUE(st.make_turn(2, suite, pb)->empty());
 }
 
+// The streaming pipeline's early turn 2: verdicts arrive one by one; once those in force DCP to
+// expand the group, its failed samples may start turn 2 (one even finishes it) before the last
+// turn-1 verdict, and DCP, deciding on turn 1 alone, then agrees.
+TEST(StepState, EarlyTurnTwoOnceExpansionIsForced) {
+  auto suite = tiny_suite();
+  model::ByteTokenizer tok;
+  auto format = *rl::make_prompt_format("plain", "", tok, {}, rl::MultiTurn::kAppend, 0);
+  rl::PromptBuilder pb(rl::PromptOptions{}, format);
+  StepState st(0, {0}, StepOptions{.group_size = 4, .max_turns = 3, .seed = 1});
+  const rl::DcpController dcp(rl::DcpOptions{});  // 4 samples: easy below 2 failures, hopeless at 4
+  auto items = *st.make_turn(1, suite, pb);
+  ASSERT_EQ(items.size(), 4u);
+  std::vector<Completion> comps;
+  for (const auto& it : items) comps.push_back({it.uid, "answer", {1, 2}, {7, 7, 7}, {-1, -1, -1}});
+  ASSERT_TRUE(st.add_completions(comps, 0).is_ok());
+  auto verdict = [&](int64_t uid, bool ok) {
+    const Verdict v = ok ? Verdict::kOk : Verdict::kWrongAnswer;
+    ASSERT_TRUE(st.add_outcomes({{uid, static_cast<int32_t>(v), 0, 1, 1, -1, ok ? "" : "max error 1 at index 0"}}).is_ok());
+  };
+  verdict(items[0].uid, true);
+  verdict(items[1].uid, false);
+  EXPECT_TRUE(st.early_turn2(0, dcp).empty()) << "1 of 2 failed: the other two could make it easy";
+  verdict(items[2].uid, false);
+  EXPECT_EQ(st.early_turn2(0, dcp), (std::vector<int>{1, 2})) << "2 of 3 failed: expanded whatever sample 3 says";
+  EXPECT_FALSE(st.turn1_verified(0));
+  // Sample 1 runs turn 2 and passes it before sample 3's turn-1 verdict.
+  auto t2 = *st.make_sample_turn(0, 1, 2, suite, pb);
+  ASSERT_TRUE(t2.has_value());
+  ASSERT_TRUE(st.add_completions({{t2->uid, "fixed", {1, 2}, {7, 7}, {-1, -1}}}, 0).is_ok());
+  verdict(t2->uid, true);
+  st.close_sample_turn(0, 1, 2);
+  EXPECT_EQ(st.early_turn2(0, dcp), (std::vector<int>{2})) << "sample 1 has its turn 2";
+  verdict(items[3].uid, false);
+  ASSERT_TRUE(st.turn1_verified(0));
+  st.apply_dcp_to_group(0, dcp);
+  const auto& g = st.groups()[0];
+  EXPECT_EQ(g.dcp.label, rl::DcpLabel::kExpanded);
+  EXPECT_EQ(g.dcp.n_fail, 3);  // turn 1 alone: sample 1's passing turn 2 does not count here
+  EXPECT_FALSE(g.samples[0].active);
+  EXPECT_FALSE(g.samples[1].active);  // done at turn 2
+  EXPECT_TRUE(g.samples[2].active);
+  EXPECT_TRUE(g.samples[3].active);
+}
+
 TEST(StepState, ResampledRoundLeavesEarlierGroupsAlone) {
   auto suite = tiny_suite();
   model::ByteTokenizer tok;

@@ -1,0 +1,19 @@
+// PolicyEngine's default streaming generation: one generate() call per hand-out.
+#include "mpi/engines.h"
+
+#include "common/stopwatch.h"
+
+namespace leap::mpi {
+
+void PolicyEngine::generate_stream(WorkSource& source) {
+  for (;;) {
+    auto items = source.more(generation_batch(), true);
+    if (!items) return;
+    if (items->empty()) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto completions = generate(*items);
+    source.done(std::move(completions), seconds_since(t0));
+  }
+}
+
+}  // namespace leap::mpi
