@@ -68,7 +68,9 @@ void BM_TrainStep(benchmark::State& state, int threads) {
                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void BM_Sample(benchmark::State& state, int threads) {
+// block_tokens: positions per KV-cache block (sampler.kv_block_tokens); above kT, one block a
+// sequence, the contiguous layout the CPU's decode attention gathers paged blocks into.
+void BM_Sample(benchmark::State& state, int threads, int block_tokens) {
   backend::CpuBackend be(threads);
   model::Transformer m(bench_config(), be);
   m.init_random(1);
@@ -76,6 +78,10 @@ void BM_Sample(benchmark::State& state, int threads) {
   model::SamplerConfig sc;
   sc.max_new_tokens = kT - kPrompt;
   sc.stop_at_eos = false;
+  sc.kv_block_tokens = block_tokens;
+  // Every iteration prefills its prompts, as the PyTorch baseline does: nothing is kept from the
+  // last one (which would share the same prompts' blocks).
+  sc.reuse_kv = false;
   Rng prng(2);
   std::vector<std::vector<int32_t>> prompts(kB, std::vector<int32_t>(kPrompt));
   for (auto& p : prompts)
@@ -117,10 +123,15 @@ void BM_SampleGroup(benchmark::State& state, int threads, bool share) {
 
 // A rank's share of a turn: two groups of 8 samples of a 64-token prompt, decoded 4 at a time
 // (train.micro_batch_seqs in the demo), with completions of different lengths (24 byte values
-// end one, so a completion stops after about 11 tokens on average, at most 160). Arms: fixed
-// batches of 4 that each run until their longest completion ends (the rollout before
-// continuous batching), or 4 KV-cache slots refilled with the next sample as one finishes.
-void BM_ContinuousBatching(benchmark::State& state, int threads, bool continuous) {
+// end one, so a completion stops after about 11 tokens on average, at most 160). Arms:
+//  - fixed_batches: batches of 4 that each run until their longest completion ends (the rollout
+//    before continuous batching);
+//  - per_pull: the work arrives in pulls of 8 (two batches, as the streaming pipeline handed it
+//    out before), each one generate() call whose 4 slots are refilled within the pull only;
+//  - refilled_slots: one Sampler::Session for all of it, taking each pull's items into slots as
+//    they free (the streaming pipeline's policy ranks now; generate() over all 16 is the same).
+enum class Batching { kFixed, kPerPull, kSession };
+void BM_ContinuousBatching(benchmark::State& state, int threads, Batching mode) {
   backend::CpuBackend be(threads);
   model::Transformer m(bench_config(), be);
   m.init_random(1);
@@ -138,29 +149,38 @@ void BM_ContinuousBatching(benchmark::State& state, int threads, bool continuous
     for (int k = 0; k < 8; ++k) prompts.push_back(prompt);
   }
   constexpr size_t kSlots = 4;
+  const size_t chunk = mode == Batching::kFixed ? kSlots : 2 * kSlots;
   double tokens = 0;
   uint64_t round = 0;
   for (auto _ : state) {
     std::vector<Rng> rngs;
     for (size_t i = 0; i < prompts.size(); ++i) rngs.emplace_back(round, i);
     ++round;
-    if (continuous) {
-      sampler.set_max_batch(kSlots);
-      auto out = sampler.generate(prompts, sc, rngs);
-      if (!out) std::abort();
-      for (const auto& c : *out) tokens += static_cast<double>(c.tokens.size());
+    if (mode == Batching::kSession) {
+      auto session = sampler.open(sc, kSlots);
+      size_t next = 0;
+      while (next < prompts.size() || !session->idle()) {
+        // A pull's items join as slots free, whichever pull brought them.
+        while (next < prompts.size() && session->live() + session->waiting() < static_cast<int>(kSlots)) {
+          if (!session->add(prompts[next], static_cast<int64_t>(next), rngs[next]).is_ok()) std::abort();
+          ++next;
+        }
+        if (!session->step().is_ok()) std::abort();
+        for (const auto& [tag, c] : session->take_finished()) tokens += static_cast<double>(c.tokens.size());
+      }
     } else {
-      for (size_t i = 0; i < prompts.size(); i += kSlots) {
+      sampler.set_max_batch(kSlots);
+      for (size_t i = 0; i < prompts.size(); i += chunk) {
         std::vector<std::vector<int32_t>> batch(prompts.begin() + static_cast<long>(i),
-                                                prompts.begin() + static_cast<long>(i + kSlots));
-        std::vector<Rng> brngs(rngs.begin() + static_cast<long>(i), rngs.begin() + static_cast<long>(i + kSlots));
+                                                prompts.begin() + static_cast<long>(i + chunk));
+        std::vector<Rng> brngs(rngs.begin() + static_cast<long>(i), rngs.begin() + static_cast<long>(i + chunk));
         auto out = sampler.generate(batch, sc, brngs);
         if (!out) std::abort();
         for (const auto& c : *out) tokens += static_cast<double>(c.tokens.size());
       }
     }
   }
-  // The same seeds in both arms give the same completions: the same tokens per iteration.
+  // The same seeds in every arm give the same completions: the same tokens per iteration.
   state.counters["new_tokens/s"] = benchmark::Counter(tokens, benchmark::Counter::kIsRate);
 }
 
@@ -225,7 +245,13 @@ void register_benchmarks(int threads) {
       ->Unit(benchmark::kMillisecond)
       ->MinTime(3.0)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("BM_Sample", BM_Sample, threads)
+  benchmark::RegisterBenchmark("BM_Sample", BM_Sample, threads, 16)
+      ->Unit(benchmark::kMillisecond)
+      ->MinTime(3.0)
+      ->UseRealTime();
+  // The paged layout's cost on the CPU (the decode attention gathers a row's blocks first)
+  // beside one contiguous block a sequence.
+  benchmark::RegisterBenchmark("BM_Sample_contiguous_kv", BM_Sample, threads, 1 << 20)
       ->Unit(benchmark::kMillisecond)
       ->MinTime(3.0)
       ->UseRealTime();
@@ -236,9 +262,10 @@ void register_benchmarks(int threads) {
         ->Unit(benchmark::kMillisecond)
         ->MinTime(3.0)
         ->UseRealTime();
-  for (bool continuous : {false, true})
-    benchmark::RegisterBenchmark(continuous ? "BM_ContinuousBatching/refilled_slots" : "BM_ContinuousBatching/fixed_batches",
-                                 BM_ContinuousBatching, threads, continuous)
+  for (auto [name, mode] : {std::pair{"BM_ContinuousBatching/fixed_batches", Batching::kFixed},
+                            std::pair{"BM_ContinuousBatching/per_pull", Batching::kPerPull},
+                            std::pair{"BM_ContinuousBatching/refilled_slots", Batching::kSession}})
+    benchmark::RegisterBenchmark(name, BM_ContinuousBatching, threads, mode)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(3.0)
         ->UseRealTime();

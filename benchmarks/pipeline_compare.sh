@@ -19,6 +19,7 @@ shift $(( $# > 2 ? 2 : $# ))
 seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
 leap=build/src/apps/leap
 out="${LEAP_BENCH_OUT:-$(mktemp -d)}"
+mkdir -p "$out"
 echo "runs in $out"
 for seed in "${seeds[@]}"; do
   for setting in ${LEAP_BENCH_SETTINGS:-plain simulated}; do

@@ -46,9 +46,14 @@ void LocalGenerator::give(std::vector<RolloutItem> items) {
   cv_.notify_all();
   if (!thread_.joinable())
     thread_ = std::thread([this] {
-      policy_.bind_calling_thread();  // the rank's thread count and device, not the defaults
-      Inbox inbox(*this);
-      policy_.generate_stream(inbox);
+      try {
+        policy_.bind_calling_thread();  // the rank's thread count and device, not the defaults
+        Inbox inbox(*this);
+        policy_.generate_stream(inbox);
+      } catch (...) {  // for the coordinator's thread (take()), as a future would carry it
+        std::lock_guard lock(mu_);
+        error_ = std::current_exception();
+      }
     });
 }
 
@@ -56,6 +61,7 @@ std::optional<RolloutResult> LocalGenerator::take() {
   RolloutResult r;
   {
     std::lock_guard lock(mu_);
+    if (error_) std::rethrow_exception(error_);
     if (outbox_.completions.empty()) return std::nullopt;
     std::swap(r, outbox_);
   }

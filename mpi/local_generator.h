@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -30,7 +31,7 @@ class LocalGenerator {
   // Hands items to the generator thread (started on the first call).
   void give(std::vector<RolloutItem> items);
   // The completions finished since the last call, and the seconds spent on them; nothing when
-  // none finished.
+  // none finished. Rethrows what the generator thread threw.
   std::optional<RolloutResult> take();
 
  private:
@@ -43,6 +44,7 @@ class LocalGenerator {
   std::vector<RolloutItem> inbox_;  // given, not yet taken by the thread (mu_)
   RolloutResult outbox_;            // finished, not yet taken by the coordinator (mu_)
   bool closed_ = false;             // the phase is over (mu_)
+  std::exception_ptr error_;        // what the thread threw (mu_)
   std::thread thread_;
 };
 

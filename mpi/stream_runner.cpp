@@ -192,15 +192,24 @@ class Phase {
     LEAP_RETURN_IF_ERROR(state_.add_completions(r.completions, rank));
     times->policy_gen_s += r.busy_s;
     for (const auto& c : r.completions) {
-      const int g = StepState::group_of(c.uid), turn = StepState::turn_of(c.uid);
-      // A later turn's job goes ahead of queued lower turns': later turns are the step's
-      // critical path, as in the work queue.
-      auto at = std::find_if(jobs_.begin(), jobs_.end(),
-                             [&](const SandboxJob& j) { return StepState::turn_of(j.uid) < turn; });
-      at = jobs_.insert(at, {c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text});
-      job_of_uid_[c.uid] = *at;
+      const int g = StepState::group_of(c.uid);
+      job_of_uid_[c.uid] = {c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text};
+      queue_job(job_of_uid_[c.uid], false);
     }
     return Status::ok();
+  }
+
+  // Jobs wait for a sandbox slot highest turn first (later turns are the step's critical path,
+  // as in the work queue), in arrival order within a turn, except that a retry goes to the front
+  // of its turn.
+  void queue_job(const SandboxJob& job, bool retry) {
+    const int turn = StepState::turn_of(job.uid);
+    jobs_.insert(std::find_if(jobs_.begin(), jobs_.end(),
+                              [&](const SandboxJob& j) {
+                                const int t = StepState::turn_of(j.uid);
+                                return retry ? t <= turn : t < turn;
+                              }),
+                 job);
   }
 
   // Verdicts from the sandbox ranks, or from the in-process verifier.
@@ -236,7 +245,7 @@ class Phase {
   Status file_verdict(const SandboxOutcome& o, TurnTimes* times) {
     times->sandbox_busy_s += o.slot_ms / 1000;
     if (retries_.retry(o)) {
-      jobs_.push_front(job_of_uid_.at(o.uid));
+      queue_job(job_of_uid_.at(o.uid), true);
       return Status::ok();
     }
     LEAP_RETURN_IF_ERROR(state_.add_outcomes({o}));

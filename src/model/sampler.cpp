@@ -185,7 +185,7 @@ Expected<std::vector<Completion>> Sampler::generate(
 
 Expected<std::vector<Completion>> Sampler::generate(
     const std::vector<std::vector<int32_t>>& prompts, const SamplerConfig& cfg,
-    std::vector<Rng>& rngs) {
+    const std::vector<Rng>& rngs) {
   if (rngs.size() != prompts.size())
     return invalid_input(fmt::format("{} generators for {} prompts", rngs.size(), prompts.size()));
   return run(prompts, cfg, nullptr, &rngs);
@@ -217,12 +217,28 @@ std::unique_ptr<Sampler::Session> Sampler::open(const SamplerConfig& cfg, int sl
   return std::unique_ptr<Session>(new Session(*this, cfg, slots, shared_rng));
 }
 
+Status Sampler::check_prompt(const std::vector<int32_t>& prompt, int index) const {
+  const ModelConfig& mc = model_->config();
+  if (prompt.empty()) return invalid_input(fmt::format("prompt {} is empty", index));
+  for (int32_t t : prompt)
+    if (t < 0 || t >= mc.vocab_size)
+      return invalid_input(fmt::format("prompt {} has token id {} outside [0, {})", index, t, mc.vocab_size));
+  if (prompt.size() >= static_cast<size_t>(mc.max_position_embeddings))
+    return invalid_input(fmt::format("a prompt of {} tokens leaves no room in max_position_embeddings {}",
+                                     prompt.size(), mc.max_position_embeddings));
+  return Status::ok();
+}
+
 Expected<std::vector<Completion>> Sampler::run(const std::vector<std::vector<int32_t>>& prompts,
-                                               const SamplerConfig& cfg, Rng* shared_rng, std::vector<Rng>* rngs) {
+                                               const SamplerConfig& cfg, Rng* shared_rng, const std::vector<Rng>* rngs) {
   const int B = static_cast<int>(prompts.size());
   if (B == 0) return std::vector<Completion>{};
   size_t longest = 0;
-  for (const auto& p : prompts) longest = std::max(longest, p.size());
+  // Every prompt is checked before the pool is sized (a grow drops what was kept).
+  for (int b = 0; b < B; ++b) {
+    LEAP_RETURN_IF_ERROR(check_prompt(prompts[static_cast<size_t>(b)], b));
+    longest = std::max(longest, prompts[static_cast<size_t>(b)].size());
+  }
   auto session = open(cfg, max_batch_ > 0 ? std::min(B, max_batch_) : B, shared_rng, static_cast<int>(longest));
   for (int b = 0; b < B; ++b)
     LEAP_RETURN_IF_ERROR(session->add(prompts[static_cast<size_t>(b)], b,

@@ -109,14 +109,17 @@ class Sampler {
                                              const SamplerConfig& cfg, Rng& rng);
   // The same with one generator per sequence (rngs.size() == prompts.size()): a sequence's
   // draws then do not depend on the other sequences of the batch, so a sample is the same
-  // whichever batch or rank generates it (the distributed step relies on this).
+  // whichever batch or rank generates it (the distributed step relies on this). Each sequence
+  // draws from a copy of its generator: `rngs` is not advanced.
   Expected<std::vector<Completion>> generate(const std::vector<std::vector<int32_t>>& prompts,
-                                             const SamplerConfig& cfg, std::vector<Rng>& rngs);
+                                             const SamplerConfig& cfg, const std::vector<Rng>& rngs);
 
  private:
   // Adds every prompt to a session, steps it until idle, and returns the completions in order.
   Expected<std::vector<Completion>> run(const std::vector<std::vector<int32_t>>& prompts,
-                                        const SamplerConfig& cfg, Rng* shared_rng, std::vector<Rng>* rngs);
+                                        const SamplerConfig& cfg, Rng* shared_rng, const std::vector<Rng>* rngs);
+  // Whether prompt `index` can be sampled: non-empty, ids in the vocabulary, room in the context.
+  Status check_prompt(const std::vector<int32_t>& prompt, int index) const;
   // The pool for `slots` sequences of `positions`, made or grown (a grow drops what was kept).
   void reserve(int slots, int positions, const SamplerConfig& cfg);
 
@@ -188,11 +191,13 @@ class Sampler::Session {
     Completion c;
     std::string text;  // the completion's bytes so far, for stop strings
   };
-  // Identical prompts not all admitted yet: the first admitted runs the prompt, the others copy
-  // its slot while it is live, and all take its next-token logits.
+  // Identical prompts waiting or decoding: the first admitted runs the prompt, the others copy
+  // the slot of one still live, and all take its next-token logits. An identical prompt added
+  // while one is live joins it (the streaming pipeline hands a group's samples out a few at a
+  // time); once none is left, the next is prefilled again or shares a kept sequence's blocks.
   struct Distinct {
     std::vector<int32_t> prompt;
-    int waiting = 0;
+    int waiting = 0, live = 0;
     std::vector<float> logits;  // once its first is admitted
   };
 

@@ -41,12 +41,7 @@ Sampler::Session::~Session() { s_.wanted_ = nullptr; }
 
 Status Sampler::Session::add(std::vector<int32_t> prompt, int64_t tag, Rng rng) {
   const int index = next_seq_;
-  if (prompt.empty()) return invalid_input(fmt::format("prompt {} is empty", index));
-  for (int32_t t : prompt)
-    if (t < 0 || t >= V_) return invalid_input(fmt::format("prompt {} has token id {} outside [0, {})", index, t, V_));
-  if (prompt.size() >= static_cast<size_t>(max_positions_))
-    return invalid_input(fmt::format("a prompt of {} tokens leaves no room in max_position_embeddings {}",
-                                     prompt.size(), max_positions_));
+  LEAP_RETURN_IF_ERROR(s_.check_prompt(prompt, index));
   const int need = std::min(static_cast<int>(prompt.size()) + cfg_.max_new_tokens, max_positions_);
   if (s_.cache_->maxT < need) {
     // Only an unused pool grows: a session of the streaming pipeline is sized up front (the run's
@@ -163,9 +158,8 @@ Status Sampler::Session::admit() {
     }
     Distinct& d = distinct_.at(q.distinct);
     std::copy_n(d.logits.data(), V, logits_.data() + row_slot_.size() * V);
-    // Its last waiting user is in: a later identical prompt is a new entry (prefilled again, or
-    // sharing a kept sequence's blocks).
-    if (--d.waiting == 0) distinct_.erase(q.distinct);
+    --d.waiting;
+    ++d.live;
     row_slot_.push_back(slot_of_new[i]);
     row_seq_.push_back(picked[i]);
   }
@@ -234,6 +228,10 @@ Status Sampler::Session::step() {
     }
     slot_seq_[static_cast<size_t>(slot)] = -1;
     free_slots_.push_back(slot);
+    // The last of its identical prompts: a later one is a new entry (prefilled again, or sharing
+    // a kept sequence's blocks).
+    Distinct& d = distinct_.at(q.distinct);
+    if (--d.live == 0 && d.waiting == 0) distinct_.erase(q.distinct);
     finished_.emplace_back(q.tag, std::move(c));
     seqs_.erase(i);
   }

@@ -269,6 +269,35 @@ TEST_F(Inference, SessionAdmitsPromptsAddedWhileOthersDecode) {
   EXPECT_TRUE(session->idle());
 }
 
+// A group's samples reach a streaming rank a few at a time: an identical prompt added while a
+// sibling still decodes copies that sibling's slot instead of being prefilled again.
+TEST_F(Inference, SessionSharesAPromptWithALiveSiblingAddedEarlier) {
+  auto m = make(tiny_config());
+  SamplerConfig sc;
+  sc.max_new_tokens = 20;
+  sc.stop_at_eos = false;
+  sc.reuse_kv = false;  // only the live sibling can supply the prompt
+  Sampler s(*m, &tok);
+  s.set_context(static_cast<int>(prompts[2].size()) + sc.max_new_tokens);
+  auto session = s.open(sc, 3);
+  ASSERT_TRUE(session->add(prompts[2], 0, Rng(41, 0)).is_ok());
+  ASSERT_TRUE(session->step().is_ok());
+  ASSERT_TRUE(session->add(prompts[2], 1, Rng(41, 1)).is_ok());
+  ASSERT_TRUE(session->step().is_ok());
+  std::map<int64_t, Completion> got;
+  while (!session->idle()) {
+    ASSERT_TRUE(session->step().is_ok());
+    for (auto& [tag, c] : session->take_finished()) got[tag] = std::move(c);
+  }
+  EXPECT_EQ(s.counts().prefilled_tokens, static_cast<int64_t>(prompts[2].size())) << "prefilled once";
+  EXPECT_EQ(got.at(1).reused_tokens, static_cast<int>(prompts[2].size()));
+  // And it samples what it samples alone.
+  Sampler alone(*m, &tok);
+  auto single = alone.generate({prompts[2]}, sc, std::vector<Rng>{Rng(41, 1)});
+  ASSERT_TRUE(single.has_value());
+  EXPECT_EQ(got.at(1).tokens, (*single)[0].tokens);
+}
+
 // Extending a cached prompt by new tokens (a later turn), in several chunks, gives the logits of
 // prefilling the whole sequence; so does the next decode step after it. Blocks of 4 positions.
 TEST_F(Inference, ExtendEqualsPrefillOfTheWholeSequence) {
