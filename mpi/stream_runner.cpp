@@ -281,18 +281,29 @@ class Phase {
   // A worker takes what it has room for (free slots of its batch), but no more than its share of
   // the queue as it stood before this hand-out (queued / policy ranks), so that the first to ask
   // (often rank 0's own generator) does not take everything from the others. The items join the
-  // worker's running batch at its next decode step.
+  // worker's running batch at its next decode step. Workers are served least loaded first (the
+  // fewest items decoding): a later turn waits for its holder only while no idler worker asks, so
+  // one rank does not decode a group's later turns while another has nothing (the idle one
+  // prefills them again, which costs less than the decoding it takes over).
   void hand_out_generation() {
     const int n = static_cast<int>(policy_ranks_.size());
     const int fair = std::max(1, (queue_.size() + n - 1) / n);
-    for (auto it = waiting_policy_.begin(); it != waiting_policy_.end() && !queue_.empty();) {
-      RolloutWork work{queue_.take(std::min(it->second, fair), it->first)};
-      items_out_[it->first] += static_cast<int>(work.items.size());
+    std::vector<std::pair<int, int>> asking;  // (items decoding, rank)
+    for (const auto& [rank, want] : waiting_policy_) asking.emplace_back(items_out_[rank], rank);
+    if (generator_.room() > 0) asking.emplace_back(generator_.outstanding(), 0);
+    std::sort(asking.begin(), asking.end());
+    for (const auto& [load, rank] : asking) {
+      if (queue_.empty()) break;
+      if (rank == 0) {
+        generator_.give(queue_.take(std::min(generator_.room(), fair), 0));
+        continue;
+      }
+      RolloutWork work{queue_.take(std::min(waiting_policy_.at(rank), fair), rank)};
+      items_out_[rank] += static_cast<int>(work.items.size());
       // Never blocks: the rank may be sending completions at this moment.
-      outbox_.send(work, it->first, topo_.world);
-      it = waiting_policy_.erase(it);
+      outbox_.send(work, rank, topo_.world);
+      waiting_policy_.erase(rank);
     }
-    if (generator_.room() > 0 && !queue_.empty()) generator_.give(queue_.take(std::min(generator_.room(), fair), 0));
   }
 
   void hand_out_jobs(TurnTimes* times) {
