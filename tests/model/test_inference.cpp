@@ -34,6 +34,12 @@ ModelConfig tiny_config() {
 
 class Inference : public ::testing::Test {
  protected:
+  // One generator per sequence, streams 0..n-1 of `seed`.
+  static std::vector<Rng> generators(uint64_t seed, size_t n) {
+    std::vector<Rng> out;
+    for (uint64_t i = 0; i < n; ++i) out.emplace_back(seed, i);
+    return out;
+  }
   std::unique_ptr<Transformer> make(const ModelConfig& c) {
     auto m = std::make_unique<Transformer>(c, be);
     m->init_random(7, 0.3f);  // large weights: peaked, input-dependent distributions
@@ -146,9 +152,7 @@ TEST_F(Inference, RepeatedPromptsArePrefilledOnceAndSampleAsIfEachWas) {
   auto sample = [&](bool share) {
     Sampler s(*m, &tok);
     s.set_share_prefill(share);
-    std::vector<Rng> rngs;
-    for (uint64_t i = 0; i < group.size(); ++i) rngs.emplace_back(11, i);
-    auto out = s.generate(group, sc, rngs);
+    auto out = s.generate(group, sc, generators(11, group.size()));
     EXPECT_TRUE(out.has_value());
     return *out;
   };
@@ -182,9 +186,7 @@ TEST_F(Inference, ContinuousBatchingRefillsSlotsWithoutChangingSamples) {
     s.set_eos_ids(eos);
     s.set_max_batch(max_batch);
     s.set_share_prefill(share);
-    std::vector<Rng> rngs;
-    for (uint64_t i = 0; i < work.size(); ++i) rngs.emplace_back(21, i);
-    auto out = s.generate(work, sc, rngs);
+    auto out = s.generate(work, sc, generators(21, work.size()));
     EXPECT_TRUE(out.has_value());
     return *out;
   };
@@ -219,9 +221,7 @@ TEST_F(Inference, SessionAdmitsPromptsAddedWhileOthersDecode) {
   for (int32_t id = 'a'; id < 'a' + 24; ++id) eos.push_back(id);
   Sampler all_at_once(*m, &tok);
   all_at_once.set_eos_ids(eos);
-  std::vector<Rng> rngs;
-  for (uint64_t i = 0; i < work.size(); ++i) rngs.emplace_back(31, i);
-  auto together = all_at_once.generate(work, sc, rngs);
+  auto together = all_at_once.generate(work, sc, generators(31, work.size()));
   ASSERT_TRUE(together.has_value());
 
   Sampler s(*m, &tok);
