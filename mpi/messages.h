@@ -9,9 +9,10 @@
 // The job queue lives on the coordinator and sandbox ranks pull from it, so no sandbox rank
 // idles while jobs wait, and a rank that pulls more finishes more.
 // A streaming phase (rl.pipeline = stream, mpi/stream_runner.h) uses the same messages: a policy
-// rank's RolloutResult is also its next pull (`want` items), answered when work exists; a
-// sandbox rank sends SandboxResults as each job finishes, and the coordinator sends it jobs while
-// it has free slots (credits); an empty RolloutWork or SandboxJobs ends the phase.
+// rank sends a RolloutResult as completions finish, with a request for `want` items when it has
+// free slots and no request open, answered when work exists; a sandbox rank sends
+// SandboxResults as each job finishes, and the coordinator sends it jobs while it has free slots
+// (credits); an empty RolloutWork or SandboxJobs ends the phase.
 #pragma once
 
 #include <mpi.h>
@@ -69,7 +70,7 @@ struct Completion {
 };
 struct RolloutResult {
   std::vector<Completion> completions;
-  // In a streaming phase the result is also the rank's next pull: `want` items at most.
+  // In a streaming phase: a request for `want` more items (0: none, or one is already open).
   int32_t want = 0;
   double busy_s = 0;  // seconds the rank spent generating these completions
 };

@@ -1,4 +1,4 @@
-// The coordinator's event loop of a streaming phase, and the other ranks' pull loops.
+// The coordinator's event loop of a streaming phase, and the other ranks' sides of it.
 #include "mpi/stream_runner.h"
 
 #include <algorithm>
@@ -340,7 +340,7 @@ class Phase {
 
   WorkQueue queue_;
   std::set<int> pending_groups_;            // groups of this round with turn-1 work
-  std::set<int> heard_policy_;              // remote policy ranks that have pulled
+  std::set<int> heard_policy_;              // remote policy ranks that have asked for work
   std::map<int, int> waiting_policy_;       // remote policy rank -> items it asked for
   std::map<int, int> items_out_;            // remote policy rank -> items given, not returned
   std::deque<SandboxJob> jobs_;             // verdicts to come, not yet sent
