@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "common/check.h"
 #include "common/stopwatch.h"
@@ -47,6 +48,9 @@ class WorkQueue {
   }
   bool empty() const { return items_.empty(); }
   int size() const { return static_cast<int>(items_.size()); }
+  bool holds_for(int rank) const {
+    return std::any_of(items_.begin(), items_.end(), [rank](const auto& kv) { return kv.second.holder == rank; });
+  }
   std::vector<RolloutItem> take(int n, int rank) {
     std::vector<RolloutItem> out;
     n = std::max(1, n);
@@ -281,18 +285,19 @@ class Phase {
   // A worker takes what it has room for (free slots of its batch), but no more than its share of
   // the queue as it stood before this hand-out (queued / policy ranks), so that the first to ask
   // (often rank 0's own generator) does not take everything from the others. The items join the
-  // worker's running batch at its next decode step. Workers are served least loaded first (the
-  // fewest items decoding): a later turn waits for its holder only while no idler worker asks, so
-  // one rank does not decode a group's later turns while another has nothing (the idle one
-  // prefills them again, which costs less than the decoding it takes over).
+  // worker's running batch at its next decode step. Among workers asking at once, the least
+  // loaded (fewest items decoding) is served first, so that a later turn goes to an idle worker
+  // rather than to a busy holder (the idle one prefills it again, which costs less than the
+  // decoding it takes over); among equally loaded ones, those holding queued later turns first,
+  // so that they take their own and keep their KV caches.
   void hand_out_generation() {
     const int n = static_cast<int>(policy_ranks_.size());
     const int fair = std::max(1, (queue_.size() + n - 1) / n);
-    std::vector<std::pair<int, int>> asking;  // (items decoding, rank)
-    for (const auto& [rank, want] : waiting_policy_) asking.emplace_back(items_out_[rank], rank);
-    if (generator_.room() > 0) asking.emplace_back(generator_.outstanding(), 0);
+    std::vector<std::tuple<int, bool, int>> asking;  // (items decoding, holds none queued, rank)
+    for (const auto& [rank, want] : waiting_policy_) asking.emplace_back(items_out_[rank], !queue_.holds_for(rank), rank);
+    if (generator_.room() > 0) asking.emplace_back(generator_.outstanding(), !queue_.holds_for(0), 0);
     std::sort(asking.begin(), asking.end());
-    for (const auto& [load, rank] : asking) {
+    for (const auto& [load, none_held, rank] : asking) {
       if (queue_.empty()) break;
       if (rank == 0) {
         generator_.give(queue_.take(std::min(generator_.room(), fair), 0));
