@@ -68,17 +68,15 @@ Status Sampler::Session::add(std::vector<int32_t> prompt, int64_t tag, Rng rng) 
 }
 
 std::vector<int> Sampler::Session::admission(size_t n) const {
-  std::vector<int> out;
-  const bool kept_first = !shared_rng_ && cfg_.reuse_kv;
-  for (int pass = kept_first ? 0 : 1; pass < 2; ++pass)
-    for (int i : waiting_) {
-      if (out.size() == n) return out;
+  std::vector<int> order = waiting_;
+  if (!shared_rng_ && cfg_.reuse_kv)
+    std::stable_partition(order.begin(), order.end(), [&](int i) {
       int reuse = 0;
       bool whole = false;
-      const bool extends = kept_first && s_.best_kept(seqs_.at(i).prompt, &reuse, &whole) >= 0 && whole;
-      if (pass == 1 ? !(kept_first && extends) : extends) out.push_back(i);
-    }
-  return out;
+      return s_.best_kept(seqs_.at(i).prompt, &reuse, &whole) >= 0 && whole;  // extends a kept one
+    });
+  if (order.size() > n) order.resize(n);
+  return order;
 }
 
 Status Sampler::Session::admit() {
