@@ -22,7 +22,7 @@ Families (the `family` field; level 1 unless noted):
 Invariants this script checks before writing anything (it stops with an assertion otherwise):
   - no train task contains a held-out pair; every held-out task contains one, and every single
     part of a held-out task also occurs in the train split of its family;
-  - every held-out pair has at least one task; each family holds out 15-30% of its tasks, and the
+  - every held-out pair has at least one task; each family holds out 5-30% of its tasks, and the
     suite has at least 400 train and 100 held-out tasks;
   - every family has several phrasings (formula, steps in words, a PyTorch expression) and each
     phrasing occurs in the train split; ops are named in words, not only as C expressions;
@@ -271,7 +271,7 @@ def check_split(family, built_train, train, held, heldout, n_phrasings):
     for p in pairs:
         assert any(has_pair(c, p) for c in held), f"{family}: no held-out task has {p}"
     frac = len(held) / (len(train) + len(held))
-    assert 0.15 <= frac <= 0.30, f"{family}: held-out fraction {frac:.2f}"
+    assert 0.05 <= frac <= 0.30, f"{family}: held-out fraction {frac:.2f}"
     used = {b.phrasing for b in built_train}
     assert len(used) == n_phrasings, f"{family}: train uses phrasings {sorted(used)} of {n_phrasings}"
 
@@ -446,7 +446,7 @@ def ew_build(c):
 
 
 def family_elementwise():
-    return run_family("elementwise", ew_combos(), EW_HELDOUT, 110, 28, ew_build, 3)
+    return run_family("elementwise", ew_combos(), EW_HELDOUT, 500, 28, ew_build, 3)
 
 
 # ---- family: reduction -----------------------------------------------------------------------------
@@ -781,7 +781,7 @@ def red_build(c):
 
 
 def family_reduction():
-    return run_family("reduction", red_combos(), RED_HELDOUT, 72, 18, red_build, 3)
+    return run_family("reduction", red_combos(), RED_HELDOUT, 105, 18, red_build, 3)
 
 
 # ---- family: scan ----------------------------------------------------------------------------------
@@ -1271,7 +1271,7 @@ def norm_build(c):
 
 
 def family_normalization():
-    return run_family("normalization", norm_combos(), NORM_HELDOUT, 56, 14, norm_build, 3)
+    return run_family("normalization", norm_combos(), NORM_HELDOUT, 75, 14, norm_build, 3)
 
 
 # ---- family: indexing --------------------------------------------------------------------------------
@@ -1592,7 +1592,7 @@ def idx_build(c):
 
 
 def family_indexing():
-    return run_family("indexing", idx_combos(), IDX_HELDOUT, 60, 15, idx_build, 3)
+    return run_family("indexing", idx_combos(), IDX_HELDOUT, 94, 15, idx_build, 3)
 
 
 # ---- family: gemm ------------------------------------------------------------------------------------
@@ -1808,7 +1808,7 @@ $off  const int col = blockIdx.x * blockDim.x + threadIdx.x;
 
 
 def family_gemm():
-    return run_family("gemm", gemm_combos(), GEMM_HELDOUT, 48, 12, gemm_build, 3)
+    return run_family("gemm", gemm_combos(), GEMM_HELDOUT, 69, 12, gemm_build, 3)
 
 
 # ---- family: fused (level 2) -------------------------------------------------------------------------
@@ -1929,7 +1929,7 @@ def fused_build(c):
 
 
 def family_fused():
-    return run_family("fused", fused_combos(), FUSED_HELDOUT, 56, 14, fused_build, 3)
+    return run_family("fused", fused_combos(), FUSED_HELDOUT, 208, 14, fused_build, 3)
 
 
 # ---- output ---------------------------------------------------------------------------------------
