@@ -116,6 +116,11 @@ class TimedBackend final : public backend::Backend {
                         const int32_t* t, int N, int V) override {
     timed(OpKind::kLogprob, [&] { in_.logprob_backward(dz, d, z, lse, t, N, V); });
   }
+  // Token selection: counted with the LM head's tail.
+  void sample_rows(int32_t* ids, float* lps, const float* z, const double* u, int N, int V,
+                   const backend::TokenRule& rule, int below) override {
+    timed(OpKind::kLogprob, [&] { in_.sample_rows(ids, lps, z, u, N, V, rule, below); });
+  }
   double sum_squares(const float* x, size_t n) override {
     double r = 0;
     timed(OpKind::kOptimizer, [&] { r = in_.sum_squares(x, n); });

@@ -15,9 +15,9 @@ namespace leap::cuda {
 CudaBackend::CudaBackend(CudaContext& ctx) : ctx_(&ctx), gemm_(ctx), weights_(ctx) {
   // Scratch comes from the compute stream's pool (device_buffer.h): regrowing it mid-backward
   // must not wait for the NCCL buckets on the comm stream.
-  for (DeviceBuffer* b : {&operands_[0], &operands_[1], &staged_[0], &staged_[1], &staged_[2],
-                          &staged_[3], &partials_, &ones_, &bias_})
+  for (DeviceBuffer* b : {&operands_[0], &operands_[1], &partials_, &sampled_, &ones_, &bias_})
     b->set_stream(ctx.compute());
+  for (DeviceBuffer& b : staged_) b.set_stream(ctx.compute());
 }
 
 void CudaBackend::bind_calling_thread() { CUDA_CHECK(cudaSetDevice(ctx_->device())); }

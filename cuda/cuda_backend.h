@@ -88,6 +88,9 @@ class CudaBackend final : public backend::Backend {
   void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
                         const float* lse, const int32_t* targets, int N, int V) override;
 
+  void sample_rows(int32_t* ids, float* logprobs, const float* logits, const double* uniforms,
+                   int N, int V, const backend::TokenRule& rule, int sample_below) override;
+
   double sum_squares(const float* x, size_t n) override;
   void adamw_update(float* params, float* m, float* v, const float* grads, size_t n, float lr,
                     float beta1, float beta2, float eps, float weight_decay, float grad_scale,
@@ -115,6 +118,7 @@ class CudaBackend final : public backend::Backend {
   std::vector<int32_t> staged_host_[6];  // what each staging slot holds (skips repeated copies)
   const int32_t* staged_ptr_[6] = {};
   DeviceBuffer partials_;  // sum_squares partials and the result (doubles)
+  DeviceBuffer sampled_;   // sample_rows: the uniforms in, the ids and log-probabilities out
   DeviceBuffer ones_;
   DeviceBuffer bias_;  // an aligned copy of a misaligned bias
   size_t ones_n_ = 0;

@@ -1,5 +1,6 @@
-// CudaBackend, device side: attention (training/prefill, backward, KV-cache decode) and the LM
-// head's fused log-softmax, launching the kernels of cuda/kernels/attention*.cuh and logprob.cuh.
+// CudaBackend, device side: attention (training/prefill, backward, KV-cache decode), the LM
+// head's fused log-softmax and token selection, launching the kernels of
+// cuda/kernels/attention*.cuh, logprob.cuh and sample.cuh.
 //
 // The attention kernels take the head dimension D as a template argument; the launchers below
 // instantiate D = 8, 16, 32, 64, 128 (each one costs compile time for every architecture) and
@@ -14,6 +15,7 @@
 #include "cuda/kernels/attention.cuh"
 #include "cuda/kernels/attention_decode.cuh"
 #include "cuda/kernels/logprob.cuh"
+#include "cuda/kernels/sample.cuh"
 
 namespace leap::cuda {
 
@@ -157,6 +159,28 @@ void CudaBackend::logprob_backward(float* dlogits, const float* dlogprobs, const
   kn::logprob_backward<float><<<grid, kn::kLogprobThreads, 0, ctx_->compute()>>>(
       dlogits, dlogprobs, logits, lse, dev_targets, N, V);
   check_launch();
+}
+
+void CudaBackend::sample_rows(int32_t* ids, float* logprobs, const float* logits,
+                              const double* uniforms, int N, int V, const backend::TokenRule& rule,
+                              int sample_below) {
+  if (N == 0) return;
+  // One buffer: N doubles (uniforms), then N ints (ids) and N floats (log-probabilities).
+  const size_t n = static_cast<size_t>(N);
+  auto* dev_u = sampled_.reserve_as<double>(n + n);
+  auto* dev_ids = reinterpret_cast<int32_t*>(dev_u + n);
+  auto* dev_lp = reinterpret_cast<float*>(dev_ids + n);
+  CUDA_CHECK(cudaMemcpyAsync(dev_u, uniforms, n * sizeof(double), cudaMemcpyHostToDevice,
+                             ctx_->compute()));
+  const int n_draw = sample_below > 0 && sample_below < V ? sample_below : V;
+  kn::sample_rows<float><<<N, kn::kSampleThreads, 0, ctx_->compute()>>>(
+      dev_ids, dev_lp, logits, dev_u, N, V, n_draw, rule.temperature, rule.top_k, rule.top_p);
+  check_launch();
+  CUDA_CHECK(cudaMemcpyAsync(ids, dev_ids, n * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                             ctx_->compute()));
+  CUDA_CHECK(cudaMemcpyAsync(logprobs, dev_lp, n * sizeof(float), cudaMemcpyDeviceToHost,
+                             ctx_->compute()));
+  CUDA_CHECK(cudaStreamSynchronize(ctx_->compute()));
 }
 
 }  // namespace leap::cuda

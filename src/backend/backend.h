@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backend/token_select.h"
+
 namespace leap::backend {
 
 class Backend {
@@ -124,6 +126,19 @@ class Backend {
                                 const float* lse, const int32_t* targets, int N, int V) = 0;
   // Cross-entropy is -sum(mask * logprobs) / normaliser; its gradient wrt logprobs is
   // -mask / normaliser, fed to logprob_backward (see model/transformer.h).
+
+  // ---- token selection -------------------------------------------------------------------------
+  // One token per row of logits (N, V) by token_select.h's rule, among ids below sample_below
+  // (0: all): ids and logprobs are host arrays of N, uniforms[n] row n's draw in [0, 1). A device
+  // backend runs the rule where the logits are and downloads only the 2N results; this default
+  // reads host memory.
+  virtual void sample_rows(int32_t* ids, float* logprobs, const float* logits,
+                           const double* uniforms, int N, int V, const TokenRule& rule,
+                           int sample_below) {
+    for (int r = 0; r < N; ++r)
+      ids[r] = select_token(logits + static_cast<size_t>(r) * static_cast<size_t>(V), V, rule,
+                            uniforms[r], logprobs + r, sample_below);
+  }
 
   // ---- optimizer
   // --------------------------------------------------------------------------------- Sum of

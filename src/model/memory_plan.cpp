@@ -110,9 +110,9 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
                   "a group shares its prompt's blocks",
                   (B + in.kv_keep_sequences) * ((maxT + bs - 1) / bs), bs, B, in.kv_keep_sequences, maxT));
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
-  // The sampler's logits are host memory: the device's only on the CPU backend.
-  uint64_t workspace = 4 * (rope + (cuda ? 0 : B * V));
-  std::string note = cuda ? "RoPE tables" : "RoPE tables, the sampler's host logits";
+  // The sampler session's logits rows stay in backend memory (sampled where they are).
+  uint64_t workspace = 4 * (rope + B * V);
+  std::string note = "RoPE tables, the sampler's logits";
   if (cuda) {
     // The GEMM operands rounded to bf16: slot 0 holds an input or an upstream gradient (the
     // widest: the gate|up gradient, or the LM head's one chunk of logit rows), slot 1 the other

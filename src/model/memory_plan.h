@@ -15,7 +15,7 @@
 //  - kv_cache: the sampler's paged cache (kv_cache.h): blocks for micro_batch_seqs decoding
 //    sequences and kv_keep_sequences kept ones, each of the longest prompt plus max_new_tokens,
 //    and its decode and extend scratch. It stays allocated;
-//  - workspace: the RoPE tables, the sampler's host logits and, on CUDA, the cuBLASLt
+//  - workspace: the RoPE tables, the sampler's logits rows and, on CUDA, the cuBLASLt
 //    workspace and the bf16 GEMM operand buffers.
 // Weights and gradients are full replicas on every policy rank; only stage 1's moments shrink
 // with the rank count.

@@ -18,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "backend/token_select.h"
 #include "common/config.h"
 #include "common/rng.h"
 #include "common/status.h"
+#include "model/float_arena.h"
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 
@@ -45,6 +47,11 @@ struct SamplerConfig {
   void declare(OptionSet& opts);
   std::vector<std::string> stop_strings() const;
 };
+
+// The token rule of these settings (backend/token_select.h).
+inline backend::TokenRule token_rule(const SamplerConfig& c) {
+  return {.temperature = c.temperature, .top_p = c.top_p, .top_k = c.top_k};
+}
 
 enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull };
 const char* stop_reason_name(StopReason r);  // "eos", "stop_string", "max_tokens", "context_full"
@@ -214,8 +221,11 @@ class Sampler::Session {
   int next_distinct_ = 0;
   std::vector<int> slot_seq_;        // the sequence a slot holds, -1: free
   std::vector<int32_t> free_slots_;  // popped from the back: slot 0 first
-  // Row r of logits_ holds the next-token logits of sequence row_seq_[r] in slot row_slot_[r].
-  std::vector<float> logits_;
+  // Row r of logits_ (backend memory: a device backend samples them where they are, and only
+  // the ids and log-probabilities come back) holds the next-token logits of sequence row_seq_[r]
+  // in slot row_slot_[r].
+  FloatArena logits_arena_;
+  float* logits_ = nullptr;
   std::vector<int32_t> row_slot_;
   std::vector<int> row_seq_;
   std::vector<std::pair<int64_t, Completion>> finished_;

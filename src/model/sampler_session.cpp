@@ -23,7 +23,9 @@ Sampler::Session::Session(Sampler& sampler, const SamplerConfig& cfg, int slots,
       stops_(sampler.tokenizer_ ? cfg.stop_strings() : std::vector<std::string>{}),
       slot_seq_(static_cast<size_t>(slots), -1),
       free_slots_(static_cast<size_t>(slots)),
-      logits_(static_cast<size_t>(slots) * static_cast<size_t>(V_)) {
+      logits_arena_(sampler.model_->backend()) {
+  logits_arena_.take(&logits_, static_cast<size_t>(slots) * static_cast<size_t>(V_));
+  logits_arena_.allocate();
   if (eos_.empty()) eos_ = {s_.tokenizer_ ? s_.tokenizer_->eos_id() : s_.model_->config().eos_token_id};
   std::iota(free_slots_.rbegin(), free_slots_.rend(), 0);
   // A reclaim drops kept sequences no waiting prompt extends first.
@@ -155,7 +157,7 @@ Status Sampler::Session::admit() {
       q.c.reused_tokens = static_cast<int>(q.prompt.size());
     }
     Distinct& d = distinct_.at(q.distinct);
-    std::copy_n(d.logits.data(), V, logits_.data() + row_slot_.size() * V);
+    s_.model_->backend().upload(logits_ + row_slot_.size() * V, d.logits.data(), V);
     --d.waiting;
     ++d.live;
     row_slot_.push_back(slot_of_new[i]);
@@ -168,18 +170,26 @@ Status Sampler::Session::step() {
   LEAP_RETURN_IF_ERROR(admit());
   if (row_slot_.empty()) return Status::ok();
   KvCache& cache = *s_.cache_;
-  const size_t V = static_cast<size_t>(V_);
+  // Every row's draw, in row order (one uniform per sampled token; greedy draws none), then
+  // every row's token where the logits are.
+  const size_t rows = row_slot_.size();
+  std::vector<double> uniforms(rows, 0.0);
+  if (cfg_.temperature > 0.0)
+    for (size_t r = 0; r < rows; ++r)
+      uniforms[r] = (shared_rng_ ? *shared_rng_ : seqs_.at(row_seq_[r]).rng).uniform();
+  std::vector<int32_t> sampled(rows);
+  std::vector<float> sampled_lp(rows);
+  s_.model_->backend().sample_rows(sampled.data(), sampled_lp.data(), logits_, uniforms.data(),
+                                   static_cast<int>(rows), V_, token_rule(cfg_), sample_below_);
   std::vector<int32_t> next_tokens, next_slots;
   std::vector<int> next_seqs;
-  for (size_t r = 0; r < row_slot_.size(); ++r) {
+  for (size_t r = 0; r < rows; ++r) {
     const int i = row_seq_[r], slot = row_slot_[r];
     Seq& q = seqs_.at(i);
     Completion& c = q.c;
-    float lp = 0.0f;
-    const int32_t tok =
-        sample_token(logits_.data() + r * V, V_, cfg_, shared_rng_ ? *shared_rng_ : q.rng, &lp, sample_below_);
+    const int32_t tok = sampled[r];
     c.tokens.push_back(tok);
-    c.logprobs.push_back(lp);
+    c.logprobs.push_back(sampled_lp[r]);
     bool done = false;
     if (cfg_.stop_at_eos && std::find(eos_.begin(), eos_.end(), tok) != eos_.end()) {
       c.stop_reason = StopReason::kEos;
@@ -236,8 +246,8 @@ Status Sampler::Session::step() {
   row_slot_ = next_slots;
   row_seq_ = next_seqs;
   if (!row_slot_.empty())
-    s_.model_->decode(next_tokens.data(), next_slots.data(), static_cast<int>(row_slot_.size()), cache,
-                      logits_.data());
+    s_.model_->decode_into(next_tokens.data(), next_slots.data(), static_cast<int>(row_slot_.size()), cache,
+                           logits_);
   return Status::ok();
 }
 

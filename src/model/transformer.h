@@ -109,6 +109,9 @@ class Transformer {
   // logits may be null: then they stay in the backend and nothing waits for the device (the
   // GPU check times the device side of a step this way, apart from the download).
   void decode(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache, float* logits);
+  // The same, with the logits written to `out` in backend memory (n*V floats), where
+  // Backend::sample_rows picks the tokens without a download.
+  void decode_into(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache, float* out);
   // Extend: appends tokens[i] (non-empty) to cache slot slots[i] after its len positions (a
   // later turn whose conversation the slot already holds) and writes each one's next-token
   // logits to last_logits (n*V host floats). The new tokens attend through the cache, in chunks

@@ -113,14 +113,19 @@ void Transformer::forward_cached(const int32_t* tokens, const int32_t* slots, co
 
 void Transformer::decode(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache,
                          float* logits) {
+  const KvScratch d = carve_kv_scratch(cfg_, cache.scratch, cache.slots + kKvExtendRows);
+  decode_into(tokens, slots, n, cache, d.logits);
+  if (logits != nullptr) be_->download(logits, d.logits, static_cast<size_t>(n) * cfg_.vocab_size);
+}
+
+void Transformer::decode_into(const int32_t* tokens, const int32_t* slots, int n, KvCache& cache,
+                              float* out) {
   LEAP_CHECK(n <= cache.slots);
   std::vector<int32_t> pos(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) pos[r] = cache.len[slots[r]];
   forward_cached(tokens, slots, pos.data(), n, cache);
   const KvScratch d = carve_kv_scratch(cfg_, cache.scratch, cache.slots + kKvExtendRows);
-  const int C = cfg_.hidden_size, V = cfg_.vocab_size;
-  be_->matmul_forward(d.logits, d.ln, param_views().lm_head, nullptr, n, C, V);
-  if (logits != nullptr) be_->download(logits, d.logits, static_cast<size_t>(n) * V);
+  be_->matmul_forward(out, d.ln, param_views().lm_head, nullptr, n, cfg_.hidden_size, cfg_.vocab_size);
 }
 
 void Transformer::extend(const std::vector<std::vector<int32_t>>& tokens, const int32_t* slots,

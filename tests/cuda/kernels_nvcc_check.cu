@@ -9,6 +9,7 @@
 #include "cuda/kernels/gemm_empty.cuh"
 #include "cuda/kernels/logprob.cuh"
 #include "cuda/kernels/reduce.cuh"
+#include "cuda/kernels/sample.cuh"
 #include "cuda/kernels/residual.cuh"
 #include "cuda/kernels/rmsnorm.cuh"
 #include "cuda/kernels/rope.cuh"
@@ -44,6 +45,8 @@ namespace leap::cuda::kernels {
                                                     int, int, int, int, int);                     \
   template __global__ void logprob_chunk_backward<S>(S*, const float*, const S*, const float*,    \
                                                      const int*, int, int, int, int);             \
+  template __global__ void sample_rows<S>(int*, float*, const S*, const double*, int, int, int,   \
+                                          double, int, double);                                   \
   template __global__ void kv_cache_write<S>(S*, S*, const S*, const S*, const int*, const int*,  \
                                              int, int, int, int);                                 \
   template __global__ void attention_decode<S>(S*, const S*, const S*, const S*, const int*, int, \

@@ -2,7 +2,7 @@
 // GEMMs forward and backward (bf16 operands, fp32 accumulation, so normalised errors of a few
 // 1e-3), accumulation semantics, the bf16 weight copies refreshed after every write, attention
 // with its smaller saved state, a tiny model's forward, backward, AdamW step and KV-cache
-// decode, and a checkpoint round trip of device-resident weights and moments. Every test skips
+// decode, token selection on the device, and a checkpoint round trip of device-resident weights and moments. Every test skips
 // where no CUDA device exists.
 #include <gtest/gtest.h>
 
@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "backend/cpu_backend.h"
+#include "backend/token_select.h"
+#include "common/rng.h"
 #include "cuda/cuda_backend.h"
 #include "io/checkpoint_dir.h"
 #include "model/model_config.h"
@@ -238,6 +240,35 @@ TEST_F(CudaBackendTest, TinyModelDecodeAgainstCpu) {
     mc.decode(tokens.data(), slots.data(), 3, cc, lc.data());
     mg.decode(tokens.data(), slots.data(), 3, cg, lg.data());
     EXPECT_LT(normalised_error(lg, lc), kGemmTol) << "decode step " << step;
+  }
+}
+
+// Token selection where the logits are (cuda/kernels/sample.cuh through sample_rows): the ids of
+// the host rule on the same logits, for a real vocabulary's width (152k ids, a 4k-id tail that
+// is never drawn), greedy, plain sampling, top-k and top-p; only ids and log-probabilities come
+// back. (The kernel's rule is checked in detail in the PTX interpreter: test_cuda_kernels.)
+TEST_F(CudaBackendTest, SampleRowsChoosesWhatTheHostRuleChooses) {
+  const int N = 4, V = 151936, below = 147968;
+  std::vector<float> logits(size_t(N) * V);
+  Rng rng(77);
+  for (auto& x : logits) x = static_cast<float>(rng.normal()) * 3.0f;
+  DeviceVec dz(*gpu_, logits);
+  const std::vector<double> uniforms = {0.1234, 0.5678, 0.9012, 0.3456};
+  const std::vector<backend::TokenRule> rules = {
+      {.temperature = 0.0}, {.temperature = 0.8}, {.temperature = 1.0, .top_k = 50},
+      {.temperature = 0.7, .top_p = 0.9}, {.temperature = 1.0, .top_p = 0.8, .top_k = 400}};
+  for (const auto& rule : rules) {
+    std::vector<int32_t> ids(N, -1);
+    std::vector<float> lps(N);
+    gpu_->sample_rows(ids.data(), lps.data(), dz.get(), uniforms.data(), N, V, rule, below);
+    for (int r = 0; r < N; ++r) {
+      float want_lp = 0;
+      const int32_t want = backend::select_token(logits.data() + size_t(r) * V, V, rule,
+                                                 uniforms[r], &want_lp, below);
+      EXPECT_EQ(ids[r], want) << "temperature " << rule.temperature << " top_k " << rule.top_k
+                              << " top_p " << rule.top_p << ", row " << r;
+      EXPECT_NEAR(lps[r], want_lp, 1e-4) << "row " << r;
+    }
   }
 }
 
