@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 
 #include "backend/token_select.h"
 #include "common/check.h"
@@ -73,9 +71,8 @@ const char* stop_reason_name(StopReason r) {
 
 int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng,
                      float* logprob, int sample_below) {
-  // One uniform per sampled token; greedy selection draws none.
-  const double u = cfg.temperature > 0.0 ? rng.uniform() : 0.0;
-  return backend::select_token(logits, V, token_rule(cfg), u, logprob, sample_below);
+  return backend::select_token(logits, V, token_rule(cfg), token_draw(cfg, rng), logprob,
+                               sample_below);
 }
 
 Sampler::Sampler(Transformer& model, const Tokenizer* tokenizer)

@@ -52,6 +52,10 @@ struct SamplerConfig {
 inline backend::TokenRule token_rule(const SamplerConfig& c) {
   return {.temperature = c.temperature, .top_p = c.top_p, .top_k = c.top_k};
 }
+// The rule's draw for one token from `rng`: one uniform per sampled token; greedy draws none.
+inline double token_draw(const SamplerConfig& c, Rng& rng) {
+  return c.temperature > 0.0 ? rng.uniform() : 0.0;
+}
 
 enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull };
 const char* stop_reason_name(StopReason r);  // "eos", "stop_string", "max_tokens", "context_full"

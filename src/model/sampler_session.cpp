@@ -170,13 +170,11 @@ Status Sampler::Session::step() {
   LEAP_RETURN_IF_ERROR(admit());
   if (row_slot_.empty()) return Status::ok();
   KvCache& cache = *s_.cache_;
-  // Every row's draw, in row order (one uniform per sampled token; greedy draws none), then
-  // every row's token where the logits are.
+  // Every row's draw, in row order, then every row's token where the logits are.
   const size_t rows = row_slot_.size();
-  std::vector<double> uniforms(rows, 0.0);
-  if (cfg_.temperature > 0.0)
-    for (size_t r = 0; r < rows; ++r)
-      uniforms[r] = (shared_rng_ ? *shared_rng_ : seqs_.at(row_seq_[r]).rng).uniform();
+  std::vector<double> uniforms(rows);
+  for (size_t r = 0; r < rows; ++r)
+    uniforms[r] = token_draw(cfg_, shared_rng_ ? *shared_rng_ : seqs_.at(row_seq_[r]).rng);
   std::vector<int32_t> sampled(rows);
   std::vector<float> sampled_lp(rows);
   s_.model_->backend().sample_rows(sampled.data(), sampled_lp.data(), logits_, uniforms.data(),
