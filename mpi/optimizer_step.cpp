@@ -8,7 +8,10 @@ namespace leap::mpi {
 
 model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
                               const ZeroPlan* zero, MPI_Comm policy) {
-  if (zero) return zero1_step(model, optimizer, *zero, policy);
+  if (zero) {
+    return model.gradient_stream() ? zero2_step(model, optimizer, *zero, policy)
+                                   : zero1_step(model, optimizer, *zero, policy);
+  }
   if (reducer) {
     Status st = reducer->sum(model);
     LEAP_CHECK(st.is_ok(), "gradient sum (" << reducer->name() << ") failed: " << st.message());

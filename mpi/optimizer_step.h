@@ -2,7 +2,10 @@
 // the gradient summed over the policy group, then the AdamW update.
 //  - replicated (optim.zero_stage 0): the reducer's sum (NCCL on CUDA, MPI on the CPU; without a
 //    reducer MPI_Allreduce), then every rank updates every parameter;
-//  - sharded (a ZeroPlan, stage 1): zero1_step (reduce-scatter, the shard's update, all-gather).
+//  - sharded (a ZeroPlan, stage 1): zero1_step (reduce-scatter, the shard's update, all-gather);
+//  - gradients sharded too (a ZeroPlan and a model whose gradient streams into ShardedGradients,
+//    stage 2): zero2_step (the reduce-scatters ran during the backward passes; the shard's update,
+//    all-gather).
 // Collective over `policy`; a failed sum is fatal (it names the reducer).
 #pragma once
 
@@ -10,6 +13,7 @@
 
 #include "model/optimizer.h"
 #include "mpi/grad_reducer.h"
+#include "mpi/zero_gradients.h"
 #include "mpi/zero_shard.h"
 
 namespace leap::mpi {

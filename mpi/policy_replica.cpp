@@ -166,6 +166,8 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
       for (const auto& mb : micro) local_norm += rl::loss_normaliser(mb.inputs(mb.old_logp), opts_.loss.aggregation);
       const double global_norm = allreduce_sum(local_norm, policy);
       if (global_norm <= 0) continue;  // nothing to learn in this mini-batch on any rank
+      // ZeRO stage 2 reduces during every backward: each rank runs as many as the busiest.
+      const int passes = backward_passes(model_, static_cast<int>(micro.size()), policy);
       model_.zero_grad();
       for (auto& mb : micro) {
         // The reference's forward comes first: the policy's own forward then leaves the
@@ -191,6 +193,7 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
         report.kl_sum += out.stats.kl_sum;
         report.neg_logp_sum += out.stats.neg_logp_sum;
       }
+      for (int i = static_cast<int>(micro.size()); i < passes; ++i) model_.backward_nothing();
       // This rank may hold no micro-batch of this mini-batch; it still takes part.
       const model::StepStats s = sum_and_step(model_, optimizer_, opts_.reducer, opts_.zero, policy);
       report.grad_norm = s.grad_norm;

@@ -32,7 +32,8 @@ struct PolicyReplicaOptions {
   std::vector<int32_t> eos_ids;  // any ends a completion; empty: the tokenizer's EOS
   // Sums the gradient over the policy group (NCCL on the CUDA backend); null: MPI_Allreduce.
   GradReducer* reducer = nullptr;
-  // optim.zero_stage = 1: the optimizer owns this shard; the step reduce-scatters and gathers.
+  // optim.zero_stage >= 1: the optimizer owns this shard; the step reduce-scatters and gathers
+  // (stage 2: the model streams its gradient into ShardedGradients during each backward).
   const ZeroPlan* zero = nullptr;
 };
 

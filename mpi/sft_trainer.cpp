@@ -162,6 +162,10 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
     for (size_t i = 0; i < batch.size(); ++i)
       if (owner[i] == rank) mine.push_back(&examples[static_cast<size_t>(batch[i])]);
     sort_by_length(mine);
+    // ZeRO stage 2 reduces during every backward: each rank runs as many as the busiest.
+    const int micro_batches = static_cast<int>((mine.size() + static_cast<size_t>(micro_batch_seqs) - 1) /
+                                               static_cast<size_t>(micro_batch_seqs));
+    const int passes = backward_passes(model, micro_batches, policy);
     model.zero_grad();
     double loss = 0;
     for (size_t i = 0; i < mine.size(); i += static_cast<size_t>(micro_batch_seqs)) {
@@ -181,6 +185,7 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
       LEAP_CHECK(l.has_value(), "SFT step failed: " << l.status().message());
       loss += *l;
     }
+    for (int i = micro_batches; i < passes; ++i) model.backward_nothing();
     const model::StepStats st = sum_and_step(model, optimizer, reducer, zero, policy);
     loss = allreduce_sum(loss, policy);
     if (step == from.next_step) report.first_loss = loss;

@@ -76,7 +76,8 @@ std::string sft_material_hash(const std::vector<TrainSample>& examples);
 
 // Every policy rank, collectively over `policy`, with the same `examples` everywhere. `reducer`
 // sums the gradient (NCCL on the CUDA backend); null: MPI_Allreduce. `zero` (optim.zero_stage
-// 1): the optimizer owns this rank's shard, and each step is zero1_step. A run resumed from
+// 1 or 2): the optimizer owns this rank's shard, and each step is zero1_step, or zero2_step when
+// the model streams its gradient. A run resumed from
 // `from` makes the same updates as an uninterrupted one from there on.
 Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer,
                               const std::vector<TrainSample>& examples, int steps, int micro_batch_seqs,

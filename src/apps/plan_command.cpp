@@ -29,8 +29,8 @@ struct PlanOptions {
   std::string format = "table";
   void declare(OptionSet& o) {
     o.add("plan.ranks", &ranks, 1,
-          "Policy ranks of the job: with optim.zero_stage = 1 each keeps 1/N of AdamW's moments; "
-          "weights and gradients are full replicas on every rank.",
+          "Policy ranks of the job: with optim.zero_stage = 1 each keeps 1/N of AdamW's moments, "
+          "with 2 also 1/N of the gradient; weights are full replicas on every rank.",
           {.min = 1, .max = 1000000, .alias = "ranks"});
     o.add("plan.gpu_memory_gib", &gpu_memory_gib, 80.0,
           "Memory of one policy rank's device in GiB (a GPU's, or what a CPU rank may use): the "
@@ -77,9 +77,6 @@ int run_plan(const std::vector<std::string>& args) {
   if (c.model.path.empty())
     return report_error("plan", invalid_input("model.path is not set: pass --model.path DIR (a folder "
                                               "with config.json; the weights are not read)"));
-  if (c.optim.zero_stage == 2)
-    return report_error("plan", unsupported("optim.zero_stage = 2 (gradients sharded too) is not built "
-                                            "yet: plan with 1 or 0"));
   auto mc = model::read_model_config(c.model.path + "/config.json");
   if (!mc) return report_error("plan", mc.status());
 
@@ -147,10 +144,10 @@ int run_plan(const std::vector<std::string>& args) {
                 gib(item.bytes).c_str(), item.note.c_str());
   std::printf("  %-16s %16llu %10s\n\n", "total", static_cast<unsigned long long>(plan.total),
               gib(plan.total).c_str());
-  if (in.zero_stage == 1 && in.backend != "cpu")
-    std::printf("note: optim.zero_stage = 1 runs on the CPU backend only in this version (no NCCL "
+  if (in.zero_stage >= 1 && in.backend != "cpu")
+    std::printf("note: optim.zero_stage = %d runs on the CPU backend only in this version (no NCCL "
                 "reduce-scatter yet): `leap train` refuses it with backend.name = %s\n",
-                in.backend.c_str());
+                in.zero_stage, in.backend.c_str());
   if (fits)
     std::printf("fits: yes, %s of %s GiB per device\n", gib(plan.total).c_str(), gib(limit).c_str());
   else

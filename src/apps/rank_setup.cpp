@@ -90,23 +90,24 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
 
 Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
                     PolicyState* p) {
-  if (ready && c.optim.zero_stage == 2)
-    ready = unsupported("optim.zero_stage = 2 (gradients sharded too) is not built yet: use 1 "
-                        "(AdamW's moments sharded over the policy ranks) or 0");
-  if (ready && c.optim.zero_stage == 1 && c.app.run.backend != "cpu")
-    ready = unsupported("optim.zero_stage = 1 runs on the CPU backend (MPI) in this version: the "
-                        "NCCL reduce-scatter is not built; use optim.zero_stage = 0 with backend.name = " +
-                        c.app.run.backend);
+  if (ready && c.optim.zero_stage >= 1 && c.app.run.backend != "cpu")
+    ready = unsupported(fmt::format("optim.zero_stage = {} runs on the CPU backend (MPI) in this version: the "
+                                    "NCCL reduce-scatter is not built; use optim.zero_stage = 0 with backend.name = {}",
+                                    c.optim.zero_stage, c.app.run.backend));
   if (ready) ready = build_model(c, threads, topo.self().device, p);
   if (ready) {
-    // ZeRO stage 1: this rank keeps the moments of its shard only.
+    // ZeRO stage 1: this rank keeps the moments of its shard only; stage 2: and of the gradient.
     std::optional<std::vector<std::pair<size_t, size_t>>> shard;
-    if (c.optim.zero_stage == 1) {
+    if (c.optim.zero_stage >= 1) {
       int rank = 0, size = 1;
       MPI_Comm_rank(topo.role_comm, &rank);
       MPI_Comm_size(topo.role_comm, &size);
       p->zero = std::make_unique<mpi::ZeroPlan>(mpi::make_zero_plan(p->model->layout(), rank, size));
       shard = p->zero->owned();
+    }
+    if (c.optim.zero_stage == 2) {
+      p->sharded_grads = std::make_unique<mpi::ShardedGradients>(*p->zero, p->model->layout(), topo.role_comm);
+      p->model->set_gradient_stream(p->sharded_grads.get());
     }
     p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model, shard);
   }

@@ -73,13 +73,21 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   add("weights", cuda ? 2 * P : 0,
       cuda ? "bf16 compute copies of every weight" : "none: the CPU's GEMMs read the fp32 masters");
   add("master_weights", 4 * P, fmt::format("{} parameters in fp32, a full replica", P));
-  add("gradients", 4 * P, "fp32, a full replica");
+  // ZeRO: each bucket split evenly over the ranks, so a rank holds P / ranks floats, plus at most
+  // one per piece of the plan (a few hundred floats: not counted).
+  const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks)), shard = (P + R - 1) / R;
+  if (in.zero_stage >= 2) {
+    const ParameterLayout layout(c);
+    add("gradients", 4 * (shard + layout.layer_floats() + layout.rest_floats()),
+        fmt::format("fp32: this rank's 1/{} of the sum, one layer's buffer and the embedding, LM head and "
+                    "final norm's (ZeRO stage 2)",
+                    R));
+  } else {
+    add("gradients", 4 * P, "fp32, a full replica");
+  }
   if (in.zero_stage >= 1) {
-    // Each bucket split evenly over the ranks: a rank holds P / ranks floats, plus at most one
-    // per piece of the plan (a few hundred floats: not counted).
-    const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks));
-    add("optimizer_state", 8 * ((P + R - 1) / R),
-        fmt::format("AdamW m and v, fp32, this rank's 1/{} of them (ZeRO stage 1)", R));
+    add("optimizer_state", 8 * shard,
+        fmt::format("AdamW m and v, fp32, this rank's 1/{} of them (ZeRO stage {})", R, in.zero_stage));
   } else {
     add("optimizer_state", 8 * P, "AdamW m and v, fp32");
   }

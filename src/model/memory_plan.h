@@ -2,7 +2,9 @@
 // config.json and the run's config alone (nothing is allocated): what `leap plan` prints.
 //
 // Every figure follows an allocation the code makes today, so the plan changes with the code:
-//  - master weights, gradients: the Transformer's two flat fp32 buffers (parameters.h);
+//  - master weights, gradients: the Transformer's two flat fp32 buffers (parameters.h); with
+//    ZeRO stage 2 the gradient is this rank's shard of the sum and two compact buffers instead
+//    (mpi/zero_gradients.h);
 //  - optimizer state: AdamW's m and v, fp32 (optimizer.h), all of them or, with ZeRO stage 1,
 //    this rank's 1/policy_ranks of them (mpi/zero_shard.h);
 //  - weights: the compute copies the GEMMs read: bf16 on the CUDA backend (compute_copies.h),
@@ -17,8 +19,8 @@
 //    and its decode and extend scratch. It stays allocated;
 //  - workspace: the RoPE tables, the sampler's logits rows and, on CUDA, the cuBLASLt
 //    workspace and the bf16 GEMM operand buffers.
-// Weights and gradients are full replicas on every policy rank; only stage 1's moments shrink
-// with the rank count.
+// Weights are full replicas on every policy rank; stage 1's moments shrink with the rank count,
+// and with stage 2 the gradient does too.
 //
 // tests/model/test_memory_plan.cpp checks the plan against glibc's count of the CPU backend's
 // real allocations (mallinfo2), as differences between configs.
@@ -45,7 +47,7 @@ struct PlanInput {
   uint64_t logits_chunk_bytes = uint64_t{256} << 20;  // model.logits_chunk_mib
   bool activation_checkpointing = false;              // train.activation_checkpointing
   int zero_stage = 0;                                 // optim.zero_stage
-  int policy_ranks = 1;                               // what stage 1 shards the moments over
+  int policy_ranks = 1;                               // what stages 1 and 2 shard over
 };
 
 struct PlanItem {

@@ -24,8 +24,9 @@ void OptimConfig::declare(OptionSet& opts) {
            {.min = 0.0});
   opts.add("optim.zero_stage", &zero_stage, 0,
            "ZeRO: 0 = every policy rank keeps AdamW's moments of all parameters; 1 = each keeps "
-           "those of its shard (1/ranks of them; gradients reduce-scattered, weights all-gathered). "
-           "Stage 1 runs on the CPU backend; stage 2 is not built yet.",
+           "those of its shard (1/ranks of them; gradients reduce-scattered, weights all-gathered); "
+           "2 = gradients sharded too (each layer's reduce-scattered as its backward finishes). "
+           "Stages 1 and 2 run on the CPU backend.",
            {.min = 0, .max = 2});
 }
 
@@ -47,12 +48,17 @@ AdamW::~AdamW() {
   model_->backend().free_floats(v_);
 }
 
-StepStats AdamW::step(const std::function<double(double)>& group_sum) {
+StepStats AdamW::step(const std::function<double(double)>& group_sum, const float* shard_grads) {
   backend::Backend& be = model_->backend();
   const size_t nd = model_->layout().decay_size();
+  LEAP_CHECK(shard_grads != nullptr || model_->grads() != nullptr, "AdamW step without a gradient");
+  // Shard range k's gradient: in the flat buffer, or in the compact one at the moments' offset.
+  auto grad = [&](size_t k) {
+    return shard_grads ? shard_grads + state_offset_[k] : model_->grads() + shard_[k].first;
+  };
   StepStats s;
   double sq = 0;
-  for (const auto& [off, n] : shard_) sq += be.sum_squares(model_->grads() + off, n);
+  for (size_t k = 0; k < shard_.size(); ++k) sq += be.sum_squares(grad(k), shard_[k].second);
   s.grad_norm = std::sqrt(group_sum ? group_sum(sq) : sq);
   // torch.nn.utils.clip_grad_norm_'s rule, 1e-6 included, so runs match PyTorch's.
   const float scale = cfg_.grad_clip > 0
@@ -70,7 +76,7 @@ StepStats AdamW::step(const std::function<double(double)>& group_sum) {
     // Weight decay on the matrices only: the part of the range below decay_size.
     const size_t decayed = off >= nd ? 0 : std::min(n, nd - off);
     float* p = model_->params() + off;
-    const float* g = model_->grads() + off;
+    const float* g = grad(k);
     if (decayed > 0) be.adamw_update(p, m_ + at, v_ + at, g, decayed, lr, b1, b2, eps, wd, scale, t_);
     if (n > decayed)
       be.adamw_update(p + decayed, m_ + at + decayed, v_ + at + decayed, g + decayed, n - decayed, lr,

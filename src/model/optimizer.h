@@ -26,7 +26,7 @@ struct OptimConfig {
   double eps = 1e-8;
   double weight_decay = 0.0;
   double grad_clip = 1.0;  // max global L2 norm; 0 = no clipping
-  int zero_stage = 0;      // 0: every rank holds all moments; 1: each its shard (mpi/zero_shard.h)
+  int zero_stage = 0;      // 0: replicas; 1: moments sharded (mpi/zero_shard.h); 2: gradients too (mpi/zero_gradients.h)
 
   // Section [optim].
   void declare(OptionSet& opts);
@@ -51,8 +51,10 @@ class AdamW {
   AdamW& operator=(const AdamW&) = delete;
 
   // Clips by the global gradient norm and updates the shard. group_sum turns this rank's sum of
-  // squares into the group's (ZeRO: every rank's shard); empty: the shard is everything.
-  StepStats step(const std::function<double(double)>& group_sum = {});
+  // squares into the group's (ZeRO: every rank's shard); empty: the shard is everything. The
+  // gradient is model.grads() at the shard's ranges, or with `shard_grads` (ZeRO stage 2, whose
+  // model keeps no whole gradient) that buffer, compact like the moments (state_floats()).
+  StepStats step(const std::function<double(double)>& group_sum = {}, const float* shard_grads = nullptr);
   const std::vector<std::pair<size_t, size_t>>& shard() const { return shard_; }
   size_t state_floats() const { return state_floats_; }  // floats of m (and of v)
   // Where shard()[k] starts in the compact moments.

@@ -10,6 +10,19 @@ std::string layer_name(int l, const char* suffix) {
   return fmt::format("model.layers.{}.{}", l, suffix);
 }
 
+// Where tensor `name` starts in a buffer holding, back to back in layout order, only the tensors
+// `member` selects; null when there is no such tensor.
+template <class Member>
+float* compact_at(const std::vector<TensorInfo>& tensors, float* buf, const std::string& name, const Member& member) {
+  size_t off = 0;
+  for (const auto& t : tensors) {
+    if (!member(t.name)) continue;
+    if (t.name == name) return buf + off;
+    off += t.numel;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 ParameterLayout::ParameterLayout(const ModelConfig& cfg) : cfg_(cfg) {
@@ -49,6 +62,8 @@ ParameterLayout::ParameterLayout(const ModelConfig& cfg) : cfg_(cfg) {
   }
   if (cfg.o_bias)
     for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.o_proj.bias"), {C});
+  for (const auto& t : tensors_)
+    if (t.name.starts_with(layer_name(0, ""))) layer_floats_ += t.numel;
 }
 
 const TensorInfo* ParameterLayout::find(const std::string& name) const {
@@ -79,6 +94,43 @@ ParameterViews ParameterLayout::views(float* base) const {
   p.vb = at(layer_name(0, "self_attn.v_proj.bias"));
   p.ob = at(layer_name(0, "self_attn.o_proj.bias"));
   return p;
+}
+
+LayerViews ParameterLayout::layer_views(const ParameterViews& p, int l) const {
+  const size_t C = static_cast<size_t>(cfg_.hidden_size), I = static_cast<size_t>(cfg_.intermediate_size);
+  const size_t HD = static_cast<size_t>(cfg_.num_attention_heads) * cfg_.head_dim;
+  const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim, L = static_cast<size_t>(l);
+  auto at = [L](float* stack, size_t stride) { return stack == nullptr ? nullptr : stack + L * stride; };
+  return {at(p.qw, HD * C), at(p.kw, KD * C), at(p.vw, KD * C), at(p.ow, C * HD), at(p.gate_up, 2 * I * C),
+          at(p.down, C * I), at(p.ln1, C),      at(p.ln2, C),      at(p.qb, HD),     at(p.kb, KD),
+          at(p.vb, KD),      at(p.ob, C)};
+}
+
+RestViews ParameterLayout::rest_views(float* base) const {
+  const ParameterViews p = views(base);
+  return {p.wte, p.lm_head, p.lnf};
+}
+
+LayerViews ParameterLayout::compact_layer_views(float* buf) const {
+  // Layer 0's tensors, in layout order, back to back (every layer has the same ones).
+  const std::string first = layer_name(0, "");
+  auto at = [&](const char* suffix) {
+    return compact_at(tensors_, buf, first + suffix, [&](const std::string& n) { return n.starts_with(first); });
+  };
+  return {at("self_attn.q_proj.weight"), at("self_attn.k_proj.weight"),  at("self_attn.v_proj.weight"),
+          at("self_attn.o_proj.weight"), at("mlp.gate_proj.weight"),     at("mlp.down_proj.weight"),
+          at("input_layernorm.weight"),  at("post_attention_layernorm.weight"), at("self_attn.q_proj.bias"),
+          at("self_attn.k_proj.bias"),   at("self_attn.v_proj.bias"),    at("self_attn.o_proj.bias")};
+}
+
+RestViews ParameterLayout::compact_rest_views(float* buf) const {
+  // The tensors no layer owns, in layout order, back to back.
+  auto at = [&](const char* name) {
+    return compact_at(tensors_, buf, name, [](const std::string& n) { return !n.starts_with("model.layers."); });
+  };
+  RestViews r{at("model.embed_tokens.weight"), at("lm_head.weight"), at("model.norm.weight")};
+  if (cfg_.tie_word_embeddings) r.lm_head = r.wte;
+  return r;
 }
 
 }  // namespace leap::model

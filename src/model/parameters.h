@@ -46,6 +46,18 @@ struct ParameterViews {
   float* ob = nullptr;       // (L, C) or null    self_attn.o_proj.bias (llama attention_bias)
 };
 
+// One transformer layer's tensors in some buffer (a ParameterViews' stacked arrays at layer l, or
+// a compact buffer that holds that layer alone); the biases are null where the model has none.
+struct LayerViews {
+  float *qw = nullptr, *kw = nullptr, *vw = nullptr, *ow = nullptr, *gate_up = nullptr, *down = nullptr;
+  float *ln1 = nullptr, *ln2 = nullptr, *qb = nullptr, *kb = nullptr, *vb = nullptr, *ob = nullptr;
+};
+
+// The tensors outside the layers: embedding, LM head (== wte when tied) and final norm.
+struct RestViews {
+  float *wte = nullptr, *lm_head = nullptr, *lnf = nullptr;
+};
+
 class ParameterLayout {
  public:
   explicit ParameterLayout(const ModelConfig& cfg);
@@ -55,12 +67,25 @@ class ParameterLayout {
   size_t decay_size() const { return decay_size_; }  // leading floats that take weight decay
   const TensorInfo* find(const std::string& name) const;
   ParameterViews views(float* base) const;
+  // Layer l of the flat buffer whose views are `p`.
+  LayerViews layer_views(const ParameterViews& p, int l) const;
+  RestViews rest_views(float* base) const;
+
+  // Compact buffers for gradients that are not kept whole (ZeRO stage 2, gradient_stream.h):
+  // one layer's tensors back to back in layout order (the same for every layer), and the
+  // tensors outside the layers back to back in layout order. Concatenating a layer's ranges of
+  // the flat buffer (or the ranges no layer covers), in order, gives exactly these buffers.
+  size_t layer_floats() const { return layer_floats_; }
+  size_t rest_floats() const { return total_ - layer_floats_ * static_cast<size_t>(cfg_.num_hidden_layers); }
+  LayerViews compact_layer_views(float* buf) const;
+  RestViews compact_rest_views(float* buf) const;
 
  private:
   ModelConfig cfg_;
   std::vector<TensorInfo> tensors_;
   size_t total_ = 0;
   size_t decay_size_ = 0;
+  size_t layer_floats_ = 0;  // floats of one layer's tensors
 };
 
 }  // namespace leap::model

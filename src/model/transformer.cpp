@@ -24,6 +24,8 @@ Transformer::Transformer(const ModelConfig& cfg, backend::Backend& backend)
 Transformer::~Transformer() {
   be_->free_floats(params_);
   be_->free_floats(grads_);
+  be_->free_floats(layer_grads_);
+  be_->free_floats(rest_grads_);
   be_->free_floats(rope_cos_);
   be_->free_floats(rope_sin_);
 }
@@ -42,7 +44,38 @@ void Transformer::init_random(uint64_t seed, float stddev) {
 }
 
 void Transformer::zero_grad() {
-  be_->zero(grads_, layout_.total());
+  if (stream_ != nullptr) {
+    stream_->clear();
+  } else {
+    be_->zero(grads_, layout_.total());
+  }
+}
+
+ParameterViews Transformer::grad_views() const {
+  LEAP_CHECK(grads_ != nullptr, "grad_views() while the gradient streams: there is no flat gradient");
+  return layout_.views(grads_);
+}
+
+void Transformer::set_gradient_stream(GradientStream* stream) {
+  if (stream == stream_) return;
+  if (stream_ == nullptr) {  // flat -> compact
+    be_->free_floats(grads_);
+    grads_ = nullptr;
+    layer_grads_ = be_->alloc_floats(layout_.layer_floats());  // zero-initialised
+    rest_grads_ = be_->alloc_floats(layout_.rest_floats());
+  } else if (stream == nullptr) {  // compact -> flat
+    be_->free_floats(layer_grads_);
+    be_->free_floats(rest_grads_);
+    layer_grads_ = rest_grads_ = nullptr;
+    grads_ = be_->alloc_floats(layout_.total());
+  }
+  stream_ = stream;
+}
+
+void Transformer::backward_nothing() {
+  if (stream_ == nullptr) return;
+  for (int l = cfg_.num_hidden_layers - 1; l >= 0; --l) stream_->layer_done(l, layer_grads_);
+  stream_->rest_done(rest_grads_);
 }
 
 const float* Transformer::logits() const {
@@ -273,7 +306,10 @@ void Transformer::backward(const float* dlogprobs) {
   be_->upload(a.dlp, dlp.data(), dlp.size());
 
   const ParameterViews w = param_views();
-  const ParameterViews g = grad_views();
+  // Where the gradients go: the flat buffer, or the stream's compact buffers (gradient_stream.h).
+  const RestViews g = stream_ ? layout_.compact_rest_views(rest_grads_) : layout_.rest_views(grads_);
+  const ParameterViews flat_g = stream_ ? ParameterViews{} : grad_views();
+  const LayerViews compact_g = stream_ ? layout_.compact_layer_views(layer_grads_) : LayerViews{};
   be_->zero(a.dln, NC);
   // Chunk by chunk, as the forward went. With one chunk its logits are still in place; with
   // several, each chunk's logits are computed again (one more LM-head GEMM) from the saved
@@ -292,6 +328,8 @@ void Transformer::backward(const float* dlogprobs) {
   be_->rmsnorm_backward(a.dres, g.lnf, a.dln, a.res + L * NC, w.lnf, a.rstdf, N, C);
   for (int l = L - 1; l >= 0; --l) {
     const LayerActs x = layer_acts(l);
+    const LayerViews wl = layout_.layer_views(w, l);
+    const LayerViews gl = stream_ ? compact_g : layout_.layer_views(flat_g, l);
     // Checkpointing: layer l's activations again, from its saved input (the last layer's are
     // still in the slot from the forward).
     if (a.layer_slots == 1 && l != L - 1) layer_forward(l, x, false);
@@ -299,19 +337,15 @@ void Transformer::backward(const float* dlogprobs) {
                 *rmid = x.rmid, *ln2 = x.ln2, *gu = x.gu, *hm = x.hm;
     // MLP branch: dres holds dL/d(layer output) = dL/d(res_mid) through the skip connection.
     be_->zero(a.dh, static_cast<size_t>(N) * I);
-    be_->matmul_backward(a.dh, g.down + static_cast<size_t>(l) * C * I, nullptr, a.dres, hm,
-                         w.down + static_cast<size_t>(l) * C * I, N, I, C);
+    be_->matmul_backward(a.dh, gl.down, nullptr, a.dres, hm, wl.down, N, I, C);
     be_->zero(a.dgu, static_cast<size_t>(N) * 2 * I);
     be_->swiglu_backward(a.dgu, a.dh, gu, N, I);
     be_->zero(a.dln, NC);
-    be_->matmul_backward(a.dln, g.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, a.dgu, ln2,
-                         w.gate_up + static_cast<size_t>(l) * 2 * I * C, N, C, 2 * I);
-    be_->rmsnorm_backward(a.dres, g.ln2 + l * C, a.dln, rmid, w.ln2 + l * C, x.rstd2, N, C);
+    be_->matmul_backward(a.dln, gl.gate_up, nullptr, a.dgu, ln2, wl.gate_up, N, C, 2 * I);
+    be_->rmsnorm_backward(a.dres, gl.ln2, a.dln, rmid, wl.ln2, x.rstd2, N, C);
     // Attention branch: dres is now dL/d(res_mid) = dL/d(layer input) through the skip.
     be_->zero(a.datty, static_cast<size_t>(N) * HD);
-    be_->matmul_backward(a.datty, g.ow + static_cast<size_t>(l) * C * HD,
-                         g.ob ? g.ob + l * C : nullptr, a.dres, atty,
-                         w.ow + static_cast<size_t>(l) * C * HD, N, HD, C);
+    be_->matmul_backward(a.datty, gl.ow, gl.ob, a.dres, atty, wl.ow, N, HD, C);
     be_->zero(a.dq, static_cast<size_t>(N) * HD);
     be_->zero(a.dk, static_cast<size_t>(N) * KD);
     be_->zero(a.dv, static_cast<size_t>(N) * KD);
@@ -321,19 +355,15 @@ void Transformer::backward(const float* dlogprobs) {
     be_->rope_backward(a.dq_pre, a.dq, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
     be_->rope_backward(a.dk_pre, a.dk, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
     be_->zero(a.dln, NC);
-    be_->matmul_backward(a.dln, g.qw + static_cast<size_t>(l) * HD * C,
-                         g.qb ? g.qb + l * HD : nullptr, a.dq_pre, ln1,
-                         w.qw + static_cast<size_t>(l) * HD * C, N, C, HD);
-    be_->matmul_backward(a.dln, g.kw + static_cast<size_t>(l) * KD * C,
-                         g.kb ? g.kb + l * KD : nullptr, a.dk_pre, ln1,
-                         w.kw + static_cast<size_t>(l) * KD * C, N, C, KD);
-    be_->matmul_backward(a.dln, g.vw + static_cast<size_t>(l) * KD * C,
-                         g.vb ? g.vb + l * KD : nullptr, a.dv, ln1,
-                         w.vw + static_cast<size_t>(l) * KD * C, N, C, KD);
-    be_->rmsnorm_backward(a.dres, g.ln1 + l * C, a.dln, rin, w.ln1 + l * C, x.rstd1, N, C);
+    be_->matmul_backward(a.dln, gl.qw, gl.qb, a.dq_pre, ln1, wl.qw, N, C, HD);
+    be_->matmul_backward(a.dln, gl.kw, gl.kb, a.dk_pre, ln1, wl.kw, N, C, KD);
+    be_->matmul_backward(a.dln, gl.vw, gl.vb, a.dv, ln1, wl.vw, N, C, KD);
+    be_->rmsnorm_backward(a.dres, gl.ln1, a.dln, rin, wl.ln1, x.rstd1, N, C);
+    if (stream_) stream_->layer_done(l, layer_grads_);
     if (layer_grads_done_) layer_grads_done_(l);
   }
   be_->embedding_backward(g.wte, a.dres, a.tokens.data(), N, C);
+  if (stream_) stream_->rest_done(rest_grads_);
 }
 
 Expected<float> Transformer::sft_step(const TokenBatch& batch, const float* mask,

@@ -16,7 +16,8 @@
 // is log p(tokens[b, t] | tokens[b, 0..t-1]); entries t = 0 and t >= len_b are 0. A loss mask
 // over token positions (prompt 0, completion 1) therefore lines up with logprobs directly, and
 // so do the sampler's recorded log-probs of completion tokens.
-// Gradient convention: backward ADDS into grads() (see backend/backend.h); zero_grad() clears.
+// Gradient convention: backward ADDS into grads() (see backend/backend.h), or hands each layer's
+// gradient to a GradientStream (ZeRO stage 2); zero_grad() clears.
 // Activations of the last forward() are kept until the next forward(); backward() uses them.
 // Buffers are reused across batch shapes (grown when needed). Not thread-safe: one model per
 // thread; the backend's own threads parallelise each op.
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "model/gradient_stream.h"
 #include "model/kv_cache.h"
 #include "common/status.h"
 #include "model/model_config.h"
@@ -47,17 +49,31 @@ class Transformer {
   const ParameterLayout& layout() const { return layout_; }
   backend::Backend& backend() const { return *be_; }
 
-  // The flat buffers (backend memory, host memory on the CPU), layout() floats each.
+  // The flat buffers (backend memory, host memory on the CPU), layout() floats each. grads() is
+  // null while a gradient stream is set.
   float* params() { return params_; }
   const float* params() const { return params_; }
   float* grads() { return grads_; }
   size_t num_params() const { return layout_.total(); }
   ParameterViews param_views() const { return layout_.views(params_); }
-  ParameterViews grad_views() const { return layout_.views(grads_); }
+  ParameterViews grad_views() const;  // of grads(); not while a gradient stream is set
 
   // HF's initialisation: normal(0, stddev) matrices and embeddings, ones for norms, zero biases.
   void init_random(uint64_t seed, float stddev = 0.02f);
+  // Clears the gradient for a new optimizer step (with a stream: stream->clear()).
   void zero_grad();
+
+  // Hands the gradient to `stream` layer by layer instead of keeping it whole (see
+  // gradient_stream.h): frees the flat gradient buffer and allocates the two compact ones
+  // (layout().layer_floats() + rest_floats()). Null goes back to the flat buffer. The stream
+  // must outlive its use.
+  void set_gradient_stream(GradientStream* stream);
+  GradientStream* gradient_stream() const { return stream_; }
+  // With a stream: hands it every layer's and the rest's (all-zero) buffers in backward()'s
+  // order, as a backward over no tokens would. A rank with fewer micro-batches than the others
+  // calls it for each one it lacks, so that every rank makes the same collectives. Without a
+  // stream: nothing.
+  void backward_nothing();
 
   // (1) Forward over a right-padded batch. Writes logprobs (B*T floats, host memory; see the
   // convention above) and keeps the activations for backward(). invalid_input for token ids out
@@ -68,7 +84,7 @@ class Transformer {
   // gradients. It overwrites the activations, so a backward() needs a forward() after it.
   Status forward_with(const float* weights, const TokenBatch& batch, float* logprobs);
   // (2) Backward of the last forward from dL/dlogprobs (B*T host floats, same convention).
-  // Entries at t = 0 and t >= len_b are ignored. Adds into grads().
+  // Entries at t = 0 and t >= len_b are ignored. Adds into grads() (or streams; see above).
   void backward(const float* dlogprobs);
   // Called by backward() once layer l's parameter gradients are complete (layers finish from
   // L-1 down to 0; the embedding and final norm only when backward() returns), so that a
@@ -145,6 +161,9 @@ class Transformer {
   backend::Backend* be_;
   float* params_ = nullptr;
   float* grads_ = nullptr;
+  GradientStream* stream_ = nullptr;
+  float* layer_grads_ = nullptr;  // with a stream: one layer's gradient, compact
+  float* rest_grads_ = nullptr;   // with a stream: embedding, LM head, final norm, compact
   float* rope_cos_ = nullptr;  // (rope_len_, D/2)
   float* rope_sin_ = nullptr;
   int rope_len_ = 0;

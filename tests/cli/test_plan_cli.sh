@@ -57,7 +57,27 @@ ok = z1 * 8 >= z0 and z1 * 8 - z0 < 64
 print(("ok   " if ok else "FAIL ") + f"plan-zero-stage-1: optimizer state {z1} bytes on each of 8 ranks, {z0} replicated")
 sys.exit(0 if ok else 1)
 PY
-check plan-zero-stage-2 2 "zero_stage = 2 .* not built yet" -- "$LEAP" plan --model.path models/demo --optim.zero_stage 2
+# ZeRO stage 2 over 8 ranks: the gradient is an eighth, plus one layer's and the rest's buffers.
+"$LEAP" plan --config configs/demo.ini --model.path models/qwen2.5-coder-7b --ranks 8 --optim.zero_stage 2 \
+  --format json > "$tmp/z2.json" && /usr/bin/python3 - "$tmp/z0.json" "$tmp/z2.json" models/qwen2.5-coder-7b/config.json <<'PY' || fail=1
+import json, sys
+z0, z2 = (json.load(open(p))["per_rank"] for p in sys.argv[1:3])
+c = json.load(open(sys.argv[3]))
+C, I, V, L = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_hidden_layers"]
+H, KV = c["num_attention_heads"], c["num_key_value_heads"]
+D = C // H
+# One layer (q, k, v, o, gate, up, down, two norms, q/k/v biases) and the rest (embedding, untied LM head, final norm).
+layer = H * D * C + 2 * KV * D * C + C * H * D + 3 * I * C + 2 * C + H * D + 2 * KV * D
+rest = 2 * V * C + C
+P = z0["gradients"] // 4
+want = 4 * ((P + 7) // 8 + layer + rest)
+ok = z2["gradients"] == want and z2["optimizer_state"] * 8 - z0["optimizer_state"] < 64
+print(("ok   " if ok else "FAIL ") + f"plan-zero-stage-2: gradients {z2['gradients']} bytes on each of 8 ranks "
+      f"(expected {want} by hand), {z0['gradients']} replicated")
+sys.exit(0 if ok else 1)
+PY
+check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 runs on the CPU backend only" -- \
+  "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --optim.zero_stage 2
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes" -- "$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80
 check plan-config-7b 0 "kl_reference .*fits: NO, 99.22 GiB over" -- bash -c \

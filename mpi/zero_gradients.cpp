@@ -1,0 +1,105 @@
+// ShardedGradients and the stage-2 step (see zero_gradients.h).
+#include "mpi/zero_gradients.h"
+
+#include <algorithm>
+
+#include "common/check.h"
+#include "mpi/grad_buckets.h"
+#include "mpi/grad_reduce.h"
+
+namespace leap::mpi {
+namespace {
+
+// Where flat offset `at` lands in the compact buffer that concatenates `ranges` (sorted); npos
+// when no range holds it.
+size_t compact_offset(const std::vector<FloatRange>& ranges, size_t at) {
+  size_t before = 0;
+  for (const auto& [off, n] : ranges) {
+    if (at >= off && at < off + n) return before + (at - off);
+    before += n;
+  }
+  return static_cast<size_t>(-1);
+}
+
+}  // namespace
+
+ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterLayout& layout, MPI_Comm comm)
+    : plan_(&plan), comm_(comm), layer_floats_(layout.layer_floats()), rest_floats_(layout.rest_floats()) {
+  const size_t me = static_cast<size_t>(plan.rank);
+  // This rank's slices, in owned() order, are AdamW's compact moments: a slice's place there.
+  const std::vector<FloatRange> owned = plan.owned();
+  size_t total = 0;
+  for (const auto& r : owned) total += r.second;
+  sum_.assign(total, 0.0f);
+  auto place_in_sum = [&](size_t p) {
+    if (plan.counts[p][me] == 0) return size_t{0};
+    return compact_offset(owned, plan.pieces[p].first + static_cast<size_t>(plan.displs[p][me]));
+  };
+  std::vector<std::vector<FloatRange>> layers;
+  std::vector<FloatRange> covered;
+  for (int l = 0; !layer_ranges(layout, l).empty(); ++l) {
+    layers.push_back(layer_ranges(layout, l));
+    covered.insert(covered.end(), layers.back().begin(), layers.back().end());
+  }
+  const std::vector<FloatRange> rest = uncovered_ranges(covered, layout.total());
+  layer_pieces_.resize(layers.size());
+  for (size_t p = 0; p < plan.pieces.size(); ++p) {
+    const size_t start = plan.pieces[p].first;
+    bool placed = false;
+    for (size_t l = 0; l < layers.size() && !placed; ++l) {
+      const size_t at = compact_offset(layers[l], start);
+      if (at == static_cast<size_t>(-1)) continue;
+      layer_pieces_[l].push_back({p, at, place_in_sum(p)});
+      placed = true;
+    }
+    if (!placed) {
+      const size_t at = compact_offset(rest, start);
+      LEAP_CHECK(at != static_cast<size_t>(-1), "ZeRO piece " << p << " is in no layer and not in the rest");
+      rest_pieces_.push_back({p, at, place_in_sum(p)});
+    }
+  }
+}
+
+void ShardedGradients::clear() { std::fill(sum_.begin(), sum_.end(), 0.0f); }
+
+void ShardedGradients::reduce(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats) {
+  const size_t me = static_cast<size_t>(plan_->rank);
+  for (const Piece& piece : pieces) {
+    const auto& counts = plan_->counts[piece.plan_index];
+    float* contribution = buffer + piece.in_buffer;
+    float* mine = sum_.data() + piece.in_sum;
+    // This rank's running sum joins its own contribution, so the reduce-scatter's result is the
+    // new running sum: no receive buffer besides the shard itself.
+    float* own = contribution + plan_->displs[piece.plan_index][me];
+    for (int i = 0; i < counts[me]; ++i) own[i] += mine[i];
+    MPI_CHECK(MPI_Reduce_scatter(contribution, mine, counts.data(), MPI_FLOAT, MPI_SUM, comm_));
+  }
+  std::fill(buffer, buffer + buffer_floats, 0.0f);
+}
+
+void ShardedGradients::layer_done(int l, float* layer_grads) {
+  reduce(layer_pieces_.at(static_cast<size_t>(l)), layer_grads, layer_floats_);
+}
+
+void ShardedGradients::rest_done(float* rest_grads) { reduce(rest_pieces_, rest_grads, rest_floats_); }
+
+int backward_passes(const model::Transformer& model, int mine, MPI_Comm policy) {
+  if (model.gradient_stream() == nullptr) return mine;
+  int most = mine;
+  MPI_CHECK(MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, policy));
+  return most;
+}
+
+model::StepStats zero2_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
+                            MPI_Comm comm) {
+  const auto* sharded = dynamic_cast<const ShardedGradients*>(model.gradient_stream());
+  LEAP_CHECK(sharded != nullptr, "ZeRO stage 2 needs the model's gradient stream to be a ShardedGradients");
+  LEAP_CHECK(model.backend().host_memory(), "ZeRO stage 2 runs on host memory (the CPU backend) only");
+  LEAP_CHECK(sharded->floats() == optimizer.state_floats(), "the gradient shard and AdamW's shard differ");
+  const model::StepStats s = optimizer.step(
+      [comm](double local_sum_squares) { return allreduce_sum(local_sum_squares, comm); }, sharded->sum());
+  allgather(model.params(), plan, comm);
+  return s;
+}
+
+}  // namespace leap::mpi

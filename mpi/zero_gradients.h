@@ -1,0 +1,68 @@
+// ZeRO stage 2 on the policy group (CPU backend, MPI): gradients sharded as well as AdamW's
+// moments. The model keeps no whole gradient (Transformer::set_gradient_stream): each layer's
+// backward writes one layer-sized buffer, reduce-scattered as soon as that layer is done, and
+// this rank adds its slice of the group's sum into its shard; the embedding, LM head and final
+// norm follow when the backward returns. A rank therefore holds 1/N of the gradient, plus one
+// layer's and the rest's buffers, instead of all of it. The shard is ZeroPlan's (stage 1's),
+// so checkpoints and resumes are the same as stage 1's.
+//
+// Every micro-batch's backward makes collectives, so every rank runs as many backward passes as
+// the rank with the most (backward_passes); one with fewer hands over zeros
+// (Transformer::backward_nothing). Gradients stay SUMMED under the global loss normaliser.
+//
+// test_zero_shard_mpi checks the step against the replicated one on 1, 2 and 4 ranks, with
+// ranks holding different numbers of micro-batches, and the gradient's memory against the plan.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "model/gradient_stream.h"
+#include "model/optimizer.h"
+#include "mpi/zero_shard.h"
+
+namespace leap::mpi {
+
+class ShardedGradients final : public model::GradientStream {
+ public:
+  // `plan` (this rank's) must outlive the object; host-memory backends only.
+  ShardedGradients(const ZeroPlan& plan, const model::ParameterLayout& layout, MPI_Comm comm);
+
+  void clear() override;
+  void layer_done(int l, float* layer_grads) override;
+  void rest_done(float* rest_grads) override;
+
+  // This rank's shard of the group's summed gradient, compact in plan.owned() order: the order
+  // of AdamW's moments for that shard.
+  const float* sum() const { return sum_.data(); }
+  size_t floats() const { return sum_.size(); }
+
+ private:
+  // One piece of the plan inside a compact buffer, and where this rank's slice of it goes.
+  struct Piece {
+    size_t plan_index = 0;
+    size_t in_buffer = 0;  // offset in the compact layer or rest buffer
+    size_t in_sum = 0;     // offset of this rank's slice in sum_
+  };
+  void reduce(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats);
+
+  const ZeroPlan* plan_;
+  MPI_Comm comm_;
+  std::vector<std::vector<Piece>> layer_pieces_;  // per layer
+  std::vector<Piece> rest_pieces_;
+  size_t layer_floats_ = 0, rest_floats_ = 0;
+  std::vector<float> sum_;
+};
+
+// The backward passes every rank must run this optimizer step: the most micro-batches any rank
+// of `policy` holds (collective) when the model streams its gradient, else `mine`.
+int backward_passes(const model::Transformer& model, int mine, MPI_Comm policy);
+
+// The stage-2 optimizer step: AdamW on the shard's summed gradient (the norm over every shard),
+// then every rank's updated slices to every rank. The model's stream must be a ShardedGradients.
+model::StepStats zero2_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
+                            MPI_Comm comm);
+
+}  // namespace leap::mpi
