@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 #include "backend/cpu_backend.h"
 #include "common/rng.h"
@@ -82,6 +83,31 @@ std::pair<double, double> rel_diff(const float* a, const float* b, size_t n) {
   return {std::sqrt(num / den), worst};
 }
 
+// A sharded run against the replicated one, step by step: the norms agree, clipping is active,
+// and the weights' distance after the first and the last step is printed and bounded (1e-6 after
+// one step, 1e-5 after 20); every rank ends with the same weights.
+struct AgainstReplicated {
+  std::pair<double, double> after_one, after_last;
+  void step(int step, const model::StepStats& a, const model::StepStats& b, double clip,
+            model::Transformer& replicated, model::Transformer& sharded) {
+    EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-6 * a.grad_norm) << "step " << step;
+    EXPECT_GT(a.grad_norm, clip) << "clipping must be active for the test to see the norm";
+    const auto d = rel_diff(replicated.params(), sharded.params(), replicated.num_params());
+    if (step == 0) after_one = d;
+    after_last = d;
+  }
+  void finish(const std::string& what, model::Transformer& sharded, MPI_Comm comm) const {
+    EXPECT_TRUE(check_replicas_identical(sharded.params(), sharded.num_params(), comm).is_ok());
+    if (rank_of(comm) == 0)
+      std::printf("%s, %d rank(s): relative error to the replicated step %.3g after 1 step, %.3g after 20 "
+                  "(largest elementwise %.3g and %.3g)\n",
+                  what.c_str(), size_of(comm), after_one.first, after_last.first, after_one.second,
+                  after_last.second);
+    EXPECT_LE(after_one.first, 1e-6);
+    EXPECT_LE(after_last.first, 1e-5);
+  }
+};
+
 TEST(ZeroShard, PlanCoversEveryFloatOnceAndEvenly) {
   backend::CpuBackend be(1);
   model::Transformer m(tiny_config(), be);
@@ -141,27 +167,16 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
   model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
   EXPECT_LE(shard.state_floats(), sharded.num_params() / static_cast<size_t>(world) + plan.pieces.size());
-  std::pair<double, double> after_one, after_twenty;
+  AgainstReplicated check;
   for (int step = 0; step < 20; ++step) {
     gradient(replicated, rank, step);
     gradient(sharded, rank, step);
     allreduce_sum(replicated.grads(), replicated.num_params(), comm);
     const model::StepStats a = full.step();
     const model::StepStats b = zero1_step(sharded, shard, plan, comm);
-    EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-6 * a.grad_norm) << "step " << step;
-    EXPECT_GT(a.grad_norm, oc.grad_clip) << "clipping must be active for the test to see the norm";
-    const auto d = rel_diff(replicated.params(), sharded.params(), replicated.num_params());
-    if (step == 0) after_one = d;
-    after_twenty = d;
+    check.step(step, a, b, oc.grad_clip, replicated, sharded);
   }
-  // Every rank ends with the same weights.
-  EXPECT_TRUE(check_replicas_identical(sharded.params(), sharded.num_params(), comm).is_ok());
-  if (rank == 0)
-    std::printf("%d rank(s): relative error to the replicated step %.3g after 1 step, %.3g after 20 "
-                "(largest elementwise %.3g and %.3g)\n",
-                world, after_one.first, after_twenty.first, after_one.second, after_twenty.second);
-  EXPECT_LE(after_one.first, 1e-6);
-  EXPECT_LE(after_twenty.first, 1e-5);
+  check.finish("stage 1", sharded, comm);
 
   // A checkpoint's gather, tensor by tensor in the file's order: on rank 0 every float of every
   // tensor's m and v arrives (none left NaN), equal to the replicated optimizer's moments (to
@@ -215,7 +230,7 @@ TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
     sharded.set_gradient_stream(&grads);
     EXPECT_EQ(sharded.grads(), nullptr) << "stage 2 keeps no whole gradient";
     model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
-    std::pair<double, double> after_one, after_twenty;
+    AgainstReplicated check;
     for (int step = 0; step < 20; ++step) {
       const int mine = 1 + (rank + step) % 3;
       replicated.zero_grad();
@@ -231,20 +246,9 @@ TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
       for (int i = 0; i < mine; ++i) backward_pass(sharded, rank, step, i);
       for (int i = mine; i < passes; ++i) sharded.backward_nothing();
       const model::StepStats b = zero2_step(sharded, shard, plan, comm);
-      EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-6 * a.grad_norm) << "step " << step;
-      EXPECT_GT(a.grad_norm, oc.grad_clip) << "clipping must be active for the test to see the norm";
-      const auto d = rel_diff(replicated.params(), sharded.params(), replicated.num_params());
-      if (step == 0) after_one = d;
-      after_twenty = d;
+      check.step(step, a, b, oc.grad_clip, replicated, sharded);
     }
-    EXPECT_TRUE(check_replicas_identical(sharded.params(), sharded.num_params(), comm).is_ok());
-    if (rank == 0)
-      std::printf("stage 2, %d rank(s), %s embeddings: relative error to the replicated step %.3g after 1 "
-                  "step, %.3g after 20 (largest elementwise %.3g and %.3g)\n",
-                  world, tied ? "tied" : "untied", after_one.first, after_twenty.first, after_one.second,
-                  after_twenty.second);
-    EXPECT_LE(after_one.first, 1e-6);
-    EXPECT_LE(after_twenty.first, 1e-5);
+    check.finish(std::string("stage 2, ") + (tied ? "tied" : "untied") + " embeddings", sharded, comm);
   }
 }
 
