@@ -1,4 +1,4 @@
-// ZeRO stages 0, 1 and 2 side by side on the CPU backend (MPI), in one run: the per-rank bytes
+// ZeRO stages 0, 1 and 2 side by side on the CPU backend (MpiShardCollectives), in one run: the per-rank bytes
 // of the training state (weights, gradient, AdamW moments) as glibc counts them, beside leap
 // plan's figure, and the optimizer step's wall time (slowest rank, median of the timed steps).
 // Each rank runs its micro-batches, then the stage's sum and update, as `leap train` does.
@@ -87,6 +87,7 @@ Result run_stage(int stage, int steps, MPI_Comm comm) {
     model::Transformer m(bench_config(), be);
     m.init_random(3, 0.05f);
     std::unique_ptr<mpi::ZeroPlan> plan;
+    mpi::MpiShardCollectives collectives(comm);
     std::unique_ptr<mpi::ShardedGradients> sharded;
     std::optional<std::vector<std::pair<size_t, size_t>>> shard;
     if (stage >= 1) {
@@ -94,7 +95,7 @@ Result run_stage(int stage, int steps, MPI_Comm comm) {
       shard = plan->owned();
     }
     if (stage == 2) {
-      sharded = std::make_unique<mpi::ShardedGradients>(*plan, m.layout(), comm);
+      sharded = std::make_unique<mpi::ShardedGradients>(*plan, m.layout(), be, collectives);
       m.set_gradient_stream(sharded.get());
     }
     model::OptimConfig oc;
@@ -112,9 +113,9 @@ Result run_stage(int stage, int steps, MPI_Comm comm) {
         mpi::allreduce_sum(m.grads(), m.num_params(), comm);
         opt.step();
       } else if (stage == 1) {
-        mpi::zero1_step(m, opt, *plan, comm);
+        mpi::zero1_step(m, opt, *plan, collectives);
       } else {
-        mpi::zero2_step(m, opt, *plan, comm);
+        mpi::zero2_step(m, opt, *plan, collectives);
       }
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, comm);

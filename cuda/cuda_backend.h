@@ -34,6 +34,7 @@ class CudaBackend final : public backend::Backend {
   ~CudaBackend() override;
   const char* name() const override { return "cuda"; }
   bool host_memory() const override { return false; }
+  void external_write(const float* p, size_t n) override { weights_.invalidate(p, n); }
   void bind_calling_thread() override;
   CudaContext& context() { return *ctx_; }
   const GemmRunner& gemm() const { return gemm_; }

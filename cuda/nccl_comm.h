@@ -1,5 +1,5 @@
-// NcclComm: one NCCL communicator over a group of ranks (one GPU each) and the in-place sum of
-// gradient slices on the context's comm stream. It knows nothing of MPI: the caller creates the
+// NcclComm: one NCCL communicator over a group of ranks (one GPU each), the in-place sum of
+// gradient slices, and ZeRO's reduce-scatter and all-gather, on the context's comm stream. It knows nothing of MPI: the caller creates the
 // unique id on one rank and hands it to the others (mpi/nccl_grad_reduce.h does it over MPI).
 //
 // Hangs become errors: the communicator is non-blocking, and every wait (initialisation, the
@@ -44,7 +44,13 @@ class NcclComm {
   // Enqueues the in-place ncclSum of every slice (one NCCL group) on the comm stream, after the
   // work issued on the compute stream so far.
   Status sum_async(const std::vector<FloatSlice>& slices);
-  // Waits until every enqueued reduction has finished, or fails (error or timeout: aborted).
+  // ZeRO's collectives over one piece of a flat buffer cut into per-rank slices (slice r:
+  // counts[r] floats at piece + displs[r]), in place, enqueued like sum_async (one NCCL group):
+  // reduce_scatter_async leaves the group's sum of this rank's slice in it (ncclReduce to each
+  // slice's rank); allgather_async gives every rank every rank's slice (ncclBroadcast from each).
+  Status reduce_scatter_async(float* piece, const std::vector<int>& counts, const std::vector<int>& displs);
+  Status allgather_async(float* piece, const std::vector<int>& counts, const std::vector<int>& displs);
+  // Waits until every enqueued collective has finished, or fails (error or timeout: aborted).
   Status wait();
 
  private:
@@ -52,6 +58,8 @@ class NcclComm {
       : ctx_(&ctx), rank_(rank), nranks_(nranks), timeout_s_(timeout_s) {}
   // Polls until NCCL no longer reports ncclInProgress for this communicator.
   Status wait_enqueued(const char* what);
+  // One NCCL group of a per-rank call (reduce or broadcast) over the slices of a piece.
+  Status slices_async(bool reduce, float* piece, const std::vector<int>& counts, const std::vector<int>& displs);
   Status fail(const std::string& why);
 
   CudaContext* ctx_;

@@ -10,17 +10,20 @@
 
 namespace leap::mpi {
 
-Expected<std::unique_ptr<NcclGradReducer>> NcclGradReducer::create(cuda::CudaBackend& backend,
-                                                                   MPI_Comm policy,
-                                                                   double timeout_s) {
+Expected<std::unique_ptr<cuda::NcclComm>> join_nccl(cuda::CudaBackend& backend, MPI_Comm policy, double timeout_s) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(policy, &rank));
   MPI_CHECK(MPI_Comm_size(policy, &size));
   ncclUniqueId id{};
   if (rank == 0) id = cuda::NcclComm::make_unique_id();
   MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, policy));
-  LEAP_ASSIGN_OR_RETURN(auto comm,
-                        cuda::NcclComm::create(backend.context(), id, rank, size, timeout_s));
+  return cuda::NcclComm::create(backend.context(), id, rank, size, timeout_s);
+}
+
+Expected<std::unique_ptr<NcclGradReducer>> NcclGradReducer::create(cuda::CudaBackend& backend,
+                                                                   MPI_Comm policy,
+                                                                   double timeout_s) {
+  LEAP_ASSIGN_OR_RETURN(auto comm, join_nccl(backend, policy, timeout_s));
   return std::unique_ptr<NcclGradReducer>(new NcclGradReducer(std::move(comm)));
 }
 

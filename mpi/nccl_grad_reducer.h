@@ -21,6 +21,10 @@
 
 namespace leap::mpi {
 
+// A new NCCL communicator over `policy`, one GPU a rank: rank 0 makes the unique id and
+// broadcasts it over MPI. Collective over `policy`.
+Expected<std::unique_ptr<cuda::NcclComm>> join_nccl(cuda::CudaBackend& backend, MPI_Comm policy, double timeout_s);
+
 class NcclGradReducer final : public GradReducer {
  public:
   // Collective over `policy`.

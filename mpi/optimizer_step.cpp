@@ -7,10 +7,10 @@
 namespace leap::mpi {
 
 model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
-                              const ZeroPlan* zero, MPI_Comm policy) {
+                              const ZeroShard* zero, MPI_Comm policy) {
   if (zero) {
-    return model.gradient_stream() ? zero2_step(model, optimizer, *zero, policy)
-                                   : zero1_step(model, optimizer, *zero, policy);
+    return model.gradient_stream() ? zero2_step(model, optimizer, *zero->plan, *zero->comm)
+                                   : zero1_step(model, optimizer, *zero->plan, *zero->comm);
   }
   if (reducer) {
     Status st = reducer->sum(model);

@@ -18,7 +18,14 @@
 
 namespace leap::mpi {
 
+// What a sharded (ZeRO) policy rank holds: its plan and the collectives over the policy group.
+struct ZeroShard {
+  const ZeroPlan* plan = nullptr;
+  ShardCollectives* comm = nullptr;
+};
+
+// `zero` null: replicated.
 model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
-                              const ZeroPlan* zero, MPI_Comm policy);
+                              const ZeroShard* zero, MPI_Comm policy);
 
 }  // namespace leap::mpi

@@ -204,11 +204,11 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
 }
 
 void PolicyReplica::gather_moment(MPI_Comm policy, const io::MomentTensor& mt, float* out) {
-  if (opts_.zero) mpi::gather_moment(optimizer_, *opts_.zero, mt, policy, out);
+  if (opts_.zero) mpi::gather_moment(optimizer_, *opts_.zero->plan, mt, policy, out);
 }
 
 void PolicyReplica::serve_moment_gather(MPI_Comm policy) {
-  if (opts_.zero) mpi::serve_moment_gather(optimizer_, *opts_.zero, model_.layout(), policy);
+  if (opts_.zero) mpi::serve_moment_gather(optimizer_, *opts_.zero->plan, model_.layout(), policy);
 }
 
 const float* PolicyReplica::params() const {

@@ -19,7 +19,7 @@
 #include "model/transformer.h"
 #include "mpi/engines.h"
 #include "mpi/grad_reducer.h"
-#include "mpi/zero_shard.h"
+#include "mpi/optimizer_step.h"
 #include "rl/grpo_loss.h"
 
 namespace leap::mpi {
@@ -34,7 +34,7 @@ struct PolicyReplicaOptions {
   GradReducer* reducer = nullptr;
   // optim.zero_stage >= 1: the optimizer owns this shard; the step reduce-scatters and gathers
   // (stage 2: the model streams its gradient into ShardedGradients during each backward).
-  const ZeroPlan* zero = nullptr;
+  const ZeroShard* zero = nullptr;
 };
 
 class PolicyReplica final : public PolicyEngine {

@@ -135,7 +135,7 @@ std::string sft_material_hash(const std::vector<TrainSample>& examples) {
 Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer,
                               const std::vector<TrainSample>& examples, int steps, int micro_batch_seqs,
                               const SftOptions& opts, uint64_t seed, MPI_Comm policy, const Logger& log,
-                              GradReducer* reducer, const ZeroPlan* zero, const SftPosition& from,
+                              GradReducer* reducer, const ZeroShard* zero, const SftPosition& from,
                               const SftStepDone& step_done) {
   SftReport report;
   report.steps = from.next_step;

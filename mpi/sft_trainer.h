@@ -23,7 +23,7 @@
 #include "model/tokenizer.h"
 #include "model/transformer.h"
 #include "mpi/grad_reducer.h"
-#include "mpi/zero_shard.h"
+#include "mpi/optimizer_step.h"
 #include "mpi/job_dispatch.h"
 #include "mpi/messages.h"
 #include "rl/prompt_builder.h"
@@ -82,7 +82,7 @@ std::string sft_material_hash(const std::vector<TrainSample>& examples);
 Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer,
                               const std::vector<TrainSample>& examples, int steps, int micro_batch_seqs,
                               const SftOptions& opts, uint64_t seed, MPI_Comm policy, const Logger& log,
-                              GradReducer* reducer, const ZeroPlan* zero, const SftPosition& from,
+                              GradReducer* reducer, const ZeroShard* zero, const SftPosition& from,
                               const SftStepDone& step_done);
 
 }  // namespace leap::mpi

@@ -5,7 +5,6 @@
 
 #include "common/check.h"
 #include "mpi/grad_buckets.h"
-#include "mpi/grad_reduce.h"
 
 namespace leap::mpi {
 namespace {
@@ -23,14 +22,14 @@ size_t compact_offset(const std::vector<FloatRange>& ranges, size_t at) {
 
 }  // namespace
 
-ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterLayout& layout, MPI_Comm comm)
-    : plan_(&plan), comm_(comm), layer_floats_(layout.layer_floats()), rest_floats_(layout.rest_floats()) {
+ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterLayout& layout,
+                                   backend::Backend& backend, ShardCollectives& comm)
+    : plan_(&plan), be_(&backend), comm_(&comm), layer_floats_(layout.layer_floats()), rest_floats_(layout.rest_floats()) {
   const size_t me = static_cast<size_t>(plan.rank);
   // This rank's slices, in owned() order, are AdamW's compact moments: a slice's place there.
   const std::vector<FloatRange> owned = plan.owned();
-  size_t total = 0;
-  for (const auto& r : owned) total += r.second;
-  sum_.assign(total, 0.0f);
+  for (const auto& r : owned) floats_ += r.second;
+  sum_ = be_->alloc_floats(floats_);  // zero-initialised
   auto place_in_sum = [&](size_t p) {
     if (plan.counts[p][me] == 0) return size_t{0};
     return compact_offset(owned, plan.pieces[p].first + static_cast<size_t>(plan.displs[p][me]));
@@ -60,21 +59,26 @@ ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterL
   }
 }
 
-void ShardedGradients::clear() { std::fill(sum_.begin(), sum_.end(), 0.0f); }
+ShardedGradients::~ShardedGradients() { be_->free_floats(sum_); }
+
+void ShardedGradients::clear() { be_->zero(sum_, floats_); }
 
 void ShardedGradients::reduce(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats) {
   const size_t me = static_cast<size_t>(plan_->rank);
   for (const Piece& piece : pieces) {
     const auto& counts = plan_->counts[piece.plan_index];
+    const auto& displs = plan_->displs[piece.plan_index];
     float* contribution = buffer + piece.in_buffer;
-    float* mine = sum_.data() + piece.in_sum;
-    // This rank's running sum joins its own contribution, so the reduce-scatter's result is the
-    // new running sum: no receive buffer besides the shard itself.
-    float* own = contribution + plan_->displs[piece.plan_index][me];
-    for (int i = 0; i < counts[me]; ++i) own[i] += mine[i];
-    MPI_CHECK(MPI_Reduce_scatter(contribution, mine, counts.data(), MPI_FLOAT, MPI_SUM, comm_));
+    float* own = contribution + displs[me];
+    float* mine = sum_ + piece.in_sum;
+    const size_t n = static_cast<size_t>(counts[me]);
+    // This rank's running sum joins its own contribution, so the reduce-scatter leaves the new
+    // running sum in its slice, which goes back to the shard.
+    if (n > 0) be_->add_forward(own, own, mine, n);
+    comm_->reduce_scatter(contribution, counts, displs);
+    if (n > 0) be_->copy(mine, own, n);
   }
-  std::fill(buffer, buffer + buffer_floats, 0.0f);
+  be_->zero(buffer, buffer_floats);
 }
 
 void ShardedGradients::layer_done(int l, float* layer_grads) {
@@ -91,14 +95,13 @@ int backward_passes(const model::Transformer& model, int mine, MPI_Comm policy) 
 }
 
 model::StepStats zero2_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
-                            MPI_Comm comm) {
+                            ShardCollectives& comm) {
   const auto* sharded = dynamic_cast<const ShardedGradients*>(model.gradient_stream());
   LEAP_CHECK(sharded != nullptr, "ZeRO stage 2 needs the model's gradient stream to be a ShardedGradients");
-  LEAP_CHECK(model.backend().host_memory(), "ZeRO stage 2 runs on host memory (the CPU backend) only");
   LEAP_CHECK(sharded->floats() == optimizer.state_floats(), "the gradient shard and AdamW's shard differ");
-  const model::StepStats s = optimizer.step(
-      [comm](double local_sum_squares) { return allreduce_sum(local_sum_squares, comm); }, sharded->sum());
-  allgather(model.params(), plan, comm);
+  const model::StepStats s =
+      optimizer.step([&comm](double local_sum_squares) { return comm.sum(local_sum_squares); }, sharded->sum());
+  allgather_weights(model, plan, comm);
   return s;
 }
 

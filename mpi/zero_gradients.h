@@ -1,5 +1,5 @@
-// ZeRO stage 2 on the policy group (CPU backend, MPI): gradients sharded as well as AdamW's
-// moments. The model keeps no whole gradient (Transformer::set_gradient_stream): each layer's
+// ZeRO stage 2 on the policy group: gradients sharded as well as AdamW's moments, through the
+// same ShardCollectives as stage 1 (MPI on the CPU backend, NCCL on CUDA). The model keeps no whole gradient (Transformer::set_gradient_stream): each layer's
 // backward writes one layer-sized buffer, reduce-scattered as soon as that layer is done, and
 // this rank adds its slice of the group's sum into its shard; the embedding, LM head and final
 // norm follow when the backward returns. A rank therefore holds 1/N of the gradient, plus one
@@ -27,17 +27,22 @@ namespace leap::mpi {
 
 class ShardedGradients final : public model::GradientStream {
  public:
-  // `plan` (this rank's) must outlive the object; host-memory backends only.
-  ShardedGradients(const ZeroPlan& plan, const model::ParameterLayout& layout, MPI_Comm comm);
+  // `plan` (this rank's), `backend` and `comm` must outlive the object; the shard lives in
+  // backend memory.
+  ShardedGradients(const ZeroPlan& plan, const model::ParameterLayout& layout, backend::Backend& backend,
+                   ShardCollectives& comm);
+  ~ShardedGradients() override;
+  ShardedGradients(const ShardedGradients&) = delete;
+  ShardedGradients& operator=(const ShardedGradients&) = delete;
 
   void clear() override;
   void layer_done(int l, float* layer_grads) override;
   void rest_done(float* rest_grads) override;
 
-  // This rank's shard of the group's summed gradient, compact in plan.owned() order: the order
-  // of AdamW's moments for that shard.
-  const float* sum() const { return sum_.data(); }
-  size_t floats() const { return sum_.size(); }
+  // This rank's shard of the group's summed gradient (backend memory), compact in plan.owned()
+  // order: the order of AdamW's moments for that shard.
+  const float* sum() const { return sum_; }
+  size_t floats() const { return floats_; }
 
  private:
   // One piece of the plan inside a compact buffer, and where this rank's slice of it goes.
@@ -49,11 +54,13 @@ class ShardedGradients final : public model::GradientStream {
   void reduce(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats);
 
   const ZeroPlan* plan_;
-  MPI_Comm comm_;
+  backend::Backend* be_;
+  ShardCollectives* comm_;
   std::vector<std::vector<Piece>> layer_pieces_;  // per layer
   std::vector<Piece> rest_pieces_;
   size_t layer_floats_ = 0, rest_floats_ = 0;
-  std::vector<float> sum_;
+  float* sum_ = nullptr;  // floats_ of backend memory
+  size_t floats_ = 0;
 };
 
 // The backward passes every rank must run this optimizer step: the most micro-batches any rank
@@ -63,6 +70,6 @@ int backward_passes(const model::Transformer& model, int mine, MPI_Comm policy);
 // The stage-2 optimizer step: AdamW on the shard's summed gradient (the norm over every shard),
 // then every rank's updated slices to every rank. The model's stream must be a ShardedGradients.
 model::StepStats zero2_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
-                            MPI_Comm comm);
+                            ShardCollectives& comm);
 
 }  // namespace leap::mpi

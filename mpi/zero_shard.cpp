@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "common/check.h"
-#include "mpi/grad_reduce.h"
 
 namespace leap::mpi {
 
@@ -49,27 +48,22 @@ std::vector<FloatRange> ZeroPlan::owned() const {
   return out;
 }
 
-void reduce_scatter_sum(float* grads, const ZeroPlan& plan, MPI_Comm comm) {
-  std::vector<float> mine;
-  for (size_t p = 0; p < plan.pieces.size(); ++p) {
-    const auto& counts = plan.counts[p];
-    const size_t r = static_cast<size_t>(plan.rank);
-    mine.resize(static_cast<size_t>(std::max(1, counts[r])));
-    float* piece = grads + plan.pieces[p].first;
-    MPI_Reduce_scatter(piece, mine.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm);
-    std::copy_n(mine.data(), counts[r], piece + plan.displs[p][r]);
-  }
+void reduce_scatter_sum(float* grads, const ZeroPlan& plan, ShardCollectives& comm) {
+  for (size_t p = 0; p < plan.pieces.size(); ++p)
+    comm.reduce_scatter(grads + plan.pieces[p].first, plan.counts[p], plan.displs[p]);
 }
 
-void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm) {
+void allgather_weights(model::Transformer& model, const ZeroPlan& plan, ShardCollectives& comm) {
   for (size_t p = 0; p < plan.pieces.size(); ++p)
-    MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params + plan.pieces[p].first,
-                   plan.counts[p].data(), plan.displs[p].data(), MPI_FLOAT, comm);
+    comm.allgather(model.params() + plan.pieces[p].first, plan.counts[p], plan.displs[p]);
+  model.backend().external_write(model.params(), model.num_params());
 }
 
 void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io::MomentTensor& mt, MPI_Comm comm,
                    float* out) {
   const float* src = mt.second ? optimizer.v() : optimizer.m();
+  backend::Backend& be = optimizer.backend();
+  std::vector<float> staged;  // a device backend's slice, downloaded
   const size_t t0 = mt.tensor->offset, t1 = t0 + mt.tensor->numel;
   if (t1 == t0) return;  // nothing to gather (and the checkpoint writer skips such a tensor)
   // Where a slice starting at `flat` sits in the compact moments: its shard range's offset there.
@@ -97,6 +91,11 @@ void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io
       if (r == me) my_lo = lo;
     }
     const float* mine = counts[me] > 0 ? src + compact_of(my_lo) : src;
+    if (!be.host_memory() && counts[me] > 0) {
+      staged.resize(static_cast<size_t>(counts[me]));
+      be.download(staged.data(), mine, staged.size());
+      mine = staged.data();
+    }
     MPI_Gatherv(mine, counts[me], MPI_FLOAT, plan.rank == 0 ? out + (base - t0) : nullptr, counts.data(),
                 displs.data(), MPI_FLOAT, 0, comm);
   }
@@ -108,11 +107,10 @@ void serve_moment_gather(const model::AdamW& optimizer, const ZeroPlan& plan, co
 }
 
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
-                            MPI_Comm comm) {
+                            ShardCollectives& comm) {
   reduce_scatter_sum(model.grads(), plan, comm);
-  const model::StepStats s =
-      optimizer.step([comm](double local_sum_squares) { return allreduce_sum(local_sum_squares, comm); });
-  allgather(model.params(), plan, comm);
+  const model::StepStats s = optimizer.step([&comm](double local_sum_squares) { return comm.sum(local_sum_squares); });
+  allgather_weights(model, plan, comm);
   return s;
 }
 

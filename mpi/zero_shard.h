@@ -1,5 +1,6 @@
-// ZeRO stage 1 on the policy group (CPU backend, MPI): each rank keeps AdamW's moments for a
-// shard of the parameters only. One optimizer step:
+// ZeRO stage 1 on the policy group: each rank keeps AdamW's moments for a shard of the
+// parameters only. The collectives are ShardCollectives (MPI on the CPU backend, NCCL on CUDA),
+// the same calls either way. One optimizer step:
 //   reduce_scatter_sum(grads)   the group's summed gradient, on this rank's shard;
 //   AdamW on the shard          the global norm from every shard's sum of squares (clipping);
 //   allgather(params)           every rank's updated shard to every rank.
@@ -23,6 +24,7 @@
 #include "io/checkpoint_dir.h"
 #include "model/optimizer.h"
 #include "mpi/grad_buckets.h"
+#include "mpi/shard_collectives.h"
 
 namespace leap::mpi {
 
@@ -40,16 +42,18 @@ struct ZeroPlan {
 ZeroPlan make_zero_plan(const model::ParameterLayout& layout, int rank, int world,
                         size_t max_piece = size_t{1} << 27);
 
-// Sums `grads` (the flat buffer) over `comm`; afterwards this rank's slices hold the sum (the
-// other floats are left as they were).
-void reduce_scatter_sum(float* grads, const ZeroPlan& plan, MPI_Comm comm);
-// Every rank's slices of `params` to every rank.
-void allgather(float* params, const ZeroPlan& plan, MPI_Comm comm);
+// Sums `grads` (the flat buffer) over the group; afterwards this rank's slices hold the sum (the
+// other floats are undefined).
+void reduce_scatter_sum(float* grads, const ZeroPlan& plan, ShardCollectives& comm);
+// Every rank's slices of the model's weights to every rank, and the backend told (its compute
+// copies of the weights are stale).
+void allgather_weights(model::Transformer& model, const ZeroPlan& plan, ShardCollectives& comm);
 
 // One tensor's moment (m, or v when mt.second) from every rank's shard into `out` (numel floats)
-// on rank 0 of `comm`; `out` is unused elsewhere. Collective over `comm`; a checkpoint calls it
-// tensor by tensor (io::MomentSource), so no rank ever holds all the moments. Piece by piece, so
-// no count passes INT_MAX.
+// on rank 0 of `comm` (MPI, host memory: a device backend's slices are downloaded first); `out`
+// is unused elsewhere. Collective over `comm`; a checkpoint calls it tensor by tensor
+// (io::MomentSource), so no rank ever holds all the moments. Piece by piece, so no count passes
+// INT_MAX.
 void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io::MomentTensor& mt, MPI_Comm comm,
                    float* out);
 // The other ranks' side of rank 0's checkpoint: gather_moment for every tensor in io::moment_order.
@@ -58,6 +62,6 @@ void serve_moment_gather(const model::AdamW& optimizer, const ZeroPlan& plan, co
 
 // The sharded optimizer step above; `optimizer` must own plan.owned() (AdamW's shard).
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer,
-                            const ZeroPlan& plan, MPI_Comm comm);
+                            const ZeroPlan& plan, ShardCollectives& comm);
 
 }  // namespace leap::mpi

@@ -90,10 +90,6 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
 
 Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
                     PolicyState* p) {
-  if (ready && c.optim.zero_stage >= 1 && c.app.run.backend != "cpu")
-    ready = unsupported(fmt::format("optim.zero_stage = {} runs on the CPU backend (MPI) in this version: the "
-                                    "NCCL reduce-scatter is not built; use optim.zero_stage = 0 with backend.name = {}",
-                                    c.optim.zero_stage, c.app.run.backend));
   if (ready) ready = build_model(c, threads, topo.self().device, p);
   if (ready) {
     // ZeRO stage 1: this rank keeps the moments of its shard only; stage 2: and of the gradient.
@@ -105,15 +101,22 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
       p->zero = std::make_unique<mpi::ZeroPlan>(mpi::make_zero_plan(p->model->layout(), rank, size));
       shard = p->zero->owned();
     }
-    if (c.optim.zero_stage == 2) {
-      p->sharded_grads = std::make_unique<mpi::ShardedGradients>(*p->zero, p->model->layout(), topo.role_comm);
-      p->model->set_gradient_stream(p->sharded_grads.get());
-    }
     p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model, shard);
   }
   LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
   LEAP_ASSIGN_OR_RETURN(
       p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
+  if (p->zero) {
+    // ZeRO's collectives (NCCL on cuda: a communicator of their own); stage 2 streams the gradient.
+    LEAP_ASSIGN_OR_RETURN(p->shard_comm,
+                          mpi::make_shard_collectives(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
+    p->zero_shard = {p->zero.get(), p->shard_comm.get()};
+    if (c.optim.zero_stage == 2) {
+      p->sharded_grads =
+          std::make_unique<mpi::ShardedGradients>(*p->zero, p->model->layout(), *p->backend, *p->shard_comm);
+      p->model->set_gradient_stream(p->sharded_grads.get());
+    }
+  }
   mpi::PolicyReplicaOptions ro;
   ro.reducer = p->reducer.get();
   ro.sampler = c.sampler;
@@ -126,7 +129,7 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
   ro.context_tokens = static_cast<int>(c.longest_sequence(p->model->config().max_position_embeddings));
-  ro.zero = p->zero.get();
+  ro.zero = p->zero ? &p->zero_shard : nullptr;
   p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, *p->tokenizer, *p->optimizer, ro);
   return Status::ok();
 }

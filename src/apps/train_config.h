@@ -19,6 +19,7 @@
 #include "mpi/grad_reducer.h"
 #include "mpi/policy_replica.h"
 #include "mpi/sft_trainer.h"
+#include "mpi/shard_collectives.h"
 #include "mpi/zero_gradients.h"
 #include "mpi/zero_shard.h"
 #include "rl/prompt_format.h"
@@ -74,6 +75,8 @@ struct PolicyState {
   std::vector<int32_t> eos_ids;                  // what ends generation (generation_config.h)
   std::unique_ptr<rl::PromptFormat> prompt_format;  // rank 0: how conversations become ids
   std::unique_ptr<mpi::ZeroPlan> zero;  // optim.zero_stage >= 1: this rank's shard of the moments
+  std::unique_ptr<mpi::ShardCollectives> shard_comm;  // ZeRO's collectives (MPI, or NCCL on cuda)
+  mpi::ZeroShard zero_shard;                          // {zero, shard_comm}: what the steps take
   std::unique_ptr<mpi::ShardedGradients> sharded_grads;  // optim.zero_stage = 2: the model's gradient stream
   std::unique_ptr<model::AdamW> optimizer;
   std::unique_ptr<mpi::GradReducer> reducer;  // null: the MPI sum inside the replica

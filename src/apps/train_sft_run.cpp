@@ -94,7 +94,7 @@ Status run_sft(const SftRunContext& ctx) {
                                   io::CheckpointSchedule::steady_seconds);
   auto step_done = [&](int step, const tasks::TaskSampler::State& order, bool last) -> Status {
     bool due = topo.is_coordinator() && schedule.due(step, last);
-    // Sharded optimizer state (ZeRO stage 1): rank 0's decision to every policy rank, which then
+    // Sharded optimizer state (ZeRO stages 1 and 2): rank 0's decision to every policy rank, which then
     // sends its shard of each tensor's moments as rank 0's checkpoint writer reaches it.
     io::MomentSource sharded;
     if (policy.zero) {
@@ -122,7 +122,8 @@ Status run_sft(const SftRunContext& ctx) {
   auto report =
       mpi::train_sft(*policy.model, *policy.optimizer, material.samples, c.train.steps,
                      c.train.micro_batch_seqs, c.sft, static_cast<uint64_t>(c.app.run.seed),
-                     topo.role_comm, log, policy.reducer.get(), policy.zero.get(), from, step_done);
+                     topo.role_comm, log, policy.reducer.get(), policy.zero ? &policy.zero_shard : nullptr, from,
+                     step_done);
   if (!report) return report.status().with_context("SFT");
   if (!topo.is_coordinator()) return Status::ok();
   log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss,

@@ -33,6 +33,13 @@ class Backend {
   // Another thread is about to compute with this backend: OpenMP's thread count (CPU) and the
   // current CUDA device are per thread, so such a thread calls this first.
   virtual void bind_calling_thread() {}
+  // [p, p + n) of backend memory was written by something other than this backend's ops (a
+  // collective library such as NCCL): drop whatever the backend derived from it (the CUDA
+  // backend's bf16 compute copies of weights). The CPU derives nothing.
+  virtual void external_write(const float* p, size_t n) {
+    (void)p;
+    (void)n;
+  }
 
   // ---- memory -------------------------------------------------------------------------------
   // Zero-initialised buffer of n floats (64-byte aligned). free_floats(nullptr) is a no-op.

@@ -26,7 +26,7 @@ void OptimConfig::declare(OptionSet& opts) {
            "ZeRO: 0 = every policy rank keeps AdamW's moments of all parameters; 1 = each keeps "
            "those of its shard (1/ranks of them; gradients reduce-scattered, weights all-gathered); "
            "2 = gradients sharded too (each layer's reduce-scattered as its backward finishes). "
-           "Stages 1 and 2 run on the CPU backend.",
+           "MPI on the CPU backend, NCCL on CUDA.",
            {.min = 0, .max = 2});
 }
 

@@ -60,6 +60,7 @@ class AdamW {
   // Where shard()[k] starts in the compact moments.
   size_t state_offset(size_t k) const { return state_offset_[k]; }
   int steps_taken() const { return t_; }
+  backend::Backend& backend() const { return model_->backend(); }
   // Moment buffers (backend memory, state_floats() each) and the step count, for checkpoints.
   float* m() { return m_; }
   const float* m() const { return m_; }

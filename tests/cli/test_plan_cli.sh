@@ -76,7 +76,7 @@ print(("ok   " if ok else "FAIL ") + f"plan-zero-stage-2: gradients {z2['gradien
       f"(expected {want} by hand), {z0['gradients']} replicated")
 sys.exit(0 if ok else 1)
 PY
-check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 runs on the CPU backend only" -- \
+check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda uses NCCL.*not run on a GPU" -- \
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --optim.zero_stage 2
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes" -- "$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80

@@ -1,8 +1,9 @@
 // A one-rank NCCL communicator (NCCL cannot put two ranks on one GPU, so this is what one GPU
 // can test; the multi-rank summing logic is the MPI path's, tested under mpirun): creation from
 // a fresh unique id, a grouped in-place sum of several slices that must wait for the compute
-// stream's writes and leave a one-rank sum unchanged, and the polled wait. Skips without a GPU
-// or without NCCL in this build.
+// stream's writes and leave a one-rank sum unchanged, and the polled wait; ZeRO's reduce-scatter
+// and all-gather of a piece cut into per-rank slices, likewise. Skips without a GPU or without
+// NCCL in this build.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -42,6 +43,32 @@ TEST_F(NcclOneRank, SumOfSlicesAfterComputeWork) {
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(got[i], 2.0f * host[i]) << "round " << round << " i " << i;
   }
+  be.free_floats(dev);
+#endif
+}
+
+TEST_F(NcclOneRank, ZeroReduceScatterAndAllGatherAfterComputeWork) {
+#ifndef LEAP_HAVE_NCCL
+  GTEST_SKIP() << "this build has no NCCL";
+#else
+  CudaBackend be(*ctx_);
+  auto comm = NcclComm::create(*ctx_, NcclComm::make_unique_id(), 0, 1, 30.0);
+  ASSERT_TRUE(comm.has_value()) << comm.status().message();
+  const size_t n = 4099;
+  auto host = randn(n, 7);
+  float* dev = be.alloc_floats(n + 5);
+  const std::vector<int> counts = {static_cast<int>(n)}, displs = {5};  // the piece starts 5 floats in
+  for (int round = 0; round < 2; ++round) {
+    be.upload(dev + 5, host.data(), n);
+    be.add_forward(dev + 5, dev + 5, dev + 5, n);  // on the compute stream, just before
+    ASSERT_TRUE(round == 0 ? (*comm)->reduce_scatter_async(dev, counts, displs).is_ok()
+                           : (*comm)->allgather_async(dev, counts, displs).is_ok());
+    ASSERT_TRUE((*comm)->wait().is_ok());
+    std::vector<float> got(n);
+    be.download(got.data(), dev + 5, n);
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * host[i]) << "round " << round << " i " << i;
+  }
+  EXPECT_FALSE((*comm)->reduce_scatter_async(dev, {1, 2}, {0, 1}).is_ok()) << "counts for 2 ranks in a group of 1";
   be.free_floats(dev);
 #endif
 }

@@ -165,6 +165,7 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   oc.weight_decay = 0.1;
   oc.grad_clip = 0.05;  // below the gradient norms here: clipping by the global norm is active
   const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
+  MpiShardCollectives collectives(comm);
   model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
   EXPECT_LE(shard.state_floats(), sharded.num_params() / static_cast<size_t>(world) + plan.pieces.size());
   AgainstReplicated check;
@@ -173,7 +174,7 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
     gradient(sharded, rank, step);
     allreduce_sum(replicated.grads(), replicated.num_params(), comm);
     const model::StepStats a = full.step();
-    const model::StepStats b = zero1_step(sharded, shard, plan, comm);
+    const model::StepStats b = zero1_step(sharded, shard, plan, collectives);
     check.step(step, a, b, oc.grad_clip, replicated, sharded);
   }
   check.finish("stage 1", sharded, comm);
@@ -226,7 +227,8 @@ TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
     oc.weight_decay = 0.1;
     oc.grad_clip = 0.05;
     const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
-    ShardedGradients grads(plan, sharded.layout(), comm);
+    MpiShardCollectives collectives(comm);
+    ShardedGradients grads(plan, sharded.layout(), be, collectives);
     sharded.set_gradient_stream(&grads);
     EXPECT_EQ(sharded.grads(), nullptr) << "stage 2 keeps no whole gradient";
     model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
@@ -245,7 +247,7 @@ TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
       sharded.zero_grad();
       for (int i = 0; i < mine; ++i) backward_pass(sharded, rank, step, i);
       for (int i = mine; i < passes; ++i) sharded.backward_nothing();
-      const model::StepStats b = zero2_step(sharded, shard, plan, comm);
+      const model::StepStats b = zero2_step(sharded, shard, plan, collectives);
       check.step(step, a, b, oc.grad_clip, replicated, sharded);
     }
     check.finish(std::string("stage 2, ") + (tied ? "tied" : "untied") + " embeddings", sharded, comm);
@@ -269,7 +271,8 @@ TEST(ZeroShard, StageTwoGradientIsWhatThePlanCounts) {
   model::Transformer m(c, be);
   const ZeroPlan plan = make_zero_plan(m.layout(), rank, world);
   const struct mallinfo2 before = mallinfo2();
-  ShardedGradients grads(plan, m.layout(), MPI_COMM_WORLD);
+  MpiShardCollectives collectives(MPI_COMM_WORLD);
+  ShardedGradients grads(plan, m.layout(), be, collectives);
   m.set_gradient_stream(&grads);
   const struct mallinfo2 after = mallinfo2();
   const double measured = static_cast<double>(after.uordblks + after.hblkhd) -

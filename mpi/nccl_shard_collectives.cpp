@@ -1,0 +1,31 @@
+// NcclShardCollectives (see nccl_shard_collectives.h).
+#include "mpi/nccl_shard_collectives.h"
+
+#include "common/check.h"
+#include "mpi/grad_reduce.h"
+#include "mpi/nccl_grad_reducer.h"
+
+namespace leap::mpi {
+
+Expected<std::unique_ptr<NcclShardCollectives>> NcclShardCollectives::create(cuda::CudaBackend& backend,
+                                                                             MPI_Comm policy, double timeout_s) {
+  LEAP_ASSIGN_OR_RETURN(auto comm, join_nccl(backend, policy, timeout_s));
+  return std::unique_ptr<NcclShardCollectives>(new NcclShardCollectives(std::move(comm), policy));
+}
+
+void NcclShardCollectives::reduce_scatter(float* piece, const std::vector<int>& counts,
+                                          const std::vector<int>& displs) {
+  Status st = comm_->reduce_scatter_async(piece, counts, displs);
+  if (st.is_ok()) st = comm_->wait();
+  LEAP_CHECK(st.is_ok(), "ZeRO reduce-scatter (nccl) failed: " << st.message());
+}
+
+void NcclShardCollectives::allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) {
+  Status st = comm_->allgather_async(piece, counts, displs);
+  if (st.is_ok()) st = comm_->wait();
+  LEAP_CHECK(st.is_ok(), "ZeRO all-gather (nccl) failed: " << st.message());
+}
+
+double NcclShardCollectives::sum(double value) { return allreduce_sum(value, policy_); }
+
+}  // namespace leap::mpi

@@ -1,0 +1,37 @@
+// NcclShardCollectives: ZeRO's collectives (shard_collectives.h) on the CUDA backend, over a
+// communicator of their own (not the gradient reducer's). Each call is one NCCL group on the comm
+// stream after the compute stream's work so far, then a polled wait (NcclComm::wait), so the
+// compute stream's later work sees the result and the caller may reuse the piece's memory at
+// once. Not overlapped with the backward: correct first. The host-side norm goes over MPI.
+//
+// Written against the NCCL API and compiled here; it has not run on a GPU yet.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include "cuda/cuda_backend.h"
+#include "cuda/nccl_comm.h"
+#include "mpi/shard_collectives.h"
+
+namespace leap::mpi {
+
+class NcclShardCollectives final : public ShardCollectives {
+ public:
+  // Collective over `policy`.
+  static Expected<std::unique_ptr<NcclShardCollectives>> create(cuda::CudaBackend& backend, MPI_Comm policy,
+                                                                double timeout_s);
+  const char* name() const override { return "nccl"; }
+  void reduce_scatter(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
+  void allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
+  double sum(double value) override;
+
+ private:
+  NcclShardCollectives(std::unique_ptr<cuda::NcclComm> comm, MPI_Comm policy)
+      : comm_(std::move(comm)), policy_(policy) {}
+  std::unique_ptr<cuda::NcclComm> comm_;
+  MPI_Comm policy_;
+};
+
+}  // namespace leap::mpi

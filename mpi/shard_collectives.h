@@ -1,0 +1,53 @@
+// ShardCollectives: ZeRO's collectives over the policy group, on the backend's memory: MPI on the
+// CPU backend (host memory), NCCL on the CUDA backend (device memory). The sharded steps
+// (zero_shard.h, zero_gradients.h) make the same calls either way, so the CPU runs, which the
+// tests compare with the replicated step, check the logic the GPU runs.
+//
+// A piece is a range of a flat buffer cut into one slice per rank (ZeroPlan): slice r is
+// counts[r] floats at piece + displs[r]. Both calls are in place and collective over the group; a
+// failure (NCCL: an error or a timeout, the communicator aborted) is fatal, as a failed gradient
+// sum is (optimizer_step.h).
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <vector>
+
+#include "backend/backend.h"
+#include "common/status.h"
+
+namespace leap::mpi {
+
+class ShardCollectives {
+ public:
+  virtual ~ShardCollectives() = default;
+  virtual const char* name() const = 0;
+  // Afterwards this rank's slice holds the group's sum of it; the rest of the piece is undefined.
+  virtual void reduce_scatter(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) = 0;
+  // Afterwards every rank's slice holds what that rank had in it.
+  virtual void allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) = 0;
+  // The group's sum of a host value (a norm's sum of squares).
+  virtual double sum(double value) = 0;
+};
+
+// MPI_Reduce_scatter and MPI_Allgatherv over host memory.
+class MpiShardCollectives final : public ShardCollectives {
+ public:
+  explicit MpiShardCollectives(MPI_Comm comm) : comm_(comm) {}
+  const char* name() const override { return "mpi"; }
+  void reduce_scatter(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
+  void allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
+  double sum(double value) override;
+
+ private:
+  MPI_Comm comm_;
+};
+
+// The collectives for `backend` (its name()): MPI for cpu; NCCL for cuda, on a communicator of
+// its own (collective over `policy`: every policy rank must call it). timeout_s bounds every NCCL
+// wait.
+Expected<std::unique_ptr<ShardCollectives>> make_shard_collectives(backend::Backend& backend, MPI_Comm policy,
+                                                                   double timeout_s);
+
+}  // namespace leap::mpi
