@@ -1,6 +1,7 @@
 // ZeRO stages 0, 1 and 2 side by side on the CPU backend (MpiShardCollectives), in one run: the per-rank bytes
 // of the training state (weights, gradient, AdamW moments) as glibc counts them, beside leap
-// plan's figure, and the optimizer step's wall time (slowest rank, median of the timed steps).
+// plan's figure, and the optimizer step's wall time (slowest rank, median of the timed steps,
+// the three stages' steps interleaved).
 // Each rank runs its micro-batches, then the stage's sum and update, as `leap train` does.
 //
 //   scripts/mpirun_local.sh 2 build/benchmarks/bench_zero [steps]
@@ -69,72 +70,67 @@ void micro_batch(model::Transformer& m, int rank, int step, int i) {
   m.backward(dlp.data());
 }
 
-struct Result {
-  int64_t state_bytes = 0;  // this rank's: model + gradient + optimizer (+ stage 2's shard)
-  uint64_t planned = 0;     // leap plan's weights + master_weights + gradients + optimizer_state
-  double step_ms = 0;       // median over steps of the slowest rank's step
-  std::vector<float> final_params;
-};
-
-Result run_stage(int stage, int steps, MPI_Comm comm) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &world);
-  backend::CpuBackend be(1);
-  Result r;
-  const int64_t before = heap_in_use();
-  {
-    model::Transformer m(bench_config(), be);
-    m.init_random(3, 0.05f);
-    std::unique_ptr<mpi::ZeroPlan> plan;
-    mpi::MpiShardCollectives collectives(comm);
-    std::unique_ptr<mpi::ShardedGradients> sharded;
+// One stage's training state on this rank, built on its own so that its heap cost is measured.
+struct Stage {
+  Stage(int stage, backend::Backend& be, MPI_Comm comm) : stage(stage), collectives(comm) {
+    int rank = 0, world = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &world);
+    const int64_t before = heap_in_use();
+    model = std::make_unique<model::Transformer>(bench_config(), be);
+    model->init_random(3, 0.05f);
     std::optional<std::vector<std::pair<size_t, size_t>>> shard;
     if (stage >= 1) {
-      plan = std::make_unique<mpi::ZeroPlan>(mpi::make_zero_plan(m.layout(), rank, world));
+      plan = std::make_unique<mpi::ZeroPlan>(mpi::make_zero_plan(model->layout(), rank, world));
       shard = plan->owned();
     }
     if (stage == 2) {
-      sharded = std::make_unique<mpi::ShardedGradients>(*plan, m.layout(), be, collectives);
-      m.set_gradient_stream(sharded.get());
+      sharded = std::make_unique<mpi::ShardedGradients>(*plan, model->layout(), be, collectives);
+      model->set_gradient_stream(sharded.get());
     }
     model::OptimConfig oc;
     oc.lr = 1e-3;
-    model::AdamW opt(oc, m, shard);
-    r.state_bytes = heap_in_use() - before;
-    std::vector<double> times;
-    for (int step = 0; step <= steps; ++step) {  // step 0 warms up
-      MPI_Barrier(comm);
-      const auto t0 = std::chrono::steady_clock::now();
-      const int passes = mpi::backward_passes(m, kMicroBatches, comm);
-      m.zero_grad();
-      for (int i = 0; i < passes; ++i) micro_batch(m, rank, step, i);
-      if (stage == 0) {
-        mpi::allreduce_sum(m.grads(), m.num_params(), comm);
-        opt.step();
-      } else if (stage == 1) {
-        mpi::zero1_step(m, opt, *plan, collectives);
-      } else {
-        mpi::zero2_step(m, opt, *plan, collectives);
-      }
-      double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, comm);
-      if (step > 0) times.push_back(ms);
-    }
-    std::sort(times.begin(), times.end());
-    r.step_ms = times[times.size() / 2];
-    r.final_params.assign(m.params(), m.params() + m.num_params());
+    optimizer = std::make_unique<model::AdamW>(oc, *model, shard);
+    state_bytes = heap_in_use() - before;
+    model::PlanInput in;
+    in.model = bench_config();
+    in.zero_stage = stage;
+    in.policy_ranks = world;
+    for (const auto& item : model::plan_policy_rank(in).items)
+      if (item.kind == "weights" || item.kind == "master_weights" || item.kind == "gradients" ||
+          item.kind == "optimizer_state")
+        planned += item.bytes;
   }
-  model::PlanInput in;
-  in.model = bench_config();
-  in.zero_stage = stage;
-  in.policy_ranks = world;
-  for (const auto& item : model::plan_policy_rank(in).items)
-    if (item.kind == "weights" || item.kind == "master_weights" || item.kind == "gradients" ||
-        item.kind == "optimizer_state")
-      r.planned += item.bytes;
-  return r;
-}
+  // One optimizer step; the slowest rank's wall time in ms.
+  double step(int rank, int step_index, MPI_Comm comm) {
+    MPI_Barrier(comm);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int passes = mpi::backward_passes(*model, kMicroBatches, comm);
+    model->zero_grad();
+    for (int i = 0; i < passes; ++i) micro_batch(*model, rank, step_index, i);
+    if (stage == 0) {
+      mpi::allreduce_sum(model->grads(), model->num_params(), comm);
+      optimizer->step();
+    } else if (stage == 1) {
+      mpi::zero1_step(*model, *optimizer, *plan, collectives);
+    } else {
+      mpi::zero2_step(*model, *optimizer, *plan, collectives);
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    MPI_Allreduce(MPI_IN_PLACE, &ms, 1, MPI_DOUBLE, MPI_MAX, comm);
+    return ms;
+  }
+
+  int stage;
+  mpi::MpiShardCollectives collectives;
+  std::unique_ptr<model::Transformer> model;
+  std::unique_ptr<mpi::ZeroPlan> plan;
+  std::unique_ptr<mpi::ShardedGradients> sharded;
+  std::unique_ptr<model::AdamW> optimizer;
+  int64_t state_bytes = 0;  // this rank's: model + gradient + optimizer (+ stage 2's shard)
+  uint64_t planned = 0;     // leap plan's weights + master_weights + gradients + optimizer_state
+  std::vector<double> times;
+};
 
 }  // namespace
 
@@ -144,30 +140,41 @@ int main(int argc, char** argv) {
   int rank = 0, world = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world);
-  std::vector<Result> results;
-  for (int stage : {0, 1, 2}) results.push_back(run_stage(stage, steps, MPI_COMM_WORLD));
+  backend::CpuBackend be(1);
+  std::vector<std::unique_ptr<Stage>> stages;
+  for (int stage : {0, 1, 2}) stages.push_back(std::make_unique<Stage>(stage, be, MPI_COMM_WORLD));
+  // Interleaved, so that the machine's load falls on the three alike; step 0 warms up.
+  for (int step = 0; step <= steps; ++step)
+    for (auto& st : stages) {
+      const double ms = st->step(rank, step, MPI_COMM_WORLD);
+      if (step > 0) st->times.push_back(ms);
+    }
   // The largest rank's state (ranks differ by a few floats of the shard).
-  for (auto& r : results) {
-    MPI_Allreduce(MPI_IN_PLACE, &r.state_bytes, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
-  }
+  for (auto& st : stages) MPI_Allreduce(MPI_IN_PLACE, &st->state_bytes, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
   if (rank == 0) {
-    std::printf("ZeRO on %d rank(s): %zu parameters, %d micro-batches of %d x %d tokens a rank, %d timed steps\n\n",
+    std::printf("ZeRO on %d rank(s): %zu parameters, %d micro-batches of %d x %d tokens a rank, %d timed steps "
+                "each, interleaved\n\n",
                 world, model::ParameterLayout(bench_config()).total(), kMicroBatches, kSeqs, kTokens, steps);
     std::printf("| stage | state per rank (MiB) | planned (MiB) | against stage 0 | step (ms, median) | against stage 0 | "
                 "weights vs stage 0 (rel. L2) |\n|---|---|---|---|---|---|---|\n");
-    for (size_t s = 0; s < results.size(); ++s) {
-      const auto& r = results[s];
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const float* base = stages[0]->model->params();
+    for (const auto& st : stages) {
+      const float* p = st->model->params();
       double num = 0, den = 0;
-      for (size_t i = 0; i < r.final_params.size(); ++i) {
-        const double d = static_cast<double>(r.final_params[i]) - results[0].final_params[i];
-        num += d * d;
-        den += static_cast<double>(results[0].final_params[i]) * results[0].final_params[i];
+      for (size_t i = 0; i < st->model->num_params(); ++i) {
+        num += (static_cast<double>(p[i]) - base[i]) * (static_cast<double>(p[i]) - base[i]);
+        den += static_cast<double>(base[i]) * base[i];
       }
-      std::printf("| %zu | %.2f | %.2f | %.3fx | %.1f | %.2fx | %.2g |\n", s, r.state_bytes / 1048576.0,
-                  r.planned / 1048576.0, static_cast<double>(r.state_bytes) / results[0].state_bytes, r.step_ms,
-                  r.step_ms / results[0].step_ms, std::sqrt(num / den));
+      std::printf("| %d | %.2f | %.2f | %.3fx | %.1f | %.2fx | %.2g |\n", st->stage, st->state_bytes / 1048576.0,
+                  st->planned / 1048576.0, static_cast<double>(st->state_bytes) / stages[0]->state_bytes,
+                  median(st->times), median(st->times) / median(stages[0]->times), std::sqrt(num / den));
     }
   }
+  stages.clear();
   MPI_Finalize();
   return 0;
 }
