@@ -32,6 +32,7 @@ Status NcclGradReducer::start_layer(model::Transformer& model, int l) {
   if (layer_ranges_.empty()) {
     for (int i = 0; i < model.config().num_hidden_layers; ++i) layer_ranges_.push_back(layer_ranges(model.layout(), i));
   }
+  LEAP_CHECK(model.grads() != nullptr, "the NCCL gradient reducer needs the flat gradient (no ZeRO stage 2 stream)");
   std::vector<cuda::FloatSlice> slices;
   for (const auto& [off, n] : layer_ranges_.at(static_cast<size_t>(l))) {
     slices.push_back({model.grads() + off, n});

@@ -24,7 +24,7 @@ struct ZeroShard {
   ShardCollectives* comm = nullptr;
 };
 
-// `zero` null: replicated.
+// `zero` null: replicated; otherwise `reducer` must be null (ZeRO sums through its collectives).
 model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
                               const ZeroShard* zero, MPI_Comm policy);
 

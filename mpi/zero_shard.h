@@ -9,7 +9,7 @@
 // the rest), each bucket split evenly over the ranks, so the collectives can later start on a
 // bucket as soon as its layer's backward is done, as the overlapped all-reduce does.
 //
-// `leap train` uses it with optim.zero_stage = 1 (CPU backend); stage 2 (zero_gradients.h) keeps
+// `leap train` uses it with optim.zero_stage = 1; stage 2 (zero_gradients.h) keeps
 // this plan and sums the gradient into the shard during the backward instead. A checkpoint gathers the moments
 // to rank 0 one tensor at a time as its writer reaches them, and writes them as a replicated run
 // does; resuming (onto any number of ranks) reads each rank's shard from that file. test_zero_shard_mpi checks the step against the replicated

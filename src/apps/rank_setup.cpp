@@ -104,10 +104,12 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
     p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model, shard);
   }
   LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
-  LEAP_ASSIGN_OR_RETURN(
-      p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
-  if (p->zero) {
-    // ZeRO's collectives (NCCL on cuda: a communicator of their own); stage 2 streams the gradient.
+  if (!p->zero) {
+    LEAP_ASSIGN_OR_RETURN(
+        p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
+  } else {
+    // ZeRO sums through its own collectives (NCCL on cuda), never through a gradient reducer: an
+    // armed reducer would all-reduce every layer once more. Stage 2 streams the gradient.
     LEAP_ASSIGN_OR_RETURN(p->shard_comm,
                           mpi::make_shard_collectives(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
     p->zero_shard = {p->zero.get(), p->shard_comm.get()};

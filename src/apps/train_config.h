@@ -79,7 +79,7 @@ struct PolicyState {
   mpi::ZeroShard zero_shard;                          // {zero, shard_comm}: what the steps take
   std::unique_ptr<mpi::ShardedGradients> sharded_grads;  // optim.zero_stage = 2: the model's gradient stream
   std::unique_ptr<model::AdamW> optimizer;
-  std::unique_ptr<mpi::GradReducer> reducer;  // null: the MPI sum inside the replica
+  std::unique_ptr<mpi::GradReducer> reducer;  // null with ZeRO, which sums through shard_comm
   std::unique_ptr<model::ReferencePolicy> reference;  // train with rl.kl_beta > 0 only
   std::unique_ptr<mpi::PolicyReplica> replica;
 };
