@@ -1,9 +1,13 @@
 // `leap_gpu_check nccl`: a one-rank NCCL communicator on device 0 (NCCL cannot put two ranks on
 // one GPU; several GPUs would need several processes). It checks that the communicator comes up
 // non-blocking, that a grouped in-place sum of slices written on the compute stream leaves them
-// unchanged (the sum over one rank), and times that sum for a ~124M-float gradient.
+// unchanged (the sum over one rank), and times that sum for a ~124M-float gradient; then ZeRO's
+// reduce-scatter and all-gather (NcclComm::reduce_scatter_async, allgather_async) over the same
+// buffer cut into pieces of at most 2^27 floats, as mpi::make_zero_plan cuts it: over one rank
+// they too must leave it unchanged, and their time is the per-call overhead of a ZeRO step.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -55,9 +59,27 @@ Expected<JsonRecord> run_nccl(const CheckArgs& args) {
   const double per_sum_ms =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count() * 1e3 / reps;
   r.set("sum_ms", per_sum_ms);
+  // ZeRO's collectives over the pieces, after a compute-stream write of the whole buffer.
+  be.add_forward(dev, dev, dev, n);  // doubles every entry just before, on the compute stream
+  const size_t piece = size_t{1} << 27;
+  const auto t2 = std::chrono::steady_clock::now();
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t at = 0; at < n; at += piece) {
+      const std::vector<int> counts = {static_cast<int>(std::min(piece, n - at))}, displs = {0};
+      LEAP_RETURN_IF_ERROR(pass == 0 ? comm->reduce_scatter_async(dev + at, counts, displs)
+                                     : comm->allgather_async(dev + at, counts, displs));
+      LEAP_RETURN_IF_ERROR(comm->wait());
+    }
+  const double zero_ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count() * 1e3;
+  be.download(back.data(), dev, n);
+  size_t zero_wrong = 0;
+  for (size_t i = 0; i < n; ++i) zero_wrong += back[i] != 2.0f * host[i];
+  r.set("zero_collectives_ms", zero_ms).set("zero_wrong_entries", static_cast<long long>(zero_wrong));
+  wrong += zero_wrong;
   std::fprintf(stderr,
-               "one-rank NCCL: init %.2f s, sum of %lld floats in 3 slices %.3f ms, %zu wrong\n",
-               init_s, floats, per_sum_ms, wrong);
+               "one-rank NCCL: init %.2f s, sum of %lld floats in 3 slices %.3f ms, %zu wrong; ZeRO "
+               "reduce-scatter + all-gather %.3f ms, %zu wrong\n",
+               init_s, floats, per_sum_ms, wrong - zero_wrong, zero_ms, zero_wrong);
   be.free_floats(dev);
   if (wrong != 0)
     r.mark_failed();

@@ -12,7 +12,7 @@ std::vector<CheckSpec> all_checks() {
                  {{"ref", "", "folder op_reference.py wrote"}},
                  run_ops});
   out.push_back({"nccl",
-                 "a one-rank NCCL communicator: grouped in-place sums, their time",
+                 "a one-rank NCCL communicator: grouped in-place sums and ZeRO's reduce-scatter and all-gather, their time",
                  {{"floats", "124000000", "gradient size (floats)"}},
                  run_nccl});
   out.push_back({"gemm",
