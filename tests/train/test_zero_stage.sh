@@ -12,7 +12,7 @@
 # (the RL run's split of its 8 samples over the ranks, by tokens, decides this: a rank with two of
 # demo.ini's micro-batches of 4 would make it agree to rounding only).
 # With one sequence a micro-batch (the ranks then run 2 backward passes each, summed over the ranks
-# pass by pass) it must agree with stage 0 to 1e-6 in relative error.
+# pass by pass) it must agree with stage 0 to 1e-6 in relative error, in SFT and in RL.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/../.."
@@ -48,11 +48,12 @@ same "sft stage 0 resumed as stage 1" "$tmp/s0/checkpoints/step_000003" "$tmp/h0
 
 # ---- RL on 2 policy ranks (and 1 sandbox rank): the demo policy on tasks it sometimes passes ----
 grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
-rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2
-    --rl.group_size 4 --rl.max_turns 1 --sampler.max_new_tokens 384 --optim.lr 1e-4 --mpi.sandbox_ranks 1
-    --train.steps 2 --log.level info --rl.pipeline sync)  # sync: the runs are compared exactly
-run rl-stage0 3 "${rl[@]}" --run.out_dir "$tmp/r0"
-run rl-stage1 3 "${rl[@]}" --run.out_dir "$tmp/r1" --optim.zero_stage 1
+rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl"
+    --rl.max_turns 1 --sampler.max_new_tokens 384 --optim.lr 1e-4 --mpi.sandbox_ranks 1
+    --log.level info --rl.pipeline sync)  # sync: the runs are compared exactly
+even=(--train.batch_tasks 2 --rl.group_size 4 --train.steps 2)
+run rl-stage0 3 "${rl[@]}" "${even[@]}" --run.out_dir "$tmp/r0"
+run rl-stage1 3 "${rl[@]}" "${even[@]}" --run.out_dir "$tmp/r1" --optim.zero_stage 1
 # grad_norm is summed shard by shard, then over the ranks: the same norm in another rounding order.
 /usr/bin/python3 "$here/compare_runs.py" "$tmp/r0" "$tmp/r1" --near grad_norm=1e-12 || fail=1
 /usr/bin/python3 "$here/weights_moved.py" "$src/models/demo" "$tmp/r1/checkpoints/step_000001" || fail=1
@@ -66,8 +67,17 @@ same "sft stage 2 resumed" "$tmp/s0/checkpoints/step_000003" "$tmp/h2/checkpoint
 run sft-stage0-micro1 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/m0" --train.micro_batch_seqs 1
 run sft-stage2-micro1 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/m2" --train.micro_batch_seqs 1 --optim.zero_stage 2
 /usr/bin/python3 "$here/weights_moved.py" --close 1e-6 "$tmp/m0/checkpoints/step_000003" "$tmp/m2/checkpoints/step_000003" || fail=1
-run rl-stage2 3 "${rl[@]}" --run.out_dir "$tmp/r2" --optim.zero_stage 2
+run rl-stage2 3 "${rl[@]}" "${even[@]}" --run.out_dir "$tmp/r2" --optim.zero_stage 2
 /usr/bin/python3 "$here/compare_runs.py" "$tmp/r0" "$tmp/r2" --near grad_norm=1e-12 || fail=1
+# RL with one sequence a micro-batch and 9 samples, so the 2 policy ranks hold different numbers:
+# each runs as many backward passes as the busiest, the other padding with zeros. One update, so
+# that both runs sample from the same weights; it must move them (2 of the 9 pass), or the check
+# would be vacuous.
+odd=(--train.micro_batch_seqs 1 --train.steps 1 --train.batch_tasks 3 --rl.group_size 3)
+run rl-stage0-micro1 3 "${rl[@]}" --run.out_dir "$tmp/q0" "${odd[@]}"
+run rl-stage2-micro1 3 "${rl[@]}" --run.out_dir "$tmp/q2" "${odd[@]}" --optim.zero_stage 2
+/usr/bin/python3 "$here/weights_moved.py" "$src/models/demo" "$tmp/q2/checkpoints/step_000000" || fail=1
+/usr/bin/python3 "$here/weights_moved.py" --close 1e-6 "$tmp/q0/checkpoints/step_000000" "$tmp/q2/checkpoints/step_000000" || fail=1
 
 [ "$fail" = 0 ] && echo "all ZeRO stage 1 and 2 checks passed"
 exit $fail
