@@ -12,8 +12,8 @@
 #   3. runs the checks: device report, backend op parity against this machine's PyTorch,
 #      the sandbox's GPU executor with its timing, a one-rank NCCL communicator;
 #   4. runs the benchmarks: cuBLASLt GEMM throughput, training-step MFU (~124M parameters,
-#      T = 1024), decode at batch 64 against the HBM-bandwidth bound, and PyTorch eager on the
-#      same model;
+#      T = 1024; and a 1.5B-class step at T = 2048 with leap plan's memory beside the measured),
+#      decode at batch 64 against the HBM-bandwidth bound, and PyTorch eager on the same model;
 #   5. leaves two files in RESULTS_DIR: summary.txt and gpu_check.tar.gz (every step's JSON
 #      and log, the environment, the build logs, figures.json; not the op reference tensors).
 #      The archive is rewritten after every step, so a run cut short still leaves one.
@@ -24,7 +24,7 @@
 #   scripts/stage_gpu_deps.sh && timeout 9m benchmarks/gpu_check.sh RESULTS_DIR
 set -u
 if [[ $# -ne 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
   exit 2
 fi
 T_START=$(date +%s)
@@ -212,6 +212,9 @@ if torch_ok; then
 else
   note "SKIPPED torch_eager: PyTorch with a CUDA device is not available"
 fi
+# Last, so that it never takes the others' budget: the 1.5B-class step at T = 2048 (random
+# weights: 6 GB made on the host first), its MFU, and leap plan's memory against cudaMemGetInfo's.
+run_step train_1p5b 120 "$CHECK" train --model=1.5b --batch=1 --seq=2048 --steps=3
 if have "$PY"; then
   "$PY" "$ROOT/benchmarks/gpu/summarize.py" "$WORK" 2>&1 | tee -a "$SUMMARY"
 fi

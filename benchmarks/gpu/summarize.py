@@ -22,6 +22,7 @@ def load(name):
 
 info, ops, ex, nccl = load("info"), load("ops"), load("executor"), load("nccl")
 train, decode, torch_eager = load("train"), load("decode"), load("torch_eager")
+train_1p5b = load("train_1p5b")
 rows = []
 if info:
     rows.append(("device", "%s, %s" % (info.get("name", "none"), info.get("libraries", ""))))
@@ -35,8 +36,9 @@ if ex:
                  (ex.get("ok", 0), ex.get("tasks", 0), ex.get("min_speedup", 0), ex.get("max_speedup", 0),
                   ex.get("mean_verify_s", 0))))
 if nccl:
-    rows.append(("one-rank NCCL", "%s, sum %.3f ms" % ("pass" if nccl.get("pass") else "FAIL",
-                                                       nccl.get("sum_ms", float("nan")))))
+    rows.append(("one-rank NCCL", "%s, sum %.3f ms, ZeRO reduce-scatter + all-gather %.3f ms" % (
+        "pass" if nccl.get("pass") else "FAIL", nccl.get("sum_ms", float("nan")),
+        nccl.get("zero_collectives_ms", float("nan")))))
 tt = torch_eager.get("train") if torch_eager else None
 td = torch_eager.get("decode") if torch_eager else None
 if train:
@@ -45,6 +47,12 @@ if train:
     if tt:
         line += "; PyTorch eager %.1f ms: %.2fx (goal >= 1.2x)" % (tt["step_ms"], tt["step_ms"] / train["step_ms"])
     rows.append(("train step, ~124M, T=%d" % train["seq"], line))
+if train_1p5b:
+    rows.append(("train step, 1.5B, T=%d" % train_1p5b["seq"],
+                 "%.1f ms/step, MFU %.1f%%; memory %.2f GiB, leap plan %.2f GiB (plan/measured %.3f; "
+                 "the issue's check: the plan within 10%%)" % (
+                     train_1p5b["step_ms"], 100 * train_1p5b["mfu"], train_1p5b["step_memory_gib"],
+                     train_1p5b["plan_gib"], train_1p5b["plan_over_measured"])))
 if decode:
     line = "%.3f ms/step on the device, %.0f tok/s, %.1f%% of the HBM bound (goal >= 50%%)" % (
         decode["step_ms"], decode["tokens_per_s"], 100 * decode["fraction_of_hbm_bound"])

@@ -3,6 +3,11 @@
 // policy replica runs it, at B sequences of T tokens. Reports ms per step, tokens/s and MFU:
 // model FLOPs per token 6*P + 12*L*C*T (PaLM's count: matmuls forward and backward, plus
 // attention scores and values without causal savings) over the GPU's dense bf16 peak.
+// It also measures the device memory the model, optimizer state and step take (cudaMemGetInfo
+// before the model and after the warm-up step) beside what leap plan predicts for them
+// (model/memory_plan.h: every kind but the KV cache, the KL reference and the sampler's logits,
+// which this step does not allocate). `--model=1.5b` runs Qwen2.5-1.5B's shapes instead of the
+// ~124M model (at T = 2048: the 1.5B-class step).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -14,6 +19,7 @@
 #include "cuda/check/bench_model.h"
 #include "cuda/check/checks.h"
 #include "cuda/cuda_backend.h"
+#include "model/memory_plan.h"
 #include "model/token_batch.h"
 #include "model/transformer.h"
 
@@ -24,9 +30,14 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
   LEAP_ASSIGN_OR_RETURN(long long T, args.integer("seq"));
   LEAP_ASSIGN_OR_RETURN(long long steps, args.integer("steps"));
   LEAP_ASSIGN_OR_RETURN(double peak_tflops, args.number("peak_tflops"));
+  const std::string& which = args.str("model");
+  if (which != "124m" && which != "1.5b") return invalid_input("--model must be 124m or 1.5b, not " + which);
   LEAP_ASSIGN_OR_RETURN(auto ctx, CudaContext::create(0, size_t{32} << 20));
   CudaBackend be(*ctx);
-  const model::ModelConfig cfg = bench_model_config();
+  const model::ModelConfig cfg = which == "1.5b" ? bench_model_1p5b_config() : bench_model_config();
+  size_t free_before = 0, total_b = 0;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  cudaMemGetInfo(&free_before, &total_b);
   model::Transformer m(cfg, be);
   m.init_random(1);
   const size_t P = m.num_params();
@@ -66,8 +77,22 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
       6.0 * static_cast<double>(P) + 12.0 * L * C * static_cast<double>(T);
   const double tokens = static_cast<double>(B * T);
   const double tflops = flops_per_token * tokens / (med * 1e-3) / 1e12;
-  size_t free_b = 0, total_b = 0;
+  size_t free_b = 0;
   cudaMemGetInfo(&free_b, &total_b);
+  // What leap plan says this step holds (the cuBLASLt workspace came with the context, before
+  // free_before: left out of both sides).
+  model::PlanInput in;
+  in.model = cfg;
+  in.backend = "cuda";
+  in.micro_batch_seqs = static_cast<int>(B);
+  in.train_tokens = T;
+  const model::MemoryPlan plan = model::plan_policy_rank(in);
+  uint64_t planned = 0;
+  for (const auto& item : plan.items)
+    if (item.kind != "kv_cache" && item.kind != "kl_reference") planned += item.bytes;
+  planned -= (uint64_t{32} << 20) + 4 * static_cast<uint64_t>(B) * cfg.vocab_size;  // workspace, sampler logits
+  const double measured_gib = static_cast<double>(free_before - free_b) / (1 << 30);
+  const double planned_gib = static_cast<double>(planned) / (1 << 30);
   JsonRecord r;
   r.set("params", static_cast<long long>(P))
       .set("batch", B)
@@ -78,12 +103,17 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
       .set("model_tflops", tflops)
       .set("mfu", tflops / peak_tflops)
       .set("peak_tflops_assumed", peak_tflops)
+      .set("model", which)
       .set("device_memory_used_gib", static_cast<double>(total_b - free_b) / (1 << 30))
+      .set("step_memory_gib", measured_gib)
+      .set("plan_gib", planned_gib)
+      .set("plan_over_measured", planned_gib / measured_gib)
       .set("gemm_plans", static_cast<long long>(be.gemm().plans()));
   std::fprintf(
       stderr,
-      "train step: %.1fM params, B=%lld T=%lld: %.1f ms (%.0f tok/s), %.0f TFLOP/s, MFU %.1f%%\n",
-      P / 1e6, B, T, med, tokens / (med * 1e-3), tflops, 100 * tflops / peak_tflops);
+      "train step: %.1fM params, B=%lld T=%lld: %.1f ms (%.0f tok/s), %.0f TFLOP/s, MFU %.1f%%; memory %.2f GiB, "
+      "leap plan %.2f GiB\n",
+      P / 1e6, B, T, med, tokens / (med * 1e-3), tflops, 100 * tflops / peak_tflops, measured_gib, planned_gib);
   be.free_floats(adam_m);
   be.free_floats(adam_v);
   return r;

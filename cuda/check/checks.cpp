@@ -21,8 +21,9 @@ std::vector<CheckSpec> all_checks() {
                  run_gemm});
 #ifdef LEAP_CHECK_HAS_MODEL
   out.push_back({"train",
-                 "training step of a ~124M-parameter model: time, tokens/s, MFU",
-                 {{"batch", "8", "sequences B"},
+                 "training step of a ~124M-parameter (or 1.5B) model: time, tokens/s, MFU, memory against leap plan",
+                 {{"model", "124m", "124m, or 1.5b (Qwen2.5-1.5B's shapes)"},
+                  {"batch", "8", "sequences B"},
                   {"seq", "1024", "sequence length T"},
                   {"steps", "5", "timed steps (after one warm-up)"},
                   {"peak_tflops", "989", "dense bf16 peak of the GPU (H100/H200 SXM: 989)"}},
