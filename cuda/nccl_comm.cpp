@@ -112,27 +112,30 @@ Status NcclComm::sum_async(const std::vector<FloatSlice>& slices) {
   return wait_enqueued("enqueueing the gradient all-reduce");
 }
 
-Status NcclComm::slices_async(bool reduce, float* piece, const std::vector<int>& counts,
-                              const std::vector<int>& displs) {
+Status NcclComm::slices_async(bool reduce, const std::vector<RankSlices>& pieces) {
   if (broken_) return internal_error("NCCL communicator was aborted earlier");
-  if (counts.size() != static_cast<size_t>(nranks_) || displs.size() != counts.size())
-    return internal_error("ZeRO collective: counts for " + std::to_string(counts.size()) + " ranks, the group has " +
-                          std::to_string(nranks_));
+  for (const auto& p : pieces) {
+    if (p.counts->size() != static_cast<size_t>(nranks_) || p.displs->size() != p.counts->size())
+      return internal_error("ZeRO collective: counts for " + std::to_string(p.counts->size()) +
+                            " ranks, the group has " + std::to_string(nranks_));
+  }
   ctx_->comm_waits_for_compute();
   const char* what = reduce ? "ncclReduce" : "ncclBroadcast";
   ncclResult_t rc = ncclGroupStart();
   if (rc != ncclSuccess) return fail(std::string("ncclGroupStart: ") + ncclGetErrorString(rc));
-  for (int r = 0; r < nranks_; ++r) {
-    // Every rank sees the same counts, so every rank skips the same empty slices.
-    const size_t n = static_cast<size_t>(counts[static_cast<size_t>(r)]);
-    float* slice = piece + displs[static_cast<size_t>(r)];
-    for (size_t off = 0; off < n; off += kMaxFloatsPerCall) {
-      const size_t count = std::min(kMaxFloatsPerCall, n - off);
-      rc = reduce ? ncclReduce(slice + off, slice + off, count, ncclFloat, ncclSum, r, comm_, ctx_->comm())
-                  : ncclBroadcast(slice + off, slice + off, count, ncclFloat, r, comm_, ctx_->comm());
-      if (rc != ncclSuccess && rc != ncclInProgress) {
-        ncclGroupEnd();
-        return fail(std::string(what) + ": " + ncclGetErrorString(rc));
+  for (const auto& p : pieces) {
+    for (int r = 0; r < nranks_; ++r) {
+      // Every rank sees the same counts, so every rank skips the same empty slices.
+      const size_t n = static_cast<size_t>((*p.counts)[static_cast<size_t>(r)]);
+      float* slice = p.piece + (*p.displs)[static_cast<size_t>(r)];
+      for (size_t off = 0; off < n; off += kMaxFloatsPerCall) {
+        const size_t count = std::min(kMaxFloatsPerCall, n - off);
+        rc = reduce ? ncclReduce(slice + off, slice + off, count, ncclFloat, ncclSum, r, comm_, ctx_->comm())
+                    : ncclBroadcast(slice + off, slice + off, count, ncclFloat, r, comm_, ctx_->comm());
+        if (rc != ncclSuccess && rc != ncclInProgress) {
+          ncclGroupEnd();
+          return fail(std::string(what) + ": " + ncclGetErrorString(rc));
+        }
       }
     }
   }
@@ -141,13 +144,9 @@ Status NcclComm::slices_async(bool reduce, float* piece, const std::vector<int>&
   return wait_enqueued(reduce ? "enqueueing a ZeRO reduce-scatter" : "enqueueing a ZeRO all-gather");
 }
 
-Status NcclComm::reduce_scatter_async(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) {
-  return slices_async(true, piece, counts, displs);
-}
+Status NcclComm::reduce_scatter_async(const std::vector<RankSlices>& pieces) { return slices_async(true, pieces); }
 
-Status NcclComm::allgather_async(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) {
-  return slices_async(false, piece, counts, displs);
-}
+Status NcclComm::allgather_async(const std::vector<RankSlices>& pieces) { return slices_async(false, pieces); }
 
 Status NcclComm::wait() {
   if (broken_) return internal_error("NCCL communicator was aborted earlier");

@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/rank_slices.h"
 #include "common/status.h"
 #include "cuda/cuda_context.h"
 
@@ -44,12 +45,12 @@ class NcclComm {
   // Enqueues the in-place ncclSum of every slice (one NCCL group) on the comm stream, after the
   // work issued on the compute stream so far.
   Status sum_async(const std::vector<FloatSlice>& slices);
-  // ZeRO's collectives over one piece of a flat buffer cut into per-rank slices (slice r:
-  // counts[r] floats at piece + displs[r]), in place, enqueued like sum_async (one NCCL group):
-  // reduce_scatter_async leaves the group's sum of this rank's slice in it (ncclReduce to each
-  // slice's rank); allgather_async gives every rank every rank's slice (ncclBroadcast from each).
-  Status reduce_scatter_async(float* piece, const std::vector<int>& counts, const std::vector<int>& displs);
-  Status allgather_async(float* piece, const std::vector<int>& counts, const std::vector<int>& displs);
+  // ZeRO's collectives over pieces cut into per-rank slices (common/rank_slices.h), in place, all
+  // the pieces in one NCCL group enqueued like sum_async: reduce_scatter_async leaves the group's
+  // sum of this rank's slice of each piece in it (ncclReduce to each slice's rank);
+  // allgather_async gives every rank every rank's slices (ncclBroadcast from each).
+  Status reduce_scatter_async(const std::vector<RankSlices>& pieces);
+  Status allgather_async(const std::vector<RankSlices>& pieces);
   // Waits until every enqueued collective has finished, or fails (error or timeout: aborted).
   Status wait();
 
@@ -58,8 +59,8 @@ class NcclComm {
       : ctx_(&ctx), rank_(rank), nranks_(nranks), timeout_s_(timeout_s) {}
   // Polls until NCCL no longer reports ncclInProgress for this communicator.
   Status wait_enqueued(const char* what);
-  // One NCCL group of a per-rank call (reduce or broadcast) over the slices of a piece.
-  Status slices_async(bool reduce, float* piece, const std::vector<int>& counts, const std::vector<int>& displs);
+  // One NCCL group of a per-rank call (reduce or broadcast) over the slices of the pieces.
+  Status slices_async(bool reduce, const std::vector<RankSlices>& pieces);
   Status fail(const std::string& why);
 
   CudaContext* ctx_;

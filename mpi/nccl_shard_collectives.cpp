@@ -13,15 +13,14 @@ Expected<std::unique_ptr<NcclShardCollectives>> NcclShardCollectives::create(cud
   return std::unique_ptr<NcclShardCollectives>(new NcclShardCollectives(std::move(comm), policy));
 }
 
-void NcclShardCollectives::reduce_scatter(float* piece, const std::vector<int>& counts,
-                                          const std::vector<int>& displs) {
-  Status st = comm_->reduce_scatter_async(piece, counts, displs);
+void NcclShardCollectives::reduce_scatter(const std::vector<RankSlices>& pieces) {
+  Status st = comm_->reduce_scatter_async(pieces);
   if (st.is_ok()) st = comm_->wait();
   LEAP_CHECK(st.is_ok(), "ZeRO reduce-scatter (nccl) failed: " << st.message());
 }
 
-void NcclShardCollectives::allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) {
-  Status st = comm_->allgather_async(piece, counts, displs);
+void NcclShardCollectives::allgather(const std::vector<RankSlices>& pieces) {
+  Status st = comm_->allgather_async(pieces);
   if (st.is_ok()) st = comm_->wait();
   LEAP_CHECK(st.is_ok(), "ZeRO all-gather (nccl) failed: " << st.message());
 }

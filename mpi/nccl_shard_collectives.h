@@ -1,6 +1,6 @@
 // NcclShardCollectives: ZeRO's collectives (shard_collectives.h) on the CUDA backend, over a
-// communicator of their own (not the gradient reducer's). Each call is one NCCL group on the comm
-// stream after the compute stream's work so far, then a polled wait (NcclComm::wait), so the
+// communicator of their own. Each call (a bucket's pieces) is one NCCL group on the comm stream
+// after the compute stream's work so far, then a polled wait (NcclComm::wait), so the
 // compute stream's later work sees the result and the caller may reuse the piece's memory at
 // once. Not overlapped with the backward: correct first. The host-side norm goes over MPI.
 //
@@ -23,8 +23,8 @@ class NcclShardCollectives final : public ShardCollectives {
   static Expected<std::unique_ptr<NcclShardCollectives>> create(cuda::CudaBackend& backend, MPI_Comm policy,
                                                                 double timeout_s);
   const char* name() const override { return "nccl"; }
-  void reduce_scatter(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
-  void allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
+  void reduce_scatter(const std::vector<RankSlices>& pieces) override;
+  void allgather(const std::vector<RankSlices>& pieces) override;
   double sum(double value) override;
 
  private:

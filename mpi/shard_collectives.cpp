@@ -12,22 +12,26 @@
 
 namespace leap::mpi {
 
-void MpiShardCollectives::reduce_scatter(float* piece, const std::vector<int>& counts,
-                                         const std::vector<int>& displs) {
+void MpiShardCollectives::reduce_scatter(const std::vector<RankSlices>& pieces) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm_, &rank));
   const size_t r = static_cast<size_t>(rank);
-  // MPI's reduce-scatter is not in place: a receive buffer of one slice, for this call only (so
-  // nothing stays allocated beside what leap plan counts).
-  std::vector<float> mine(static_cast<size_t>(std::max(1, counts[r])));
-  // MPI_Reduce_scatter's send buffer holds the slices back to back in rank order: the plan's
-  // slices are (displs are their prefix sums).
-  MPI_CHECK(MPI_Reduce_scatter(piece, mine.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_));
-  std::copy_n(mine.data(), counts[r], piece + displs[r]);
+  std::vector<float> mine;
+  for (const auto& p : pieces) {
+    const std::vector<int>& counts = *p.counts;
+    // MPI's reduce-scatter is not in place: a receive buffer of one slice, for this call only (so
+    // nothing stays allocated beside what leap plan counts). Its send buffer holds the slices back
+    // to back in rank order, as the plan's are (displs are their prefix sums).
+    mine.resize(static_cast<size_t>(std::max(1, counts[r])));
+    MPI_CHECK(MPI_Reduce_scatter(p.piece, mine.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_));
+    std::copy_n(mine.data(), counts[r], p.piece + (*p.displs)[r]);
+  }
 }
 
-void MpiShardCollectives::allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) {
-  MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, piece, counts.data(), displs.data(), MPI_FLOAT, comm_));
+void MpiShardCollectives::allgather(const std::vector<RankSlices>& pieces) {
+  for (const auto& p : pieces)
+    MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, p.piece, p.counts->data(), p.displs->data(),
+                             MPI_FLOAT, comm_));
 }
 
 double MpiShardCollectives::sum(double value) { return allreduce_sum(value, comm_); }

@@ -3,10 +3,10 @@
 // (zero_shard.h, zero_gradients.h) make the same calls either way, so the CPU runs, which the
 // tests compare with the replicated step, check the logic the GPU runs.
 //
-// A piece is a range of a flat buffer cut into one slice per rank (ZeroPlan): slice r is
-// counts[r] floats at piece + displs[r]. Both calls are in place and collective over the group; a
-// failure (NCCL: an error or a timeout, the communicator aborted) is fatal, as a failed gradient
-// sum is (optimizer_step.h).
+// A piece is a range of a flat buffer cut into one slice per rank (ZeroPlan; common/rank_slices.h).
+// Both calls take a list of pieces (a bucket: NCCL makes them one group and one wait), are in
+// place and collective over the group; a failure (NCCL: an error or a timeout, the communicator
+// aborted) is fatal, as a failed gradient sum is (optimizer_step.h).
 #pragma once
 
 #include <mpi.h>
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "common/rank_slices.h"
 #include "common/status.h"
 
 namespace leap::mpi {
@@ -23,10 +24,11 @@ class ShardCollectives {
  public:
   virtual ~ShardCollectives() = default;
   virtual const char* name() const = 0;
-  // Afterwards this rank's slice holds the group's sum of it; the rest of the piece is undefined.
-  virtual void reduce_scatter(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) = 0;
+  // Afterwards this rank's slice of each piece holds the group's sum of it; the rest of the
+  // pieces is undefined.
+  virtual void reduce_scatter(const std::vector<RankSlices>& pieces) = 0;
   // Afterwards every rank's slice holds what that rank had in it.
-  virtual void allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) = 0;
+  virtual void allgather(const std::vector<RankSlices>& pieces) = 0;
   // The group's sum of a host value (a norm's sum of squares).
   virtual double sum(double value) = 0;
 };
@@ -36,8 +38,8 @@ class MpiShardCollectives final : public ShardCollectives {
  public:
   explicit MpiShardCollectives(MPI_Comm comm) : comm_(comm) {}
   const char* name() const override { return "mpi"; }
-  void reduce_scatter(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
-  void allgather(float* piece, const std::vector<int>& counts, const std::vector<int>& displs) override;
+  void reduce_scatter(const std::vector<RankSlices>& pieces) override;
+  void allgather(const std::vector<RankSlices>& pieces) override;
   double sum(double value) override;
 
  private:

@@ -65,18 +65,22 @@ void ShardedGradients::clear() { be_->zero(sum_, floats_); }
 
 void ShardedGradients::reduce(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats) {
   const size_t me = static_cast<size_t>(plan_->rank);
+  // This rank's running sum joins its own contribution to each piece, so the reduce-scatter (the
+  // whole bucket in one call) leaves the new running sum in its slice, which goes back to the
+  // shard.
+  std::vector<RankSlices> slices;
   for (const Piece& piece : pieces) {
     const auto& counts = plan_->counts[piece.plan_index];
     const auto& displs = plan_->displs[piece.plan_index];
-    float* contribution = buffer + piece.in_buffer;
-    float* own = contribution + displs[me];
-    float* mine = sum_ + piece.in_sum;
+    float* own = buffer + piece.in_buffer + displs[me];
     const size_t n = static_cast<size_t>(counts[me]);
-    // This rank's running sum joins its own contribution, so the reduce-scatter leaves the new
-    // running sum in its slice, which goes back to the shard.
-    if (n > 0) be_->add_forward(own, own, mine, n);
-    comm_->reduce_scatter(contribution, counts, displs);
-    if (n > 0) be_->copy(mine, own, n);
+    if (n > 0) be_->add_forward(own, own, sum_ + piece.in_sum, n);
+    slices.push_back({buffer + piece.in_buffer, &counts, &displs});
+  }
+  if (!slices.empty()) comm_->reduce_scatter(slices);
+  for (const Piece& piece : pieces) {
+    const size_t n = static_cast<size_t>(plan_->counts[piece.plan_index][me]);
+    if (n > 0) be_->copy(sum_ + piece.in_sum, buffer + piece.in_buffer + plan_->displs[piece.plan_index][me], n);
   }
   be_->zero(buffer, buffer_floats);
 }

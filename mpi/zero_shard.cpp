@@ -48,14 +48,32 @@ std::vector<FloatRange> ZeroPlan::owned() const {
   return out;
 }
 
+namespace {
+
+// The plan's pieces of the flat buffer at `base`, at most kPiecesPerCall to a call: on NCCL one
+// group and one wait each (a layer has about a dozen pieces).
+constexpr size_t kPiecesPerCall = 16;
+
+template <class Call>
+void by_calls(float* base, const ZeroPlan& plan, const Call& call) {
+  std::vector<RankSlices> batch;
+  for (size_t p = 0; p < plan.pieces.size(); ++p) {
+    batch.push_back({base + plan.pieces[p].first, &plan.counts[p], &plan.displs[p]});
+    if (batch.size() == kPiecesPerCall || p + 1 == plan.pieces.size()) {
+      call(batch);
+      batch.clear();
+    }
+  }
+}
+
+}  // namespace
+
 void reduce_scatter_sum(float* grads, const ZeroPlan& plan, ShardCollectives& comm) {
-  for (size_t p = 0; p < plan.pieces.size(); ++p)
-    comm.reduce_scatter(grads + plan.pieces[p].first, plan.counts[p], plan.displs[p]);
+  by_calls(grads, plan, [&](const std::vector<RankSlices>& b) { comm.reduce_scatter(b); });
 }
 
 void allgather_weights(model::Transformer& model, const ZeroPlan& plan, ShardCollectives& comm) {
-  for (size_t p = 0; p < plan.pieces.size(); ++p)
-    comm.allgather(model.params() + plan.pieces[p].first, plan.counts[p], plan.displs[p]);
+  by_calls(model.params(), plan, [&](const std::vector<RankSlices>& b) { comm.allgather(b); });
   model.backend().external_write(model.params(), model.num_params());
 }
 

@@ -63,13 +63,15 @@ Expected<JsonRecord> run_nccl(const CheckArgs& args) {
   be.add_forward(dev, dev, dev, n);  // doubles every entry just before, on the compute stream
   const size_t piece = size_t{1} << 27;
   const auto t2 = std::chrono::steady_clock::now();
-  for (int pass = 0; pass < 2; ++pass)
-    for (size_t at = 0; at < n; at += piece) {
-      const std::vector<int> counts = {static_cast<int>(std::min(piece, n - at))}, displs = {0};
-      LEAP_RETURN_IF_ERROR(pass == 0 ? comm->reduce_scatter_async(dev + at, counts, displs)
-                                     : comm->allgather_async(dev + at, counts, displs));
-      LEAP_RETURN_IF_ERROR(comm->wait());
-    }
+  std::vector<std::vector<int>> counts;
+  for (size_t at = 0; at < n; at += piece) counts.push_back({static_cast<int>(std::min(piece, n - at))});
+  const std::vector<int> displs = {0};
+  std::vector<RankSlices> pieces;
+  for (size_t k = 0; k < counts.size(); ++k) pieces.push_back({dev + k * piece, &counts[k], &displs});
+  for (int pass = 0; pass < 2; ++pass) {  // all the pieces in one group, as a ZeRO bucket is
+    LEAP_RETURN_IF_ERROR(pass == 0 ? comm->reduce_scatter_async(pieces) : comm->allgather_async(pieces));
+    LEAP_RETURN_IF_ERROR(comm->wait());
+  }
   const double zero_ms = std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count() * 1e3;
   be.download(back.data(), dev, n);
   size_t zero_wrong = 0;

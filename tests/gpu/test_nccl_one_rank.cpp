@@ -61,14 +61,16 @@ TEST_F(NcclOneRank, ZeroReduceScatterAndAllGatherAfterComputeWork) {
   for (int round = 0; round < 2; ++round) {
     be.upload(dev + 5, host.data(), n);
     be.add_forward(dev + 5, dev + 5, dev + 5, n);  // on the compute stream, just before
-    ASSERT_TRUE(round == 0 ? (*comm)->reduce_scatter_async(dev, counts, displs).is_ok()
-                           : (*comm)->allgather_async(dev, counts, displs).is_ok());
+    const std::vector<RankSlices> pieces = {{dev, &counts, &displs}};
+    ASSERT_TRUE(round == 0 ? (*comm)->reduce_scatter_async(pieces).is_ok()
+                           : (*comm)->allgather_async(pieces).is_ok());
     ASSERT_TRUE((*comm)->wait().is_ok());
     std::vector<float> got(n);
     be.download(got.data(), dev + 5, n);
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 2.0f * host[i]) << "round " << round << " i " << i;
   }
-  EXPECT_FALSE((*comm)->reduce_scatter_async(dev, {1, 2}, {0, 1}).is_ok()) << "counts for 2 ranks in a group of 1";
+  const std::vector<int> two = {1, 2}, at = {0, 1};
+  EXPECT_FALSE((*comm)->reduce_scatter_async({{dev, &two, &at}}).is_ok()) << "counts for 2 ranks in a group of 1";
   be.free_floats(dev);
 #endif
 }
