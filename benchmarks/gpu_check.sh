@@ -214,7 +214,8 @@ else
 fi
 # Last, so that it never takes the others' budget: the 1.5B-class step at T = 2048 (random
 # weights: 6 GB made on the host first), its MFU, and leap plan's memory against cudaMemGetInfo's.
-run_step train_1p5b 120 "$CHECK" train --model=1.5b --batch=1 --seq=2048 --steps=3
+run_step train_1p5b 120 "$CHECK" train --config="$ROOT/models/qwen2.5-coder-1.5b/config.json" --batch=1 \
+  --seq=2048 --steps=3
 if have "$PY"; then
   "$PY" "$ROOT/benchmarks/gpu/summarize.py" "$WORK" 2>&1 | tee -a "$SUMMARY"
 fi

@@ -36,9 +36,11 @@ ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterL
   };
   std::vector<std::vector<FloatRange>> layers;
   std::vector<FloatRange> covered;
-  for (int l = 0; !layer_ranges(layout, l).empty(); ++l) {
-    layers.push_back(layer_ranges(layout, l));
-    covered.insert(covered.end(), layers.back().begin(), layers.back().end());
+  for (int l = 0;; ++l) {
+    std::vector<FloatRange> ranges = layer_ranges(layout, l);
+    if (ranges.empty()) break;
+    covered.insert(covered.end(), ranges.begin(), ranges.end());
+    layers.push_back(std::move(ranges));
   }
   const std::vector<FloatRange> rest = uncovered_ranges(covered, layout.total());
   layer_pieces_.resize(layers.size());

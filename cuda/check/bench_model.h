@@ -25,26 +25,4 @@ inline model::ModelConfig bench_model_config() {
   return c;
 }
 
-// Qwen2.5-1.5B's shapes (models/qwen2.5-coder-1.5b/config.json: C = 1536, L = 28, 12 heads of
-// 128 with 2 KV heads, I = 8960, V = 151936, tied embeddings, q/k/v biases; 1.54B parameters),
-// with random weights: the train check's `--model=1.5b`, which compares leap plan's prediction
-// with the memory the step really takes.
-inline model::ModelConfig bench_model_1p5b_config() {
-  model::ModelConfig c;
-  c.model_type = "qwen2";
-  c.vocab_size = 151936;
-  c.hidden_size = 1536;
-  c.intermediate_size = 8960;
-  c.num_hidden_layers = 28;
-  c.num_attention_heads = 12;
-  c.num_key_value_heads = 2;
-  c.head_dim = 128;
-  c.max_position_embeddings = 32768;
-  c.rope_theta = 1000000.0;
-  c.rms_norm_eps = 1e-6;
-  c.tie_word_embeddings = true;
-  c.qkv_bias = true;
-  return c;
-}
-
 }  // namespace leap::cuda::check

@@ -6,8 +6,9 @@
 // It also measures the device memory the model, optimizer state and step take (cudaMemGetInfo
 // before the model and after the warm-up step) beside what leap plan predicts for them
 // (model/memory_plan.h: every kind but the KV cache, the KL reference and the sampler's logits,
-// which this step does not allocate). `--model=1.5b` runs Qwen2.5-1.5B's shapes instead of the
-// ~124M model (at T = 2048: the 1.5B-class step).
+// which this step does not allocate). `--config=models/qwen2.5-coder-1.5b/config.json` runs that
+// model's shapes with random weights instead of the ~124M model (at T = 2048: the issue's
+// 1.5B-class step).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "cuda/check/checks.h"
 #include "cuda/cuda_backend.h"
 #include "model/memory_plan.h"
+#include "model/model_config.h"
 #include "model/token_batch.h"
 #include "model/transformer.h"
 
@@ -30,11 +32,13 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
   LEAP_ASSIGN_OR_RETURN(long long T, args.integer("seq"));
   LEAP_ASSIGN_OR_RETURN(long long steps, args.integer("steps"));
   LEAP_ASSIGN_OR_RETURN(double peak_tflops, args.number("peak_tflops"));
-  const std::string& which = args.str("model");
-  if (which != "124m" && which != "1.5b") return invalid_input("--model must be 124m or 1.5b, not " + which);
+  const std::string& config_path = args.str("config");
+  model::ModelConfig cfg = bench_model_config();
+  if (!config_path.empty()) {
+    LEAP_ASSIGN_OR_RETURN(cfg, model::read_model_config(config_path));
+  }
   LEAP_ASSIGN_OR_RETURN(auto ctx, CudaContext::create(0, size_t{32} << 20));
   CudaBackend be(*ctx);
-  const model::ModelConfig cfg = which == "1.5b" ? bench_model_1p5b_config() : bench_model_config();
   size_t free_before = 0, total_b = 0;
   CUDA_CHECK(cudaDeviceSynchronize());
   cudaMemGetInfo(&free_before, &total_b);
@@ -103,7 +107,7 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
       .set("model_tflops", tflops)
       .set("mfu", tflops / peak_tflops)
       .set("peak_tflops_assumed", peak_tflops)
-      .set("model", which)
+      .set("model", config_path.empty() ? std::string("bench_124m") : config_path)
       .set("device_memory_used_gib", static_cast<double>(total_b - free_b) / (1 << 30))
       .set("step_memory_gib", measured_gib)
       .set("plan_gib", planned_gib)

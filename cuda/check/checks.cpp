@@ -22,7 +22,7 @@ std::vector<CheckSpec> all_checks() {
 #ifdef LEAP_CHECK_HAS_MODEL
   out.push_back({"train",
                  "training step of a ~124M-parameter (or 1.5B) model: time, tokens/s, MFU, memory against leap plan",
-                 {{"model", "124m", "124m, or 1.5b (Qwen2.5-1.5B's shapes)"},
+                 {{"config", "", "a model's config.json (random weights); empty: the ~124M benchmark model"},
                   {"batch", "8", "sequences B"},
                   {"seq", "1024", "sequence length T"},
                   {"steps", "5", "timed steps (after one warm-up)"},
