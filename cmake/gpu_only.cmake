@@ -85,10 +85,12 @@ target_include_directories(leap_common PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJEC
                                               ${CMAKE_BINARY_DIR}/generated)
 target_link_libraries(leap_common PUBLIC fmt::fmt PRIVATE leap_warnings)
 
-# The op interface only (backend.h, lr_schedule.h): the CPU backend needs OpenBLAS.
-add_library(leap_backend INTERFACE)
-target_include_directories(leap_backend INTERFACE ${PROJECT_SOURCE_DIR}/src)
-target_link_libraries(leap_backend INTERFACE leap_common)
+# The op interface (backend.h, lr_schedule.h) and the host token rule that backend.h's default
+# sample_rows calls: an unoptimised build emits that default in every backend's vtable. The CPU
+# backend itself needs OpenBLAS, so it stays out.
+add_library(leap_backend STATIC src/backend/token_select.cpp)
+target_include_directories(leap_backend PUBLIC ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(leap_backend PUBLIC leap_common PRIVATE leap_warnings)
 
 if(LEAP_GPU_MODEL_TIER)
   add_subdirectory(src/model)
