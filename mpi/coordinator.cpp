@@ -142,9 +142,9 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   return report;
 }
 
-io::MomentSource Coordinator::moment_source() {
-  announce(Control::Kind::kGatherMoments, 0, 0, topo_.world);
-  return [this](const io::MomentTensor& mt, float* out) { policy_.gather_moment(topo_.role_comm, mt, out); };
+Status Coordinator::save_checkpoint(const io::CheckpointRequest& req) {
+  announce(Control::Kind::kCheckpoint, req.step, 0, topo_.world);
+  return policy_.write_checkpoint(topo_.role_comm, &req);
 }
 
 void Coordinator::stop() { announce(Control::Kind::kStop, 0, 0, topo_.world); }
@@ -188,8 +188,8 @@ Status serve_policy(const Topology& topo, PolicyEngine& policy) {
       case Control::Kind::kCpuTime:
         job_cpu_seconds(topo.world);
         break;
-      case Control::Kind::kGatherMoments:
-        policy.serve_moment_gather(topo.role_comm);
+      case Control::Kind::kCheckpoint:
+        LEAP_RETURN_IF_ERROR(policy.write_checkpoint(topo.role_comm, nullptr));
         break;
       case Control::Kind::kSandbox: break;
       case Control::Kind::kStop: return Status::ok();

@@ -12,8 +12,8 @@
 //   then:      kTrain    rank 0 scores the groups and spreads the training samples over policy
 //                        ranks balanced by tokens; they update collectively (gradients summed);
 //              kCheckReplicas (every N steps, optional) policy ranks compare parameter checksums;
-//              kGatherMoments (a checkpoint, ZeRO stage 1) policy ranks send their shard of each
-//                        tensor's moments to rank 0 as its writer reaches the tensor;
+//              kCheckpoint (a checkpoint) every policy rank writes its part of the folder
+//                        (mpi/checkpoint_write.h);
 //   at the end kStop.
 #pragma once
 
@@ -58,10 +58,8 @@ class Coordinator {
   Expected<StepReport> run_step(int64_t step, io::TrajectoryFile* out);
   // Tells every other rank to leave its serve loop.
   void stop();
-  // Where a checkpoint of sharded optimizer state (ZeRO stage 1) takes the moments from: tensor
-  // by tensor, gathered from every policy rank's shard (the others take part from their serve
-  // loop). Announces the gather: the caller must then write the checkpoint.
-  io::MomentSource moment_source();
+  // Writes a checkpoint with every policy rank (the others take part from their serve loop).
+  Status save_checkpoint(const io::CheckpointRequest& req);
 
   rl::DcpController& dcp() { return dcp_; }
   // CPU seconds of the run's earlier attempts (a resumed run continues the count).

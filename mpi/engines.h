@@ -51,14 +51,12 @@ class PolicyEngine {
   // ppo_epochs x mini_batches updates on this rank's share. Collective over `policy`: every
   // policy rank calls it with its share (possibly empty) and the replicas stay identical.
   virtual TrainReport train(const TrainWork& work, MPI_Comm policy) = 0;
-  // With sharded optimizer state (ZeRO stage 1), a checkpoint gathers AdamW's moments onto rank 0
-  // of `policy` one tensor at a time, in io::moment_order: rank 0's checkpoint writer calls
-  // gather_moment for each tensor, the other ranks serve_moment_gather once. Collective; nothing
-  // to do without sharding.
-  virtual void gather_moment(MPI_Comm policy, const io::MomentTensor& mt, float* out) {
-    (void)policy, (void)mt, (void)out;
+  // Writes this rank's part of a checkpoint (mpi/checkpoint_write.h). Collective over `policy`;
+  // `req` is rank 0's only. An engine without a model cannot checkpoint and says so.
+  virtual Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) {
+    (void)policy, (void)req;
+    return unsupported("this policy engine holds no model to checkpoint");
   }
-  virtual void serve_moment_gather(MPI_Comm policy) { (void)policy; }
   // The flat parameters, for the replica checksum.
   virtual const float* params() const = 0;
   virtual size_t num_params() const = 0;

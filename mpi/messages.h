@@ -43,7 +43,7 @@ struct Control {
   // kCpuTime: every rank adds its process tree's CPU seconds into a sum on rank 0 (MPI_Reduce).
   enum class Kind : int32_t {
     kRollout = 0, kSandbox = 1, kTrain = 2, kCheckReplicas = 3, kStop = 4, kCpuTime = 5,
-    kGatherMoments = 6,  // a checkpoint of sharded optimizer state (ZeRO stage 1)
+    kCheckpoint = 6,     // every policy rank writes its part of a checkpoint
     kStream = 7          // the turns of a step as one streaming phase (rl.pipeline = stream)
   } kind = Kind::kStop;
   int64_t step = 0;

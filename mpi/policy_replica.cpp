@@ -11,6 +11,7 @@
 #include "common/stopwatch.h"
 #include "model/token_batch.h"
 #include "mpi/grad_reduce.h"
+#include "mpi/checkpoint_write.h"
 #include "mpi/optimizer_step.h"
 #include "mpi/work_balance.h"
 
@@ -203,12 +204,8 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
   return report;
 }
 
-void PolicyReplica::gather_moment(MPI_Comm policy, const io::MomentTensor& mt, float* out) {
-  if (opts_.zero) mpi::gather_moment(optimizer_, *opts_.zero->plan, mt, policy, out);
-}
-
-void PolicyReplica::serve_moment_gather(MPI_Comm policy) {
-  if (opts_.zero) mpi::serve_moment_gather(optimizer_, *opts_.zero->plan, model_.layout(), policy);
+Status PolicyReplica::write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) {
+  return mpi::write_checkpoint(policy, req, model_, optimizer_, opts_.zero ? opts_.zero->plan : nullptr);
 }
 
 const float* PolicyReplica::params() const {

@@ -47,8 +47,7 @@ class PolicyReplica final : public PolicyEngine {
   void bind_calling_thread() override { model_.backend().bind_calling_thread(); }
   int generation_batch() const override { return std::max(1, opts_.micro_batch_seqs); }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
-  void gather_moment(MPI_Comm policy, const io::MomentTensor& mt, float* out) override;
-  void serve_moment_gather(MPI_Comm policy) override;
+  Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.
   void set_reference(const model::ReferencePolicy* reference) { reference_ = reference; }
   // Host memory: the model's own buffer on the CPU backend, a downloaded copy otherwise.

@@ -77,53 +77,6 @@ void allgather_weights(model::Transformer& model, const ZeroPlan& plan, ShardCol
   model.backend().external_write(model.params(), model.num_params());
 }
 
-void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io::MomentTensor& mt, MPI_Comm comm,
-                   float* out) {
-  const float* src = mt.second ? optimizer.v() : optimizer.m();
-  backend::Backend& be = optimizer.backend();
-  std::vector<float> staged;  // a device backend's slice, downloaded
-  const size_t t0 = mt.tensor->offset, t1 = t0 + mt.tensor->numel;
-  if (t1 == t0) return;  // nothing to gather (and the checkpoint writer skips such a tensor)
-  // Where a slice starting at `flat` sits in the compact moments: its shard range's offset there.
-  const auto& shard = optimizer.shard();
-  auto compact_of = [&](size_t flat) {
-    auto it = std::upper_bound(shard.begin(), shard.end(), std::make_pair(flat, SIZE_MAX));
-    LEAP_CHECK(it != shard.begin());
-    --it;
-    return optimizer.state_offset(static_cast<size_t>(it - shard.begin())) + (flat - it->first);
-  };
-  const size_t world = static_cast<size_t>(plan.world), me = static_cast<size_t>(plan.rank);
-  std::vector<int> counts(world), displs(world);
-  for (size_t p = 0; p < plan.pieces.size(); ++p) {
-    const size_t p0 = plan.pieces[p].first;
-    if (p0 >= t1 || p0 + plan.pieces[p].second <= t0) continue;  // the piece misses the tensor
-    // Every rank's slice of the piece, cut to the tensor: its floats and where they go, counted
-    // from where the piece starts in `out` (a piece is at most max_piece floats: no int overflows).
-    const size_t base = std::max(t0, p0);
-    size_t my_lo = 0;
-    for (size_t r = 0; r < world; ++r) {
-      const size_t lo = std::max(t0, p0 + static_cast<size_t>(plan.displs[p][r]));
-      const size_t hi = std::min(t1, p0 + static_cast<size_t>(plan.displs[p][r]) + static_cast<size_t>(plan.counts[p][r]));
-      counts[r] = hi > lo ? static_cast<int>(hi - lo) : 0;
-      displs[r] = hi > lo ? static_cast<int>(lo - base) : 0;
-      if (r == me) my_lo = lo;
-    }
-    const float* mine = counts[me] > 0 ? src + compact_of(my_lo) : src;
-    if (!be.host_memory() && counts[me] > 0) {
-      staged.resize(static_cast<size_t>(counts[me]));
-      be.download(staged.data(), mine, staged.size());
-      mine = staged.data();
-    }
-    MPI_Gatherv(mine, counts[me], MPI_FLOAT, plan.rank == 0 ? out + (base - t0) : nullptr, counts.data(),
-                displs.data(), MPI_FLOAT, 0, comm);
-  }
-}
-
-void serve_moment_gather(const model::AdamW& optimizer, const ZeroPlan& plan, const model::ParameterLayout& layout,
-                         MPI_Comm comm) {
-  for (const auto& mt : io::moment_order(layout)) gather_moment(optimizer, plan, mt, comm, nullptr);
-}
-
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
                             ShardCollectives& comm) {
   reduce_scatter_sum(model.grads(), plan, comm);

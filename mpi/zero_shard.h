@@ -10,10 +10,10 @@
 // bucket as soon as its layer's backward is done, as the overlapped all-reduce does.
 //
 // `leap train` uses it with optim.zero_stage = 1; stage 2 (zero_gradients.h) keeps
-// this plan and sums the gradient into the shard during the backward instead. A checkpoint gathers the moments
-// to rank 0 one tensor at a time as its writer reaches them, and writes them as a replicated run
-// does; resuming (onto any number of ranks) reads each rank's shard from that file. test_zero_shard_mpi checks the step against the replicated
-// one on 1, 2 and 4 ranks.
+// this plan and sums the gradient into the shard during the backward instead. A checkpoint has each
+// rank write the state of its own slices (mpi/checkpoint_write.h); resuming onto any number of
+// ranks reads each rank's new shard from those files. test_zero_shard_mpi checks the step against
+// the replicated one on 1, 2 and 4 ranks.
 #pragma once
 
 #include <mpi.h>
@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <vector>
 
-#include "io/checkpoint_dir.h"
 #include "model/optimizer.h"
 #include "mpi/grad_buckets.h"
 #include "mpi/shard_collectives.h"
@@ -48,17 +47,6 @@ void reduce_scatter_sum(float* grads, const ZeroPlan& plan, ShardCollectives& co
 // Every rank's slices of the model's weights to every rank, and the backend told (its compute
 // copies of the weights are stale).
 void allgather_weights(model::Transformer& model, const ZeroPlan& plan, ShardCollectives& comm);
-
-// One tensor's moment (m, or v when mt.second) from every rank's shard into `out` (numel floats)
-// on rank 0 of `comm` (MPI, host memory: a device backend's slices are downloaded first); `out`
-// is unused elsewhere. Collective over `comm`; a checkpoint calls it tensor by tensor
-// (io::MomentSource), so no rank ever holds all the moments. Piece by piece, so no count passes
-// INT_MAX.
-void gather_moment(const model::AdamW& optimizer, const ZeroPlan& plan, const io::MomentTensor& mt, MPI_Comm comm,
-                   float* out);
-// The other ranks' side of rank 0's checkpoint: gather_moment for every tensor in io::moment_order.
-void serve_moment_gather(const model::AdamW& optimizer, const ZeroPlan& plan, const model::ParameterLayout& layout,
-                         MPI_Comm comm);
 
 // The sharded optimizer step above; `optimizer` must own plan.owned() (AdamW's shard).
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer,

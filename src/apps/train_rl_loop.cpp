@@ -29,12 +29,8 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   state["seed"] = c.app.run.seed;
   record_prompt_now(ctx.policy, &state);
   if (ctx.policy.reference) state["kl_reference"] = kl_reference_json(*ctx.policy.reference);
-  // Sharded optimizer state (ZeRO stage 1) is gathered tensor by tensor as the file is written:
-  // the file is a replicated run's.
-  io::MomentSource sharded;
-  if (ctx.policy.zero) sharded = coord.moment_source();
-  return io::save_checkpoint(c.app.run.out_dir, step, *ctx.policy.model, *ctx.policy.optimizer, state,
-                             c.train.keep_checkpoints, c.model.path, c.model.max_shard_bytes(), sharded);
+  return coord.save_checkpoint({c.app.run.out_dir, step, state, c.train.keep_checkpoints, c.model.path,
+                               c.model.max_shard_bytes()});
 }
 
 // Slurm sends USR1 a margin before its kill and never requeues a job that ran out of time: a

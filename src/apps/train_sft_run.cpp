@@ -8,6 +8,7 @@
 #include "io/checkpoint_schedule.h"
 #include "model/checkpoint.h"
 #include "model/generation_config.h"
+#include "mpi/checkpoint_write.h"
 #include "mpi/coordinator.h"
 #include "mpi/sft_trainer.h"
 
@@ -93,30 +94,23 @@ Status run_sft(const SftRunContext& ctx) {
   io::CheckpointSchedule schedule(c.train.checkpoint_every, c.train.checkpoint_minutes,
                                   io::CheckpointSchedule::steady_seconds);
   auto step_done = [&](int step, const tasks::TaskSampler::State& order, bool last) -> Status {
-    bool due = topo.is_coordinator() && schedule.due(step, last);
-    // Sharded optimizer state (ZeRO stages 1 and 2): rank 0's decision to every policy rank, which then
-    // sends its shard of each tensor's moments as rank 0's checkpoint writer reaches it.
-    io::MomentSource sharded;
-    if (policy.zero) {
-      int flag = due ? 1 : 0;
-      MPI_Bcast(&flag, 1, MPI_INT, 0, topo.role_comm);
-      due = flag != 0;
-      if (due && !topo.is_coordinator())
-        mpi::serve_moment_gather(*policy.optimizer, *policy.zero, policy.model->layout(), topo.role_comm);
-      sharded = [&](const io::MomentTensor& mt, float* out) {
-        mpi::gather_moment(*policy.optimizer, *policy.zero, mt, topo.role_comm, out);
-      };
+    // Rank 0's decision (its schedule may be by the clock) to every policy rank: each writes its
+    // part of the checkpoint.
+    int due = topo.is_coordinator() && schedule.due(step, last) ? 1 : 0;
+    MPI_Bcast(&due, 1, MPI_INT, 0, topo.role_comm);
+    if (!due) return Status::ok();
+    io::CheckpointRequest req;
+    if (topo.is_coordinator()) {
+      req = {c.app.run.out_dir, step, nlohmann::json{{"mode", "sft"},
+                                                     {"seed", c.app.run.seed},
+                                                     {"data_order", {{"epoch", order.epoch}, {"position", order.position}}},
+                                                     {"material_hash", material_hash}},
+             c.train.keep_checkpoints, c.model.path, c.model.max_shard_bytes()};
+      record_prompt_now(policy, &req.state);
     }
-    if (!topo.is_coordinator() || !due) return Status::ok();
-    nlohmann::json state{{"mode", "sft"},
-                         {"seed", c.app.run.seed},
-                         {"data_order", {{"epoch", order.epoch}, {"position", order.position}}},
-                         {"material_hash", material_hash}};
-    record_prompt_now(policy, &state);
-    LEAP_RETURN_IF_ERROR(io::save_checkpoint(c.app.run.out_dir, step, *policy.model,
-                                             *policy.optimizer, state, c.train.keep_checkpoints,
-                                             c.model.path, c.model.max_shard_bytes(), sharded));
-    schedule.saved();
+    LEAP_RETURN_IF_ERROR(mpi::write_checkpoint(topo.role_comm, &req, *policy.model, *policy.optimizer,
+                                               policy.zero.get()));
+    if (topo.is_coordinator()) schedule.saved();
     return Status::ok();
   };
   auto report =
@@ -125,16 +119,14 @@ Status run_sft(const SftRunContext& ctx) {
                      topo.role_comm, log, policy.reducer.get(), policy.zero ? &policy.zero_shard : nullptr, from,
                      step_done);
   if (!report) return report.status().with_context("SFT");
-  if (!topo.is_coordinator()) return Status::ok();
-  log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss,
-           report->last_loss);
-  if (!c.sft.save_to.empty()) {
-    LEAP_RETURN_IF_ERROR(model::save_model(c.sft.save_to, *policy.model,
-                                           c.sft.save_dtype == "bf16" ? model::DType::kBF16 : model::DType::kF32,
-                                           c.model.max_shard_bytes()));
-    LEAP_RETURN_IF_ERROR(model::copy_model_side_files(c.model.path, c.sft.save_to));
-    log.info("policy written to {}", c.sft.save_to);
-  }
+  if (topo.is_coordinator())
+    log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss, report->last_loss);
+  if (c.sft.save_to.empty()) return Status::ok();
+  // The policy to ship, its shards written by the policy ranks in parallel.
+  const mpi::ExportRequest req{c.sft.save_to, c.sft.save_dtype == "bf16" ? model::DType::kBF16 : model::DType::kF32,
+                               c.model.max_shard_bytes(), c.model.path};
+  LEAP_RETURN_IF_ERROR(mpi::export_model(topo.role_comm, &req, *policy.model));
+  if (topo.is_coordinator()) log.info("policy written to {}", c.sft.save_to);
   return Status::ok();
 }
 

@@ -1,4 +1,4 @@
-// Atomic checkpoint folders: write into .tmp_step_N, fsync'd files, rename to step_N.
+// Atomic checkpoint folders (checkpoint_dir.h): write into .tmp_step_N, fsync'd files, rename to step_N.
 #include "io/checkpoint_dir.h"
 
 #include "common/check.h"
@@ -39,64 +39,63 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const std::string& ru
   return out;
 }
 
+// DIR/state.json, and the optimizer's step count from it.
+Expected<nlohmann::json> read_state(const std::string& dir, model::AdamW& optimizer) {
+  auto text = read_file(dir + "/state.json");
+  if (!text) return text.status();
+  nlohmann::json state = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (state.is_discarded() || !state.contains("step") || !state.contains("optimizer_steps"))
+    return invalid_input(dir + "/state.json: not a LEAP checkpoint state (JSON with step and optimizer_steps)");
+  optimizer.set_steps_taken(state["optimizer_steps"].get<int>());
+  return state;
+}
+
 }  // namespace
 
 std::string checkpoint_dir_name(int64_t step) { return fmt::format("{}{:06d}", kPrefix, step); }
 
-std::vector<MomentTensor> moment_order(const model::ParameterLayout& layout) {
-  std::vector<MomentTensor> out;
-  for (bool second : {false, true})
-    for (const auto& t : layout.tensors()) out.push_back({&t, second});
-  return out;
-}
-
-Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
-                       model::AdamW& optimizer, const nlohmann::json& state, int keep,
-                       const std::string& model_dir, uint64_t max_shard_bytes, const MomentSource& sharded_source) {
-  fs::path root = fs::path(run_dir) / "checkpoints";
-  fs::path final_dir = root / checkpoint_dir_name(step);
-  fs::path tmp = root / (".tmp_" + checkpoint_dir_name(step));
+Expected<std::string> begin_checkpoint(const std::string& run_dir, int64_t step) {
+  const fs::path tmp = fs::path(run_dir) / "checkpoints" / (".tmp_" + checkpoint_dir_name(step));
   std::error_code ec;
-  fs::remove_all(tmp, ec);
+  fs::remove_all(tmp, ec);  // a crashed attempt's
   fs::create_directories(tmp, ec);
   if (ec) return io_error("cannot create '" + tmp.string() + "': " + ec.message());
-  LEAP_RETURN_IF_ERROR(model::save_model(tmp.string(), model, model::DType::kF32, max_shard_bytes));
-  LEAP_RETURN_IF_ERROR(model::copy_model_side_files(model_dir, tmp.string()));
-  // The moments tensor by tensor (m's, then v's): downloaded one at a time on a device backend,
-  // gathered one at a time from the ranks' shards when the optimizer is sharded.
-  const bool sharded = optimizer.state_floats() != model.num_params();
-  LEAP_CHECK(!sharded || sharded_source, "a sharded optimizer's checkpoint needs its moments' source");
-  const std::vector<MomentTensor> order = moment_order(model.layout());
-  std::vector<model::TensorToWrite> tensors;
-  for (const auto& mt : order)
-    tensors.push_back({mt.tensor->name + (mt.second ? ".exp_avg_sq" : ".exp_avg"), mt.tensor->shape, nullptr});
-  backend::Backend& be = model.backend();
-  LEAP_RETURN_IF_ERROR(model::write_safetensors_streamed(
-      (tmp / "optimizer.safetensors").string(), tensors, model::DType::kF32,
-      [&](size_t i, std::vector<float>& staging) -> const float* {
-        const MomentTensor& mt = order[i];
-        const model::TensorInfo& t = *mt.tensor;
-        if (sharded) {
-          staging.resize(t.numel);
-          sharded_source(mt, staging.data());
-          return staging.data();
-        }
-        const float* base = mt.second ? optimizer.v() : optimizer.m();
-        if (be.host_memory()) return base + t.offset;
-        staging.resize(t.numel);
-        be.download(staging.data(), base + t.offset, t.numel);
-        return staging.data();
-      }));
-  nlohmann::json st = state;
-  st["step"] = step;
+  LEAP_RETURN_IF_ERROR(model::begin_model_export(tmp.string()));
+  return tmp.string();
+}
+
+Status write_checkpoint_part(const std::string& tmp, const model::Transformer& model, const model::AdamW& optimizer,
+                             int rank, int world, const FlatRanges& ranges, uint64_t max_shard_bytes) {
+  const model::ModelExport plan = model::plan_model_export(model.layout(), kCheckpointExportDType, max_shard_bytes);
+  for (size_t k = static_cast<size_t>(rank); k < plan.shards.size(); k += static_cast<size_t>(world))
+    LEAP_RETURN_IF_ERROR(model::write_model_shard(tmp, model, plan, k));
+  return write_rank_state(tmp, rank, world, model, optimizer, ranges);
+}
+
+Status finish_checkpoint(const std::string& tmp, const CheckpointRequest& req, const model::Transformer& model,
+                         const model::AdamW& optimizer) {
+  const model::ModelExport plan = model::plan_model_export(model.layout(), kCheckpointExportDType, req.max_shard_bytes);
+  LEAP_RETURN_IF_ERROR(model::finish_model_export(tmp, model, plan));
+  LEAP_RETURN_IF_ERROR(model::copy_model_side_files(req.model_dir, tmp));
+  nlohmann::json st = req.state;
+  st["step"] = req.step;
   st["optimizer_steps"] = optimizer.steps_taken();
-  LEAP_RETURN_IF_ERROR(write_file_atomic((tmp / "state.json").string(), st.dump(2)));
+  LEAP_RETURN_IF_ERROR(write_file_atomic((fs::path(tmp) / "state.json").string(), st.dump(2)));
+  const fs::path final_dir = fs::path(req.run_dir) / "checkpoints" / checkpoint_dir_name(req.step);
+  std::error_code ec;
   fs::remove_all(final_dir, ec);  // a checkpoint of the same step from a crashed attempt
   fs::rename(tmp, final_dir, ec);
-  if (ec) return io_error("cannot rename '" + tmp.string() + "' into place: " + ec.message());
-  auto all = list_checkpoints(run_dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
+  if (ec) return io_error("cannot rename '" + tmp + "' into place: " + ec.message());
+  auto all = list_checkpoints(req.run_dir);
+  for (size_t i = 0; i + static_cast<size_t>(req.keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
   return Status::ok();
+}
+
+Status save_checkpoint(const CheckpointRequest& req, const model::Transformer& model, const model::AdamW& optimizer) {
+  LEAP_CHECK(optimizer.state_floats() == model.num_params(), "a sharded optimizer's checkpoint is written by every rank");
+  LEAP_ASSIGN_OR_RETURN(std::string tmp, begin_checkpoint(req.run_dir, req.step));
+  LEAP_RETURN_IF_ERROR(write_checkpoint_part(tmp, model, optimizer, 0, 1, {{0, model.num_params()}}, req.max_shard_bytes));
+  return finish_checkpoint(tmp, req, model, optimizer);
 }
 
 Expected<std::string> latest_checkpoint(const std::string& run_dir) {
@@ -110,8 +109,17 @@ Expected<std::string> latest_checkpoint(const std::string& run_dir) {
 Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer) {
   auto cfg = model::read_model_config(dir + "/config.json");
   if (!cfg) return cfg.status();
-  LEAP_RETURN_IF_ERROR(model::load_weights(dir, model));
+  if (has_rank_states(dir)) {
+    LEAP_RETURN_IF_ERROR(model::check_weights(dir, model));  // the export: present, of this model
+    LEAP_RETURN_IF_ERROR(load_rank_states(dir, model, optimizer));
+    return read_state(dir, optimizer);
+  }
+  // A checkpoint from before the rank-state files: fp32 weights, and every moment in one file.
   std::string opt_path = dir + "/optimizer.safetensors";
+  if (!fs::exists(opt_path))
+    return invalid_input(dir + ": no optimizer-rank*-of-*.safetensors file (nor an optimizer.safetensors of an "
+                               "older checkpoint): the checkpoint is incomplete; resume from an earlier one");
+  LEAP_RETURN_IF_ERROR(model::load_weights(dir, model));
   auto opt = model::SafetensorsFile::open(opt_path);
   if (!opt) return opt.status();
   // Into the moments themselves on the CPU; on a device through one tensor's staging buffer. A
@@ -144,13 +152,7 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
       }
     }
   }
-  auto text = read_file(dir + "/state.json");
-  if (!text) return text.status();
-  nlohmann::json state = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (state.is_discarded() || !state.contains("step") || !state.contains("optimizer_steps"))
-    return invalid_input(dir + "/state.json: not a LEAP checkpoint state (JSON with step and optimizer_steps)");
-  optimizer.set_steps_taken(state["optimizer_steps"].get<int>());
-  return state;
+  return read_state(dir, optimizer);
 }
 
 }  // namespace leap::io

@@ -1,19 +1,25 @@
 // Run checkpoints (DESIGN.md, Checkpoints): RUN/checkpoints/step_NNNNNN/ holds
-//   model.safetensors + config.json   the policy, in Hugging Face names (opens in transformers);
-//   optimizer.safetensors             AdamW's first and second moments, named like the weights;
-//   state.json                        step, optimizer step count, RNG and sampler state, the
-//                                     DCP state, and anything else the caller puts there.
-// A checkpoint is written into a temporary folder and renamed into place, so a crash never
-// leaves a half-written one; only the newest `keep` are kept.
+//   config.json + model.safetensors       the policy as a Hugging Face bf16 export (opens in
+//     (or model-0000k-of-0000n + index)   transformers), shards of at most 5 GB;
+//   optimizer-rankRRRRR-of-NNNNN.safetensors  per policy rank: the fp32 master weights and AdamW's
+//                                         moments of the ranges it owns (rank_state.h), so that
+//                                         a resume is exact;
+//   state.json                            step, optimizer step count, RNG and sampler state, the
+//                                         DCP state, and anything else the caller puts there.
+// The policy ranks write their parts in parallel (mpi/checkpoint_write.h): rank 0 begins the
+// temporary folder, every rank writes its export shards and its rank state, and rank 0 finishes
+// (config.json, the index, state.json) and renames the folder into place, so a crash never
+// leaves a half-written checkpoint; only the newest `keep` are kept. Checkpoints written before
+// the rank-state files (model.safetensors in fp32 and optimizer.safetensors) still load.
 #pragma once
 
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "io/rank_state.h"
 #include "model/checkpoint.h"
 #include "model/optimizer.h"
 #include "model/transformer.h"
@@ -22,35 +28,36 @@ namespace leap::io {
 
 std::string checkpoint_dir_name(int64_t step);  // "step_000042"
 
-// The moments in the order a checkpoint's optimizer file holds them: every tensor's first moment
-// (`NAME.exp_avg`), in layout order, then every second moment (`NAME.exp_avg_sq`).
-struct MomentTensor {
-  const model::TensorInfo* tensor = nullptr;
-  bool second = false;  // v (exp_avg_sq) rather than m (exp_avg)
+// The parts of one checkpoint's write, in order.
+struct CheckpointRequest {
+  std::string run_dir;
+  int64_t step = 0;
+  nlohmann::json state;   // state.json, with step and optimizer_steps added
+  int keep = 3;           // checkpoints kept
+  std::string model_dir;  // the policy's folder: its tokenizer and generation files are copied
+  uint64_t max_shard_bytes = model::kDefaultMaxShardBytes;
 };
-std::vector<MomentTensor> moment_order(const model::ParameterLayout& layout);
-
-// A sharded optimizer's (ZeRO stage 1) moments, one tensor at a time in moment_order: writes the
-// tensor's numel floats to `out`. On rank 0 it is a collective gather, which the other policy
-// ranks join in the same order (mpi::serve_moment_gather), so no rank ever holds more than one
-// tensor of the moments it does not own.
-using MomentSource = std::function<void(const MomentTensor&, float* out)>;
-
-// Writes RUN/checkpoints/step_NNNNNN and prunes older ones beyond `keep`. The tokenizer and
-// generation files of `model_dir` (the policy's folder) are copied in, so the checkpoint is a
-// complete Hugging Face model folder. The optimizer file holds every parameter's moments, from
-// `optimizer`, or tensor by tensor from `sharded` when the optimizer holds a shard.
-Status save_checkpoint(const std::string& run_dir, int64_t step, const model::Transformer& model,
-                       model::AdamW& optimizer, const nlohmann::json& state, int keep,
-                       const std::string& model_dir,
-                       uint64_t max_shard_bytes = model::kDefaultMaxShardBytes, const MomentSource& sharded = {});
+// Rank 0: creates RUN/checkpoints/.tmp_step_N afresh; returns its path.
+Expected<std::string> begin_checkpoint(const std::string& run_dir, int64_t step);
+// Every policy rank: the bf16 export's shards k with k % world == rank, and this rank's state
+// file for `ranges` (rank_state.h).
+Status write_checkpoint_part(const std::string& tmp, const model::Transformer& model, const model::AdamW& optimizer,
+                             int rank, int world, const FlatRanges& ranges, uint64_t max_shard_bytes);
+// Rank 0, once every part is written: config.json, the index, the side files and state.json;
+// renames the folder into place and prunes older checkpoints beyond `keep`.
+Status finish_checkpoint(const std::string& tmp, const CheckpointRequest& req, const model::Transformer& model,
+                         const model::AdamW& optimizer);
+// The three on one process that holds the whole replicated state (one rank-state file).
+Status save_checkpoint(const CheckpointRequest& req, const model::Transformer& model, const model::AdamW& optimizer);
+inline constexpr model::DType kCheckpointExportDType = model::DType::kBF16;
 
 // The newest complete checkpoint folder of a run, or not_found saying so.
 Expected<std::string> latest_checkpoint(const std::string& run_dir);
 
-// Reads a checkpoint into a model and optimizer of the same shape; returns its state.json.
-// A sharded optimizer (ZeRO stage 1) takes the moments of its shard from the file, whatever the
-// number of ranks that wrote it. Corrupt, truncated or mismatched files are invalid_input naming
+// Reads a checkpoint into a model and optimizer of the same shape; returns its state.json. The
+// export is opened and checked against the model; the weights and moments come from the rank
+// states. A sharded optimizer (ZeRO) takes the moments of its shard, whatever the number of ranks
+// that wrote them. Corrupt, truncated or mismatched files are invalid_input naming
 // the file.
 Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer);
 

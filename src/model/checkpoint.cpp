@@ -51,7 +51,7 @@ Expected<std::map<std::string, std::string>> weight_files(const std::string& dir
 namespace {
 
 // Converts every tensor of `model`'s layout to fp32 at target(t) (numel floats), then calls
-// done(t, data). Files are mapped (safetensors.h), so only what target() points to is process
+// done(t, data); with no target, only checks that each is there with its shape. Files are mapped (safetensors.h), so only what target() points to is process
 // memory; the checks of read_weights (checkpoint.h) apply.
 Status for_each_weight(const std::string& dir, const Transformer& model,
                        const std::function<float*(const TensorInfo&)>& target,
@@ -80,9 +80,16 @@ Status for_each_weight(const std::string& dir, const Transformer& model,
       path = it->second;
     }
     LEAP_ASSIGN_OR_RETURN(const SafetensorsFile* f, file_for(path));
-    float* out = target(t);
-    LEAP_RETURN_IF_ERROR(f->read_f32(t.name, t.shape, out));
-    done(t, out);
+    if (target) {
+      float* out = target(t);
+      LEAP_RETURN_IF_ERROR(f->read_f32(t.name, t.shape, out));
+      done(t, out);
+    } else if (auto e = f->entries().find(t.name); e == f->entries().end() || e->second.shape != t.shape) {
+      return invalid_input(fmt::format("{}: tensor '{}' is {}, the model config.json describes needs shape {}",
+                                       path, t.name, e == f->entries().end() ? std::string("missing")
+                                                                             : "of shape " + shape_to_string(e->second.shape),
+                                       shape_to_string(t.shape)));
+    }
     used.insert(t.name);
   }
   // Tensors the config does not explain mean the config and the weights disagree.
@@ -105,6 +112,10 @@ Status for_each_weight(const std::string& dir, const Transformer& model,
 }
 
 }  // namespace
+
+Status check_weights(const std::string& dir, const Transformer& model) {
+  return for_each_weight(dir, model, {}, {});
+}
 
 Status read_weights(const std::string& dir, const Transformer& model, float* host) {
   return for_each_weight(
@@ -134,81 +145,99 @@ Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
   return model;
 }
 
-Status save_model(const std::string& dir, const Transformer& model, DType stored,
-                  uint64_t max_shard_bytes) {
+std::string ModelExport::shard_name(size_t k) const {
+  return shards.size() == 1 ? std::string("model.safetensors")
+                            : fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, shards.size());
+}
+
+ModelExport plan_model_export(const ParameterLayout& layout, DType stored, uint64_t max_shard_bytes) {
+  // Shards of consecutive tensors, each at most max_shard_bytes of data (a larger tensor gets a
+  // shard of its own), as transformers' save_pretrained(max_shard_size=...) cuts them.
+  ModelExport plan;
+  plan.stored = stored;
+  const uint64_t width = stored == DType::kBF16 ? 2 : 4;
+  const auto& all = layout.tensors();
+  uint64_t filled = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const uint64_t bytes = all[i].numel * width;
+    if (plan.shards.empty() || (filled > 0 && filled + bytes > max_shard_bytes)) {
+      plan.shards.emplace_back();
+      filled = 0;
+    }
+    plan.shards.back().push_back(i);
+    filled += bytes;
+    plan.total_bytes += bytes;
+  }
+  return plan;
+}
+
+Status begin_model_export(const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return io_error(fmt::format("cannot create {}: {}", dir, ec.message()));
-  LEAP_RETURN_IF_ERROR(
-      write_model_config((fs::path(dir) / "config.json").string(), model.config(),
-                         stored == DType::kBF16 ? "bfloat16" : "float32"));
-  // Shards of consecutive tensors, each at most max_shard_bytes of data (a larger tensor gets a
-  // shard of its own), as transformers' save_pretrained(max_shard_size=...) cuts them.
-  const uint64_t width = stored == DType::kBF16 ? 2 : 4;
-  const auto& all = model.layout().tensors();
-  std::vector<std::vector<size_t>> shards;
-  uint64_t filled = 0, total = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const uint64_t bytes = all[i].numel * width;
-    if (shards.empty() || (filled > 0 && filled + bytes > max_shard_bytes)) {
-      shards.emplace_back();
-      filled = 0;
-    }
-    shards.back().push_back(i);
-    filled += bytes;
-    total += bytes;
-  }
-  const size_t n = shards.size();
-  auto shard_name = [&](size_t k) {
-    return n == 1 ? std::string("model.safetensors")
-                  : fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, n);
-  };
-  // An earlier save's index goes first: a save cut short then leaves no index pointing at old
-  // shards (the loader would prefer it); the new index is written last.
   const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   if (fs::exists(index, ec) && !fs::remove(index, ec))
     return io_error(fmt::format("cannot remove the earlier {}: {}", index.string(), ec.message()));
+  return Status::ok();
+}
+
+Status write_model_shard(const std::string& dir, const Transformer& model, const ModelExport& plan, size_t k) {
   // Tensor by tensor: the CPU backend's own memory, or one tensor downloaded at a time, so no
   // copy of the whole model is made to write it.
   backend::Backend& be = model.backend();
-  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
-  for (size_t k = 0; k < n; ++k) {
-    std::vector<TensorToWrite> tensors;
-    for (size_t i : shards[k]) {
-      tensors.push_back({all[i].name, all[i].shape, nullptr});
-      weight_map[all[i].name] = shard_name(k);
-    }
-    LEAP_RETURN_IF_ERROR(write_safetensors_streamed(
-        (fs::path(dir) / shard_name(k)).string(), tensors, stored,
-        [&](size_t j, std::vector<float>& staging) -> const float* {
-          const TensorInfo& t = all[shards[k][j]];
-          if (be.host_memory()) return model.params() + t.offset;
-          staging.resize(t.numel);
-          be.download(staging.data(), model.params() + t.offset, t.numel);
-          return staging.data();
-        }));
-  }
+  const auto& all = model.layout().tensors();
+  std::vector<TensorToWrite> tensors;
+  for (size_t i : plan.shards[k]) tensors.push_back({all[i].name, all[i].shape, nullptr});
+  return write_safetensors_streamed(
+      (fs::path(dir) / plan.shard_name(k)).string(), tensors, plan.stored,
+      [&](size_t j, std::vector<float>& staging) -> const float* {
+        const TensorInfo& t = all[plan.shards[k][j]];
+        if (be.host_memory()) return model.params() + t.offset;
+        staging.resize(t.numel);
+        be.download(staging.data(), model.params() + t.offset, t.numel);
+        return staging.data();
+      });
+}
+
+Status finish_model_export(const std::string& dir, const Transformer& model, const ModelExport& plan) {
+  LEAP_RETURN_IF_ERROR(write_model_config((fs::path(dir) / "config.json").string(), model.config(),
+                                          plan.stored == DType::kBF16 ? "bfloat16" : "float32"));
+  const size_t n = plan.shards.size();
+  const fs::path index = fs::path(dir) / "model.safetensors.index.json";
   if (n > 1) {
+    const auto& all = model.layout().tensors();
+    nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+    for (size_t k = 0; k < n; ++k)
+      for (size_t i : plan.shards[k]) weight_map[all[i].name] = plan.shard_name(k);
     nlohmann::ordered_json j;
-    j["metadata"] = {{"total_size", total}};
+    j["metadata"] = {{"total_size", plan.total_bytes}};
     j["weight_map"] = weight_map;
     LEAP_RETURN_IF_ERROR(write_file_atomic(index.string(), j.dump(2) + "\n"));
   }
   // Weight files of an earlier save in this folder that this one did not write: a stale index
   // would otherwise win over a new single file, and stale shards would sit beside new ones.
+  std::error_code ec;
   std::vector<fs::path> stale;  // listed first, removed after: no removal under the iterator
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
     const bool weights = name == "model.safetensors" || name == "model.safetensors.index.json" ||
                          (name.starts_with("model-") && name.ends_with(".safetensors"));
     bool ours = n > 1 && name == index.filename().string();
-    for (size_t k = 0; k < n && !ours; ++k) ours = name == shard_name(k);
+    for (size_t k = 0; k < n && !ours; ++k) ours = name == plan.shard_name(k);
     if (weights && !ours) stale.push_back(entry.path());
   }
   for (const auto& path : stale)
     if (!fs::remove(path, ec))
       return io_error(fmt::format("cannot remove the earlier weight file {}: {}", path.string(), ec.message()));
   return Status::ok();
+}
+
+Status save_model(const std::string& dir, const Transformer& model, DType stored,
+                  uint64_t max_shard_bytes) {
+  const ModelExport plan = plan_model_export(model.layout(), stored, max_shard_bytes);
+  LEAP_RETURN_IF_ERROR(begin_model_export(dir));
+  for (size_t k = 0; k < plan.shards.size(); ++k) LEAP_RETURN_IF_ERROR(write_model_shard(dir, model, plan, k));
+  return finish_model_export(dir, model, plan);
 }
 
 }  // namespace leap::model

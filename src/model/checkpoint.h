@@ -5,8 +5,10 @@
 // file), naming the file and the tensor in every error.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
 #include "common/status.h"
@@ -20,6 +22,9 @@ Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
                                                   backend::Backend& backend);
 // Loads the weights of DIR (single file or sharded) into an existing model whose config matches.
 Status load_weights(const std::string& dir, Transformer& model);
+// The checks of load_weights without reading the data: every tensor the config implies is
+// present with its shape, and no other (the headers are checked against the files' sizes).
+Status check_weights(const std::string& dir, const Transformer& model);
 // Reads the weights of DIR into host memory laid out as `model`'s parameters (num_params()
 // floats), with the same checks; the model itself is not touched.
 Status read_weights(const std::string& dir, const Transformer& model, float* host);
@@ -33,5 +38,25 @@ Status read_weights(const std::string& dir, const Transformer& model, float* hos
 inline constexpr uint64_t kDefaultMaxShardBytes = 5'000'000'000;
 Status save_model(const std::string& dir, const Transformer& model, DType stored = DType::kF32,
                   uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+
+// save_model in three parts, so that several ranks can write one export's shards in parallel
+// (mpi/checkpoint_write.h): every rank plans the same shards; one rank begins, each writes the
+// shards it is given, and one finishes once all are written.
+struct ModelExport {
+  DType stored = DType::kF32;
+  std::vector<std::vector<size_t>> shards;  // indices into the layout's tensors, consecutive
+  uint64_t total_bytes = 0;
+  // "model.safetensors" when there is one shard, else "model-0000k-of-0000n.safetensors".
+  std::string shard_name(size_t k) const;
+};
+ModelExport plan_model_export(const ParameterLayout& layout, DType stored,
+                              uint64_t max_shard_bytes = kDefaultMaxShardBytes);
+// Creates DIR and removes an earlier save's index, so that an export cut short never leaves an
+// index that points at old shards (the loader would prefer it).
+Status begin_model_export(const std::string& dir);
+// Writes shard k, tensor by tensor from the backend (no host copy of the model).
+Status write_model_shard(const std::string& dir, const Transformer& model, const ModelExport& plan, size_t k);
+// config.json, the index (when sharded), and the removal of weight files of an earlier save.
+Status finish_model_export(const std::string& dir, const Transformer& model, const ModelExport& plan);
 
 }  // namespace leap::model

@@ -14,3 +14,16 @@ check() {
   fi
   echo "ok   $name"
 }
+# `same_checkpoint WHAT DIR_A DIR_B`: two checkpoint folders hold the same safetensors files (the
+# bf16 export and every rank's exact state), byte for byte; records a failure in $fail otherwise.
+same_checkpoint() {
+  local what="$1" a="$2" b="$3" names f
+  names=$(cd "$a" && ls ./*.safetensors 2>/dev/null | sort)
+  if [ -z "$names" ] || [ "$names" != "$(cd "$b" && ls ./*.safetensors 2>/dev/null | sort)" ]; then
+    echo "FAIL $what: other safetensors files: $(ls "$a" | tr '\n' ' ') vs $(ls "$b" | tr '\n' ' ')"; fail=1; return
+  fi
+  for f in $names; do
+    if ! cmp -s "$a/$f" "$b/$f"; then echo "FAIL $what: ${f#./} differs"; fail=1; return; fi
+  done
+  echo "ok   $what: $(echo $names | wc -w) safetensors files identical"
+}

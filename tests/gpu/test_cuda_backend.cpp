@@ -290,7 +290,7 @@ TEST_F(CudaBackendTest, CheckpointRoundTripFromDeviceMemory) {
   m.backward(dlp.data());
   opt.step();
   const std::string dir = ::testing::TempDir() + "/leap_cuda_ckpt";
-  ASSERT_TRUE(io::save_checkpoint(dir, 1, m, opt, nlohmann::json::object(), 1, "").is_ok());
+  ASSERT_TRUE(io::save_checkpoint({dir, 1, nlohmann::json::object(), 1, ""}, m, opt).is_ok());
 
   model::Transformer m2(cfg, *gpu_);
   model::AdamW opt2(oc, m2);

@@ -7,8 +7,8 @@
 // the same way, with ranks holding different numbers of micro-batches. With 1 or 2 ranks they are bit-identical
 // (MPI sums two values in one order); with 4 the sums' order differs from the all-reduce's. The plan covers every float once, and AdamW's shard holds 1/world of the
 // moments. Clipping is active (grad_clip below the norm), so a wrong global norm shows. A
-// checkpoint's tensor-by-tensor gather of the moments (gather_moment) delivers every float of
-// the replicated optimizer's moments to rank 0.
+// checkpoint written by the ranks in parallel holds the sharded run's exact state, and loads
+// into a replicated optimizer and into another number of ranks' shards.
 #include <gtest/gtest.h>
 #include <malloc.h>
 #include <mpi.h>
@@ -16,6 +16,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <unistd.h>
 #include <string>
 
 #include "backend/cpu_backend.h"
@@ -24,6 +27,10 @@
 #include "model/token_batch.h"
 #include "mpi/grad_reduce.h"
 #include "io/checkpoint_dir.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+#include "mpi/agree.h"
+#include "mpi/checkpoint_write.h"
 #include "mpi/zero_gradients.h"
 #include "mpi/zero_shard.h"
 
@@ -179,32 +186,80 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   }
   check.finish("stage 1", sharded, comm);
 
-  // A checkpoint's gather, tensor by tensor in the file's order: on rank 0 every float of every
-  // tensor's m and v arrives (none left NaN), equal to the replicated optimizer's moments (to
-  // the weights' tolerance), while no rank holds more than one tensor of them at a time.
-  std::vector<float> got;
+  // A checkpoint written by every rank in parallel (mpi/checkpoint_write.h), each rank its own
+  // slices, read back (io::load_checkpoint):
+  //  - into a replicated optimizer (every rank): the weights are the sharded run's bit for bit,
+  //    the moments the replicated run's to the weights' tolerance (bit for bit on 1 or 2 ranks);
+  //  - into a 3-rank plan's shard (a resume onto another number of ranks): that shard's moments
+  //    are the replicated optimizer's, exactly;
+  //  - the bf16 export is the weights rounded to bf16.
+  // Then a missing rank file is refused, naming the set.
+  auto run = from_root(rank == 0 ? Expected<std::string>(::testing::TempDir() + "/leap_zero_ckpt_" +
+                                                         std::to_string(::getpid()))
+                                 : Expected<std::string>(std::string()),
+                       comm);
+  ASSERT_TRUE(run.has_value());
+  // Shards of at most 4 kB: the export has more shards than there are ranks, each rank writing some.
+  const io::CheckpointRequest req{*run, 20, nlohmann::json::object(), 1, "", 4096};
+  const Status written = write_checkpoint(comm, &req, sharded, shard, &plan);
+  ASSERT_TRUE(written.is_ok()) << written.message();
+  MPI_Barrier(comm);
+  const std::string dir = *run + "/checkpoints/" + io::checkpoint_dir_name(20);
+  model::Transformer back(tiny_config(), be), resharded(tiny_config(), be);
+  model::AdamW back_opt(oc, back);
+  const ZeroPlan other = make_zero_plan(resharded.layout(), rank % 3, 3, 700);
+  model::AdamW other_opt(oc, resharded, other.owned());
+  for (auto [m, o] : {std::pair{&back, &back_opt}, std::pair{&resharded, &other_opt}}) {
+    auto st = io::load_checkpoint(dir, *m, *o);
+    ASSERT_TRUE(st.has_value()) << st.status().message();
+    EXPECT_EQ((*st)["step"], 20);
+    EXPECT_EQ(o->steps_taken(), 20);
+    EXPECT_TRUE(std::equal(m->params(), m->params() + m->num_params(), sharded.params()));
+  }
   double diff2 = 0, ref2 = 0;
-  size_t tensors = 0;
-  for (const auto& mt : io::moment_order(sharded.layout())) {
-    got.assign(mt.tensor->numel, std::nanf(""));
-    gather_moment(shard, plan, mt, comm, got.data());
-    ++tensors;
-    if (rank != 0) continue;
-    const float* want = (mt.second ? full.v() : full.m()) + mt.tensor->offset;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_FALSE(std::isnan(got[i])) << mt.tensor->name << " float " << i << " never arrived";
-      diff2 += (static_cast<double>(got[i]) - want[i]) * (static_cast<double>(got[i]) - want[i]);
-      ref2 += static_cast<double>(want[i]) * want[i];
+  for (const float* base : {full.m(), full.v()}) {
+    const float* got = base == full.m() ? back_opt.m() : back_opt.v();
+    const float* sub = base == full.m() ? other_opt.m() : other_opt.v();
+    for (size_t i = 0; i < sharded.num_params(); ++i) {
+      diff2 += (static_cast<double>(got[i]) - base[i]) * (static_cast<double>(got[i]) - base[i]);
+      ref2 += static_cast<double>(base[i]) * base[i];
+    }
+    // The 3-rank shard holds exactly what the replicated load holds at its ranges.
+    for (size_t k = 0; k < other_opt.shard().size(); ++k) {
+      const auto [off, n] = other_opt.shard()[k];
+      EXPECT_TRUE(std::equal(sub + other_opt.state_offset(k), sub + other_opt.state_offset(k) + n, got + off));
     }
   }
-  EXPECT_EQ(tensors, 2 * sharded.layout().tensors().size());
+  EXPECT_GT(ref2, 0);
+  EXPECT_LE(std::sqrt(diff2 / ref2), 1e-5);
+  if (world <= 2) {
+    EXPECT_EQ(diff2, 0) << "1 or 2 ranks sum in one order: the moments are bit-identical";
+  }
+  const model::ModelExport exp = model::plan_model_export(sharded.layout(), model::DType::kBF16, 4096);
+  EXPECT_GT(exp.shards.size(), static_cast<size_t>(world));
+  for (size_t k = 0; k < exp.shards.size(); ++k) EXPECT_TRUE(std::filesystem::exists(dir + "/" + exp.shard_name(k)));
+  EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
+  std::vector<float> exported(sharded.num_params());
+  ASSERT_TRUE(model::read_weights(dir, sharded, exported.data()).is_ok());
+  size_t off_by = 0;
+  for (size_t i = 0; i < exported.size(); ++i) {
+    const uint32_t bits = static_cast<uint32_t>(model::f32_to_bf16(sharded.params()[i])) << 16;
+    float rounded;
+    std::memcpy(&rounded, &bits, sizeof rounded);
+    off_by += exported[i] != rounded;
+  }
+  EXPECT_EQ(off_by, 0u) << "the export is the bf16 rounding of the weights";
+  MPI_Barrier(comm);
   if (rank == 0) {
-    EXPECT_GT(ref2, 0);
-    EXPECT_LE(std::sqrt(diff2 / ref2), 1e-5);
-    if (world <= 2) {
-      EXPECT_EQ(diff2, 0) << "1 or 2 ranks sum in one order: the moments are bit-identical";
-    }
+    std::filesystem::remove(dir + "/" + io::rank_state_name(world - 1, world));
+    model::Transformer m(tiny_config(), be);
+    model::AdamW o(oc, m);
+    auto st = io::load_checkpoint(dir, m, o);
+    ASSERT_FALSE(st.has_value());
+    EXPECT_NE(st.status().message().find("the checkpoint is incomplete"), std::string::npos) << st.status().message();
+    std::filesystem::remove_all(*run);
   }
+  MPI_Barrier(comm);
 }
 
 // ZeRO stage 2: the model streams each layer's gradient into ShardedGradients. Ranks hold

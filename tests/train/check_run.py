@@ -34,7 +34,7 @@ if "[rl]" not in run.config or "group_size = %d" % group_size not in run.config:
 if (run.steps["n_sandbox_jobs"] != run.samples.groupby("step").size().values).any():
     errors.append("n_sandbox_jobs does not count the samples")
 ckpt = os.path.join(run_dir, "checkpoints", "step_%06d" % (steps - 1))
-for f in ("model.safetensors", "config.json", "optimizer.safetensors", "state.json"):
+for f in ("model.safetensors", "config.json", "optimizer-rank00000-of-%05d.safetensors" % policy_ranks, "state.json"):
     if not os.path.exists(os.path.join(ckpt, f)):
         errors.append(f"checkpoint lacks {f}")
 if os.path.exists(os.path.join(ckpt, "state.json")):

@@ -61,7 +61,11 @@ errors = []
 n_step_cols = compare_frame("steps", a.steps, b.steps, errors, near)
 n_sample_cols = compare_frame("samples", a.samples, b.samples, errors)
 last = "step_%06d" % a.steps["step"].iloc[-1]
-for f in ("model.safetensors", "optimizer.safetensors"):
+files = [sorted(f for f in os.listdir(os.path.join(d, "checkpoints", last)) if f.endswith(".safetensors"))
+         for d in (a_dir, b_dir)]
+if files[0] != files[1] or not files[0]:
+    errors.append(f"{last}: other safetensors files: {files[0]} vs {files[1]}")
+for f in files[0] if files[0] == files[1] else []:
     pa, pb = (open(os.path.join(d, "checkpoints", last, f), "rb").read() for d in (a_dir, b_dir))
     if pa != pb:
         errors.append(f"{last}/{f} differs")

@@ -41,10 +41,10 @@ rc=$?
 if [ "$rc" = 2 ] && grep -q "nothing to resume" "$tmp/empty.log"; then echo "ok   resume-nothing"
 else echo "FAIL resume-nothing (exit $rc)"; cat "$tmp/empty.log"; fail=1; fi
 
-# SFT warm start on a few tasks: material verified by a sandbox rank, a policy rank trains, the
-# policy is written where asked and opens with `leap score`.
+# SFT warm start on a few tasks: material verified by a sandbox rank, two policy ranks train, the
+# policy is written where asked (both ranks joining the export) and opens with `leap score`.
 head -n 4 "$src/tasks/level1.jsonl" > "$tmp/four.jsonl"
-run sft 2 --mode sft --suite "$tmp/four.jsonl" --model "$tmp/model" --train.random_init --train.steps 3 \
+run sft 3 --mode sft --suite "$tmp/four.jsonl" --model "$tmp/model" --train.random_init --train.steps 3 \
     --sft.batch_seqs 4 --mpi.sandbox_ranks 1 --sandbox.device cpu --run.out_dir "$tmp/sft" --sft.save_to "$tmp/sft/policy"
 if grep -q "sft material: [0-9]* train tasks -> [1-9]" "$tmp/sft.log" && grep -q "sft done: 3 steps" "$tmp/sft.log" &&
    "$LEAP" score --model "$tmp/sft/policy" --tokens 1,2,3 | grep -q logprobs; then echo "ok   sft-policy-written"

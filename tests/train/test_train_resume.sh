@@ -3,7 +3,7 @@
 # length, so advantages are not zero and AdamW steps) trains 3 RL steps with the KL term on, on 4
 # ranks (2 policy, 2 sandbox): once straight through, once killed with SIGKILL (every rank and
 # worker) after its first checkpoint and resumed with --resume latest. The two must match in
-# model.safetensors, optimizer.safetensors, state.json and every /steps and /samples column but
+# the checkpoint's files (the bf16 export, each rank's fp32 weights and moments), state.json and every /steps and /samples column but
 # the wall-clock ones, and the weights must have moved. The KL column is 0 at the first update
 # (the policy is still its reference) and positive after; a resume against another reference is
 # refused. These use rl.pipeline = sync, the mode for exact reproducibility; a streaming run
@@ -107,10 +107,7 @@ ls "$tmp/sft-a/checkpoints" | tr '\n' ' ' | grep -q "^step_000001 step_000003 st
   && echo "ok   sft checkpoints every 2 steps" || { echo "FAIL sft checkpoints: $(ls "$tmp/sft-a/checkpoints")"; fail=1; }
 grep -q '"data_order"' "$tmp/sft-a/checkpoints/step_000005/state.json" || { echo "FAIL sft state.json lacks data_order"; fail=1; }
 grep -q "resuming from .*step_000002" "$tmp/sft-continued.log" || { echo "FAIL the SFT run did not resume"; fail=1; }
-for f in model.safetensors optimizer.safetensors; do
-  if cmp -s "$tmp/sft-a/checkpoints/step_000005/$f" "$tmp/sft-b/checkpoints/step_000005/$f"; then echo "ok   sft resumed $f identical"
-  else echo "FAIL sft resumed $f differs"; fail=1; fi
-done
+same_checkpoint "sft resumed" "$tmp/sft-a/checkpoints/step_000005" "$tmp/sft-b/checkpoints/step_000005"
 /usr/bin/python3 "$here/weights_moved.py" "$tmp/sft-b/checkpoints/step_000002" "$tmp/sft-b/checkpoints/step_000005" || fail=1
 check sft-complete 0 "already complete" -- "$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft "${sft[@]}" \
   --train.steps 6 --run.out_dir "$tmp/sft-a" --resume latest

@@ -78,7 +78,8 @@ bad() {  # bad NAME REGEX MUTATION [extra options]: copy the straight run, damag
 bad truncated-model "model.safetensors" 'head -c 100 model.safetensors > t && mv t model.safetensors'
 bad corrupt-model-header "model.safetensors" 'printf "\x10\x00\x00\x00\x00\x00\x00\x00{not json!!!!!!!}" > model.safetensors'
 bad corrupt-config "config.json" 'echo "{ broken" > config.json'
-bad truncated-optimizer "optimizer.safetensors" 'head -c 300 optimizer.safetensors > t && mv t optimizer.safetensors'
+bad truncated-rank-state "optimizer-rank00000-of-0000[0-9].safetensors" 'f=$(ls optimizer-rank00000-*); head -c 300 $f > t && mv t $f'
+bad missing-rank-state "optimizer-rank.*the checkpoint is incomplete" 'rm optimizer-rank00000-*'
 bad corrupt-state "state.json" 'echo "[1, 2" > state.json'
 bad state-without-step "state.json" 'echo "{}" > state.json'
 # A checkpoint of another model shape: the config in the run's model folder differs.

@@ -1,0 +1,71 @@
+// Parallel checkpoint and export writing (checkpoint_write.h).
+#include "mpi/checkpoint_write.h"
+
+#include <cstdint>
+
+#include "common/check.h"
+#include "model/generation_config.h"
+#include "mpi/agree.h"
+
+namespace leap::mpi {
+
+namespace {
+
+int rank_of(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+
+int size_of(MPI_Comm comm) {
+  int n = 1;
+  MPI_Comm_size(comm, &n);
+  return n;
+}
+
+// Rank 0's value of `v` on every rank.
+template <class T>
+T from_rank0(T v, MPI_Comm comm) {
+  MPI_Bcast(&v, sizeof(T), MPI_BYTE, 0, comm);
+  return v;
+}
+
+}  // namespace
+
+Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req, const model::Transformer& model,
+                        const model::AdamW& optimizer, const ZeroPlan* plan) {
+  const int rank = rank_of(policy), world = size_of(policy);
+  LEAP_CHECK(rank != 0 || req, "rank 0 writes the checkpoint's request");
+  auto tmp = from_root(rank == 0 ? io::begin_checkpoint(req->run_dir, req->step) : Expected<std::string>(std::string()),
+                       policy);
+  if (!tmp) return tmp.status();
+  const uint64_t max_shard = from_rank0<uint64_t>(rank == 0 ? req->max_shard_bytes : 0, policy);
+  const io::FlatRanges ranges = plan ? plan->owned() : make_zero_plan(model.layout(), rank, world).owned();
+  LEAP_RETURN_IF_ERROR(
+      agree(io::write_checkpoint_part(*tmp, model, optimizer, rank, world, ranges, max_shard), policy));
+  return rank == 0 ? io::finish_checkpoint(*tmp, *req, model, optimizer) : Status::ok();
+}
+
+Status export_model(MPI_Comm policy, const ExportRequest* req, const model::Transformer& model) {
+  const int rank = rank_of(policy), world = size_of(policy);
+  LEAP_CHECK(rank != 0 || req, "rank 0 writes the export's request");
+  Expected<std::string> mine = std::string();
+  if (rank == 0) {
+    Status begun = model::begin_model_export(req->dir);
+    mine = begun ? Expected<std::string>(req->dir) : Expected<std::string>(begun);
+  }
+  auto dir = from_root(mine, policy);
+  if (!dir) return dir.status();
+  const auto stored = from_rank0<model::DType>(rank == 0 ? req->stored : model::DType::kF32, policy);
+  const uint64_t max_shard = from_rank0<uint64_t>(rank == 0 ? req->max_shard_bytes : 0, policy);
+  const model::ModelExport plan = model::plan_model_export(model.layout(), stored, max_shard);
+  Status part = Status::ok();
+  for (size_t k = static_cast<size_t>(rank); k < plan.shards.size() && part; k += static_cast<size_t>(world))
+    part = model::write_model_shard(*dir, model, plan, k);
+  LEAP_RETURN_IF_ERROR(agree(part, policy));
+  if (rank != 0) return Status::ok();
+  LEAP_RETURN_IF_ERROR(model::finish_model_export(*dir, model, plan));
+  return model::copy_model_side_files(req->model_dir, *dir);
+}
+
+}  // namespace leap::mpi
