@@ -1,0 +1,148 @@
+// Run checkpoints on one process (io/checkpoint_dir.h, io/rank_state.h): a checkpoint round trip
+// restores the fp32 weights and the moments bit for bit while its model file is the bf16
+// export; only the newest `keep` survive; a checkpoint of the older layout (fp32
+// model.safetensors, one optimizer.safetensors) still loads; rank-state files that do not tile
+// the parameter buffer are refused, naming the folder. The parallel writer is
+// test_zero_shard_mpi's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "backend/cpu_backend.h"
+#include "common/fs_util.h"
+#include "io/checkpoint_dir.h"
+#include "model/checkpoint.h"
+#include "model/safetensors.h"
+
+namespace leap::io {
+namespace {
+namespace fs = std::filesystem;
+
+model::ModelConfig tiny() {
+  model::ModelConfig c;
+  c.vocab_size = 37;
+  c.hidden_size = 16;
+  c.intermediate_size = 24;
+  c.num_hidden_layers = 2;
+  c.num_attention_heads = 4;
+  c.num_key_value_heads = 2;
+  c.head_dim = 4;
+  c.max_position_embeddings = 32;
+  return c;
+}
+
+std::string fresh_dir(const std::string& name) {
+  const std::string d = ::testing::TempDir() + "leap_ckptdir_" + name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// A model and optimizer with non-trivial moments: two AdamW steps on made-up gradients.
+struct Trained {
+  backend::CpuBackend be{1};
+  model::Transformer model{tiny(), be};
+  model::AdamW opt{model::OptimConfig{}, model};
+  Trained() {
+    model.init_random(3, 0.1f);
+    for (int s = 0; s < 2; ++s) {
+      for (size_t i = 0; i < model.num_params(); ++i) model.grads()[i] = std::sin(0.37 * i + s);
+      opt.step();
+    }
+  }
+};
+
+bool same(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
+
+TEST(CheckpointDir, RoundTripIsExactWhileTheExportIsBf16) {
+  Trained t;
+  const std::string run = fresh_dir("roundtrip");
+  for (int64_t step : {4, 5, 6})
+    ASSERT_TRUE(save_checkpoint({run, step, nlohmann::json{{"x", 1}}, 2, ""}, t.model, t.opt).is_ok());
+  EXPECT_FALSE(fs::exists(run + "/checkpoints/" + checkpoint_dir_name(4))) << "keep = 2";
+  auto latest = latest_checkpoint(run);
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(fs::path(*latest).filename(), checkpoint_dir_name(6));
+  EXPECT_TRUE(fs::exists(*latest + "/" + rank_state_name(0, 1)));
+
+  Trained fresh_seed;  // another model and optimizer of the same shape
+  model::Transformer& m = fresh_seed.model;
+  model::AdamW& o = fresh_seed.opt;
+  m.init_random(99, 0.1f);
+  auto state = load_checkpoint(*latest, m, o);
+  ASSERT_TRUE(state.has_value()) << state.status().message();
+  EXPECT_EQ((*state)["step"], 6);
+  EXPECT_EQ((*state)["x"], 1);
+  EXPECT_EQ(o.steps_taken(), 2);
+  const size_t P = t.model.num_params();
+  EXPECT_TRUE(same(m.params(), t.model.params(), P));
+  EXPECT_TRUE(same(o.m(), t.opt.m(), P));
+  EXPECT_TRUE(same(o.v(), t.opt.v(), P));
+  // The model file is bf16: 2 bytes a parameter, and reads back as the rounded weights.
+  auto f = model::SafetensorsFile::open(*latest + "/model.safetensors");
+  ASSERT_TRUE(f.has_value());
+  for (const auto& [name, e] : f->entries()) EXPECT_EQ(e.dtype, model::DType::kBF16) << name;
+  std::vector<float> exported(P);
+  ASSERT_TRUE(model::read_weights(*latest, t.model, exported.data()).is_ok());
+  size_t rounded = 0;
+  for (size_t i = 0; i < P; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(model::f32_to_bf16(t.model.params()[i])) << 16;
+    float r;
+    std::memcpy(&r, &bits, sizeof r);
+    rounded += exported[i] == r;
+  }
+  EXPECT_EQ(rounded, P);
+}
+
+TEST(CheckpointDir, TheOlderLayoutStillLoads) {
+  Trained t;
+  const std::string dir = fresh_dir("older");
+  ASSERT_TRUE(model::save_model(dir, t.model, model::DType::kF32).is_ok());
+  std::vector<model::TensorToWrite> moments;
+  for (const auto& ti : t.model.layout().tensors()) moments.push_back({ti.name + ".exp_avg", ti.shape, t.opt.m() + ti.offset});
+  for (const auto& ti : t.model.layout().tensors()) moments.push_back({ti.name + ".exp_avg_sq", ti.shape, t.opt.v() + ti.offset});
+  ASSERT_TRUE(model::write_safetensors(dir + "/optimizer.safetensors", moments).is_ok());
+  ASSERT_TRUE(write_file_atomic(dir + "/state.json", R"({"step": 7, "optimizer_steps": 2})").is_ok());
+  Trained other;
+  other.model.init_random(99, 0.1f);
+  auto state = load_checkpoint(dir, other.model, other.opt);
+  ASSERT_TRUE(state.has_value()) << state.status().message();
+  const size_t P = t.model.num_params();
+  EXPECT_TRUE(same(other.model.params(), t.model.params(), P));
+  EXPECT_TRUE(same(other.opt.m(), t.opt.m(), P));
+  EXPECT_TRUE(same(other.opt.v(), t.opt.v(), P));
+}
+
+TEST(CheckpointDir, RankStatesThatDoNotTileTheBufferAreRefused) {
+  Trained t;
+  const size_t P = t.model.num_params();
+  const std::string run = fresh_dir("tiling");
+  const std::string dir = run + "/checkpoints/" + checkpoint_dir_name(1);
+  ASSERT_TRUE(save_checkpoint({run, 1, nlohmann::json::object(), 1, ""}, t.model, t.opt).is_ok());
+  // Two ranks' files whose ranges leave a gap at [10, 12), then ones that overlap there.
+  for (auto [second_at, want] : {std::pair<size_t, const char*>{12, "exactly once (at float 10"},
+                                 std::pair<size_t, const char*>{8, "exactly once (at float 10"}}) {
+    fs::remove(dir + "/" + rank_state_name(0, 1));
+    ASSERT_TRUE(write_rank_state(dir, 0, 2, t.model, t.opt, {{0, 10}}).is_ok());
+    ASSERT_TRUE(write_rank_state(dir, 1, 2, t.model, t.opt, {{second_at, P - second_at}}).is_ok());
+    auto st = load_checkpoint(dir, t.model, t.opt);
+    ASSERT_FALSE(st.has_value());
+    EXPECT_EQ(st.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(st.status().message().find(want), std::string::npos) << st.status().message();
+    EXPECT_NE(st.status().message().find(dir), std::string::npos) << st.status().message();
+  }
+  // Every range present but of a smaller model: the count says so.
+  fs::remove(dir + "/" + rank_state_name(1, 2));
+  ASSERT_TRUE(write_rank_state(dir, 1, 2, t.model, t.opt, {{10, P - 11}}).is_ok());
+  auto st = load_checkpoint(dir, t.model, t.opt);
+  ASSERT_FALSE(st.has_value());
+  EXPECT_NE(st.status().message().find("another model"), std::string::npos) << st.status().message();
+}
+
+}  // namespace
+}  // namespace leap::io
