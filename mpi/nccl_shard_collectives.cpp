@@ -13,9 +13,13 @@ Expected<std::unique_ptr<NcclShardCollectives>> NcclShardCollectives::create(cud
   return std::unique_ptr<NcclShardCollectives>(new NcclShardCollectives(std::move(comm), policy));
 }
 
-void NcclShardCollectives::reduce_scatter(const std::vector<RankSlices>& pieces) {
-  Status st = comm_->reduce_scatter_async(pieces);
-  if (st.is_ok()) st = comm_->wait();
+void NcclShardCollectives::reduce_scatter_start(const std::vector<RankSlices>& pieces) {
+  const Status st = comm_->reduce_scatter_async(pieces);
+  LEAP_CHECK(st.is_ok(), "ZeRO reduce-scatter (nccl) failed: " << st.message());
+}
+
+void NcclShardCollectives::reduce_scatter_finish() {
+  const Status st = comm_->wait();
   LEAP_CHECK(st.is_ok(), "ZeRO reduce-scatter (nccl) failed: " << st.message());
 }
 

@@ -1,8 +1,10 @@
 // NcclShardCollectives: ZeRO's collectives (shard_collectives.h) on the CUDA backend, over a
 // communicator of their own. Each call (a bucket's pieces) is one NCCL group on the comm stream
 // after the compute stream's work so far, then a polled wait (NcclComm::wait), so the
-// compute stream's later work sees the result and the caller may reuse the piece's memory at
-// once. Not overlapped with the backward: correct first. The host-side norm goes over MPI.
+// compute stream's later work sees the result and the caller may reuse the piece's memory. The
+// reduce-scatter's wait is its finish(): stage 2 starts a layer's and finishes it after
+// enqueuing the next layer's backward, which runs on the compute stream meanwhile. The
+// all-gather waits at once. The host-side norm goes over MPI.
 //
 // Written against the NCCL API and compiled here; it has not run on a GPU yet.
 #pragma once
@@ -23,7 +25,8 @@ class NcclShardCollectives final : public ShardCollectives {
   static Expected<std::unique_ptr<NcclShardCollectives>> create(cuda::CudaBackend& backend, MPI_Comm policy,
                                                                 double timeout_s);
   const char* name() const override { return "nccl"; }
-  void reduce_scatter(const std::vector<RankSlices>& pieces) override;
+  void reduce_scatter_start(const std::vector<RankSlices>& pieces) override;
+  void reduce_scatter_finish() override;
   void allgather(const std::vector<RankSlices>& pieces) override;
   double sum(double value) override;
 

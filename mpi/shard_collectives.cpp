@@ -12,20 +12,34 @@
 
 namespace leap::mpi {
 
-void MpiShardCollectives::reduce_scatter(const std::vector<RankSlices>& pieces) {
+void MpiShardCollectives::reduce_scatter_start(const std::vector<RankSlices>& pieces) {
+  LEAP_CHECK(requests_.empty(), "a reduce-scatter is already in flight");
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm_, &rank));
   const size_t r = static_cast<size_t>(rank);
-  std::vector<float> mine;
-  for (const auto& p : pieces) {
-    const std::vector<int>& counts = *p.counts;
-    // MPI's reduce-scatter is not in place: a receive buffer of one slice, for this call only (so
-    // nothing stays allocated beside what leap plan counts). Its send buffer holds the slices back
-    // to back in rank order, as the plan's are (displs are their prefix sums).
-    mine.resize(static_cast<size_t>(std::max(1, counts[r])));
-    MPI_CHECK(MPI_Reduce_scatter(p.piece, mine.data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_));
-    std::copy_n(mine.data(), counts[r], p.piece + (*p.displs)[r]);
+  pieces_ = pieces;
+  received_.resize(pieces.size());
+  requests_.resize(pieces.size());
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    // The send buffer holds the slices back to back in rank order, as the plan's are (displs are
+    // their prefix sums).
+    const std::vector<int>& counts = *pieces[i].counts;
+    received_[i].resize(static_cast<size_t>(std::max(1, counts[r])));
+    MPI_CHECK(MPI_Ireduce_scatter(pieces[i].piece, received_[i].data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_,
+                                  &requests_[i]));
   }
+}
+
+void MpiShardCollectives::reduce_scatter_finish() {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm_, &rank));
+  const size_t r = static_cast<size_t>(rank);
+  MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
+  for (size_t i = 0; i < pieces_.size(); ++i)
+    std::copy_n(received_[i].data(), (*pieces_[i].counts)[r], pieces_[i].piece + (*pieces_[i].displs)[r]);
+  pieces_.clear();
+  requests_.clear();
+  received_.clear();
 }
 
 void MpiShardCollectives::allgather(const std::vector<RankSlices>& pieces) {

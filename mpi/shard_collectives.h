@@ -26,24 +26,39 @@ class ShardCollectives {
   virtual const char* name() const = 0;
   // Afterwards this rank's slice of each piece holds the group's sum of it; the rest of the
   // pieces is undefined.
-  virtual void reduce_scatter(const std::vector<RankSlices>& pieces) = 0;
+  void reduce_scatter(const std::vector<RankSlices>& pieces) {
+    reduce_scatter_start(pieces);
+    reduce_scatter_finish();
+  }
+  // The same in two halves, so that other work (the next layer's backward) runs in between: the
+  // pieces' memory must not be touched until finish() returns. One call in flight at a time.
+  virtual void reduce_scatter_start(const std::vector<RankSlices>& pieces) = 0;
+  virtual void reduce_scatter_finish() = 0;
   // Afterwards every rank's slice holds what that rank had in it.
   virtual void allgather(const std::vector<RankSlices>& pieces) = 0;
   // The group's sum of a host value (a norm's sum of squares).
   virtual double sum(double value) = 0;
 };
 
-// MPI_Reduce_scatter and MPI_Allgatherv over host memory.
+// MPI_Ireduce_scatter and MPI_Allgatherv over host memory. (Open MPI progresses a non-blocking
+// collective inside MPI calls, so on the CPU the overlap is small: the halves prove the logic.)
 class MpiShardCollectives final : public ShardCollectives {
  public:
   explicit MpiShardCollectives(MPI_Comm comm) : comm_(comm) {}
   const char* name() const override { return "mpi"; }
-  void reduce_scatter(const std::vector<RankSlices>& pieces) override;
+  void reduce_scatter_start(const std::vector<RankSlices>& pieces) override;
+  void reduce_scatter_finish() override;
   void allgather(const std::vector<RankSlices>& pieces) override;
   double sum(double value) override;
 
  private:
   MPI_Comm comm_;
+  // The call in flight: its pieces, requests and receive buffers (MPI's reduce-scatter is not in
+  // place: one slice each, freed at finish, so nothing stays allocated beside what leap plan
+  // counts).
+  std::vector<RankSlices> pieces_;
+  std::vector<MPI_Request> requests_;
+  std::vector<std::vector<float>> received_;
 };
 
 // The collectives for `backend` (its name()): MPI for cpu; NCCL for cuda, on a communicator of

@@ -30,6 +30,7 @@ ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterL
   const std::vector<FloatRange> owned = plan.owned();
   for (const auto& r : owned) floats_ += r.second;
   sum_ = be_->alloc_floats(floats_);  // zero-initialised
+  other_ = spare_ = be_->alloc_floats(layer_floats_);
   auto place_in_sum = [&](size_t p) {
     if (plan.counts[p][me] == 0) return size_t{0};
     return compact_offset(owned, plan.pieces[p].first + static_cast<size_t>(plan.displs[p][me]));
@@ -61,15 +62,22 @@ ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterL
   }
 }
 
-ShardedGradients::~ShardedGradients() { be_->free_floats(sum_); }
+ShardedGradients::~ShardedGradients() {
+  be_->free_floats(sum_);
+  be_->free_floats(spare_);
+}
 
-void ShardedGradients::clear() { be_->zero(sum_, floats_); }
+void ShardedGradients::clear() {
+  LEAP_CHECK(in_flight_ == nullptr, "zero_grad() during a backward");
+  be_->zero(sum_, floats_);
+}
 
-void ShardedGradients::reduce(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats) {
+void ShardedGradients::start(const std::vector<Piece>& pieces, float* buffer) {
   const size_t me = static_cast<size_t>(plan_->rank);
   // This rank's running sum joins its own contribution to each piece, so the reduce-scatter (the
   // whole bucket in one call) leaves the new running sum in its slice, which goes back to the
-  // shard.
+  // shard. A bucket always has pieces: a layer's tensors, or the embedding's.
+  LEAP_CHECK(!pieces.empty(), "a gradient bucket without ZeRO pieces");
   std::vector<RankSlices> slices;
   for (const Piece& piece : pieces) {
     const auto& counts = plan_->counts[piece.plan_index];
@@ -79,7 +87,12 @@ void ShardedGradients::reduce(const std::vector<Piece>& pieces, float* buffer, s
     if (n > 0) be_->add_forward(own, own, sum_ + piece.in_sum, n);
     slices.push_back({buffer + piece.in_buffer, &counts, &displs});
   }
-  if (!slices.empty()) comm_->reduce_scatter(slices);
+  comm_->reduce_scatter_start(slices);
+}
+
+void ShardedGradients::finish(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats) {
+  const size_t me = static_cast<size_t>(plan_->rank);
+  comm_->reduce_scatter_finish();
   for (const Piece& piece : pieces) {
     const size_t n = static_cast<size_t>(plan_->counts[piece.plan_index][me]);
     if (n > 0) be_->copy(sum_ + piece.in_sum, buffer + piece.in_buffer + plan_->displs[piece.plan_index][me], n);
@@ -87,11 +100,22 @@ void ShardedGradients::reduce(const std::vector<Piece>& pieces, float* buffer, s
   be_->zero(buffer, buffer_floats);
 }
 
-void ShardedGradients::layer_done(int l, float* layer_grads) {
-  reduce(layer_pieces_.at(static_cast<size_t>(l)), layer_grads, layer_floats_);
+float* ShardedGradients::layer_done(int l, float* layer_grads) {
+  // The previous layer's reduce-scatter ran while this layer's backward did: finish it, which
+  // frees its buffer for the next layer, and start this one's.
+  if (in_flight_ != nullptr) finish(*in_flight_, other_, layer_floats_);
+  in_flight_ = &layer_pieces_.at(static_cast<size_t>(l));
+  start(*in_flight_, layer_grads);
+  std::swap(layer_grads, other_);
+  return layer_grads;
 }
 
-void ShardedGradients::rest_done(float* rest_grads) { reduce(rest_pieces_, rest_grads, rest_floats_); }
+void ShardedGradients::rest_done(float* rest_grads) {
+  if (in_flight_ != nullptr) finish(*in_flight_, other_, layer_floats_);
+  in_flight_ = nullptr;
+  start(rest_pieces_, rest_grads);
+  finish(rest_pieces_, rest_grads, rest_floats_);
+}
 
 int backward_passes(const model::Transformer& model, int mine, MPI_Comm policy) {
   if (model.gradient_stream() == nullptr) return mine;

@@ -1,9 +1,11 @@
 // ZeRO stage 2 on the policy group: gradients sharded as well as AdamW's moments, through the
-// same ShardCollectives as stage 1 (MPI on the CPU backend, NCCL on CUDA). The model keeps no whole gradient (Transformer::set_gradient_stream): each layer's
-// backward writes one layer-sized buffer, reduce-scattered as soon as that layer is done, and
-// this rank adds its slice of the group's sum into its shard; the embedding, LM head and final
-// norm follow when the backward returns. A rank therefore holds 1/N of the gradient, plus one
-// layer's and the rest's buffers, instead of all of it. The shard is ZeroPlan's (stage 1's),
+// same ShardCollectives as stage 1 (MPI on the CPU backend, NCCL on CUDA). The model keeps no
+// whole gradient (Transformer::set_gradient_stream): each layer's backward writes a layer-sized
+// buffer, whose reduce-scatter starts as soon as that layer is done and finishes when the next
+// layer is done, so it overlaps that layer's backward; this rank then takes its slice of the
+// group's sum into its shard. Two layer buffers take turns (the model's and this object's). The
+// embedding, LM head and final norm follow when the backward returns. A rank therefore holds
+// 1/N of the gradient, plus two layers' and the rest's buffers, instead of all of it. The shard is ZeroPlan's (stage 1's),
 // so checkpoints and resumes are the same as stage 1's.
 //
 // Every micro-batch's backward makes collectives, so every rank runs as many backward passes as
@@ -36,7 +38,7 @@ class ShardedGradients final : public model::GradientStream {
   ShardedGradients& operator=(const ShardedGradients&) = delete;
 
   void clear() override;
-  void layer_done(int l, float* layer_grads) override;
+  float* layer_done(int l, float* layer_grads) override;
   void rest_done(float* rest_grads) override;
 
   // This rank's shard of the group's summed gradient (backend memory), compact in plan.owned()
@@ -51,7 +53,10 @@ class ShardedGradients final : public model::GradientStream {
     size_t in_buffer = 0;  // offset in the compact layer or rest buffer
     size_t in_sum = 0;     // offset of this rank's slice in sum_
   };
-  void reduce(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats);
+  // A bucket's reduce-scatter: start() adds the running sum into this rank's slices and starts
+  // it; finish() waits, takes the slices back into the shard and zeroes the buffer.
+  void start(const std::vector<Piece>& pieces, float* buffer);
+  void finish(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats);
 
   const ZeroPlan* plan_;
   backend::Backend* be_;
@@ -61,6 +66,9 @@ class ShardedGradients final : public model::GradientStream {
   size_t layer_floats_ = 0, rest_floats_ = 0;
   float* sum_ = nullptr;  // floats_ of backend memory
   size_t floats_ = 0;
+  float* spare_ = nullptr;  // this object's layer buffer (layer_floats_, backend memory)
+  float* other_ = nullptr;  // the layer buffer the model does not hold: idle, or in flight
+  const std::vector<Piece>* in_flight_ = nullptr;  // the pieces of other_'s reduce-scatter
 };
 
 // The backward passes every rank must run this optimizer step: the most micro-batches any rank

@@ -78,9 +78,9 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks)), shard = (P + R - 1) / R;
   if (in.zero_stage >= 2) {
     const ParameterLayout layout(c);
-    add("gradients", 4 * (shard + layout.layer_floats() + layout.rest_floats()),
-        fmt::format("fp32: this rank's 1/{} of the sum, one layer's buffer and the embedding, LM head and "
-                    "final norm's (ZeRO stage 2)",
+    add("gradients", 4 * (shard + 2 * layout.layer_floats() + layout.rest_floats()),
+        fmt::format("fp32: this rank's 1/{} of the sum, two layers' buffers (one written by the backward, "
+                    "one in its reduce-scatter) and the embedding, LM head and final norm's (ZeRO stage 2)",
                     R));
   } else {
     add("gradients", 4 * P, "fp32, a full replica");

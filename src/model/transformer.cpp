@@ -24,7 +24,7 @@ Transformer::Transformer(const ModelConfig& cfg, backend::Backend& backend)
 Transformer::~Transformer() {
   be_->free_floats(params_);
   be_->free_floats(grads_);
-  be_->free_floats(layer_grads_);
+  be_->free_floats(own_layer_grads_);
   be_->free_floats(rest_grads_);
   be_->free_floats(rope_cos_);
   be_->free_floats(rope_sin_);
@@ -61,20 +61,21 @@ void Transformer::set_gradient_stream(GradientStream* stream) {
   if (stream_ == nullptr) {  // flat -> compact
     be_->free_floats(grads_);
     grads_ = nullptr;
-    layer_grads_ = be_->alloc_floats(layout_.layer_floats());  // zero-initialised
+    own_layer_grads_ = layer_grads_ = be_->alloc_floats(layout_.layer_floats());  // zero-initialised
     rest_grads_ = be_->alloc_floats(layout_.rest_floats());
   } else if (stream == nullptr) {  // compact -> flat
-    be_->free_floats(layer_grads_);
+    be_->free_floats(own_layer_grads_);
     be_->free_floats(rest_grads_);
-    layer_grads_ = rest_grads_ = nullptr;
+    own_layer_grads_ = layer_grads_ = rest_grads_ = nullptr;
     grads_ = be_->alloc_floats(layout_.total());
   }
+  layer_grads_ = own_layer_grads_;  // another stream's buffer goes with it
   stream_ = stream;
 }
 
 void Transformer::backward_nothing() {
   if (stream_ == nullptr) return;
-  for (int l = cfg_.num_hidden_layers - 1; l >= 0; --l) stream_->layer_done(l, layer_grads_);
+  for (int l = cfg_.num_hidden_layers - 1; l >= 0; --l) layer_grads_ = stream_->layer_done(l, layer_grads_);
   stream_->rest_done(rest_grads_);
 }
 
@@ -309,7 +310,6 @@ void Transformer::backward(const float* dlogprobs) {
   // Where the gradients go: the flat buffer, or the stream's compact buffers (gradient_stream.h).
   const RestViews g = stream_ ? layout_.compact_rest_views(rest_grads_) : layout_.rest_views(grads_);
   const ParameterViews flat_g = stream_ ? ParameterViews{} : grad_views();
-  const LayerViews compact_g = stream_ ? layout_.compact_layer_views(layer_grads_) : LayerViews{};
   be_->zero(a.dln, NC);
   // Chunk by chunk, as the forward went. With one chunk its logits are still in place; with
   // several, each chunk's logits are computed again (one more LM-head GEMM) from the saved
@@ -329,7 +329,7 @@ void Transformer::backward(const float* dlogprobs) {
   for (int l = L - 1; l >= 0; --l) {
     const LayerActs x = layer_acts(l);
     const LayerViews wl = layout_.layer_views(w, l);
-    const LayerViews gl = stream_ ? compact_g : layout_.layer_views(flat_g, l);
+    const LayerViews gl = stream_ ? layout_.compact_layer_views(layer_grads_) : layout_.layer_views(flat_g, l);
     // Checkpointing: layer l's activations again, from its saved input (the last layer's are
     // still in the slot from the forward).
     if (a.layer_slots == 1 && l != L - 1) layer_forward(l, x, false);
@@ -359,7 +359,7 @@ void Transformer::backward(const float* dlogprobs) {
     be_->matmul_backward(a.dln, gl.kw, gl.kb, a.dk_pre, ln1, wl.kw, N, C, KD);
     be_->matmul_backward(a.dln, gl.vw, gl.vb, a.dv, ln1, wl.vw, N, C, KD);
     be_->rmsnorm_backward(a.dres, gl.ln1, a.dln, rin, wl.ln1, x.rstd1, N, C);
-    if (stream_) stream_->layer_done(l, layer_grads_);
+    if (stream_) layer_grads_ = stream_->layer_done(l, layer_grads_);
     if (layer_grads_done_) layer_grads_done_(l);
   }
   be_->embedding_backward(g.wte, a.dres, a.tokens.data(), N, C);

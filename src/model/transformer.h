@@ -162,7 +162,8 @@ class Transformer {
   float* params_ = nullptr;
   float* grads_ = nullptr;
   GradientStream* stream_ = nullptr;
-  float* layer_grads_ = nullptr;  // with a stream: one layer's gradient, compact
+  float* own_layer_grads_ = nullptr;  // with a stream: the layer buffer this model allocated
+  float* layer_grads_ = nullptr;      // the one the next layer's backward writes (the stream's choice)
   float* rest_grads_ = nullptr;   // with a stream: embedding, LM head, final norm, compact
   float* rope_cos_ = nullptr;  // (rope_len_, D/2)
   float* rope_sin_ = nullptr;

@@ -75,13 +75,18 @@ TEST(LayerGradsDone, CalledPerLayerWhenItsGradientsAreFinal) {
 
 // Puts each compact buffer back into a flat-layout sum: a layer's buffer holds that layer's
 // tensors back to back in layout order, the rest buffer the tensors outside the layers.
+// Like ShardedGradients, it hands back a buffer of its own in turn with the model's, so the model
+// must write each layer where it is told.
 class FlatSum final : public GradientStream {
  public:
-  explicit FlatSum(const ParameterLayout& layout) : layout_(layout), sum_(layout.total(), 0.0f) {}
+  explicit FlatSum(const ParameterLayout& layout)
+      : layout_(layout), sum_(layout.total(), 0.0f), spare_(layout.layer_floats(), 0.0f), other_(spare_.data()) {}
   void clear() override { std::fill(sum_.begin(), sum_.end(), 0.0f); }
-  void layer_done(int l, float* buf) override {
+  float* layer_done(int l, float* buf) override {
     calls.push_back(l);
     take(buf, "model.layers." + std::to_string(l) + ".", true);
+    std::swap(buf, other_);
+    return buf;
   }
   void rest_done(float* buf) override {
     calls.push_back(-1);
@@ -103,7 +108,8 @@ class FlatSum final : public GradientStream {
     }
   }
   const ParameterLayout& layout_;
-  std::vector<float> sum_;
+  std::vector<float> sum_, spare_;
+  float* other_;  // the buffer not with the model
 };
 
 TEST(GradientStream, CompactBuffersSumToTheFlatGradient) {
