@@ -67,6 +67,11 @@ ShardedGradients::~ShardedGradients() {
   be_->free_floats(spare_);
 }
 
+void ShardedGradients::attach() {
+  LEAP_CHECK(in_flight_ == nullptr, "a gradient stream attached during a backward");
+  other_ = spare_;  // the model's buffer may have been freed or handed to another stream
+}
+
 void ShardedGradients::clear() {
   LEAP_CHECK(in_flight_ == nullptr, "zero_grad() during a backward");
   be_->zero(sum_, floats_);

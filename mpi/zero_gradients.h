@@ -37,6 +37,7 @@ class ShardedGradients final : public model::GradientStream {
   ShardedGradients(const ShardedGradients&) = delete;
   ShardedGradients& operator=(const ShardedGradients&) = delete;
 
+  void attach() override;
   void clear() override;
   float* layer_done(int l, float* layer_grads) override;
   void rest_done(float* rest_grads) override;

@@ -1,8 +1,8 @@
 // The SFT run (`leap train --mode sft`): rank 0 builds the material (verifying through the sandbox
 // ranks, or in-process) while the other ranks serve; then every policy rank gets the material and
-// trains, from step 0 or from a resumed checkpoint's next step and data order; rank 0 writes the
-// checkpoints (io::CheckpointSchedule: train.checkpoint_every, train.checkpoint_minutes, and the
-// last step). An SFT checkpoint's state.json holds mode "sft", the data order (the example
+// trains, from step 0 or from a resumed checkpoint's next step and data order; rank 0 decides when
+// to checkpoint (io::CheckpointSchedule: train.checkpoint_every, train.checkpoint_minutes, and the
+// last step) and every policy rank writes its part (mpi/checkpoint_write.h). An SFT checkpoint's state.json holds mode "sft", the data order (the example
 // sampler's epoch and position) and a hash of the material, so a resumed run makes the same
 // updates as an uninterrupted one.
 #pragma once

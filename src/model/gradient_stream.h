@@ -15,6 +15,10 @@ namespace leap::model {
 class GradientStream {
  public:
   virtual ~GradientStream() = default;
+  // Transformer::set_gradient_stream(this): the model writes its own layer buffer next. Buffers
+  // of the stream's own that the model held before are the stream's again (all zero: nothing is in
+  // flight between backward passes).
+  virtual void attach() {}
   // Transformer::zero_grad(): a new optimizer step starts; whatever was summed is dropped.
   virtual void clear() = 0;
   // Layer l's gradient of one backward, in the compact layer layout (backend memory). Returns the

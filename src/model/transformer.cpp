@@ -71,6 +71,7 @@ void Transformer::set_gradient_stream(GradientStream* stream) {
   }
   layer_grads_ = own_layer_grads_;  // another stream's buffer goes with it
   stream_ = stream;
+  if (stream_ != nullptr) stream_->attach();
 }
 
 void Transformer::backward_nothing() {

@@ -57,6 +57,14 @@ struct Trained {
   }
 };
 
+// What a resume loads into: other weights, and an optimizer that never stepped (zero moments).
+struct Fresh {
+  backend::CpuBackend be{1};
+  model::Transformer model{tiny(), be};
+  model::AdamW opt{model::OptimConfig{}, model};
+  Fresh() { model.init_random(99, 0.1f); }
+};
+
 bool same(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
 TEST(CheckpointDir, RoundTripIsExactWhileTheExportIsBf16) {
@@ -70,10 +78,10 @@ TEST(CheckpointDir, RoundTripIsExactWhileTheExportIsBf16) {
   EXPECT_EQ(fs::path(*latest).filename(), checkpoint_dir_name(6));
   EXPECT_TRUE(fs::exists(*latest + "/" + rank_state_name(0, 1)));
 
-  Trained fresh_seed;  // another model and optimizer of the same shape
-  model::Transformer& m = fresh_seed.model;
-  model::AdamW& o = fresh_seed.opt;
-  m.init_random(99, 0.1f);
+  Fresh fresh;
+  model::Transformer& m = fresh.model;
+  model::AdamW& o = fresh.opt;
+  ASSERT_EQ(o.steps_taken(), 0);
   auto state = load_checkpoint(*latest, m, o);
   ASSERT_TRUE(state.has_value()) << state.status().message();
   EXPECT_EQ((*state)["step"], 6);
@@ -108,14 +116,14 @@ TEST(CheckpointDir, TheOlderLayoutStillLoads) {
   for (const auto& ti : t.model.layout().tensors()) moments.push_back({ti.name + ".exp_avg_sq", ti.shape, t.opt.v() + ti.offset});
   ASSERT_TRUE(model::write_safetensors(dir + "/optimizer.safetensors", moments).is_ok());
   ASSERT_TRUE(write_file_atomic(dir + "/state.json", R"({"step": 7, "optimizer_steps": 2})").is_ok());
-  Trained other;
-  other.model.init_random(99, 0.1f);
+  Fresh other;
   auto state = load_checkpoint(dir, other.model, other.opt);
   ASSERT_TRUE(state.has_value()) << state.status().message();
   const size_t P = t.model.num_params();
   EXPECT_TRUE(same(other.model.params(), t.model.params(), P));
   EXPECT_TRUE(same(other.opt.m(), t.opt.m(), P));
   EXPECT_TRUE(same(other.opt.v(), t.opt.v(), P));
+  EXPECT_EQ(other.opt.steps_taken(), 2);
 }
 
 TEST(CheckpointDir, RankStatesThatDoNotTileTheBufferAreRefused) {

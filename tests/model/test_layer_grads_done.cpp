@@ -81,12 +81,16 @@ class FlatSum final : public GradientStream {
  public:
   explicit FlatSum(const ParameterLayout& layout)
       : layout_(layout), sum_(layout.total(), 0.0f), spare_(layout.layer_floats(), 0.0f), other_(spare_.data()) {}
+  void attach() override { other_ = spare_.data(), handed_ = nullptr; }
   void clear() override { std::fill(sum_.begin(), sum_.end(), 0.0f); }
   float* layer_done(int l, float* buf) override {
     calls.push_back(l);
+    if (handed_ != nullptr) {
+      EXPECT_EQ(buf, handed_) << "layer " << l << " was not written where the stream said";
+    }
     take(buf, "model.layers." + std::to_string(l) + ".", true);
     std::swap(buf, other_);
-    return buf;
+    return handed_ = buf;
   }
   void rest_done(float* buf) override {
     calls.push_back(-1);
@@ -109,7 +113,8 @@ class FlatSum final : public GradientStream {
   }
   const ParameterLayout& layout_;
   std::vector<float> sum_, spare_;
-  float* other_;  // the buffer not with the model
+  float* other_;            // the buffer not with the model
+  float* handed_ = nullptr;  // the one it was last told to write
 };
 
 TEST(GradientStream, CompactBuffersSumToTheFlatGradient) {
@@ -158,9 +163,15 @@ TEST(GradientStream, CompactBuffersSumToTheFlatGradient) {
     streamed.backward_nothing();
     EXPECT_EQ(stream.calls, (std::vector<int>{2, 1, 0, -1}));
     EXPECT_EQ(stream.sum(), each_pass);
-    // Back to the flat buffer.
+    // Back to the flat buffer (the model ends a backward over 3 layers holding the stream's
+    // buffer, and frees its own), then the stream again: it must hand out only live buffers.
     streamed.set_gradient_stream(nullptr);
     ASSERT_NE(streamed.grads(), nullptr);
+    streamed.set_gradient_stream(&stream);
+    stream.calls.clear();
+    streamed.backward_nothing();
+    EXPECT_EQ(stream.calls, (std::vector<int>{2, 1, 0, -1}));
+    EXPECT_EQ(stream.sum(), each_pass);
   }
 }
 

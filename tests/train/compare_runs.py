@@ -1,6 +1,7 @@
 """Compares two run folders: a resumed run against an uninterrupted one. Identical means: the same
 /steps and /samples, every column (texts and task ids included) except the wall-clock ones, and
-byte-identical model.safetensors and optimizer.safetensors in the final checkpoint, and the same
+byte-identical safetensors files in the final checkpoint (the bf16 export and every rank's state
+file, the same names in both), and the same
 state.json but for its measurements (cpu_s, the job's CPU seconds). NaN equals NaN in the same
 place.
 
