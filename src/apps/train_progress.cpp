@@ -1,7 +1,9 @@
-// Formatting of the per-step progress line and the end-of-run summary.
+// Formatting of the per-step progress line, the checkpoint line and the end-of-run summary.
 #include "apps/train_progress.h"
 
 #include <fmt/format.h>
+
+#include "io/checkpoint_dir.h"
 
 namespace leap::app {
 
@@ -9,6 +11,13 @@ std::string format_duration(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
   if (s < 3600) return fmt::format("{}m{:02d}s", static_cast<int>(s) / 60, static_cast<int>(s) % 60);
   return fmt::format("{}h{:02d}m", static_cast<int>(s) / 3600, static_cast<int>(s) % 3600 / 60);
+}
+
+void log_checkpoint(const Logger& log, const std::string& run_dir, int64_t step, MPI_Comm policy, double seconds) {
+  int ranks = 1;
+  MPI_Comm_size(policy, &ranks);
+  log.info("checkpoint {} written in {:.1f} s by {} policy rank(s)", io::describe_checkpoint(run_dir, step), seconds,
+           ranks);
 }
 
 namespace {

@@ -104,7 +104,10 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     const int sig = stop.requested();
     const bool last = step + 1 == c.train.steps;
     if (sig || schedule.due(step, last)) {
+      const auto t_save = std::chrono::steady_clock::now();
       if (Status st = save(ctx, coord, step); !st) LEAP_FATAL("writing the checkpoint of step " << step << ": " << st.message());
+      log_checkpoint(log, c.app.run.out_dir, step, ctx.topo.role_comm,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t_save).count());
       schedule.saved();
       margin.check(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), log);
     }

@@ -1,7 +1,10 @@
 // See train_sft_run.h.
 #include "apps/train_sft_run.h"
 
+#include <chrono>
+
 #include "apps/rank_setup.h"
+#include "apps/train_progress.h"
 
 #include "common/check.h"
 #include "io/checkpoint_dir.h"
@@ -108,9 +111,14 @@ Status run_sft(const SftRunContext& ctx) {
              c.train.keep_checkpoints, c.model.path, c.model.max_shard_bytes()};
       record_prompt_now(policy, &req.state);
     }
+    const auto t_save = std::chrono::steady_clock::now();
     LEAP_RETURN_IF_ERROR(mpi::write_checkpoint(topo.role_comm, &req, *policy.model, *policy.optimizer,
                                                policy.zero.get()));
-    if (topo.is_coordinator()) schedule.saved();
+    if (topo.is_coordinator()) {
+      log_checkpoint(log, c.app.run.out_dir, step, topo.role_comm,
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - t_save).count());
+      schedule.saved();
+    }
     return Status::ok();
   };
   auto report =

@@ -98,6 +98,19 @@ Status save_checkpoint(const CheckpointRequest& req, const model::Transformer& m
   return finish_checkpoint(tmp, req, model, optimizer);
 }
 
+std::string describe_checkpoint(const std::string& run_dir, int64_t step) {
+  const fs::path dir = fs::path(run_dir) / "checkpoints" / checkpoint_dir_name(step);
+  std::error_code ec;
+  uint64_t bytes = 0;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    bytes += e.file_size(ec);
+    ++files;
+  }
+  return fmt::format("{} ({} files, {:.1f} MB)", dir.string(), files, static_cast<double>(bytes) / 1e6);
+}
+
 Expected<std::string> latest_checkpoint(const std::string& run_dir) {
   auto all = list_checkpoints(run_dir);
   for (auto it = all.rbegin(); it != all.rend(); ++it) {

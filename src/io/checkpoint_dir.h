@@ -51,6 +51,9 @@ Status finish_checkpoint(const std::string& tmp, const CheckpointRequest& req, c
 Status save_checkpoint(const CheckpointRequest& req, const model::Transformer& model, const model::AdamW& optimizer);
 inline constexpr model::DType kCheckpointExportDType = model::DType::kBF16;
 
+// "RUN/checkpoints/step_N (F files, X MB)", for the log line after a checkpoint.
+std::string describe_checkpoint(const std::string& run_dir, int64_t step);
+
 // The newest complete checkpoint folder of a run, or not_found saying so.
 Expected<std::string> latest_checkpoint(const std::string& run_dir);
 

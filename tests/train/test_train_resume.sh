@@ -40,6 +40,9 @@ if [ -e "$tmp/crash/checkpoints/step_000002" ] || [ ! -e "$tmp/crash/checkpoints
 else echo "ok   killed with SIGKILL after checkpoint $(ls "$tmp/crash/checkpoints" | tail -1)"; fi
 run rl-resumed 4 "${rl_sync[@]}" --train.steps 3 --run.out_dir "$tmp/crash" --resume latest
 grep -q "resuming from .*step_00000[01]" "$tmp/rl-resumed.log" || { echo "FAIL the resumed run did not say where it resumed"; fail=1; }
+# The line after each checkpoint says where, how big, how long and by how many policy ranks.
+grep -Eq "checkpoint .*/step_000002 \([0-9]+ files, [0-9.]+ MB\) written in [0-9.]+ s by 2 policy rank\(s\)" "$tmp/rl-straight.log" \
+  || { echo "FAIL no rl checkpoint line: $(grep checkpoint "$tmp/rl-straight.log" | tail -2)"; fail=1; }
 /usr/bin/python3 "$here/compare_runs.py" "$tmp/straight" "$tmp/crash" || fail=1
 /usr/bin/python3 "$here/weights_moved.py" "$src/models/demo" "$tmp/straight/checkpoints/step_000002" || fail=1
 /usr/bin/python3 - "$tmp/straight" "$src/models/demo" <<'PY' || fail=1
@@ -106,6 +109,8 @@ run sft-continued 3 --mode sft "${sft[@]}" --train.steps 6 --run.out_dir "$tmp/s
 ls "$tmp/sft-a/checkpoints" | tr '\n' ' ' | grep -q "^step_000001 step_000003 step_000005 $" \
   && echo "ok   sft checkpoints every 2 steps" || { echo "FAIL sft checkpoints: $(ls "$tmp/sft-a/checkpoints")"; fail=1; }
 grep -q '"data_order"' "$tmp/sft-a/checkpoints/step_000005/state.json" || { echo "FAIL sft state.json lacks data_order"; fail=1; }
+grep -Eq "checkpoint .*/step_000005 \(5 files, [0-9.]+ MB\) written in [0-9.]+ s by 2 policy rank\(s\)" "$tmp/sft-straight.log" \
+  || { echo "FAIL no sft checkpoint line: $(grep checkpoint "$tmp/sft-straight.log" | tail -2)"; fail=1; }
 grep -q "resuming from .*step_000002" "$tmp/sft-continued.log" || { echo "FAIL the SFT run did not resume"; fail=1; }
 same_checkpoint "sft resumed" "$tmp/sft-a/checkpoints/step_000005" "$tmp/sft-b/checkpoints/step_000005"
 /usr/bin/python3 "$here/weights_moved.py" "$tmp/sft-b/checkpoints/step_000002" "$tmp/sft-b/checkpoints/step_000005" || fail=1
