@@ -59,10 +59,7 @@ Status export_model(MPI_Comm policy, const ExportRequest* req, const model::Tran
   const auto stored = from_rank0<model::DType>(rank == 0 ? req->stored : model::DType::kF32, policy);
   const uint64_t max_shard = from_rank0<uint64_t>(rank == 0 ? req->max_shard_bytes : 0, policy);
   const model::ModelExport plan = model::plan_model_export(model.layout(), stored, max_shard);
-  Status part = Status::ok();
-  for (size_t k = static_cast<size_t>(rank); k < plan.shards.size() && part; k += static_cast<size_t>(world))
-    part = model::write_model_shard(*dir, model, plan, k);
-  LEAP_RETURN_IF_ERROR(agree(part, policy));
+  LEAP_RETURN_IF_ERROR(agree(model::write_model_shards(*dir, model, plan, rank, world), policy));
   if (rank != 0) return Status::ok();
   LEAP_RETURN_IF_ERROR(model::finish_model_export(*dir, model, plan));
   return model::copy_model_side_files(req->model_dir, *dir);

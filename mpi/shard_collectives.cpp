@@ -12,11 +12,14 @@
 
 namespace leap::mpi {
 
-void MpiShardCollectives::reduce_scatter_start(const std::vector<RankSlices>& pieces) {
-  LEAP_CHECK(requests_.empty(), "a reduce-scatter is already in flight");
+MpiShardCollectives::MpiShardCollectives(MPI_Comm comm) : comm_(comm) {
   int rank = 0;
   MPI_CHECK(MPI_Comm_rank(comm_, &rank));
-  const size_t r = static_cast<size_t>(rank);
+  rank_ = static_cast<size_t>(rank);
+}
+
+void MpiShardCollectives::reduce_scatter_start(const std::vector<RankSlices>& pieces) {
+  LEAP_CHECK(requests_.empty(), "a reduce-scatter is already in flight");
   pieces_ = pieces;
   received_.resize(pieces.size());
   requests_.resize(pieces.size());
@@ -24,19 +27,16 @@ void MpiShardCollectives::reduce_scatter_start(const std::vector<RankSlices>& pi
     // The send buffer holds the slices back to back in rank order, as the plan's are (displs are
     // their prefix sums).
     const std::vector<int>& counts = *pieces[i].counts;
-    received_[i].resize(static_cast<size_t>(std::max(1, counts[r])));
+    received_[i].resize(static_cast<size_t>(std::max(1, counts[rank_])));
     MPI_CHECK(MPI_Ireduce_scatter(pieces[i].piece, received_[i].data(), counts.data(), MPI_FLOAT, MPI_SUM, comm_,
                                   &requests_[i]));
   }
 }
 
 void MpiShardCollectives::reduce_scatter_finish() {
-  int rank = 0;
-  MPI_CHECK(MPI_Comm_rank(comm_, &rank));
-  const size_t r = static_cast<size_t>(rank);
   MPI_CHECK(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE));
   for (size_t i = 0; i < pieces_.size(); ++i)
-    std::copy_n(received_[i].data(), (*pieces_[i].counts)[r], pieces_[i].piece + (*pieces_[i].displs)[r]);
+    std::copy_n(received_[i].data(), (*pieces_[i].counts)[rank_], pieces_[i].piece + (*pieces_[i].displs)[rank_]);
   pieces_.clear();
   requests_.clear();
   received_.clear();

@@ -44,7 +44,7 @@ class ShardCollectives {
 // collective inside MPI calls, so on the CPU the overlap is small: the halves prove the logic.)
 class MpiShardCollectives final : public ShardCollectives {
  public:
-  explicit MpiShardCollectives(MPI_Comm comm) : comm_(comm) {}
+  explicit MpiShardCollectives(MPI_Comm comm);
   const char* name() const override { return "mpi"; }
   void reduce_scatter_start(const std::vector<RankSlices>& pieces) override;
   void reduce_scatter_finish() override;
@@ -53,6 +53,7 @@ class MpiShardCollectives final : public ShardCollectives {
 
  private:
   MPI_Comm comm_;
+  size_t rank_ = 0;  // this rank's slice of every piece
   // The call in flight: its pieces, requests and receive buffers (MPI's reduce-scatter is not in
   // place: one slice each, freed at finish, so nothing stays allocated beside what leap plan
   // counts).

@@ -67,8 +67,7 @@ Expected<std::string> begin_checkpoint(const std::string& run_dir, int64_t step)
 Status write_checkpoint_part(const std::string& tmp, const model::Transformer& model, const model::AdamW& optimizer,
                              int rank, int world, const FlatRanges& ranges, uint64_t max_shard_bytes) {
   const model::ModelExport plan = model::plan_model_export(model.layout(), kCheckpointExportDType, max_shard_bytes);
-  for (size_t k = static_cast<size_t>(rank); k < plan.shards.size(); k += static_cast<size_t>(world))
-    LEAP_RETURN_IF_ERROR(model::write_model_shard(tmp, model, plan, k));
+  LEAP_RETURN_IF_ERROR(model::write_model_shards(tmp, model, plan, rank, world));
   return write_rank_state(tmp, rank, world, model, optimizer, ranges);
 }
 

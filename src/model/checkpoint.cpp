@@ -181,6 +181,8 @@ Status begin_model_export(const std::string& dir) {
   return Status::ok();
 }
 
+namespace {
+
 Status write_model_shard(const std::string& dir, const Transformer& model, const ModelExport& plan, size_t k) {
   // Tensor by tensor: the CPU backend's own memory, or one tensor downloaded at a time, so no
   // copy of the whole model is made to write it.
@@ -197,6 +199,15 @@ Status write_model_shard(const std::string& dir, const Transformer& model, const
         be.download(staging.data(), model.params() + t.offset, t.numel);
         return staging.data();
       });
+}
+
+}  // namespace
+
+Status write_model_shards(const std::string& dir, const Transformer& model, const ModelExport& plan, int rank,
+                          int world) {
+  for (size_t k = static_cast<size_t>(rank); k < plan.shards.size(); k += static_cast<size_t>(world))
+    LEAP_RETURN_IF_ERROR(write_model_shard(dir, model, plan, k));
+  return Status::ok();
 }
 
 Status finish_model_export(const std::string& dir, const Transformer& model, const ModelExport& plan) {
@@ -236,7 +247,7 @@ Status save_model(const std::string& dir, const Transformer& model, DType stored
                   uint64_t max_shard_bytes) {
   const ModelExport plan = plan_model_export(model.layout(), stored, max_shard_bytes);
   LEAP_RETURN_IF_ERROR(begin_model_export(dir));
-  for (size_t k = 0; k < plan.shards.size(); ++k) LEAP_RETURN_IF_ERROR(write_model_shard(dir, model, plan, k));
+  LEAP_RETURN_IF_ERROR(write_model_shards(dir, model, plan, 0, 1));
   return finish_model_export(dir, model, plan);
 }
 

@@ -54,8 +54,10 @@ ModelExport plan_model_export(const ParameterLayout& layout, DType stored,
 // Creates DIR and removes an earlier save's index, so that an export cut short never leaves an
 // index that points at old shards (the loader would prefer it).
 Status begin_model_export(const std::string& dir);
-// Writes shard k, tensor by tensor from the backend (no host copy of the model).
-Status write_model_shard(const std::string& dir, const Transformer& model, const ModelExport& plan, size_t k);
+// Writes the shards k with k % world == rank, tensor by tensor from the backend (no host copy of
+// the model): rank 0 of 1 writes them all.
+Status write_model_shards(const std::string& dir, const Transformer& model, const ModelExport& plan, int rank,
+                          int world);
 // config.json, the index (when sharded), and the removal of weight files of an earlier save.
 Status finish_model_export(const std::string& dir, const Transformer& model, const ModelExport& plan);
 
