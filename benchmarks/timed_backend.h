@@ -38,6 +38,7 @@ class TimedBackend final : public backend::Backend {
   void reset() { seconds.fill(0.0); }
 
   const char* name() const override { return in_.name(); }
+  bool host_memory() const override { return in_.host_memory(); }
   float* alloc_floats(size_t n) override { return in_.alloc_floats(n); }
   void free_floats(float* p) override { in_.free_floats(p); }
   void zero(float* p, size_t n) override {
@@ -92,11 +93,18 @@ class TimedBackend final : public backend::Backend {
     timed(OpKind::kAttention,
           [&] { in_.attention_backward(dq, dk, dv, d, a, q, k, v, B, T, H, Hkv, D); });
   }
+  void kv_cache_write(float* kc, float* vc, const float* k, const float* v, const int32_t* slot,
+                      const int32_t* pos, int rows, int maxT, int Hkv, int D,
+                      backend::KvDtype dtype) override {
+    // A copy (a narrowing one for a bf16 cache), as it was when it ran through copy().
+    timed(OpKind::kMemory,
+          [&] { in_.kv_cache_write(kc, vc, k, v, slot, pos, rows, maxT, Hkv, D, dtype); });
+  }
   void attention_decode(float* o, const float* q, const float* kc, const float* vc,
                         const int32_t* table, int max_blocks, const int32_t* l, int n,
-                        int block_size, int H, int Hkv, int D) override {
+                        int block_size, int H, int Hkv, int D, backend::KvDtype dtype) override {
     timed(OpKind::kAttention, [&] {
-      in_.attention_decode(o, q, kc, vc, table, max_blocks, l, n, block_size, H, Hkv, D);
+      in_.attention_decode(o, q, kc, vc, table, max_blocks, l, n, block_size, H, Hkv, D, dtype);
     });
   }
   void swiglu_forward(float* o, const float* i, int N, int I) override {

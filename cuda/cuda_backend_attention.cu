@@ -117,28 +117,39 @@ void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const floa
 
 void CudaBackend::kv_cache_write(float* k_cache, float* v_cache, const float* k, const float* v,
                                  const int32_t* slot, const int32_t* pos, int rows, int maxT,
-                                 int Hkv, int D) {
+                                 int Hkv, int D, backend::KvDtype dtype) {
   if (rows == 0) return;
   const int32_t* dev_slot = stage(4, slot, rows);
   const int32_t* dev_pos = stage(5, pos, rows);
   const size_t n = static_cast<size_t>(rows) * Hkv * D;
-  kn::kv_cache_write<float>
-      <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
-          k_cache, v_cache, k, v, dev_slot, dev_pos, rows, maxT, Hkv, D);
+  const unsigned grid = kn::elementwise_blocks(n);
+  if (dtype == backend::KvDtype::kBf16)
+    kn::kv_cache_write<float, kn::bf16><<<grid, kn::kElementwiseThreads, 0, ctx_->compute()>>>(
+        reinterpret_cast<kn::bf16*>(k_cache), reinterpret_cast<kn::bf16*>(v_cache), k, v,
+        dev_slot, dev_pos, rows, maxT, Hkv, D);
+  else
+    kn::kv_cache_write<float><<<grid, kn::kElementwiseThreads, 0, ctx_->compute()>>>(
+        k_cache, v_cache, k, v, dev_slot, dev_pos, rows, maxT, Hkv, D);
   check_launch();
 }
 
 void CudaBackend::attention_decode(float* out, const float* q, const float* k_cache,
                                    const float* v_cache, const int32_t* block_table,
                                    int max_blocks, const int32_t* len, int n, int block_size,
-                                   int H, int Hkv, int D) {
+                                   int H, int Hkv, int D, backend::KvDtype dtype) {
   if (n == 0) return;
   LEAP_CHECK(D <= kn::kDecodeMaxD, "decode attention supports head_dim <= " << kn::kDecodeMaxD);
   const int32_t* dev_table = stage(2, block_table, static_cast<size_t>(n) * max_blocks);
   const int32_t* dev_len = stage(3, len, n);
-  kn::attention_decode<float>
-      <<<static_cast<unsigned>(n) * H, kn::kDecodeThreads, 0, ctx_->compute()>>>(
-          out, q, k_cache, v_cache, dev_table, max_blocks, dev_len, n, block_size, H, Hkv, D);
+  const unsigned grid = static_cast<unsigned>(n) * H;
+  if (dtype == backend::KvDtype::kBf16)
+    kn::attention_decode<float, kn::bf16><<<grid, kn::kDecodeThreads, 0, ctx_->compute()>>>(
+        out, q, reinterpret_cast<const kn::bf16*>(k_cache),
+        reinterpret_cast<const kn::bf16*>(v_cache), dev_table, max_blocks, dev_len, n,
+        block_size, H, Hkv, D);
+  else
+    kn::attention_decode<float><<<grid, kn::kDecodeThreads, 0, ctx_->compute()>>>(
+        out, q, k_cache, v_cache, dev_table, max_blocks, dev_len, n, block_size, H, Hkv, D);
   check_launch();
 }
 

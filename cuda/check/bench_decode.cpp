@@ -8,8 +8,8 @@
 //    the figure is what the device delivers to this host loop, not the kernels' sum.
 //  - The HBM bound of a step is the bytes it must really read over the GPU's bandwidth: every
 //    weight once as its bf16 compute copy, plus each sequence's K and V history as the cache
-//    stores it, fp32 today (CudaBackend keeps every float* buffer in fp32). The figure is that
-//    bound's time over the device time.
+//    stores it: bf16, the sampler's default on this backend (sampler.kv_cache_dtype = auto).
+//    The figure is that bound's time over the device time.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -39,7 +39,9 @@ Expected<JsonRecord> run_decode(const CheckArgs& args) {
   model::Transformer m(cfg, be);
   m.init_random(2);
   const int maxT = static_cast<int>(prompt + steps + 1);
-  model::KvCache cache(cfg, be, static_cast<int>(B), maxT, 16);  // the sampler's paged layout
+  // The sampler's paged layout and its cache dtype on this backend.
+  const backend::KvDtype kv_dtype = backend::KvDtype::kBf16;
+  model::KvCache cache(cfg, be, static_cast<int>(B), maxT, 16, 0, kv_dtype);
   Rng rng(3);
   std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(B), std::vector<int32_t>(prompt));
   for (auto& s : prompts)
@@ -100,8 +102,8 @@ Expected<JsonRecord> run_decode(const CheckArgs& args) {
   std::sort(download_ms.begin(), download_ms.end());
   const double logits_ms = download_ms[download_ms.size() / 2];
   // Bytes a step must read: bf16 weights once, and the mean K/V history of every sequence as
-  // the cache stores it (fp32). Positions grow by one per step over prompt + 1 .. + steps + 1.
-  const double kv_elem_bytes = sizeof(float);
+  // the cache stores it. Positions grow by one per step over prompt + 1 .. + steps + 1.
+  const double kv_elem_bytes = static_cast<double>(backend::kv_dtype_bytes(kv_dtype));
   const double weight_bytes = 2.0 * static_cast<double>(m.num_params());
   const double mean_len = static_cast<double>(prompt) + 1.0 + static_cast<double>(steps) / 2.0;
   const double kv_bytes = 2.0 * kv_elem_bytes * static_cast<double>(B) * mean_len *
@@ -118,16 +120,18 @@ Expected<JsonRecord> run_decode(const CheckArgs& args) {
       .set("tokens_per_s", static_cast<double>(B) / (step_ms * 1e-3))
       .set("bytes_read_per_step", weight_bytes + kv_bytes)
       .set("weight_bytes_bf16", weight_bytes)
-      .set("kv_bytes_fp32", kv_bytes)
+      .set("kv_bytes", kv_bytes)
+      .set("kv_cache_dtype", backend::kv_dtype_name(kv_dtype))
       .set("hbm_bound_ms", bound_ms)
       .set("fraction_of_hbm_bound", bound_ms / step_ms)
       .set("hbm_tb_s_assumed", hbm_tb_s);
   std::fprintf(stderr,
                "decode: batch %lld, device %.3f ms/step (%.0f tok/s), logits download %.3f ms, "
-               "host step with download %.3f ms; reads %.1f MB/step (KV fp32 %.1f MB): HBM "
+               "host step with download %.3f ms; reads %.1f MB/step (KV %s %.1f MB): HBM "
                "bound %.3f ms, %.1f%% of it\n",
                B, step_ms, B / (step_ms * 1e-3), logits_ms, host_step_ms,
-               (weight_bytes + kv_bytes) / 1e6, kv_bytes / 1e6, bound_ms, 100 * bound_ms / step_ms);
+               (weight_bytes + kv_bytes) / 1e6, backend::kv_dtype_name(kv_dtype), kv_bytes / 1e6,
+               bound_ms, 100 * bound_ms / step_ms);
   return r;
 }
 

@@ -298,8 +298,10 @@ Status check_decode(const ReferenceDir& ref, backend::Backend& be, OpComparison&
   Buffers buf(be);
   float *gkc = buf.up(kc), *gvc = buf.up(vc), *gq = buf.up(q), *gk = buf.up(k), *gv = buf.up(v),
         *gout = buf.zeros(out.size());
-  be.kv_cache_write(gkc, gvc, gk, gv, slot.data(), pos.data(), n, maxT, Hkv, D);
-  be.attention_decode(gout, gq, gkc, gvc, slot.data(), 1, len.data(), n, maxT, H, Hkv, D);
+  be.kv_cache_write(gkc, gvc, gk, gv, slot.data(), pos.data(), n, maxT, Hkv, D,
+                    backend::KvDtype::kF32);
+  be.attention_decode(gout, gq, gkc, gvc, slot.data(), 1, len.data(), n, maxT, H, Hkv, D,
+                      backend::KvDtype::kF32);
   cmp.add("kv_cache_write_k", buf.down(gkc, kc1.size()), kc1, kExact);
   cmp.add("kv_cache_write_v", buf.down(gvc, vc1.size()), vc1, kExact);
   cmp.add("attention_decode", buf.down(gout, out.size()), out, kFp32);

@@ -1,7 +1,10 @@
 // Inference-time attention against the KV cache (the sampler's prefill and decode steps).
 //
+// Two storage types: T for the activations (q, k, v, out) and C for the cache, which may be
+// narrower (the sampler's bf16 cache beside fp32 activations: sampler.kv_cache_dtype).
+//
 // kv_cache_write: row r of k, v (rows, Hkv, D) goes to cache slot slot[r], position pos[r]; the
-//   caches are (slots, maxT, Hkv, D). A paged cache passes block and offset as slot and pos, and
+//   caches are (slots, maxT, Hkv, D), written as C (rounded to nearest even when narrower). A paged cache passes block and offset as slot and pos, and
 //   the block size as maxT. Prefill writes a whole prompt, decode one token per sequence.
 //   Launch: grid elementwise_blocks(rows * Hkv * D), block kElementwiseThreads, no smem.
 //
@@ -12,7 +15,7 @@
 //   head h / (H / Hkv), scores scaled by 1/sqrt(D); out (n, H, D). One block per (row, head):
 //   each warp walks every kDecodeWarps-th key with an online softmax (lanes split D, the dot
 //   product is a warp reduction), then the warps' states are merged in warp order
-//   (deterministic). fp32 arithmetic, T storage.
+//   (deterministic). fp32 arithmetic; T for q and out, C for the cache.
 //   Launch: grid n * H, block kDecodeThreads, no dynamic smem (static ~2.1 KB).
 // Limits: D <= kDecodeMaxD (128); 1 <= len[r] <= max_blocks * block_size; the table's blocks
 //   exist (checked by the caller).
@@ -27,21 +30,21 @@ constexpr int kDecodeWarps = 4;
 constexpr int kDecodeThreads = 32 * kDecodeWarps;
 constexpr int kDecodeMaxD = 128;
 
-template <class T>
-__global__ void kv_cache_write(T* k_cache, T* v_cache, const T* k, const T* v, const int* slot,
+template <class T, class C = T>
+__global__ void kv_cache_write(C* k_cache, C* v_cache, const T* k, const T* v, const int* slot,
                                const int* pos, int rows, int maxT, int Hkv, int D) {
   const u64 KD = static_cast<u64>(Hkv) * D, n_elems = static_cast<u64>(rows) * KD;
   for (u64 i = grid_first(); i < n_elems; i += grid_stride()) {
     const u64 r = i / KD, c = i % KD;
     const u64 dst = (static_cast<u64>(slot[r]) * maxT + pos[r]) * KD + c;
-    k_cache[dst] = k[i];
-    v_cache[dst] = v[i];
+    k_cache[dst] = from_float<C>(to_float(k[i]));
+    v_cache[dst] = from_float<C>(to_float(v[i]));
   }
 }
 
-template <class T>
+template <class T, class C = T>
 __global__ void __launch_bounds__(kDecodeThreads)
-    attention_decode(T* out, const T* q, const T* k_cache, const T* v_cache,
+    attention_decode(T* out, const T* q, const C* k_cache, const C* v_cache,
                      const int* block_table, int max_blocks, const int* len, int n,
                      int block_size, int H, int Hkv, int D) {
   constexpr int kPerLane = kDecodeMaxD / 32;
@@ -67,8 +70,8 @@ __global__ void __launch_bounds__(kDecodeThreads)
   for (int j = warp; j < L; j += kDecodeWarps) {
     const u64 at = (static_cast<u64>(table[j / block_size]) * block_size + j % block_size) * KD +
                    static_cast<u64>(kvh) * D;
-    const T* kj = k_cache + at;
-    const T* vj = v_cache + at;
+    const C* kj = k_cache + at;
+    const C* vj = v_cache + at;
     float part = 0.0f;
 #pragma unroll
     for (int i = 0; i < kPerLane; ++i) {

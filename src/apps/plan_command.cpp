@@ -92,6 +92,7 @@ int run_plan(const std::vector<std::string>& args) {
   in.max_new_tokens = new_tokens;
   in.kv_block_tokens = c.sampler.kv_block_tokens;
   in.kv_keep_sequences = c.sampler.reuse_kv ? c.sampler.kv_keep_sequences : 0;
+  in.kv_bf16 = model::kv_cache_dtype(c.sampler, in.backend == "cuda") == backend::KvDtype::kBf16;
   in.train_tokens = std::min(context, prompt + new_tokens);
   in.kl_reference = c.rl.rl.kl_beta > 0;
   in.logits_chunk_bytes = static_cast<uint64_t>(c.model.logits_chunk_mib) << 20;

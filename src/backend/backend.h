@@ -23,6 +23,12 @@
 
 namespace leap::backend {
 
+// Storage of the sampler's KV cache (sampler.kv_cache_dtype). bf16 halves the cache; keys and
+// values are rounded once, when written, and widened to fp32 for the attention arithmetic.
+enum class KvDtype { kF32, kBf16 };
+inline size_t kv_dtype_bytes(KvDtype d) { return d == KvDtype::kBf16 ? 2 : 4; }
+inline const char* kv_dtype_name(KvDtype d) { return d == KvDtype::kBf16 ? "bf16" : "fp32"; }
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -94,27 +100,22 @@ class Backend {
                                   const float* att, const float* q, const float* k, const float* v,
                                   int B, int T, int H, int Hkv, int D) = 0;
   // KV-cache append: row r of k and v (rows, Hkv*D) goes to position pos[r] of cache slot
-  // slot[r] in k_cache and v_cache (slots, maxT, Hkv, D). Row by row through copy() here; a
-  // device backend does it in one launch.
+  // slot[r] in k_cache and v_cache (slots, maxT, Hkv, D), stored as `dtype` (bf16: rounded to
+  // nearest even). A paged cache passes block and offset as slot and pos, the block size as maxT.
+  // The caches are float* whatever their dtype: a bf16 cache of E elements is E / 2 floats of
+  // backend memory, and offsets into it are counted in its own elements.
   virtual void kv_cache_write(float* k_cache, float* v_cache, const float* k, const float* v,
                               const int32_t* slot, const int32_t* pos, int rows, int maxT,
-                              int Hkv, int D) {
-    const size_t KD = static_cast<size_t>(Hkv) * D;
-    for (int r = 0; r < rows; ++r) {
-      const size_t at = (static_cast<size_t>(slot[r]) * maxT + pos[r]) * KD;
-      copy(k_cache + at, k + static_cast<size_t>(r) * KD, KD);
-      copy(v_cache + at, v + static_cast<size_t>(r) * KD, KD);
-    }
-  }
-  // Decode attention against a paged KV cache: q (n, H, D), out (n, H, D). The caches are
-  // (blocks, block_size, Hkv, D); position j < len[r] of row r (its own token included) lives in
-  // block block_table[r * max_blocks + j / block_size], at offset j % block_size. A contiguous
-  // cache of sequences of maxT positions is the case block_size = maxT, max_blocks = 1 and
-  // block_table = the rows' slots. Inference only: no backward.
+                              int Hkv, int D, KvDtype dtype) = 0;
+  // Decode attention against a paged KV cache of `dtype`: q (n, H, D), out (n, H, D), fp32
+  // arithmetic. The caches are (blocks, block_size, Hkv, D); position j < len[r] of row r (its
+  // own token included) lives in block block_table[r * max_blocks + j / block_size], at offset
+  // j % block_size. A contiguous cache of sequences of maxT positions is the case block_size =
+  // maxT, max_blocks = 1 and block_table = the rows' slots. Inference only: no backward.
   virtual void attention_decode(float* out, const float* q, const float* k_cache,
                                 const float* v_cache, const int32_t* block_table, int max_blocks,
-                                const int32_t* len, int n, int block_size, int H, int Hkv,
-                                int D) = 0;
+                                const int32_t* len, int n, int block_size, int H, int Hkv, int D,
+                                KvDtype dtype) = 0;
 
   // ---- SwiGLU: out (N, I) = silu(inp[:, :I]) * inp[:, I:]; inp (N, 2I) is [gate | up] --------
   virtual void swiglu_forward(float* out, const float* inp, int N, int I) = 0;

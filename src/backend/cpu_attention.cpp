@@ -1,6 +1,6 @@
 // CpuBackend causal grouped-query attention: full-sequence forward/backward (training, prefill)
 // on single-threaded sgemm calls per (sequence, head) and row block, and single-token decode
-// against a KV cache on sgemm calls per (row, KV head). Query head h reads KV head h / (H / Hkv)
+// against a KV cache (fp32 or bf16, widened when gathered) on sgemm calls per (row, KV head). Query head h reads KV head h / (H / Hkv)
 // (HF's repeat_kv). Only the causal lower triangle is computed; att keeps the probabilities. Work
 // is split over (batch, head) for the forward and over (batch, KV head) for the backward, so the
 // query heads sharing a KV head accumulate into dk/dv in one thread: no races, fixed order,
@@ -13,6 +13,7 @@
 #include "backend/cpu_parallel.h"
 #include "backend/cpu_row_kernels.h"
 #include "cblas.h"
+#include "common/bf16.h"
 
 namespace leap::backend {
 namespace {
@@ -96,10 +97,46 @@ void CpuBackend::attention_backward(float* dq, float* dk, float* dv, const float
   }
 }
 
+void CpuBackend::kv_cache_write(float* k_cache, float* v_cache, const float* k, const float* v,
+                                const int32_t* slot, const int32_t* pos, int rows, int maxT,
+                                int Hkv, int D, KvDtype dtype) {
+  const size_t KD = static_cast<size_t>(Hkv) * D;
+  for (int r = 0; r < rows; ++r) {
+    const size_t at = (static_cast<size_t>(slot[r]) * maxT + pos[r]) * KD;
+    const float* kr = k + static_cast<size_t>(r) * KD;
+    const float* vr = v + static_cast<size_t>(r) * KD;
+    if (dtype == KvDtype::kF32) {
+      std::copy_n(kr, KD, k_cache + at);
+      std::copy_n(vr, KD, v_cache + at);
+      continue;
+    }
+    auto* kc = reinterpret_cast<uint16_t*>(k_cache) + at;
+    auto* vc = reinterpret_cast<uint16_t*>(v_cache) + at;
+    for (size_t c = 0; c < KD; ++c) {
+      kc[c] = f32_to_bf16(kr[c]);
+      vc[c] = f32_to_bf16(vr[c]);
+    }
+  }
+}
+
+namespace {
+
+// D cached values at element `at` of a cache of `dtype`, as fp32.
+void gather_cached(float* dst, const float* cache, size_t at, int D, KvDtype dtype) {
+  if (dtype == KvDtype::kF32) {
+    std::copy_n(cache + at, D, dst);
+    return;
+  }
+  const auto* c = reinterpret_cast<const uint16_t*>(cache) + at;
+  for (int d = 0; d < D; ++d) dst[d] = bf16_to_f32(c[d]);
+}
+
+}  // namespace
+
 void CpuBackend::attention_decode(float* out, const float* q, const float* k_cache,
                                   const float* v_cache, const int32_t* block_table, int max_blocks,
                                   const int32_t* len, int n, int block_size, int H, int Hkv,
-                                  int D) {
+                                  int D, KvDtype dtype) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const int group = H / Hkv, KD = Hkv * D;
   size_t work = 0;
@@ -125,8 +162,8 @@ void CpuBackend::attention_decode(float* out, const float* q, const float* k_cac
         for (int j = 0; j < L; ++j) {
           const size_t at = (static_cast<size_t>(table[j / block_size]) * block_size +
                              j % block_size) * KD + static_cast<size_t>(kvh) * D;
-          std::copy_n(k_cache + at, D, kbuf.data() + static_cast<size_t>(j) * D);
-          std::copy_n(v_cache + at, D, vbuf.data() + static_cast<size_t>(j) * D);
+          gather_cached(kbuf.data() + static_cast<size_t>(j) * D, k_cache, at, D, dtype);
+          gather_cached(vbuf.data() + static_cast<size_t>(j) * D, v_cache, at, D, dtype);
         }
         const size_t qo = (static_cast<size_t>(r) * H + static_cast<size_t>(kvh) * group) * D;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, group, L, D, scale, q + qo, D,

@@ -49,9 +49,12 @@ class CpuBackend final : public Backend {
   void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* att,
                           const float* q, const float* k, const float* v, int B, int T, int H,
                           int Hkv, int D) override;
+  void kv_cache_write(float* k_cache, float* v_cache, const float* k, const float* v,
+                      const int32_t* slot, const int32_t* pos, int rows, int maxT, int Hkv, int D,
+                      KvDtype dtype) override;
   void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache,
                         const int32_t* block_table, int max_blocks, const int32_t* len, int n,
-                        int block_size, int H, int Hkv, int D) override;
+                        int block_size, int H, int Hkv, int D, KvDtype dtype) override;
 
   void swiglu_forward(float* out, const float* inp, int N, int I) override;
   void swiglu_backward(float* dinp, const float* dout, const float* inp, int N, int I) override;

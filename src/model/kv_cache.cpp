@@ -45,16 +45,18 @@ KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
   return d;
 }
 
-uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep) {
+uint64_t kv_cache_bytes(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep,
+                        backend::KvDtype dtype) {
   const int bs = std::max(1, block_size <= 0 || block_size > maxT ? maxT : block_size);
   const uint64_t blocks = static_cast<uint64_t>(slots + keep) * blocks_for(maxT, bs) + 1;  // + sink
   const uint64_t KD = static_cast<uint64_t>(cfg.num_key_value_heads) * cfg.head_dim;
-  return 2 * static_cast<uint64_t>(cfg.num_hidden_layers) * blocks * bs * KD +
-         kv_scratch_floats(cfg, slots + kKvExtendRows, slots);
+  return 2 * static_cast<uint64_t>(cfg.num_hidden_layers) * blocks * bs * KD *
+             backend::kv_dtype_bytes(dtype) +
+         sizeof(float) * kv_scratch_floats(cfg, slots + kKvExtendRows, slots);
 }
 
 KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, int maxT_,
-                 int block_size_, int keep_)
+                 int block_size_, int keep_, backend::KvDtype dtype_)
     : be(&backend),
       slots(slots_),
       maxT(maxT_),
@@ -64,10 +66,13 @@ KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, 
       L(cfg.num_hidden_layers),
       Hkv(cfg.num_key_value_heads),
       D(cfg.head_dim),
+      dtype(dtype_),
       len(static_cast<size_t>(slots_), 0),
       cfg_(cfg),
       slot_blocks_(static_cast<size_t>(slots_)),
       holders_(static_cast<size_t>(blocks), 0) {
+  LEAP_CHECK(dtype == backend::KvDtype::kF32 || Hkv * D % 2 == 0,
+             "a bf16 KV cache needs an even num_key_value_heads * head_dim, not " << Hkv * D);
   allocate();
   for (int b = blocks - 1; b >= 0; --b) free_.push_back(b);
 }
@@ -194,7 +199,7 @@ void KvCache::share_prefix(const std::vector<int32_t>& src_blocks, int positions
     ++holders_[static_cast<size_t>(from_block)];  // held while a reclaim may run
     const int32_t b = take_block();
     dst.push_back(b);
-    const size_t per_pos = static_cast<size_t>(Hkv) * D, n = static_cast<size_t>(rest) * per_pos;
+    const size_t per_pos = pos_floats(), n = static_cast<size_t>(rest) * per_pos;
     const size_t from_at = static_cast<size_t>(from_block) * block_size * per_pos,
                  to_at = static_cast<size_t>(b) * block_size * per_pos;
     for (int l = 0; l < L; ++l) {

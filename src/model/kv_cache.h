@@ -9,6 +9,8 @@
 //   so a later turn whose prompt extends the conversation is not prefilled again) and attached
 //   to a slot later. Kept blocks live in what the live sequences leave free: when a reserve
 //   finds the pool empty it calls `reclaim`, which drops kept sequences.
+// - Keys and values are stored as fp32 or bf16 (`dtype`, sampler.kv_cache_dtype): the backend
+//   rounds them when written and widens them when read; the scratch stays fp32.
 // - The pool holds every slot at full length (maxT), so the live sequences alone never run out,
 //   plus `keep` more full-length sequences for kept ones. grow() enlarges an unused pool (the
 //   Sampler drops what it kept first); the policy sizes it for the run's context up front.
@@ -33,8 +35,9 @@ struct KvBlocks {
 // tokens are run in chunks of the slots plus this many (kv_cache.cpp's scratch).
 constexpr int kKvExtendRows = 64;
 
-// Floats of a cache's pool and scratch (leap plan counts with this).
-uint64_t kv_cache_floats(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep = 0);
+// Bytes of a cache's pool (at `dtype`) and its fp32 scratch (leap plan counts with this).
+uint64_t kv_cache_bytes(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep,
+                        backend::KvDtype dtype);
 
 // The scratch's activations for `rows` rows, the logits for the first `logit_rows` of them.
 struct KvScratch {
@@ -48,7 +51,7 @@ class KvCache {
   // `slots` sequences of up to maxT positions and room for `keep` more; blocks of block_size
   // positions (0 or above maxT: one block a sequence, the contiguous layout).
   KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots, int maxT,
-          int block_size = 0, int keep = 0);
+          int block_size = 0, int keep = 0, backend::KvDtype dtype = backend::KvDtype::kF32);
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
@@ -84,13 +87,19 @@ class KvCache {
   int tables(const int32_t* slots, int n, std::vector<int32_t>* out) const;
   int free_blocks() const { return static_cast<int>(free_.size()); }
   // Each layer's pool holds `blocks` blocks and a sink block after them (id `blocks`), where a
-  // padded batch's padding rows are written: one write covers a whole batch.
-  size_t layer_stride() const { return static_cast<size_t>(blocks + 1) * block_size * Hkv * D; }
+  // padded batch's padding rows are written: one write covers a whole batch. In floats of
+  // backend memory (half the elements for a bf16 cache; Hkv * D is even, as RoPE needs).
+  size_t layer_stride() const { return static_cast<size_t>(blocks + 1) * block_size * pos_floats(); }
+  // Floats of backend memory one position of one layer takes (its Hkv * D keys, or values).
+  size_t pos_floats() const {
+    return static_cast<size_t>(Hkv) * D * backend::kv_dtype_bytes(dtype) / sizeof(float);
+  }
   int32_t sink_block() const { return blocks; }
 
   backend::Backend* be;
   int slots, maxT, block_size, keep, blocks, L, Hkv, D;
-  float* k = nullptr;        // (L, blocks, block_size, Hkv, D), keys after RoPE
+  backend::KvDtype dtype;
+  float* k = nullptr;        // (L, blocks, block_size, Hkv, D) of `dtype`, keys after RoPE
   float* v = nullptr;        // the same for the values
   std::vector<int32_t> len;  // (slots) valid positions per slot
   float* scratch = nullptr;  // activations of slots + kKvExtendRows rows (logits for slots rows)

@@ -111,12 +111,14 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   const uint64_t maxT = static_cast<uint64_t>(std::min<int64_t>(
       in.prompt_tokens + in.max_new_tokens, c.max_position_embeddings));
   const uint64_t bs = std::max<uint64_t>(1, std::min<uint64_t>(maxT, static_cast<uint64_t>(std::max(1, in.kv_block_tokens))));
+  const backend::KvDtype kv = in.kv_bf16 ? backend::KvDtype::kBf16 : backend::KvDtype::kF32;
   add("kv_cache",
-      4 * kv_cache_floats(c, static_cast<int>(B), static_cast<int>(maxT), static_cast<int>(bs),
-                          in.kv_keep_sequences),
-      fmt::format("fp32, paged: {} blocks of {} positions ({} decoding + {} kept sequences of {}); "
+      kv_cache_bytes(c, static_cast<int>(B), static_cast<int>(maxT), static_cast<int>(bs),
+                     in.kv_keep_sequences, kv),
+      fmt::format("{}, paged: {} blocks of {} positions ({} decoding + {} kept sequences of {}); "
                   "a group shares its prompt's blocks",
-                  (B + in.kv_keep_sequences) * ((maxT + bs - 1) / bs), bs, B, in.kv_keep_sequences, maxT));
+                  backend::kv_dtype_name(kv), (B + in.kv_keep_sequences) * ((maxT + bs - 1) / bs),
+                  bs, B, in.kv_keep_sequences, maxT));
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
   // The sampler session's logits rows stay in backend memory (sampled where they are).
   uint64_t workspace = 4 * (rope + B * V);

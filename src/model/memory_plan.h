@@ -16,7 +16,7 @@
 //  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0), plus its bf16 copy on CUDA;
 //  - kv_cache: the sampler's paged cache (kv_cache.h): blocks for micro_batch_seqs decoding
 //    sequences and kv_keep_sequences kept ones, each of the longest prompt plus max_new_tokens,
-//    and its decode and extend scratch. It stays allocated;
+//    in fp32 or bf16, and its fp32 decode and extend scratch. It stays allocated;
 //  - workspace: the RoPE tables, the sampler's logits rows and, on CUDA, the cuBLASLt
 //    workspace and the bf16 GEMM operand buffers.
 // Weights are full replicas on every policy rank; stage 1's moments shrink with the rank count,
@@ -43,6 +43,7 @@ struct PlanInput {
   int64_t max_new_tokens = 0;
   int kv_block_tokens = 16;     // sampler.kv_block_tokens
   int kv_keep_sequences = 0;    // sampler.kv_keep_sequences (0 unless sampler.reuse_kv)
+  bool kv_bf16 = false;         // sampler.kv_cache_dtype resolved for the backend (bf16 or fp32)
   bool kl_reference = false;    // rl.kl_beta > 0
   uint64_t logits_chunk_bytes = uint64_t{256} << 20;  // model.logits_chunk_mib
   bool activation_checkpointing = false;              // train.activation_checkpointing

@@ -25,13 +25,6 @@ size_t dtype_size(DType d) {
   return d == DType::kF32 ? 4 : 2;
 }
 
-float bf16_to_f32(uint16_t h) {
-  uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1f;
@@ -193,16 +186,6 @@ Status SafetensorsFile::read_f32(const std::string& name, const std::vector<int6
     out[i] = e.dtype == DType::kBF16 ? bf16_to_f32(h) : f16_to_f32(h);
   }
   return Status::ok();
-}
-
-uint16_t f32_to_bf16(float v) {
-  uint32_t bits;
-  std::memcpy(&bits, &v, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // NaN
-  // Adding 0x7fff plus the lowest kept bit rounds to nearest with ties to even; a carry out of
-  // the mantissa correctly bumps the exponent (up to infinity for values past bf16's range).
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
 }
 
 Status write_safetensors_streamed(

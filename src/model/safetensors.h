@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bf16.h"
 #include "common/status.h"
 
 namespace leap::model {
@@ -80,8 +81,8 @@ Status write_safetensors_streamed(
     const std::string& path, const std::vector<TensorToWrite>& tensors, DType stored,
     const std::function<const float*(size_t i, std::vector<float>& staging)>& data);
 
-// fp32 to bf16 bits: round to nearest even; a NaN stays a (quiet) NaN, infinities stay.
-uint16_t f32_to_bf16(float v);
+// fp32 to bf16 bits (common/bf16.h), also as model::f32_to_bf16.
+using ::leap::f32_to_bf16;
 
 std::string shape_to_string(const std::vector<int64_t>& shape);
 

@@ -29,9 +29,21 @@ void SamplerConfig::declare(OptionSet& opts) {
            "Full-length sequences' worth of KV blocks beyond the decoding slots, for finished "
            "sequences kept for their next turn (sampler.reuse_kv); 0: keep them only in what the "
            "live sequences leave free.", {.min = 0});
+  opts.add("sampler.kv_cache_dtype", &kv_cache_dtype, std::string("auto"),
+           "Storage of the KV cache: bf16 halves it (keys and values rounded once, attention in "
+           "fp32); auto = bf16 on backend.name = cuda, fp32 on cpu.",
+           {.choices = {"auto", "fp32", "bf16"}});
   opts.add("sampler.reuse_kv", &reuse_kv, true,
            "Keep a finished sequence's KV cache for a later turn of the same step whose prompt "
            "extends it (token-append prompts), so that turn runs only its new tokens.");
+}
+
+backend::KvDtype kv_cache_dtype(const SamplerConfig& c, bool device_backend) {
+  LEAP_CHECK(c.kv_cache_dtype == "auto" || c.kv_cache_dtype == "fp32" || c.kv_cache_dtype == "bf16",
+             "sampler.kv_cache_dtype = " << c.kv_cache_dtype << ": use auto, fp32 or bf16");
+  if (c.kv_cache_dtype == "bf16" || (c.kv_cache_dtype == "auto" && device_backend))
+    return backend::KvDtype::kBf16;
+  return backend::KvDtype::kF32;
 }
 
 std::vector<std::string> SamplerConfig::stop_strings() const {
@@ -137,12 +149,17 @@ Expected<std::vector<Completion>> Sampler::generate(
 void Sampler::reserve(int slots, int positions, const SamplerConfig& cfg) {
   const ModelConfig& mc = model_->config();
   positions = std::min(std::max(positions, 1), mc.max_position_embeddings);
+  const backend::KvDtype dtype = kv_cache_dtype(cfg, !model_->backend().host_memory());
+  if (cache_ && cache_->dtype != dtype) {
+    forget_kept();  // kept sequences live in the old pool, which goes before the new one comes
+    cache_.reset();
+  }
   if (!cache_) {
     // Sized for the larger of this session and the context set up front, so that a run's later
     // turns do not grow it (set_context).
     cache_ = std::make_unique<KvCache>(mc, model_->backend(), std::max(slots, max_batch_),
                                        std::max(positions, context_), cfg.kv_block_tokens,
-                                       cfg.reuse_kv ? cfg.kv_keep_sequences : 0);
+                                       cfg.reuse_kv ? cfg.kv_keep_sequences : 0, dtype);
     cache_->reclaim = [this] { return drop_oldest_kept(); };
   } else if (cache_->slots < slots || cache_->maxT < positions) {
     forget_kept();  // a grow reallocates the pool: what was kept goes first

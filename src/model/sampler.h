@@ -42,6 +42,8 @@ struct SamplerConfig {
   // logits then depend, within float rounding, on what was kept.
   bool reuse_kv = true;
   int kv_keep_sequences = 8;  // pool room beyond the slots for kept sequences, in full sequences
+  // "auto" (bf16 on a device backend, fp32 on the CPU), "fp32" or "bf16" (kv_cache_dtype()).
+  std::string kv_cache_dtype = "auto";
 
   // Section [sampler].
   void declare(OptionSet& opts);
@@ -52,6 +54,11 @@ struct SamplerConfig {
 inline backend::TokenRule token_rule(const SamplerConfig& c) {
   return {.temperature = c.temperature, .top_p = c.top_p, .top_k = c.top_k};
 }
+// The KV cache's storage for a backend: sampler.kv_cache_dtype, with "auto" bf16 where the
+// backend's memory is a device's (the CUDA backend, whose GEMMs already read bf16) and fp32 on
+// the CPU, where the cache is small and fp32 keeps the CPU's results as they were.
+backend::KvDtype kv_cache_dtype(const SamplerConfig& c, bool device_backend);
+
 // The rule's draw for one token from `rng`: one uniform per sampled token; greedy draws none.
 inline double token_draw(const SamplerConfig& c, Rng& rng) {
   return c.temperature > 0.0 ? rng.uniform() : 0.0;

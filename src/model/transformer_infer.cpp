@@ -41,7 +41,7 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
   const KvSink to_cache = [&](int l, const float* k, const float* v) {
     be_->kv_cache_write(cache.k + l * cache.layer_stride(), cache.v + l * cache.layer_stride(), k,
                         v, block.data(), offset.data(), B * T, cache.block_size,
-                        cfg_.num_key_value_heads, cfg_.head_dim);
+                        cfg_.num_key_value_heads, cfg_.head_dim, cache.dtype);
   };
   forward_blocks(prompts, &to_cache);
   Activations& a = *acts_;
@@ -93,9 +93,9 @@ void Transformer::forward_cached(const int32_t* tokens, const int32_t* slots, co
     float* kc = cache.k + l * cache.layer_stride();
     float* vc = cache.v + l * cache.layer_stride();
     be_->kv_cache_write(kc, vc, d.k, d.v, block.data(), offset.data(), n, cache.block_size, Hkv,
-                        D);
+                        D, cache.dtype);
     be_->attention_decode(d.atty, d.q, kc, vc, table.data(), max_blocks, lens.data(), n,
-                          cache.block_size, H, Hkv, D);
+                          cache.block_size, H, Hkv, D, cache.dtype);
     be_->matmul_forward(d.tmp, d.atty, w.ow + static_cast<size_t>(l) * C * HD,
                         w.ob ? w.ob + l * C : nullptr, n, HD, C);
     be_->add_forward(d.x, d.x, d.tmp, static_cast<size_t>(n) * C);

@@ -81,10 +81,16 @@ check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --optim.zero_stage 2
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes" -- "$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80
-check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*fits: yes, 110.54 of 131.00 GiB" -- bash -c \
+check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 108.57 of 131.00 GiB" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 131 | tr '\n' ' '"
-check plan-config-7b-80gib 0 "fits: NO, 30.54 GiB over" -- \
+check plan-config-7b-80gib 0 "fits: NO, 28.57 GiB over" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 80
+# The KV cache's dtype: bf16 by default on CUDA (above), fp32 when asked, and twice the bytes.
+check plan-kv-fp32 0 "kv_cache +4250003716 +3.96  fp32, paged" -- \
+  "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --sampler.kv_cache_dtype fp32
+check plan-kv-cpu-auto 0 "kv_cache .*fp32, paged" -- "$LEAP" plan --config configs/demo.ini
+check plan-kv-bad-dtype 2 "sampler.kv_cache_dtype" -- \
+  "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --sampler.kv_cache_dtype f16
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
 check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo.ini --model.path "$tmp"
 check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml

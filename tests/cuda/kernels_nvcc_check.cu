@@ -72,5 +72,11 @@ LEAP_INSTANTIATE_ATTENTION(bf16, 8)
 LEAP_INSTANTIATE_ATTENTION(float, 64)
 LEAP_INSTANTIATE_ATTENTION(bf16, 64)
 LEAP_INSTANTIATE_ATTENTION(bf16, 128)
+// The sampler's bf16 KV cache beside fp32 activations (CudaBackend, KvDtype::kBf16).
+template __global__ void kv_cache_write<float, bf16>(bf16*, bf16*, const float*, const float*,
+                                                     const int*, const int*, int, int, int, int);
+template __global__ void attention_decode<float, bf16>(float*, const float*, const bf16*,
+                                                       const bf16*, const int*, int, const int*,
+                                                       int, int, int, int, int);
 
 }  // namespace leap::cuda::kernels

@@ -1,8 +1,9 @@
 // The attention kernels (cuda/kernels/attention.cuh, attention_decode.cuh) in the PTX
 // interpreter against the CPU backend: causal GQA forward with the saved logsumexp, the
 // three-launch backward (delta, dk/dv, dq) accumulating into pre-filled gradients, the KV-cache
-// write and single-token decode. Shapes are odd (T not a multiple of the 32-row tiles) and
-// grouped (H != Hkv); head dims 8 (the tiny test model's) and 16.
+// write and single-token decode (also with a bf16 cache beside fp32 activations, at head dims
+// 40, 64 and 128). Shapes are odd (T not a multiple of the 32-row tiles) and grouped
+// (H != Hkv); the training kernels' head dims are 8 (the tiny test model's), 12 and 16.
 #include <cmath>
 
 #include "backend/cpu_backend.h"
@@ -164,89 +165,109 @@ TYPED_TEST(AttentionKernels, ForwardBackwardOneTokenAndOneFullTile) {
   this->check_forward_backward({1, 32, 4, 1, 12}, 57);  // T exactly one tile; D not a power of 2
 }
 
-TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
-  const bool bf = TypeParam::kBf16;
-  this->lab.build("attention_decode.cuh",
-                  {inst<TypeParam>("kv_cache_write"), inst<TypeParam>("attention_decode")});
-  const int slots = 3, maxT = 45, H = 6, Hkv = 2, D = 40, KD = Hkv * D;  // D > 32: two per lane
-  // Prefill-like filling of the caches through the kernel: every (slot, position) row.
-  auto kc = randn(size_t(slots) * maxT * KD, 60, bf), vc = randn(kc.size(), 61, bf);
+// The KV-cache write, then decode over the cache laid out contiguously and paged. Activations
+// (q, k, v, out) are stored as bf16 or fp32 (act_bf16), the cache as bf16 or fp32 (cache_bf16):
+// the same type, or the sampler's bf16 cache beside fp32 activations. The reference is the CPU
+// backend writing and reading a cache of the same dtype; the kernel's cache must hold the very
+// bits the CPU's does.
+void check_cache_decode(KernelLab& lab, backend::CpuBackend& cpu, bool act_bf16, bool cache_bf16,
+                        int D, uint64_t seed, double tol) {
+  const std::string act = act_bf16 ? BF16::kName : F32::kName;
+  const std::string cache = cache_bf16 ? BF16::kName : F32::kName;
+  const std::string targs = "<" + act + (cache_bf16 != act_bf16 ? ", " + cache : "") + ">";
+  const std::string write = "kv_cache_write" + targs, decode_k = "attention_decode" + targs;
+  const std::string tag = " (D " + std::to_string(D) + ", cache " + (cache_bf16 ? "bf16" : "fp32") + ")";
+  lab.build("attention_decode.cuh", {write, decode_k});
+  const backend::KvDtype dtype = cache_bf16 ? backend::KvDtype::kBf16 : backend::KvDtype::kF32;
+  const int slots = 3, maxT = 45, H = 6, Hkv = 2, KD = Hkv * D;
+  const size_t cache_n = size_t(slots) * maxT * KD;
+  // The CPU's cache, of `dtype` (a bf16 cache is half as many floats).
+  const size_t cpu_floats = cache_bf16 ? cache_n / 2 : cache_n;
+  std::vector<float> cpu_k(cpu_floats), cpu_v(cpu_floats);
+  // Prefill-like filling of the caches: every (slot, position) row in one launch.
+  auto kc = randn(cache_n, seed, act_bf16), vc = randn(cache_n, seed + 1, act_bf16);
   std::vector<int32_t> wslot, wpos;
   for (int sl = 0; sl < slots; ++sl)
     for (int t = 0; t < maxT; ++t) {
       wslot.push_back(sl);
       wpos.push_back(t);
     }
-  const int wrows = int(wslot.size());
-  const uint64_t kcd = this->lab.put(bf, std::vector<float>(kc.size())),
-                 vcd = this->lab.put(bf, std::vector<float>(kc.size()));
-  const uint64_t ksrc = this->lab.put(bf, kc), vsrc = this->lab.put(bf, vc),
-                 ws = this->lab.put_raw(wslot), wp = this->lab.put_raw(wpos);
-  this->lab.run(inst<TypeParam>("kv_cache_write"), grid3(5, 1, 1, 256),
-                Args()
-                    .ptr(kcd)
-                    .ptr(vcd)
-                    .ptr(ksrc)
-                    .ptr(vsrc)
-                    .ptr(ws)
-                    .ptr(wp)
-                    .add<int>(wrows)
-                    .add<int>(maxT)
-                    .add<int>(Hkv)
-                    .add<int>(D));
-  ASSERT_EQ(this->lab.get(bf, kcd, kc.size()), kc);
-  ASSERT_EQ(this->lab.get(bf, vcd, vc.size()), vc);
-  // A decode step writes one row at a time: row 1 of the batch to slot 0, position 7.
-  auto krow = randn(KD, 62, bf), vrow = randn(KD, 63, bf);
-  std::vector<int32_t> one_slot = {0}, one_pos = {7};
-  const uint64_t kr = this->lab.put(bf, krow), vr = this->lab.put(bf, vrow),
-                 s1 = this->lab.put_raw(one_slot), p1 = this->lab.put_raw(one_pos);
-  this->lab.run(inst<TypeParam>("kv_cache_write"), grid3(1, 1, 1, 256),
-                Args()
-                    .ptr(kcd)
-                    .ptr(vcd)
-                    .ptr(kr)
-                    .ptr(vr)
-                    .ptr(s1)
-                    .ptr(p1)
-                    .add<int>(1)
-                    .add<int>(maxT)
-                    .add<int>(Hkv)
-                    .add<int>(D));
+  const uint64_t kcd = lab.put(cache_bf16, std::vector<float>(cache_n)),
+                 vcd = lab.put(cache_bf16, std::vector<float>(cache_n));
+  auto write_rows = [&](const std::vector<float>& k, const std::vector<float>& v,
+                        const std::vector<int32_t>& slot, const std::vector<int32_t>& pos) {
+    const int rows = int(slot.size());
+    lab.run(write, grid3(unsigned(rows * KD + 255) / 256, 1, 1, 256),
+            Args()
+                .ptr(kcd)
+                .ptr(vcd)
+                .ptr(lab.put(act_bf16, k))
+                .ptr(lab.put(act_bf16, v))
+                .ptr(lab.put_raw(slot))
+                .ptr(lab.put_raw(pos))
+                .add<int>(rows)
+                .add<int>(maxT)
+                .add<int>(Hkv)
+                .add<int>(D));
+    cpu.kv_cache_write(cpu_k.data(), cpu_v.data(), k.data(), v.data(), slot.data(), pos.data(),
+                       rows, maxT, Hkv, D, dtype);
+  };
+  auto same_bits = [&](const char* what) {
+    const size_t bytes = cpu_floats * sizeof(float);
+    EXPECT_EQ(lab.get_raw<uint8_t>(kcd, bytes),
+              std::vector<uint8_t>(reinterpret_cast<uint8_t*>(cpu_k.data()),
+                                   reinterpret_cast<uint8_t*>(cpu_k.data()) + bytes))
+        << what << tag;
+    EXPECT_EQ(lab.get_raw<uint8_t>(vcd, bytes),
+              std::vector<uint8_t>(reinterpret_cast<uint8_t*>(cpu_v.data()),
+                                   reinterpret_cast<uint8_t*>(cpu_v.data()) + bytes))
+        << what << tag;
+  };
+  write_rows(kc, vc, wslot, wpos);
+  same_bits("kv_cache_write, every row");
+  // The cache holds the values rounded to its dtype.
+  auto stored = [&](std::vector<float> x) {
+    if (cache_bf16)
+      for (auto& e : x) e = round_bf16(e);
+    return x;
+  };
+  ASSERT_EQ(lab.get(cache_bf16, kcd, cache_n), stored(kc)) << tag;
+  // A decode step writes one row at a time: slot 0, position 7.
+  auto krow = randn(KD, seed + 2, act_bf16), vrow = randn(KD, seed + 3, act_bf16);
+  write_rows(krow, vrow, {0}, {7});
+  same_bits("kv_cache_write, one row");
   std::copy(krow.begin(), krow.end(), kc.begin() + 7 * KD);
   std::copy(vrow.begin(), vrow.end(), vc.begin() + 7 * KD);
-  ASSERT_EQ(this->lab.get(bf, kcd, kc.size()), kc);
 
   // Decode: 4 rows over the 3 slots with ragged lengths (1: a single key; < 4: idle warps).
   const int n = 4;
   std::vector<int32_t> slot = {2, 0, 1, 0}, len = {45, 8, 1, 3};
-  auto q = randn(size_t(n) * H * D, 64, bf);
+  auto q = randn(size_t(n) * H * D, seed + 4, act_bf16);
   std::vector<float> out(q.size());
-  this->cpu.attention_decode(out.data(), q.data(), kc.data(), vc.data(), slot.data(), 1, len.data(),
-                             n, maxT, H, Hkv, D);
-  const uint64_t qd = this->lab.put(bf, q), od = this->lab.put(bf, std::vector<float>(q.size()));
-  const uint64_t sd = this->lab.put_raw(slot), ld = this->lab.put_raw(len);
-  const unsigned decode_threads =
-      unsigned(this->lab.probe("attention_decode.cuh", {"kDecodeThreads"})[0]);
+  cpu.attention_decode(out.data(), q.data(), cpu_k.data(), cpu_v.data(), slot.data(), 1,
+                       len.data(), n, maxT, H, Hkv, D, dtype);
+  const uint64_t qd = lab.put(act_bf16, q), od = lab.put(act_bf16, std::vector<float>(q.size()));
+  const uint64_t sd = lab.put_raw(slot), ld = lab.put_raw(len);
+  const unsigned decode_threads = unsigned(lab.probe("attention_decode.cuh", {"kDecodeThreads"})[0]);
   auto decode = [&](uint64_t k_pool, uint64_t v_pool, uint64_t table, int max_blocks, int bs) {
-    this->lab.run(inst<TypeParam>("attention_decode"), grid3(n * H, 1, 1, decode_threads),
-                  Args()
-                      .ptr(od)
-                      .ptr(qd)
-                      .ptr(k_pool)
-                      .ptr(v_pool)
-                      .ptr(table)
-                      .add<int>(max_blocks)
-                      .ptr(ld)
-                      .add<int>(n)
-                      .add<int>(bs)
-                      .add<int>(H)
-                      .add<int>(Hkv)
-                      .add<int>(D));
-    return this->lab.get(bf, od, q.size());
+    lab.run(decode_k, grid3(n * H, 1, 1, decode_threads),
+            Args()
+                .ptr(od)
+                .ptr(qd)
+                .ptr(k_pool)
+                .ptr(v_pool)
+                .ptr(table)
+                .add<int>(max_blocks)
+                .ptr(ld)
+                .add<int>(n)
+                .add<int>(bs)
+                .add<int>(H)
+                .add<int>(Hkv)
+                .add<int>(D));
+    return lab.get(act_bf16, od, q.size());
   };
   // The contiguous cache: one block of maxT positions per slot, the slots as the table.
-  expect_nmse("attention_decode", decode(kcd, vcd, sd, 1, maxT), out, TypeParam::kTol);
+  expect_nmse("attention_decode" + tag, decode(kcd, vcd, sd, 1, maxT), out, tol);
   // The same positions paged: blocks of 9, slot s's block j at physical block (s * 5 + j) * 7
   // mod 15 (scattered, some pairs consecutive).
   const int bs = 9, per_slot = maxT / bs, blocks = slots * per_slot;
@@ -261,9 +282,24 @@ TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
       std::copy_n(kc.begin() + from, bs * KD, kp.begin() + to);
       std::copy_n(vc.begin() + from, bs * KD, vp.begin() + to);
     }
-  const std::vector<float> paged =
-      decode(this->lab.put(bf, kp), this->lab.put(bf, vp), this->lab.put_raw(table), per_slot, bs);
-  expect_nmse("attention_decode paged", paged, out, TypeParam::kTol);
+  const std::vector<float> paged = decode(lab.put(cache_bf16, kp), lab.put(cache_bf16, vp),
+                                          lab.put_raw(table), per_slot, bs);
+  expect_nmse("attention_decode paged" + tag, paged, out, tol);
+}
+
+TYPED_TEST(AttentionKernels, KvCacheWriteThenDecode) {
+  const bool bf = TypeParam::kBf16;
+  check_cache_decode(this->lab, this->cpu, bf, bf, 40, 60, TypeParam::kTol);  // D > 32: two per lane
+}
+
+// The sampler's bf16 cache beside fp32 activations (sampler.kv_cache_dtype = bf16, the CUDA
+// backend's default), at the head dims of real models: the cache is rounded once, the arithmetic
+// is fp32 on both sides, so only summation order differs (F32's bound).
+TEST(AttentionDecodeBf16Cache, MatchesTheCpuBackendsBf16Cache) {
+  if (!sandbox::nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  KernelLab lab;
+  backend::CpuBackend cpu{1};
+  for (int D : {40, 64, 128}) check_cache_decode(lab, cpu, false, true, D, 70 + D, F32::kTol);
 }
 
 }  // namespace

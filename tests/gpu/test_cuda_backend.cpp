@@ -223,23 +223,28 @@ TEST_F(CudaBackendTest, TinyQwen2WithBiasesUntiedAgainstCpu) {
   compare_train_step(cfg, cpu_, gpu_.get());
 }
 
+// Prefill and decode over the paged cache, in fp32 and in bf16 (the backend's default), the CPU
+// backend with a cache of the same dtype as the reference.
 TEST_F(CudaBackendTest, TinyModelDecodeAgainstCpu) {
   const model::ModelConfig cfg = tiny_config();
   model::Transformer mc(cfg, cpu_), mg(cfg, *gpu_);
   mc.init_random(8);
   mg.init_random(8);
   const model::TokenBatch prompts = tiny_batch(cfg.vocab_size);
-  model::KvCache cc(cfg, cpu_, prompts.B, 64, 16), cg(cfg, *gpu_, prompts.B, 64, 16);  // paged
-  const size_t V = static_cast<size_t>(cfg.vocab_size);
-  std::vector<float> lc(prompts.B * V), lg(prompts.B * V);
-  ASSERT_TRUE(mc.prefill(prompts, cc, lc.data()).is_ok());
-  ASSERT_TRUE(mg.prefill(prompts, cg, lg.data()).is_ok());
-  EXPECT_LT(normalised_error(lg, lc), kGemmTol);
-  std::vector<int32_t> tokens = {5, 100, 7}, slots = {2, 0, 1};
-  for (int step = 0; step < 4; ++step) {
-    mc.decode(tokens.data(), slots.data(), 3, cc, lc.data());
-    mg.decode(tokens.data(), slots.data(), 3, cg, lg.data());
-    EXPECT_LT(normalised_error(lg, lc), kGemmTol) << "decode step " << step;
+  for (const backend::KvDtype dtype : {backend::KvDtype::kF32, backend::KvDtype::kBf16}) {
+    const char* tag = backend::kv_dtype_name(dtype);
+    model::KvCache cc(cfg, cpu_, prompts.B, 64, 16, 0, dtype), cg(cfg, *gpu_, prompts.B, 64, 16, 0, dtype);
+    const size_t V = static_cast<size_t>(cfg.vocab_size);
+    std::vector<float> lc(prompts.B * V), lg(prompts.B * V);
+    ASSERT_TRUE(mc.prefill(prompts, cc, lc.data()).is_ok());
+    ASSERT_TRUE(mg.prefill(prompts, cg, lg.data()).is_ok());
+    EXPECT_LT(normalised_error(lg, lc), kGemmTol) << tag;
+    std::vector<int32_t> tokens = {5, 100, 7}, slots = {2, 0, 1};
+    for (int step = 0; step < 4; ++step) {
+      mc.decode(tokens.data(), slots.data(), 3, cc, lc.data());
+      mg.decode(tokens.data(), slots.data(), 3, cg, lg.data());
+      EXPECT_LT(normalised_error(lg, lc), kGemmTol) << tag << " decode step " << step;
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "backend/cpu_backend.h"
 #include "backend/cpu_math.h"
 #include "backend/lr_schedule.h"
+#include "common/bf16.h"
 #include "common/rng.h"
 
 namespace leap::backend {
@@ -186,7 +187,7 @@ TEST_F(Ops, DecodeAttentionEqualsFullAttention) {
       for (int i = 0; i < H * D; ++i)
         qd[r * H * D + i] = q[(static_cast<size_t>(slot[r]) * T + t) * H * D + i];
     be.attention_decode(od.data(), qd.data(), kc.data(), vc.data(), slot.data(), 1, len.data(), 2,
-                        maxT, H, Hkv, D);
+                        maxT, H, Hkv, D, backend::KvDtype::kF32);
     for (int r = 0; r < 2; ++r)
       for (int i = 0; i < H * D; ++i)
         EXPECT_NEAR(od[r * H * D + i], full[(static_cast<size_t>(slot[r]) * T + t) * H * D + i],
@@ -228,9 +229,65 @@ TEST_F(Ops, PagedDecodeAttentionEqualsContiguous) {
   auto q = randn(static_cast<size_t>(n) * H * D, 42);
   std::vector<float> want(q.size()), got(q.size());
   be.attention_decode(want.data(), q.data(), kc.data(), vc.data(), slot.data(), 1, len.data(), n,
-                      maxT, H, Hkv, D);
+                      maxT, H, Hkv, D, backend::KvDtype::kF32);
   be.attention_decode(got.data(), q.data(), pk.data(), pv.data(), rows_table.data(), per_seq,
-                      len.data(), n, bs, H, Hkv, D);
+                      len.data(), n, bs, H, Hkv, D, backend::KvDtype::kF32);
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+}
+
+// A bf16 KV cache: kv_cache_write stores each value's bf16 bits (round to nearest even) where
+// the fp32 cache stores the value, and decode over it gives, bit for bit, what decode over an
+// fp32 cache holding the same rounded values gives (the values are widened exactly, then the
+// arithmetic is the fp32 path's), paged or not.
+TEST_F(Ops, Bf16KvCacheStoresRoundedBitsAndDecodesThemExactly) {
+  const int slots = 2, maxT = 11, H = 4, Hkv = 2, D = 8, KD = Hkv * D, bs = 4;
+  const int rows = slots * maxT;
+  auto k = randn(static_cast<size_t>(rows) * KD, 50), v = randn(k.size(), 51);
+  // Every position of both slots, written in a scattered order.
+  std::vector<int32_t> slot(static_cast<size_t>(rows)), pos(slot.size());
+  for (int r = 0; r < rows; ++r) {
+    const int at = (r * 7) % rows;
+    slot[static_cast<size_t>(r)] = at / maxT;
+    pos[static_cast<size_t>(r)] = at % maxT;
+  }
+  std::vector<float> kf(k.size()), vf(k.size()), kb(k.size() / 2), vb(k.size() / 2);
+  be.kv_cache_write(kf.data(), vf.data(), k.data(), v.data(), slot.data(), pos.data(), rows, maxT,
+                    Hkv, D, backend::KvDtype::kF32);
+  be.kv_cache_write(kb.data(), vb.data(), k.data(), v.data(), slot.data(), pos.data(), rows, maxT,
+                    Hkv, D, backend::KvDtype::kBf16);
+  const auto* kbits = reinterpret_cast<const uint16_t*>(kb.data());
+  const auto* vbits = reinterpret_cast<const uint16_t*>(vb.data());
+  for (size_t i = 0; i < kf.size(); ++i) {
+    ASSERT_EQ(kbits[i], f32_to_bf16(kf[i])) << i;
+    ASSERT_EQ(vbits[i], f32_to_bf16(vf[i])) << i;
+    kf[i] = bf16_to_f32(kbits[i]);
+    vf[i] = bf16_to_f32(vbits[i]);
+  }
+  const int n = 3;
+  std::vector<int32_t> rslot = {1, 0, 1}, len = {11, 6, 1};
+  auto q = randn(static_cast<size_t>(n) * H * D, 52);
+  std::vector<float> want(q.size()), got(q.size());
+  be.attention_decode(want.data(), q.data(), kf.data(), vf.data(), rslot.data(), 1, len.data(), n,
+                      maxT, H, Hkv, D, backend::KvDtype::kF32);
+  be.attention_decode(got.data(), q.data(), kb.data(), vb.data(), rslot.data(), 1, len.data(), n,
+                      maxT, H, Hkv, D, backend::KvDtype::kBf16);
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+  // Paged: the same cache read as blocks of 4 (a slot of 11 positions has 3 blocks; the last one
+  // is partly past the slot's end, which decode never reads).
+  std::vector<float> kp(static_cast<size_t>(slots) * 3 * bs * KD / 2), vp(kp.size());
+  std::vector<int32_t> table;
+  for (int r = 0; r < n; ++r)
+    for (int j = 0; j < 3; ++j) table.push_back(rslot[static_cast<size_t>(r)] * 3 + (2 - j));
+  for (int sl = 0; sl < slots; ++sl)
+    for (int t = 0; t < maxT; ++t) {
+      const size_t from = (static_cast<size_t>(sl) * maxT + t) * KD,
+                   to = (static_cast<size_t>(sl * 3 + (2 - t / bs)) * bs + t % bs) * KD;
+      std::memcpy(reinterpret_cast<uint16_t*>(kp.data()) + to, kbits + from, KD * 2);
+      std::memcpy(reinterpret_cast<uint16_t*>(vp.data()) + to, vbits + from, KD * 2);
+    }
+  std::fill(got.begin(), got.end(), 0.0f);
+  be.attention_decode(got.data(), q.data(), kp.data(), vp.data(), table.data(), 3, len.data(), n,
+                      bs, H, Hkv, D, backend::KvDtype::kBf16);
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
 }
 

@@ -1,5 +1,5 @@
-// KV-cache inference and the sampler: decode and extend log-probs equal the full forward's, later
-// turns reuse a kept cache, generation is
+// KV-cache inference and the sampler: decode and extend log-probs equal the full forward's, a
+// bf16 cache decodes the values it rounded, later turns reuse a kept cache, generation is
 // reproducible from a seed, every stop condition ends a completion where it should, and the
 // token selection rules (greedy, top-k, top-p, temperature) pick from the right sets.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <set>
 
 #include "backend/cpu_backend.h"
+#include "common/bf16.h"
 #include "model/byte_tokenizer.h"
 #include "model/sampler.h"
 
@@ -406,6 +407,66 @@ TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
     ASSERT_TRUE(s.generate(turn3, sc, r4).has_value());
     EXPECT_EQ(s.counts().reused_tokens, reused_before);
   }
+}
+
+// A bf16 cache (sampler.kv_cache_dtype = bf16) holds each key and value rounded once to bf16,
+// laid out as the fp32 cache is (layer strides, blocks, offsets); test_backend_ops checks that
+// decode reads them back exactly. A slot copied from it (a partial block copied, whole ones
+// shared) decodes as its source does, and generation through the sampler stays close to the
+// fp32 cache's.
+TEST_F(Inference, Bf16KvCacheHoldsRoundedValuesAndDecodesThem) {
+  const ModelConfig c = tiny_config();
+  auto m = make(c);
+  const int V = c.vocab_size, KD = c.num_key_value_heads * c.head_dim;
+  KvCache f32(c, be, 4, 60, 4), bf(c, be, 4, 60, 4, 0, backend::KvDtype::kBf16);
+  EXPECT_EQ(bf.layer_stride() * 2, f32.layer_stride());
+  std::vector<float> lf(3 * V), lb(3 * V);
+  ASSERT_TRUE(m->prefill(TokenBatch::from_sequences(prompts), f32, lf.data()).is_ok());
+  ASSERT_TRUE(m->prefill(TokenBatch::from_sequences(prompts), bf, lb.data()).is_ok());
+  EXPECT_EQ(0, std::memcmp(lf.data(), lb.data(), lf.size() * sizeof(float)))
+      << "the prefill's own attention reads the fp32 keys, not the cache";
+  size_t differ = 0;
+  for (int l = 0; l < c.num_hidden_layers; ++l)
+    for (int slot = 0; slot < 3; ++slot)
+      for (int pos = 0; pos < f32.len[slot]; ++pos) {
+        const size_t at = (static_cast<size_t>(f32.block_of(slot, pos)) * 4 + pos % 4) * KD,
+                     bat = (static_cast<size_t>(bf.block_of(slot, pos)) * 4 + pos % 4) * KD;
+        for (float* pool : {f32.k, f32.v}) {
+          float* fp = pool + l * f32.layer_stride() + at;
+          const auto* bp = reinterpret_cast<const uint16_t*>((pool == f32.k ? bf.k : bf.v) +
+                                                             l * bf.layer_stride()) + bat;
+          for (int i = 0; i < KD; ++i) {
+            ASSERT_EQ(f32_to_bf16(fp[i]), bp[i]) << "layer " << l << " slot " << slot << " pos " << pos;
+            differ += bf16_to_f32(bp[i]) != fp[i];
+          }
+        }
+      }
+  EXPECT_GT(differ, 0u) << "nothing was rounded: the cache is not bf16";
+  bf.copy_slot(0, 3);  // 11 positions: two whole blocks shared, three copied
+  const std::vector<int32_t> next = {'x', 'y', 'z', 'x'}, slots = {0, 1, 2, 3};
+  std::vector<float> lb4(4 * V);
+  m->decode(next.data(), slots.data(), 4, bf, lb4.data());
+  EXPECT_EQ(0, std::memcmp(lb4.data(), lb4.data() + 3 * V, V * sizeof(float)))
+      << "the copied slot decodes as its source";
+
+  Sampler sf(*m, &tok), sb(*m, &tok);
+  SamplerConfig sc;
+  sc.max_new_tokens = 20;
+  sc.stop_at_eos = false;
+  SamplerConfig sc_bf = sc;
+  sc_bf.kv_cache_dtype = "bf16";
+  auto of = sf.generate(prompts, sc, generators(5, 3)), ob = sb.generate(prompts, sc_bf, generators(5, 3));
+  ASSERT_TRUE(of.has_value() && ob.has_value());
+  double max_diff = 0;
+  for (size_t b = 0; b < prompts.size(); ++b)
+    for (size_t i = 0; i < (*of)[b].tokens.size() && (*ob)[b].tokens[i] == (*of)[b].tokens[i]; ++i)
+      max_diff = std::fmax(max_diff, std::fabs((*of)[b].logprobs[i] - (*ob)[b].logprobs[i]));
+  std::printf("  bf16 against fp32 KV cache: max|diff| of log-probs %.3e\n", max_diff);
+  // This tiny model's weights are large (peaked distributions), so bf16's 2^-9 relative rounding
+  // of the keys and values moves log-probs by a few hundredths; a cache read wrongly moves them
+  // by nats.
+  EXPECT_GT(max_diff, 0.0);
+  EXPECT_LE(max_diff, 0.15);
 }
 
 // The paged cache's block accounting: whole blocks are shared, a partial one copied, kept blocks

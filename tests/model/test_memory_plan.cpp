@@ -2,7 +2,8 @@
 // counts them (mallinfo2: bytes in use in every arena plus mmapped blocks), not through any
 // bookkeeping of ours. The plan must predict the CHANGE in allocated bytes from one config to
 // another within 10%: the model and optimizer appearing, the first training step, more tokens,
-// a larger micro-batch, a generation batch's KV cache, and a larger generation batch.
+// a larger micro-batch, a generation batch's KV cache, a larger generation batch, and a bf16
+// cache instead of an fp32 one.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -161,7 +162,8 @@ TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
   sc.max_new_tokens = 60;
   sc.stop_at_eos = false;
   Rng rng(3);
-  int64_t last = heap_in_use();
+  const int64_t before_generation = heap_in_use();
+  int64_t last = before_generation;
   const MemoryPlan* previous = nullptr;
   std::vector<MemoryPlan> plans;
   plans.reserve(2);
@@ -177,6 +179,21 @@ TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
     last = now;
     previous = &plans.back();
   }
+  // The same batch in a second sampler whose cache is bf16: its pool is half the fp32 one's,
+  // its scratch the same. Both the bf16 cache and what bf16 saves are predicted.
+  const int64_t fp32_total = last - before_generation;
+  Sampler bf16_sampler(model, nullptr);
+  sc.kv_cache_dtype = "bf16";
+  std::vector<std::vector<int32_t>> prompts(6, std::vector<int32_t>(40, 5));
+  ASSERT_TRUE(bf16_sampler.generate(prompts, sc, rng).has_value());
+  PlanInput pin = input(6, 100, 40, 60);
+  pin.kv_keep_sequences = sc.kv_keep_sequences;
+  pin.kv_bf16 = true;
+  const int64_t bf16_planned = bytes_of(plan_policy_rank(pin), {"kv_cache"});
+  const int64_t bf16_measured = heap_in_use() - last;
+  expect_within_10pct(bf16_measured, bf16_planned, "KV cache of 6 sequences, bf16");
+  expect_within_10pct(fp32_total - bf16_measured, bytes_of(plans.back(), {"kv_cache"}) - bf16_planned,
+                      "KV cache 6 sequences, fp32 -> bf16 saves");
 }
 
 TEST(MemoryPlan, CountsTheCudaBackendsBf16CopiesAndKeepsCpuAttentionProbabilities) {
