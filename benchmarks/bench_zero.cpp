@@ -1,7 +1,8 @@
 // ZeRO stages 0, 1 and 2 side by side on the CPU backend (MpiShardCollectives), in one run: the per-rank bytes
 // of the training state (weights, gradient, AdamW moments) as glibc counts them, beside leap
 // plan's figure, and the optimizer step's wall time (slowest rank, median of the timed steps,
-// the three stages' steps interleaved).
+// the stages' steps interleaved). Stage 1 runs twice: its reduce-scatter after the backward, and
+// overlapped with the last micro-batch's backward (Zero1Overlap, as `leap train` runs it).
 // Each rank runs its micro-batches, then the stage's sum and update, as `leap train` does.
 //
 //   scripts/mpirun_local.sh 2 build/benchmarks/bench_zero [steps]
@@ -21,6 +22,8 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/cpu_backend.h"
@@ -72,7 +75,8 @@ void micro_batch(model::Transformer& m, int rank, int step, int i) {
 
 // One stage's training state on this rank, built on its own so that its heap cost is measured.
 struct Stage {
-  Stage(int stage, backend::Backend& be, MPI_Comm comm) : stage(stage), collectives(comm) {
+  Stage(int stage, bool overlapped, backend::Backend& be, MPI_Comm comm)
+      : stage(stage), label(std::to_string(stage) + (overlapped ? ", overlapped" : "")), collectives(comm) {
     int rank = 0, world = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &world);
@@ -88,6 +92,7 @@ struct Stage {
       sharded = std::make_unique<mpi::ShardedGradients>(*plan, model->layout(), be, collectives);
       model->set_gradient_stream(sharded.get());
     }
+    if (overlapped) overlap = std::make_unique<mpi::Zero1Overlap>(*plan, model->layout(), collectives);
     model::OptimConfig oc;
     oc.lr = 1e-3;
     optimizer = std::make_unique<model::AdamW>(oc, *model, shard);
@@ -107,12 +112,15 @@ struct Stage {
     const auto t0 = std::chrono::steady_clock::now();
     const int passes = mpi::backward_passes(*model, kMicroBatches, comm);
     model->zero_grad();
-    for (int i = 0; i < passes; ++i) micro_batch(*model, rank, step_index, i);
+    for (int i = 0; i < passes; ++i) {
+      if (overlap && i + 1 == passes) overlap->arm(*model);
+      micro_batch(*model, rank, step_index, i);
+    }
     if (stage == 0) {
       mpi::allreduce_sum(model->grads(), model->num_params(), comm);
       optimizer->step();
     } else if (stage == 1) {
-      mpi::zero1_step(*model, *optimizer, *plan, collectives);
+      mpi::zero1_step(*model, *optimizer, *plan, collectives, overlap.get());
     } else {
       mpi::zero2_step(*model, *optimizer, *plan, collectives);
     }
@@ -122,10 +130,12 @@ struct Stage {
   }
 
   int stage;
+  std::string label;
   mpi::MpiShardCollectives collectives;
   std::unique_ptr<model::Transformer> model;
   std::unique_ptr<mpi::ZeroPlan> plan;
   std::unique_ptr<mpi::ShardedGradients> sharded;
+  std::unique_ptr<mpi::Zero1Overlap> overlap;
   std::unique_ptr<model::AdamW> optimizer;
   int64_t state_bytes = 0;  // this rank's: model + gradient + optimizer (+ stage 2's shard)
   uint64_t planned = 0;     // leap plan's weights + master_weights + gradients + optimizer_state
@@ -142,7 +152,8 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   backend::CpuBackend be(1);
   std::vector<std::unique_ptr<Stage>> stages;
-  for (int stage : {0, 1, 2}) stages.push_back(std::make_unique<Stage>(stage, be, MPI_COMM_WORLD));
+  for (auto [stage, overlapped] : {std::pair{0, false}, {1, false}, {1, true}, {2, false}})
+    stages.push_back(std::make_unique<Stage>(stage, overlapped, be, MPI_COMM_WORLD));
   // Interleaved, so that the machine's load falls on the three alike; step 0 warms up.
   for (int step = 0; step <= steps; ++step)
     for (auto& st : stages) {
@@ -169,7 +180,7 @@ int main(int argc, char** argv) {
         num += (static_cast<double>(p[i]) - base[i]) * (static_cast<double>(p[i]) - base[i]);
         den += static_cast<double>(base[i]) * base[i];
       }
-      std::printf("| %d | %.2f | %.2f | %.3fx | %.1f | %.2fx | %.2g |\n", st->stage, st->state_bytes / 1048576.0,
+      std::printf("| %s | %.2f | %.2f | %.3fx | %.1f | %.2fx | %.2g |\n", st->label.c_str(), st->state_bytes / 1048576.0,
                   st->planned / 1048576.0, static_cast<double>(st->state_bytes) / stages[0]->state_bytes,
                   median(st->times), median(st->times) / median(stages[0]->times), std::sqrt(num / den));
     }

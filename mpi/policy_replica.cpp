@@ -184,7 +184,7 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
         LEAP_CHECK(st.is_ok(), "training forward failed: " << st.message());
         rl::LossOutput out = rl::grpo_loss(mb.inputs(logp, ref_logp), opts_.loss, global_norm);
         // The last micro-batch's backward completes the gradient: its reduction may start there.
-        if (opts_.reducer && &mb == &micro.back()) opts_.reducer->arm(model_);
+        if (&mb == &micro.back()) arm_last_backward(model_, opts_.reducer, opts_.zero);
         model_.backward(out.dlogp.data());
         report.loss += out.loss;
         report.tokens += out.stats.tokens;

@@ -180,7 +180,7 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
           mask[b * static_cast<size_t>(tb.T) + t] = 1.f;
       }
       // The last micro-batch's backward completes the gradient: its reduction may start there.
-      if (reducer && end == mine.size()) reducer->arm(model);
+      if (end == mine.size()) arm_last_backward(model, reducer, zero);
       auto l = model.sft_step(tb, mask.data(), static_cast<float>(answer_tokens));
       LEAP_CHECK(l.has_value(), "SFT step failed: " << l.status().message());
       loss += *l;

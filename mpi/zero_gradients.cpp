@@ -35,30 +35,21 @@ ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterL
     if (plan.counts[p][me] == 0) return size_t{0};
     return compact_offset(owned, plan.pieces[p].first + static_cast<size_t>(plan.displs[p][me]));
   };
-  std::vector<std::vector<FloatRange>> layers;
+  // Each piece goes to its bucket's compact buffer: a layer's, or the rest's.
+  const PieceBuckets buckets = piece_buckets(plan, layout);
   std::vector<FloatRange> covered;
-  for (int l = 0;; ++l) {
-    std::vector<FloatRange> ranges = layer_ranges(layout, l);
-    if (ranges.empty()) break;
+  layer_pieces_.resize(buckets.layers.size());
+  for (size_t l = 0; l < buckets.layers.size(); ++l) {
+    const std::vector<FloatRange> ranges = layer_ranges(layout, static_cast<int>(l));
     covered.insert(covered.end(), ranges.begin(), ranges.end());
-    layers.push_back(std::move(ranges));
+    for (size_t p : buckets.layers[l])
+      layer_pieces_[l].push_back({p, compact_offset(ranges, plan.pieces[p].first), place_in_sum(p)});
   }
   const std::vector<FloatRange> rest = uncovered_ranges(covered, layout.total());
-  layer_pieces_.resize(layers.size());
-  for (size_t p = 0; p < plan.pieces.size(); ++p) {
-    const size_t start = plan.pieces[p].first;
-    bool placed = false;
-    for (size_t l = 0; l < layers.size() && !placed; ++l) {
-      const size_t at = compact_offset(layers[l], start);
-      if (at == static_cast<size_t>(-1)) continue;
-      layer_pieces_[l].push_back({p, at, place_in_sum(p)});
-      placed = true;
-    }
-    if (!placed) {
-      const size_t at = compact_offset(rest, start);
-      LEAP_CHECK(at != static_cast<size_t>(-1), "ZeRO piece " << p << " is in no layer and not in the rest");
-      rest_pieces_.push_back({p, at, place_in_sum(p)});
-    }
+  for (size_t p : buckets.rest) {
+    const size_t at = compact_offset(rest, plan.pieces[p].first);
+    LEAP_CHECK(at != static_cast<size_t>(-1), "ZeRO piece " << p << " is in no layer and not in the rest");
+    rest_pieces_.push_back({p, at, place_in_sum(p)});
   }
 }
 

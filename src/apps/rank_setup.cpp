@@ -117,6 +117,9 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
       p->sharded_grads =
           std::make_unique<mpi::ShardedGradients>(*p->zero, p->model->layout(), *p->backend, *p->shard_comm);
       p->model->set_gradient_stream(p->sharded_grads.get());
+    } else {
+      p->zero1_overlap = std::make_unique<mpi::Zero1Overlap>(*p->zero, p->model->layout(), *p->shard_comm);
+      p->zero_shard.overlap = p->zero1_overlap.get();
     }
   }
   mpi::PolicyReplicaOptions ro;

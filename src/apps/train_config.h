@@ -78,6 +78,7 @@ struct PolicyState {
   std::unique_ptr<mpi::ShardCollectives> shard_comm;  // ZeRO's collectives (MPI, or NCCL on cuda)
   mpi::ZeroShard zero_shard;                          // {zero, shard_comm}: what the steps take
   std::unique_ptr<mpi::ShardedGradients> sharded_grads;  // optim.zero_stage = 2: the model's gradient stream
+  std::unique_ptr<mpi::Zero1Overlap> zero1_overlap;      // optim.zero_stage = 1: its reduce-scatter in the backward
   std::unique_ptr<model::AdamW> optimizer;
   std::unique_ptr<mpi::GradReducer> reducer;  // null with ZeRO, which sums through shard_comm
   std::unique_ptr<model::ReferencePolicy> reference;  // train with rl.kl_beta > 0 only

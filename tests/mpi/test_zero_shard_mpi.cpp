@@ -267,6 +267,57 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
 // many backward passes everyone runs; the replicated model runs the same micro-batches and
 // all-reduces. Stage 2 sums each micro-batch over the ranks as it comes, in another order than
 // the replicated sum, so the bound is stage 1's: 1e-6 after one step.
+// Stage 1 with its reduce-scatter overlapped with the last micro-batch's backward
+// (Zero1Overlap): ranks hold 0, 1 or 2 micro-batches, so in some steps a rank runs no backward
+// and makes every call at the step while the others made theirs during the backward. The bucket
+// pieces cover the plan once, and the steps match the replicated ones as stage 1's do.
+TEST(ZeroShard, StageOneOverlappedWithTheBackwardMatchesTheReplicatedStep) {
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = rank_of(comm), world = size_of(comm);
+  backend::CpuBackend be(1);
+  model::Transformer replicated(tiny_config(), be), sharded(tiny_config(), be);
+  replicated.init_random(5, 0.1f);
+  sharded.init_random(5, 0.1f);
+  model::OptimConfig oc;
+  oc.lr = 3e-3;
+  oc.weight_decay = 0.1;
+  oc.grad_clip = 0.05;
+  const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
+  const PieceBuckets buckets = piece_buckets(plan, sharded.layout());
+  std::vector<int> seen(plan.pieces.size(), 0);
+  for (const auto& layer : buckets.layers)
+    for (size_t p : layer) ++seen[p];
+  for (size_t p : buckets.rest) ++seen[p];
+  EXPECT_EQ(buckets.layers.size(), static_cast<size_t>(tiny_config().num_hidden_layers));
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }))
+      << "every piece in exactly one bucket";
+  MpiShardCollectives collectives(comm);
+  Zero1Overlap overlap(plan, sharded.layout(), collectives);
+  model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
+  AgainstReplicated check;
+  int idle_steps = 0;
+  for (int step = 0; step < 20; ++step) {
+    const int mine = (rank + step) % 3;  // some steps some ranks (all on one rank) have none
+    replicated.zero_grad();
+    for (int i = 0; i < mine; ++i) backward_pass(replicated, rank, step, i);
+    allreduce_sum(replicated.grads(), replicated.num_params(), comm);
+    const model::StepStats a = full.step();
+    sharded.zero_grad();
+    for (int i = 0; i < mine; ++i) {
+      if (i + 1 == mine) overlap.arm(sharded);
+      backward_pass(sharded, rank, step, i);
+    }
+    idle_steps += mine == 0;
+    const model::StepStats b = zero1_step(sharded, shard, plan, collectives, &overlap);
+    EXPECT_EQ(overlap.overlapped_layers(), mine > 0 ? tiny_config().num_hidden_layers : 0)
+        << "step " << step << ": the layers' reduce-scatters started in the backward";
+    if (a.grad_norm == 0) continue;  // no rank had a micro-batch: nothing to compare
+    check.step(step, a, b, oc.grad_clip, replicated, sharded);
+  }
+  EXPECT_GT(idle_steps, 0);
+  check.finish("stage 1 overlapped with the backward", sharded, comm);
+}
+
 TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
   const MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = rank_of(comm), world = size_of(comm);
