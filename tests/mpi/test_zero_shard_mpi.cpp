@@ -115,6 +115,31 @@ struct AgainstReplicated {
   }
 };
 
+// What the comparisons with the replicated step share: two copies of one random model (the
+// replicated run's and the sharded run's), the optimizer settings (clipping by the global norm
+// active), this rank's plan (pieces of at most 700 floats), the collectives and both optimizers.
+struct Twins {
+  Twins(backend::Backend& be, const model::ModelConfig& c, MPI_Comm comm)
+      : replicated(c, be), sharded(c, be), oc(settings()),
+        plan(make_zero_plan(sharded.layout(), rank_of(comm), size_of(comm), 700)), collectives(comm),
+        full(oc, replicated), shard(oc, sharded, plan.owned()) {
+    replicated.init_random(5, 0.1f);
+    sharded.init_random(5, 0.1f);
+  }
+  static model::OptimConfig settings() {
+    model::OptimConfig o;
+    o.lr = 3e-3;
+    o.weight_decay = 0.1;
+    o.grad_clip = 0.05;  // below the gradient norms here: clipping by the global norm is active
+    return o;
+  }
+  model::Transformer replicated, sharded;
+  model::OptimConfig oc;
+  ZeroPlan plan;
+  MpiShardCollectives collectives;
+  model::AdamW full, shard;
+};
+
 TEST(ZeroShard, PlanCoversEveryFloatOnceAndEvenly) {
   backend::CpuBackend be(1);
   model::Transformer m(tiny_config(), be);
@@ -164,27 +189,18 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   const MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = rank_of(comm), world = size_of(comm);
   backend::CpuBackend be(1);
-  model::Transformer replicated(tiny_config(), be), sharded(tiny_config(), be);
-  replicated.init_random(5, 0.1f);
-  sharded.init_random(5, 0.1f);
-  model::OptimConfig oc;
-  oc.lr = 3e-3;
-  oc.weight_decay = 0.1;
-  oc.grad_clip = 0.05;  // below the gradient norms here: clipping by the global norm is active
-  const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
-  MpiShardCollectives collectives(comm);
-  model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
-  EXPECT_LE(shard.state_floats(), sharded.num_params() / static_cast<size_t>(world) + plan.pieces.size());
+  Twins t(be, tiny_config(), comm);
+  EXPECT_LE(t.shard.state_floats(), t.sharded.num_params() / static_cast<size_t>(world) + t.plan.pieces.size());
   AgainstReplicated check;
   for (int step = 0; step < 20; ++step) {
-    gradient(replicated, rank, step);
-    gradient(sharded, rank, step);
-    allreduce_sum(replicated.grads(), replicated.num_params(), comm);
-    const model::StepStats a = full.step();
-    const model::StepStats b = zero1_step(sharded, shard, plan, collectives);
-    check.step(step, a, b, oc.grad_clip, replicated, sharded);
+    gradient(t.replicated, rank, step);
+    gradient(t.sharded, rank, step);
+    allreduce_sum(t.replicated.grads(), t.replicated.num_params(), comm);
+    const model::StepStats a = t.full.step();
+    const model::StepStats b = zero1_step(t.sharded, t.shard, t.plan, t.collectives);
+    check.step(step, a, b, t.oc.grad_clip, t.replicated, t.sharded);
   }
-  check.finish("stage 1", sharded, comm);
+  check.finish("stage 1", t.sharded, comm);
 
   // A checkpoint written by every rank in parallel (mpi/checkpoint_write.h), each rank its own
   // slices, read back (io::load_checkpoint):
@@ -201,26 +217,26 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   ASSERT_TRUE(run.has_value());
   // Shards of at most 4 kB: the export has more shards than there are ranks, each rank writing some.
   const io::CheckpointRequest req{*run, 20, nlohmann::json::object(), 1, "", 4096};
-  const Status written = write_checkpoint(comm, &req, sharded, shard, &plan);
+  const Status written = write_checkpoint(comm, &req, t.sharded, t.shard, &t.plan);
   ASSERT_TRUE(written.is_ok()) << written.message();
   MPI_Barrier(comm);
   const std::string dir = *run + "/checkpoints/" + io::checkpoint_dir_name(20);
   model::Transformer back(tiny_config(), be), resharded(tiny_config(), be);
-  model::AdamW back_opt(oc, back);
+  model::AdamW back_opt(t.oc, back);
   const ZeroPlan other = make_zero_plan(resharded.layout(), rank % 3, 3, 700);
-  model::AdamW other_opt(oc, resharded, other.owned());
+  model::AdamW other_opt(t.oc, resharded, other.owned());
   for (auto [m, o] : {std::pair{&back, &back_opt}, std::pair{&resharded, &other_opt}}) {
     auto st = io::load_checkpoint(dir, *m, *o);
     ASSERT_TRUE(st.has_value()) << st.status().message();
     EXPECT_EQ((*st)["step"], 20);
     EXPECT_EQ(o->steps_taken(), 20);
-    EXPECT_TRUE(std::equal(m->params(), m->params() + m->num_params(), sharded.params()));
+    EXPECT_TRUE(std::equal(m->params(), m->params() + m->num_params(), t.sharded.params()));
   }
   double diff2 = 0, ref2 = 0;
-  for (const float* base : {full.m(), full.v()}) {
-    const float* got = base == full.m() ? back_opt.m() : back_opt.v();
-    const float* sub = base == full.m() ? other_opt.m() : other_opt.v();
-    for (size_t i = 0; i < sharded.num_params(); ++i) {
+  for (const float* base : {t.full.m(), t.full.v()}) {
+    const float* got = base == t.full.m() ? back_opt.m() : back_opt.v();
+    const float* sub = base == t.full.m() ? other_opt.m() : other_opt.v();
+    for (size_t i = 0; i < t.sharded.num_params(); ++i) {
       diff2 += (static_cast<double>(got[i]) - base[i]) * (static_cast<double>(got[i]) - base[i]);
       ref2 += static_cast<double>(base[i]) * base[i];
     }
@@ -235,15 +251,15 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   if (world <= 2) {
     EXPECT_EQ(diff2, 0) << "1 or 2 ranks sum in one order: the moments are bit-identical";
   }
-  const model::ModelExport exp = model::plan_model_export(sharded.layout(), model::DType::kBF16, 4096);
+  const model::ModelExport exp = model::plan_model_export(t.sharded.layout(), model::DType::kBF16, 4096);
   EXPECT_GT(exp.shards.size(), static_cast<size_t>(world));
   for (size_t k = 0; k < exp.shards.size(); ++k) EXPECT_TRUE(std::filesystem::exists(dir + "/" + exp.shard_name(k)));
   EXPECT_TRUE(std::filesystem::exists(dir + "/model.safetensors.index.json"));
-  std::vector<float> exported(sharded.num_params());
-  ASSERT_TRUE(model::read_weights(dir, sharded, exported.data()).is_ok());
+  std::vector<float> exported(t.sharded.num_params());
+  ASSERT_TRUE(model::read_weights(dir, t.sharded, exported.data()).is_ok());
   size_t off_by = 0;
   for (size_t i = 0; i < exported.size(); ++i) {
-    const uint32_t bits = static_cast<uint32_t>(model::f32_to_bf16(sharded.params()[i])) << 16;
+    const uint32_t bits = static_cast<uint32_t>(model::f32_to_bf16(t.sharded.params()[i])) << 16;
     float rounded;
     std::memcpy(&rounded, &bits, sizeof rounded);
     off_by += exported[i] != rounded;
@@ -253,7 +269,7 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   if (rank == 0) {
     std::filesystem::remove(dir + "/" + io::rank_state_name(world - 1, world));
     model::Transformer m(tiny_config(), be);
-    model::AdamW o(oc, m);
+    model::AdamW o(t.oc, m);
     auto st = io::load_checkpoint(dir, m, o);
     ASSERT_FALSE(st.has_value());
     EXPECT_NE(st.status().message().find("the checkpoint is incomplete"), std::string::npos) << st.status().message();
@@ -273,49 +289,40 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
 // pieces cover the plan once, and the steps match the replicated ones as stage 1's do.
 TEST(ZeroShard, StageOneOverlappedWithTheBackwardMatchesTheReplicatedStep) {
   const MPI_Comm comm = MPI_COMM_WORLD;
-  const int rank = rank_of(comm), world = size_of(comm);
+  const int rank = rank_of(comm);
   backend::CpuBackend be(1);
-  model::Transformer replicated(tiny_config(), be), sharded(tiny_config(), be);
-  replicated.init_random(5, 0.1f);
-  sharded.init_random(5, 0.1f);
-  model::OptimConfig oc;
-  oc.lr = 3e-3;
-  oc.weight_decay = 0.1;
-  oc.grad_clip = 0.05;
-  const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
-  const PieceBuckets buckets = piece_buckets(plan, sharded.layout());
-  std::vector<int> seen(plan.pieces.size(), 0);
+  Twins t(be, tiny_config(), comm);
+  const PieceBuckets buckets = piece_buckets(t.plan, t.sharded.layout());
+  std::vector<int> seen(t.plan.pieces.size(), 0);
   for (const auto& layer : buckets.layers)
     for (size_t p : layer) ++seen[p];
   for (size_t p : buckets.rest) ++seen[p];
   EXPECT_EQ(buckets.layers.size(), static_cast<size_t>(tiny_config().num_hidden_layers));
   EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }))
       << "every piece in exactly one bucket";
-  MpiShardCollectives collectives(comm);
-  Zero1Overlap overlap(plan, sharded.layout(), collectives);
-  model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
+  Zero1Overlap overlap(t.plan, t.sharded.layout(), t.collectives);
   AgainstReplicated check;
   int idle_steps = 0;
   for (int step = 0; step < 20; ++step) {
     const int mine = (rank + step) % 3;  // some steps some ranks (all on one rank) have none
-    replicated.zero_grad();
-    for (int i = 0; i < mine; ++i) backward_pass(replicated, rank, step, i);
-    allreduce_sum(replicated.grads(), replicated.num_params(), comm);
-    const model::StepStats a = full.step();
-    sharded.zero_grad();
+    t.replicated.zero_grad();
+    for (int i = 0; i < mine; ++i) backward_pass(t.replicated, rank, step, i);
+    allreduce_sum(t.replicated.grads(), t.replicated.num_params(), comm);
+    const model::StepStats a = t.full.step();
+    t.sharded.zero_grad();
     for (int i = 0; i < mine; ++i) {
-      if (i + 1 == mine) overlap.arm(sharded);
-      backward_pass(sharded, rank, step, i);
+      if (i + 1 == mine) overlap.arm(t.sharded);
+      backward_pass(t.sharded, rank, step, i);
     }
     idle_steps += mine == 0;
-    const model::StepStats b = zero1_step(sharded, shard, plan, collectives, &overlap);
+    const model::StepStats b = zero1_step(t.sharded, t.shard, t.plan, t.collectives, &overlap);
     EXPECT_EQ(overlap.overlapped_layers(), mine > 0 ? tiny_config().num_hidden_layers : 0)
         << "step " << step << ": the layers' reduce-scatters started in the backward";
     if (a.grad_norm == 0) continue;  // no rank had a micro-batch: nothing to compare
-    check.step(step, a, b, oc.grad_clip, replicated, sharded);
+    check.step(step, a, b, t.oc.grad_clip, t.replicated, t.sharded);
   }
   EXPECT_GT(idle_steps, 0);
-  check.finish("stage 1 overlapped with the backward", sharded, comm);
+  check.finish("stage 1 overlapped with the backward", t.sharded, comm);
 }
 
 TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
@@ -325,38 +332,29 @@ TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
   for (bool tied : {false, true}) {
     model::ModelConfig c = tiny_config();
     c.tie_word_embeddings = tied;  // tied: the LM head's and the embedding's gradients share the rest buffer
-    model::Transformer replicated(c, be), sharded(c, be);
-    replicated.init_random(5, 0.1f);
-    sharded.init_random(5, 0.1f);
-    model::OptimConfig oc;
-    oc.lr = 3e-3;
-    oc.weight_decay = 0.1;
-    oc.grad_clip = 0.05;
-    const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
-    MpiShardCollectives collectives(comm);
-    ShardedGradients grads(plan, sharded.layout(), be, collectives);
-    sharded.set_gradient_stream(&grads);
-    EXPECT_EQ(sharded.grads(), nullptr) << "stage 2 keeps no whole gradient";
-    model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
+    Twins t(be, c, comm);
+    ShardedGradients grads(t.plan, t.sharded.layout(), be, t.collectives);
+    t.sharded.set_gradient_stream(&grads);
+    EXPECT_EQ(t.sharded.grads(), nullptr) << "stage 2 keeps no whole gradient";
     AgainstReplicated check;
     for (int step = 0; step < 20; ++step) {
       const int mine = 1 + (rank + step) % 3;
-      replicated.zero_grad();
-      for (int i = 0; i < mine; ++i) backward_pass(replicated, rank, step, i);
-      allreduce_sum(replicated.grads(), replicated.num_params(), comm);
-      const model::StepStats a = full.step();
+      t.replicated.zero_grad();
+      for (int i = 0; i < mine; ++i) backward_pass(t.replicated, rank, step, i);
+      allreduce_sum(t.replicated.grads(), t.replicated.num_params(), comm);
+      const model::StepStats a = t.full.step();
 
-      const int passes = backward_passes(sharded, mine, comm);
+      const int passes = backward_passes(t.sharded, mine, comm);
       int busiest = 0;
       for (int r = 0; r < world; ++r) busiest = std::max(busiest, 1 + (r + step) % 3);
       EXPECT_EQ(passes, busiest) << "the busiest rank's micro-batches";
-      sharded.zero_grad();
-      for (int i = 0; i < mine; ++i) backward_pass(sharded, rank, step, i);
-      for (int i = mine; i < passes; ++i) sharded.backward_nothing();
-      const model::StepStats b = zero2_step(sharded, shard, plan, collectives);
-      check.step(step, a, b, oc.grad_clip, replicated, sharded);
+      t.sharded.zero_grad();
+      for (int i = 0; i < mine; ++i) backward_pass(t.sharded, rank, step, i);
+      for (int i = mine; i < passes; ++i) t.sharded.backward_nothing();
+      const model::StepStats b = zero2_step(t.sharded, t.shard, t.plan, t.collectives);
+      check.step(step, a, b, t.oc.grad_clip, t.replicated, t.sharded);
     }
-    check.finish(std::string("stage 2, ") + (tied ? "tied" : "untied") + " embeddings", sharded, comm);
+    check.finish(std::string("stage 2, ") + (tied ? "tied" : "untied") + " embeddings", t.sharded, comm);
   }
 }
 
