@@ -39,6 +39,13 @@ void launch_cast_to_bf16(__nv_bfloat16* out, const float* in, size_t n, cudaStre
   check_launch();
 }
 
+void launch_cast_from_bf16(float* out, const __nv_bfloat16* in, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  kn::cast_to_f32<kn::bf16>
+      <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, stream>>>(out, in, n);
+  check_launch();
+}
+
 void launch_gemm_empty_epilogue(float* d, const float* bias, int m, int n, int ldd, float beta,
                                 cudaStream_t stream) {
   const size_t total = static_cast<size_t>(m) * n;

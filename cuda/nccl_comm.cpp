@@ -6,7 +6,9 @@
 #include <string>
 #include <thread>
 
+#include "common/check.h"
 #include "cuda/cuda_check.h"
+#include "cuda/launch_cast.h"
 
 namespace leap::cuda {
 
@@ -89,8 +91,57 @@ Status NcclComm::wait_enqueued(const char* what) {
   }
 }
 
+void NcclComm::enable_bf16(size_t staging_floats) {
+  LEAP_CHECK(staging_floats > 0, "bf16 gradient communication needs a staging buffer");
+  bf16_staging_ = std::min(staging_floats, kMaxFloatsPerCall);
+  staging_.set_stream(ctx_->comm());
+}
+
+Status NcclComm::bf16_sums_async(const std::vector<Bf16Part>& parts, const char* what) {
+  auto* stage = staging_.reserve_as<__nv_bfloat16>(bf16_staging_);
+  ctx_->comm_waits_for_compute();
+  size_t first = 0;
+  while (first < parts.size()) {
+    // As many parts as the staging holds, back to back: rounded in, summed in one group, widened
+    // back. All on the comm stream, so the next batch reuses the staging after this one.
+    size_t end = first, used = 0;
+    while (end < parts.size() && used + parts[end].n <= bf16_staging_) used += parts[end++].n;
+    size_t at = 0;
+    for (size_t i = first; i < end; at += parts[i++].n) launch_cast_to_bf16(stage + at, parts[i].data, parts[i].n, ctx_->comm());
+    ncclResult_t rc = ncclGroupStart();
+    if (rc != ncclSuccess) return fail(std::string("ncclGroupStart: ") + ncclGetErrorString(rc));
+    at = 0;
+    for (size_t i = first; i < end; at += parts[i++].n) {
+      __nv_bfloat16* s = stage + at;
+      rc = parts[i].root < 0 ? ncclAllReduce(s, s, parts[i].n, ncclBfloat16, ncclSum, comm_, ctx_->comm())
+                             : ncclReduce(s, s, parts[i].n, ncclBfloat16, ncclSum, parts[i].root, comm_, ctx_->comm());
+      if (rc != ncclSuccess && rc != ncclInProgress) {
+        ncclGroupEnd();
+        return fail(std::string(what) + ": " + ncclGetErrorString(rc));
+      }
+    }
+    rc = ncclGroupEnd();
+    if (rc != ncclSuccess && rc != ncclInProgress) return fail(std::string("ncclGroupEnd: ") + ncclGetErrorString(rc));
+    // The group must be on the stream before the widening kernels are.
+    LEAP_RETURN_IF_ERROR(wait_enqueued(what));
+    at = 0;
+    for (size_t i = first; i < end; at += parts[i++].n)
+      if (parts[i].root < 0 || parts[i].root == rank_)
+        launch_cast_from_bf16(parts[i].data, stage + at, parts[i].n, ctx_->comm());
+    first = end;
+  }
+  return Status::ok();
+}
+
 Status NcclComm::sum_async(const std::vector<FloatSlice>& slices) {
   if (broken_) return internal_error("NCCL communicator was aborted earlier");
+  if (bf16_staging_ > 0) {
+    std::vector<Bf16Part> parts;
+    for (const auto& s : slices)
+      for (size_t off = 0; off < s.n; off += bf16_staging_)
+        parts.push_back({s.data + off, std::min(bf16_staging_, s.n - off), -1});
+    return bf16_sums_async(parts, "enqueueing the bf16 gradient all-reduce");
+  }
   ctx_->comm_waits_for_compute();
   ncclResult_t rc = ncclGroupStart();
   if (rc != ncclSuccess) return fail(std::string("ncclGroupStart: ") + ncclGetErrorString(rc));
@@ -118,6 +169,17 @@ Status NcclComm::slices_async(bool reduce, const std::vector<RankSlices>& pieces
     if (p.counts->size() != static_cast<size_t>(nranks_) || p.displs->size() != p.counts->size())
       return internal_error("ZeRO collective: counts for " + std::to_string(p.counts->size()) +
                             " ranks, the group has " + std::to_string(nranks_));
+  }
+  if (reduce && bf16_staging_ > 0) {
+    std::vector<Bf16Part> parts;
+    for (const auto& p : pieces)
+      for (int r = 0; r < nranks_; ++r) {
+        const size_t n = static_cast<size_t>((*p.counts)[static_cast<size_t>(r)]);
+        float* slice = p.piece + (*p.displs)[static_cast<size_t>(r)];
+        for (size_t off = 0; off < n; off += bf16_staging_)
+          parts.push_back({slice + off, std::min(bf16_staging_, n - off), r});
+      }
+    return bf16_sums_async(parts, "enqueueing a bf16 ZeRO reduce-scatter");
   }
   ctx_->comm_waits_for_compute();
   const char* what = reduce ? "ncclReduce" : "ncclBroadcast";

@@ -1,5 +1,6 @@
 // NcclComm: one NCCL communicator over a group of ranks (one GPU each), the in-place sum of
-// gradient slices, and ZeRO's reduce-scatter and all-gather, on the context's comm stream. It knows nothing of MPI: the caller creates the
+// gradient slices, and ZeRO's reduce-scatter and all-gather, on the context's comm stream; the
+// sums in fp32, or in bf16 through a staging buffer (enable_bf16). It knows nothing of MPI: the caller creates the
 // unique id on one rank and hands it to the others (mpi/nccl_grad_reduce.h does it over MPI).
 //
 // Hangs become errors: the communicator is non-blocking, and every wait (initialisation, the
@@ -22,6 +23,7 @@
 #include "common/rank_slices.h"
 #include "common/status.h"
 #include "cuda/cuda_context.h"
+#include "cuda/device_buffer.h"
 
 namespace leap::cuda {
 
@@ -42,6 +44,13 @@ class NcclComm {
 
   int rank() const { return rank_; }
   int size() const { return nranks_; }
+  // Sums (sum_async, reduce_scatter_async) travel as bf16 from now on (optim.grad_comm_dtype):
+  // each call's values are rounded into a staging buffer of `staging_floats` bf16 values on the
+  // comm stream, reduced as ncclBfloat16 and widened back into place (for the reduce-scatter, this
+  // rank's slices only); a call larger than the staging goes in parts of its size, each its own
+  // NCCL group. The all-gather stays fp32.
+  void enable_bf16(size_t staging_floats);
+  bool bf16() const { return bf16_staging_ > 0; }
   // Enqueues the in-place ncclSum of every slice (one NCCL group) on the comm stream, after the
   // work issued on the compute stream so far.
   Status sum_async(const std::vector<FloatSlice>& slices);
@@ -61,6 +70,15 @@ class NcclComm {
   Status wait_enqueued(const char* what);
   // One NCCL group of a per-rank call (reduce or broadcast) over the slices of the pieces.
   Status slices_async(bool reduce, const std::vector<RankSlices>& pieces);
+  // A range of fp32 values summed in bf16: all-reduced (root < 0) or reduced to `root`.
+  struct Bf16Part {
+    float* data;
+    size_t n;
+    int root;
+  };
+  // The parts (each at most the staging's size) through the staging buffer, in as few NCCL
+  // groups as the staging allows.
+  Status bf16_sums_async(const std::vector<Bf16Part>& parts, const char* what);
   Status fail(const std::string& why);
 
   CudaContext* ctx_;
@@ -68,6 +86,8 @@ class NcclComm {
   int rank_ = 0, nranks_ = 1;
   double timeout_s_ = 0;
   bool broken_ = false;
+  size_t bf16_staging_ = 0;  // 0: sums in fp32
+  DeviceBuffer staging_;     // on the comm stream
 };
 
 }  // namespace leap::cuda

@@ -11,18 +11,21 @@
 namespace leap::mpi {
 
 Status MpiGradReducer::sum(model::Transformer& model) {
-  allreduce_sum(model.grads(), model.num_params(), policy_);
+  if (bf16_)
+    bf16_sum_.allreduce(model.grads(), model.num_params(), policy_);
+  else
+    allreduce_sum(model.grads(), model.num_params(), policy_);
   return Status::ok();
 }
 
 Expected<std::unique_ptr<GradReducer>> make_grad_reducer(backend::Backend& backend, MPI_Comm policy,
-                                                         double timeout_s) {
+                                                         double timeout_s, const GradComm& comm) {
   if (std::strcmp(backend.name(), "cuda") != 0) {
-    return std::unique_ptr<GradReducer>(new MpiGradReducer(policy));
+    return std::unique_ptr<GradReducer>(new MpiGradReducer(policy, comm.bf16));
   }
 #ifdef LEAP_HAVE_NCCL
   LEAP_ASSIGN_OR_RETURN(
-      auto r, NcclGradReducer::create(static_cast<cuda::CudaBackend&>(backend), policy, timeout_s));
+      auto r, NcclGradReducer::create(static_cast<cuda::CudaBackend&>(backend), policy, timeout_s, comm));
   return std::unique_ptr<GradReducer>(std::move(r));
 #else
   (void)timeout_s;

@@ -17,6 +17,8 @@
 #include "backend/backend.h"
 #include "common/status.h"
 #include "model/transformer.h"
+#include "mpi/bf16_sum.h"
+#include "mpi/grad_comm.h"
 
 namespace leap::mpi {
 
@@ -31,20 +33,22 @@ class GradReducer {
   virtual Status sum(model::Transformer& model) = 0;
 };
 
-// MPI_Allreduce(SUM) of the host gradient, in chunks (grad_reduce.h).
+// MPI_Allreduce(SUM) of the host gradient, in chunks (grad_reduce.h), or in bf16 (bf16_sum.h).
 class MpiGradReducer final : public GradReducer {
  public:
-  explicit MpiGradReducer(MPI_Comm policy) : policy_(policy) {}
-  const char* name() const override { return "mpi"; }
+  explicit MpiGradReducer(MPI_Comm policy, bool bf16 = false) : policy_(policy), bf16_(bf16) {}
+  const char* name() const override { return bf16_ ? "mpi (bf16)" : "mpi"; }
   Status sum(model::Transformer& model) override;
 
  private:
   MPI_Comm policy_;
+  bool bf16_;
+  MpiBf16Sum bf16_sum_;
 };
 
 // The reducer for `backend` (its name()): MpiGradReducer for cpu; NCCL for cuda (collective over
 // `policy`: every policy rank must call it). timeout_s bounds every NCCL wait.
 Expected<std::unique_ptr<GradReducer>> make_grad_reducer(backend::Backend& backend, MPI_Comm policy,
-                                                         double timeout_s);
+                                                         double timeout_s, const GradComm& comm = {});
 
 }  // namespace leap::mpi

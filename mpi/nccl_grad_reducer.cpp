@@ -10,20 +10,24 @@
 
 namespace leap::mpi {
 
-Expected<std::unique_ptr<cuda::NcclComm>> join_nccl(cuda::CudaBackend& backend, MPI_Comm policy, double timeout_s) {
+Expected<std::unique_ptr<cuda::NcclComm>> join_nccl(cuda::CudaBackend& backend, MPI_Comm policy, double timeout_s,
+                                                    const GradComm& comm) {
   int rank = 0, size = 1;
   MPI_CHECK(MPI_Comm_rank(policy, &rank));
   MPI_CHECK(MPI_Comm_size(policy, &size));
   ncclUniqueId id{};
   if (rank == 0) id = cuda::NcclComm::make_unique_id();
   MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, policy));
-  return cuda::NcclComm::create(backend.context(), id, rank, size, timeout_s);
+  LEAP_ASSIGN_OR_RETURN(auto c, cuda::NcclComm::create(backend.context(), id, rank, size, timeout_s));
+  if (comm.bf16) c->enable_bf16(comm.staging_floats);
+  return c;
 }
 
 Expected<std::unique_ptr<NcclGradReducer>> NcclGradReducer::create(cuda::CudaBackend& backend,
                                                                    MPI_Comm policy,
-                                                                   double timeout_s) {
-  LEAP_ASSIGN_OR_RETURN(auto comm, join_nccl(backend, policy, timeout_s));
+                                                                   double timeout_s,
+                                                                   const GradComm& grad_comm) {
+  LEAP_ASSIGN_OR_RETURN(auto comm, join_nccl(backend, policy, timeout_s, grad_comm));
   return std::unique_ptr<NcclGradReducer>(new NcclGradReducer(std::move(comm)));
 }
 

@@ -22,15 +22,17 @@
 namespace leap::mpi {
 
 // A new NCCL communicator over `policy`, one GPU a rank: rank 0 makes the unique id and
-// broadcasts it over MPI. Collective over `policy`.
-Expected<std::unique_ptr<cuda::NcclComm>> join_nccl(cuda::CudaBackend& backend, MPI_Comm policy, double timeout_s);
+// broadcasts it over MPI; its sums in bf16 when `comm` says so. Collective over `policy`.
+Expected<std::unique_ptr<cuda::NcclComm>> join_nccl(cuda::CudaBackend& backend, MPI_Comm policy, double timeout_s,
+                                                    const GradComm& comm = {});
 
 class NcclGradReducer final : public GradReducer {
  public:
   // Collective over `policy`.
   static Expected<std::unique_ptr<NcclGradReducer>> create(cuda::CudaBackend& backend,
-                                                           MPI_Comm policy, double timeout_s);
-  const char* name() const override { return "nccl"; }
+                                                           MPI_Comm policy, double timeout_s,
+                                                           const GradComm& comm = {});
+  const char* name() const override { return comm_->bf16() ? "nccl (bf16)" : "nccl"; }
   void arm(model::Transformer& model) override;
   Status sum(model::Transformer& model) override;
 

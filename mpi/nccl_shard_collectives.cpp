@@ -8,8 +8,9 @@
 namespace leap::mpi {
 
 Expected<std::unique_ptr<NcclShardCollectives>> NcclShardCollectives::create(cuda::CudaBackend& backend,
-                                                                             MPI_Comm policy, double timeout_s) {
-  LEAP_ASSIGN_OR_RETURN(auto comm, join_nccl(backend, policy, timeout_s));
+                                                                             MPI_Comm policy, double timeout_s,
+                                                                             const GradComm& grad_comm) {
+  LEAP_ASSIGN_OR_RETURN(auto comm, join_nccl(backend, policy, timeout_s, grad_comm));
   return std::unique_ptr<NcclShardCollectives>(new NcclShardCollectives(std::move(comm), policy));
 }
 

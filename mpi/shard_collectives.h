@@ -17,6 +17,8 @@
 #include "backend/backend.h"
 #include "common/rank_slices.h"
 #include "common/status.h"
+#include "mpi/bf16_sum.h"
+#include "mpi/grad_comm.h"
 
 namespace leap::mpi {
 
@@ -42,10 +44,11 @@ class ShardCollectives {
 
 // MPI_Ireduce_scatter and MPI_Allgatherv over host memory. (Open MPI progresses a non-blocking
 // collective inside MPI calls, so on the CPU the overlap is small: the halves prove the logic.)
+// With bf16, the reduce-scatter sends each piece as bf16 bits and sums them with MpiBf16Sum.
 class MpiShardCollectives final : public ShardCollectives {
  public:
-  explicit MpiShardCollectives(MPI_Comm comm);
-  const char* name() const override { return "mpi"; }
+  explicit MpiShardCollectives(MPI_Comm comm, bool bf16 = false);
+  const char* name() const override { return bf16_ ? "mpi (bf16)" : "mpi"; }
   void reduce_scatter_start(const std::vector<RankSlices>& pieces) override;
   void reduce_scatter_finish() override;
   void allgather(const std::vector<RankSlices>& pieces) override;
@@ -60,12 +63,15 @@ class MpiShardCollectives final : public ShardCollectives {
   std::vector<RankSlices> pieces_;
   std::vector<MPI_Request> requests_;
   std::vector<std::vector<float>> received_;
+  bool bf16_;
+  MpiBf16Sum bf16_sum_;
+  std::vector<std::vector<uint16_t>> sent_bits_, received_bits_;  // bf16: the call in flight's
 };
 
 // The collectives for `backend` (its name()): MPI for cpu; NCCL for cuda, on a communicator of
 // its own (collective over `policy`: every policy rank must call it). timeout_s bounds every NCCL
 // wait.
 Expected<std::unique_ptr<ShardCollectives>> make_shard_collectives(backend::Backend& backend, MPI_Comm policy,
-                                                                   double timeout_s);
+                                                                   double timeout_s, const GradComm& comm = {});
 
 }  // namespace leap::mpi

@@ -69,29 +69,24 @@ void ShardedGradients::clear() {
 }
 
 void ShardedGradients::start(const std::vector<Piece>& pieces, float* buffer) {
-  const size_t me = static_cast<size_t>(plan_->rank);
-  // This rank's running sum joins its own contribution to each piece, so the reduce-scatter (the
-  // whole bucket in one call) leaves the new running sum in its slice, which goes back to the
-  // shard. A bucket always has pieces: a layer's tensors, or the embedding's.
+  // The whole bucket in one call, in place. A bucket always has pieces: a layer's tensors, or
+  // the embedding's.
   LEAP_CHECK(!pieces.empty(), "a gradient bucket without ZeRO pieces");
   std::vector<RankSlices> slices;
-  for (const Piece& piece : pieces) {
-    const auto& counts = plan_->counts[piece.plan_index];
-    const auto& displs = plan_->displs[piece.plan_index];
-    float* own = buffer + piece.in_buffer + displs[me];
-    const size_t n = static_cast<size_t>(counts[me]);
-    if (n > 0) be_->add_forward(own, own, sum_ + piece.in_sum, n);
-    slices.push_back({buffer + piece.in_buffer, &counts, &displs});
-  }
+  for (const Piece& piece : pieces)
+    slices.push_back({buffer + piece.in_buffer, &plan_->counts[piece.plan_index], &plan_->displs[piece.plan_index]});
   comm_->reduce_scatter_start(slices);
 }
 
 void ShardedGradients::finish(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats) {
   const size_t me = static_cast<size_t>(plan_->rank);
   comm_->reduce_scatter_finish();
+  // The group's sum of this micro-batch joins the running sum in the shard, in fp32, whatever
+  // the collective carried (optim.grad_comm_dtype).
   for (const Piece& piece : pieces) {
     const size_t n = static_cast<size_t>(plan_->counts[piece.plan_index][me]);
-    if (n > 0) be_->copy(sum_ + piece.in_sum, buffer + piece.in_buffer + plan_->displs[piece.plan_index][me], n);
+    float* running = sum_ + piece.in_sum;
+    if (n > 0) be_->add_forward(running, running, buffer + piece.in_buffer + plan_->displs[piece.plan_index][me], n);
   }
   be_->zero(buffer, buffer_floats);
 }

@@ -2,8 +2,8 @@
 // same ShardCollectives as stage 1 (MPI on the CPU backend, NCCL on CUDA). The model keeps no
 // whole gradient (Transformer::set_gradient_stream): each layer's backward writes a layer-sized
 // buffer, whose reduce-scatter starts as soon as that layer is done and finishes when the next
-// layer is done, so it overlaps that layer's backward; this rank then takes its slice of the
-// group's sum into its shard. Two layer buffers take turns (the model's and this object's). The
+// layer is done, so it overlaps that layer's backward; this rank then adds its slice of the
+// group's sum to its shard (fp32, also when the collective carries bf16: optim.grad_comm_dtype). Two layer buffers take turns (the model's and this object's). The
 // embedding, LM head and final norm follow when the backward returns. A rank therefore holds
 // 1/N of the gradient, plus two layers' and the rest's buffers, instead of all of it. The shard is ZeroPlan's (stage 1's),
 // so checkpoints and resumes are the same as stage 1's.
@@ -54,8 +54,8 @@ class ShardedGradients final : public model::GradientStream {
     size_t in_buffer = 0;  // offset in the compact layer or rest buffer
     size_t in_sum = 0;     // offset of this rank's slice in sum_
   };
-  // A bucket's reduce-scatter: start() adds the running sum into this rank's slices and starts
-  // it; finish() waits, takes the slices back into the shard and zeroes the buffer.
+  // A bucket's reduce-scatter: start() starts it in place; finish() waits, adds this rank's
+  // slices to the shard and zeroes the buffer.
   void start(const std::vector<Piece>& pieces, float* buffer);
   void finish(const std::vector<Piece>& pieces, float* buffer, size_t buffer_floats);
 

@@ -99,6 +99,7 @@ int run_plan(const std::vector<std::string>& args) {
   in.activation_checkpointing = c.train.activation_checkpointing;
   in.zero_stage = c.optim.zero_stage;
   in.policy_ranks = p.ranks;
+  in.grad_comm_bf16 = c.optim.grad_comm_dtype == "bf16";
   const model::MemoryPlan plan = model::plan_policy_rank(in);
   const uint64_t limit = static_cast<uint64_t>(p.gpu_memory_gib * 1073741824.0);
   const bool fits = plan.total <= limit;

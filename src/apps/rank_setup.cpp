@@ -104,14 +104,17 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
     p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model, shard);
   }
   LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
+  // optim.grad_comm_dtype; NCCL's bf16 staging holds one layer's gradient.
+  const mpi::GradComm grad_comm = mpi::grad_comm(c.optim.grad_comm_dtype, p->model->layout().layer_floats());
   if (!p->zero) {
     LEAP_ASSIGN_OR_RETURN(
-        p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
+        p->reducer, mpi::make_grad_reducer(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s, grad_comm));
   } else {
     // ZeRO sums through its own collectives (NCCL on cuda), never through a gradient reducer: an
     // armed reducer would all-reduce every layer once more. Stage 2 streams the gradient.
     LEAP_ASSIGN_OR_RETURN(p->shard_comm,
-                          mpi::make_shard_collectives(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s));
+                          mpi::make_shard_collectives(*p->backend, topo.role_comm, c.app.run.nccl_timeout_s,
+                                                      grad_comm));
     p->zero_shard = {p->zero.get(), p->shard_comm.get()};
     if (c.optim.zero_stage == 2) {
       p->sharded_grads =

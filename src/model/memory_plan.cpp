@@ -133,6 +133,11 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
     const uint64_t slot1 = N * std::max({C, I, HD});
     workspace += (uint64_t{32} << 20) + 2 * slot0 + 2 * slot1;
     note += ", the cuBLASLt workspace (32 MiB), bf16 GEMM operands";
+    if (in.grad_comm_bf16) {
+      // NCCL's bf16 staging (mpi/grad_comm.h): one layer's gradient, at most 2^28 values.
+      workspace += 2 * std::min<uint64_t>(ParameterLayout(c).layer_floats(), uint64_t{1} << 28);
+      note += ", NCCL's bf16 gradient staging (one layer)";
+    }
   }
   add("workspace", workspace, note);
   return plan;

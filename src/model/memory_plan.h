@@ -18,7 +18,8 @@
 //    sequences and kv_keep_sequences kept ones, each of the longest prompt plus max_new_tokens,
 //    in fp32 or bf16, and its fp32 decode and extend scratch. It stays allocated;
 //  - workspace: the RoPE tables, the sampler's logits rows and, on CUDA, the cuBLASLt
-//    workspace and the bf16 GEMM operand buffers.
+//    workspace, the bf16 GEMM operand buffers and, with optim.grad_comm_dtype = bf16, NCCL's
+//    staging of one layer's gradient in bf16 (over MPI the bf16 copies last one call).
 // Weights are full replicas on every policy rank; stage 1's moments shrink with the rank count,
 // and with stage 2 the gradient does too.
 //
@@ -49,6 +50,7 @@ struct PlanInput {
   bool activation_checkpointing = false;              // train.activation_checkpointing
   int zero_stage = 0;                                 // optim.zero_stage
   int policy_ranks = 1;                               // what stages 1 and 2 shard over
+  bool grad_comm_bf16 = false;                        // optim.grad_comm_dtype = bf16
 };
 
 struct PlanItem {

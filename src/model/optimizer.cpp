@@ -28,6 +28,11 @@ void OptimConfig::declare(OptionSet& opts) {
            "2 = gradients sharded too (each layer's reduce-scattered as its backward finishes). "
            "MPI on the CPU backend, NCCL on CUDA.",
            {.min = 0, .max = 2});
+  opts.add("optim.grad_comm_dtype", &grad_comm_dtype, std::string("fp32"),
+           "How gradients travel between policy ranks (the sum, or ZeRO's reduce-scatter): fp32, or "
+           "bf16 for half the bytes (each rank's gradient and every partial sum rounded to bf16; "
+           "accumulation over micro-batches stays fp32).",
+           {.choices = {"fp32", "bf16"}});
 }
 
 AdamW::AdamW(const OptimConfig& cfg, Transformer& model,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -27,6 +28,7 @@ struct OptimConfig {
   double weight_decay = 0.0;
   double grad_clip = 1.0;  // max global L2 norm; 0 = no clipping
   int zero_stage = 0;      // 0: replicas; 1: moments sharded (mpi/zero_shard.h); 2: gradients too (mpi/zero_gradients.h)
+  std::string grad_comm_dtype = "fp32";  // how gradients travel between policy ranks: fp32 or bf16
 
   // Section [optim].
   void declare(OptionSet& opts);

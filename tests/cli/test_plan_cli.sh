@@ -88,6 +88,9 @@ check plan-config-7b-80gib 0 "fits: NO, 28.57 GiB over" -- \
 # The KV cache's dtype: bf16 by default on CUDA (above), fp32 when asked, and twice the bytes.
 check plan-kv-fp32 0 "kv_cache +4250003716 +3.96  fp32, paged" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --sampler.kv_cache_dtype fp32
+# bf16 gradient communication on CUDA: NCCL's staging of one 7B layer (233057792 values) in bf16.
+check plan-grad-comm-bf16 0 "workspace +967943168 .*NCCL's bf16 gradient staging" -- \
+  "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --optim.grad_comm_dtype bf16
 check plan-kv-cpu-auto 0 "kv_cache .*fp32, paged" -- "$LEAP" plan --config configs/demo.ini
 check plan-kv-bad-dtype 2 "sampler.kv_cache_dtype" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --sampler.kv_cache_dtype f16

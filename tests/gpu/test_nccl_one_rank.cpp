@@ -2,13 +2,15 @@
 // can test; the multi-rank summing logic is the MPI path's, tested under mpirun): creation from
 // a fresh unique id, a grouped in-place sum of several slices that must wait for the compute
 // stream's writes and leave a one-rank sum unchanged, and the polled wait; ZeRO's reduce-scatter
-// and all-gather of a piece cut into per-rank slices, likewise. Skips without a GPU or without
-// NCCL in this build.
+// and all-gather of a piece cut into per-rank slices, likewise; and both sums in bf16
+// (optim.grad_comm_dtype) through a staging buffer smaller than the call, whose one-rank result is
+// each value rounded to bf16. Skips without a GPU or without NCCL in this build.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <vector>
 
+#include "common/bf16.h"
 #include "cuda/cuda_backend.h"
 #include "tests/gpu/gpu_test_env.h"
 #ifdef LEAP_HAVE_NCCL
@@ -18,8 +20,8 @@
 namespace leap::cuda {
 namespace {
 
-class NcclOneRank : public GpuTest {
 #ifdef LEAP_HAVE_NCCL
+class NcclOneRank : public GpuTest {
  protected:
   // A one-rank communicator from a fresh unique id (null after a failed assertion).
   std::unique_ptr<NcclComm> one_rank() {
@@ -27,27 +29,38 @@ class NcclOneRank : public GpuTest {
     EXPECT_TRUE(comm.has_value()) << comm.status().message();
     return comm.has_value() ? std::move(*comm) : nullptr;
   }
-#endif
+  // Every test's backend and one-rank communicator; false after a failed assertion.
+  bool start() {
+    be_ = std::make_unique<CudaBackend>(*ctx_);
+    comm_ = one_rank();
+    return comm_ != nullptr;
+  }
+  std::unique_ptr<CudaBackend> be_;
+  std::unique_ptr<NcclComm> comm_;
+  // The slices tests' three slices of kSliced floats, and their values doubled on the compute
+  // stream just before a collective (which must wait for that write).
+  static constexpr size_t kSliced = 3 * 1000 + 17;
+  static std::vector<FloatSlice> three_slices(float* dev) {
+    return {{dev, 1000}, {dev + 1000, 2000}, {dev + 3000, 17}};
+  }
+  static void upload_doubled(CudaBackend& be, float* dev, const std::vector<float>& host) {
+    be.upload(dev, host.data(), host.size());
+    be.add_forward(dev, dev, dev, host.size());
+  }
 };
 
 TEST_F(NcclOneRank, SumOfSlicesAfterComputeWork) {
-#ifndef LEAP_HAVE_NCCL
-  GTEST_SKIP() << "this build has no NCCL";
-#else
-  CudaBackend be(*ctx_);
-  auto comm = one_rank();
-  ASSERT_NE(comm, nullptr);
+  ASSERT_TRUE(start());
+  CudaBackend& be = *be_;
+  NcclComm* comm = comm_.get();
   EXPECT_EQ(comm->size(), 1);
-  const size_t n = 3 * 1000 + 17;
+  const size_t n = kSliced;
   auto host = randn(n, 5);
   float* dev = be.alloc_floats(n);
   for (int round = 0; round < 3; ++round) {
-    // Written on the compute stream just before the sum: the comm stream must wait for it.
     for (auto& x : host) x += 1.0f;
-    be.upload(dev, host.data(), n);
-    be.add_forward(dev, dev, dev, n);  // doubles every entry on the compute stream
-    std::vector<FloatSlice> slices = {{dev, 1000}, {dev + 1000, 2000}, {dev + 3000, 17}};
-    ASSERT_TRUE(comm->sum_async(slices).is_ok());
+    upload_doubled(be, dev, host);
+    ASSERT_TRUE(comm->sum_async(three_slices(dev)).is_ok());
     ASSERT_TRUE(comm->wait().is_ok());
     std::vector<float> got(n);
     be.download(got.data(), dev, n);
@@ -55,16 +68,12 @@ TEST_F(NcclOneRank, SumOfSlicesAfterComputeWork) {
       ASSERT_EQ(got[i], 2.0f * host[i]) << "round " << round << " i " << i;
   }
   be.free_floats(dev);
-#endif
 }
 
 TEST_F(NcclOneRank, ZeroReduceScatterAndAllGatherAfterComputeWork) {
-#ifndef LEAP_HAVE_NCCL
-  GTEST_SKIP() << "this build has no NCCL";
-#else
-  CudaBackend be(*ctx_);
-  auto comm = one_rank();
-  ASSERT_NE(comm, nullptr);
+  ASSERT_TRUE(start());
+  CudaBackend& be = *be_;
+  NcclComm* comm = comm_.get();
   const size_t n = 4099;
   auto host = randn(n, 7);
   float* dev = be.alloc_floats(n + 5);
@@ -83,8 +92,44 @@ TEST_F(NcclOneRank, ZeroReduceScatterAndAllGatherAfterComputeWork) {
   const std::vector<int> two = {1, 2}, at = {0, 1};
   EXPECT_FALSE(comm->reduce_scatter_async({{dev, &two, &at}}).is_ok()) << "counts for 2 ranks in a group of 1";
   be.free_floats(dev);
-#endif
 }
+
+// bf16 sums through a staging buffer of 700 values: the slices (1000, 2000 and 17 values) and the
+// piece go in parts, and a one-rank sum leaves each value rounded to bf16, which must differ from
+// the fp32 value somewhere.
+TEST_F(NcclOneRank, Bf16SumsThroughASmallStagingBuffer) {
+  ASSERT_TRUE(start());
+  CudaBackend& be = *be_;
+  NcclComm* comm = comm_.get();
+  comm->enable_bf16(700);
+  auto host = randn(kSliced, 9);
+  const size_t n = host.size();
+  float* dev = be.alloc_floats(n);
+  auto rounded = [&](size_t i) { return bf16_to_f32(f32_to_bf16(2.0f * host[i])); };
+  for (int round = 0; round < 2; ++round) {
+    upload_doubled(be, dev, host);
+    if (round == 0) {
+      ASSERT_TRUE(comm->sum_async(three_slices(dev)).is_ok());
+    } else {
+      const std::vector<int> counts = {static_cast<int>(n)}, displs = {0};
+      ASSERT_TRUE(comm->reduce_scatter_async({{dev, &counts, &displs}}).is_ok());
+    }
+    ASSERT_TRUE(comm->wait().is_ok());
+    std::vector<float> got(n);
+    be.download(got.data(), dev, n);
+    size_t changed = 0;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i], rounded(i)) << "round " << round << " i " << i;
+      changed += got[i] != 2.0f * host[i];
+    }
+    EXPECT_GT(changed, n / 2) << "round " << round << ": the values did not go through bf16";
+  }
+  be.free_floats(dev);
+}
+
+#else
+TEST(NcclOneRank, NeedsNccl) { GTEST_SKIP() << "this build has no NCCL"; }
+#endif
 
 }  // namespace
 }  // namespace leap::cuda

@@ -3,12 +3,13 @@
 // replicated step all-reduces it and updates every parameter, the sharded step reduce-scatters
 // it, updates this rank's shard (norm and clipping over all shards) and all-gathers the weights.
 // After 1 step the weights agree to a relative error (||a - b|| / ||a||) of 1e-6; after 20 steps
-// the error measured is printed and checked at 1e-5. Stage 2 (mpi/zero_gradients.h) is checked
-// the same way, with ranks holding different numbers of micro-batches. With 1 or 2 ranks they are bit-identical
-// (MPI sums two values in one order); with 4 the sums' order differs from the all-reduce's. The plan covers every float once, and AdamW's shard holds 1/world of the
-// moments. Clipping is active (grad_clip below the norm), so a wrong global norm shows. A
+// the error measured is printed and checked at 1e-5. So are stage 1 with its reduce-scatter
+// overlapped with the backward, and stage 2 (mpi/zero_gradients.h), with ranks holding different
+// numbers of micro-batches. The plan covers every float once, and AdamW's shard holds 1/world of
+// the moments. Clipping is active (grad_clip below the norm), so a wrong global norm shows. A
 // checkpoint written by the ranks in parallel holds the sharded run's exact state, and loads
-// into a replicated optimizer and into another number of ranks' shards.
+// into a replicated optimizer and into another number of ranks' shards. Gradients communicated
+// in bf16 (optim.grad_comm_dtype) are checked against the roundings they make and against fp32.
 #include <gtest/gtest.h>
 #include <malloc.h>
 #include <mpi.h>
@@ -29,7 +30,10 @@
 #include "io/checkpoint_dir.h"
 #include "model/checkpoint.h"
 #include "model/safetensors.h"
+#include "common/bf16.h"
 #include "mpi/agree.h"
+#include "mpi/bf16_sum.h"
+#include "mpi/grad_reducer.h"
 #include "mpi/checkpoint_write.h"
 #include "mpi/zero_gradients.h"
 #include "mpi/zero_shard.h"
@@ -119,9 +123,10 @@ struct AgainstReplicated {
 // replicated run's and the sharded run's), the optimizer settings (clipping by the global norm
 // active), this rank's plan (pieces of at most 700 floats), the collectives and both optimizers.
 struct Twins {
-  Twins(backend::Backend& be, const model::ModelConfig& c, MPI_Comm comm)
+  // bf16: the sharded run's collectives carry bf16 (optim.grad_comm_dtype).
+  Twins(backend::Backend& be, const model::ModelConfig& c, MPI_Comm comm, bool bf16 = false)
       : replicated(c, be), sharded(c, be), oc(settings()),
-        plan(make_zero_plan(sharded.layout(), rank_of(comm), size_of(comm), 700)), collectives(comm),
+        plan(make_zero_plan(sharded.layout(), rank_of(comm), size_of(comm), 700)), collectives(comm, bf16),
         full(oc, replicated), shard(oc, sharded, plan.owned()) {
     replicated.init_random(5, 0.1f);
     sharded.init_random(5, 0.1f);
@@ -278,11 +283,6 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
   MPI_Barrier(comm);
 }
 
-// ZeRO stage 2: the model streams each layer's gradient into ShardedGradients. Ranks hold
-// different numbers of micro-batches (1 to 3, changing with the step), so the busiest sets how
-// many backward passes everyone runs; the replicated model runs the same micro-batches and
-// all-reduces. Stage 2 sums each micro-batch over the ranks as it comes, in another order than
-// the replicated sum, so the bound is stage 1's: 1e-6 after one step.
 // Stage 1 with its reduce-scatter overlapped with the last micro-batch's backward
 // (Zero1Overlap): ranks hold 0, 1 or 2 micro-batches, so in some steps a rank runs no backward
 // and makes every call at the step while the others made theirs during the backward. The bucket
@@ -325,6 +325,11 @@ TEST(ZeroShard, StageOneOverlappedWithTheBackwardMatchesTheReplicatedStep) {
   check.finish("stage 1 overlapped with the backward", t.sharded, comm);
 }
 
+// ZeRO stage 2: the model streams each layer's gradient into ShardedGradients. Ranks hold
+// different numbers of micro-batches (1 to 3, changing with the step), so the busiest sets how
+// many backward passes everyone runs; the replicated model runs the same micro-batches and
+// all-reduces. Stage 2 sums each micro-batch over the ranks as it comes, in another order than
+// the replicated sum, so the bound is stage 1's: 1e-6 after one step.
 TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
   const MPI_Comm comm = MPI_COMM_WORLD;
   const int rank = rank_of(comm), world = size_of(comm);
@@ -395,6 +400,139 @@ TEST(ZeroShard, StageTwoGradientIsWhatThePlanCounts) {
     std::printf("stage 2 on %d rank(s): the gradient changed by %.0f bytes, the plan says %.0f\n", world, measured,
                 planned);
   EXPECT_NEAR(measured, planned, 0.10 * std::fabs(planned)) << "rank " << rank << " of " << world;
+}
+
+}  // namespace
+}  // namespace leap::mpi
+
+namespace leap::mpi {
+namespace {
+
+// optim.grad_comm_dtype = bf16 over MPI (bf16_sum.h): every rank's values are rounded to bf16 and
+// every partial sum once more, so the sum is within (2 ranks - 1) roundings (bf16's unit
+// roundoff is 2^-8) of the absolute sum of the terms; with 1 rank it is the rounding itself and with 2 the one hop
+// bf16(bf16(a) + bf16(b)), exactly, on every rank. Small integers sum exactly. The reduce-scatter
+// carries the same values in its slices.
+TEST(GradCommBf16, SumsRoundEachTermAndEachPartialSum) {
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = rank_of(comm), world = size_of(comm);
+  const size_t n = 1007;
+  Rng rng(100 + static_cast<uint64_t>(rank));
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(rng.normal() * std::pow(10.0, static_cast<double>(i % 7) - 3));
+  std::vector<float> all(n * static_cast<size_t>(world));
+  MPI_Allgather(x.data(), static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, comm);
+  const MpiBf16Sum bf16;
+  std::vector<float> got = x;
+  bf16.allreduce(got.data(), n, comm, 300);  // in chunks of 300
+  EXPECT_TRUE(check_replicas_identical(got.data(), n, comm).is_ok());
+  auto b = [](float v) { return bf16_to_f32(f32_to_bf16(v)); };
+  size_t rounded = 0;
+  std::vector<double> bound(n);  // the roundings' error bound
+  for (size_t i = 0; i < n; ++i) {
+    double exact = 0, magnitude = 0;
+    for (int r = 0; r < world; ++r) {
+      exact += all[static_cast<size_t>(r) * n + i];
+      magnitude += std::fabs(all[static_cast<size_t>(r) * n + i]);
+    }
+    bound[i] = (2 * world - 1) * std::ldexp(magnitude, -8);
+    EXPECT_LE(std::fabs(got[i] - exact), bound[i]) << i;
+    rounded += static_cast<double>(got[i]) != exact;
+    if (world == 1) {
+      EXPECT_EQ(got[i], b(x[i])) << i;
+    } else if (world == 2) {
+      EXPECT_EQ(got[i], b(b(all[i]) + b(all[n + i]))) << i;
+    }
+  }
+  EXPECT_GT(rounded, n / 2) << "the sum did not go through bf16";
+  std::vector<float> ints(64, static_cast<float>(rank + 1));
+  bf16.allreduce(ints.data(), ints.size(), comm);
+  for (float v : ints) EXPECT_EQ(v, static_cast<float>(world * (world + 1) / 2));
+
+  // The reduce-scatter in bf16: this rank's slice of a piece cut evenly.
+  std::vector<int> counts(static_cast<size_t>(world)), displs(static_cast<size_t>(world));
+  for (int r = 0, at = 0; r < world; ++r) {
+    counts[static_cast<size_t>(r)] = static_cast<int>(n) / world + (r < static_cast<int>(n) % world ? 1 : 0);
+    displs[static_cast<size_t>(r)] = at;
+    at += counts[static_cast<size_t>(r)];
+  }
+  std::vector<float> piece = x;
+  MpiShardCollectives collectives(comm, true);
+  collectives.reduce_scatter({{piece.data(), &counts, &displs}});
+  for (int k = 0; k < counts[static_cast<size_t>(rank)]; ++k) {
+    const size_t i = static_cast<size_t>(displs[static_cast<size_t>(rank)] + k);
+    if (world <= 2) {
+      EXPECT_EQ(piece[i], got[i]) << i;  // one hop at most: the same rounding
+    } else {
+      EXPECT_NEAR(piece[i], got[i], 2 * bound[i]) << i;  // both within the bound of the exact sum
+    }
+  }
+}
+
+// The three stages with bf16 communication against the fp32 replicated step: close (the
+// gradients rounded to bf16 move AdamW's update a little), never identical, and every rank ends
+// with the same weights. Stage 2 keeps its running sum in fp32: on one rank its gradient is
+// exactly the fp32 sum of each micro-batch's gradient rounded to bf16.
+TEST(GradCommBf16, StagesStayCloseToFp32) {
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = rank_of(comm), world = size_of(comm);
+  backend::CpuBackend be(1);
+  for (int stage : {0, 1, 2}) {
+    Twins t(be, tiny_config(), comm, /*bf16=*/true);
+    MpiGradReducer reducer(comm, /*bf16=*/true);
+    model::AdamW replica_opt(t.oc, t.sharded);  // stage 0: the sharded twin updates everything
+    std::unique_ptr<ShardedGradients> grads;
+    if (stage == 2) {
+      grads = std::make_unique<ShardedGradients>(t.plan, t.sharded.layout(), be, t.collectives);
+      t.sharded.set_gradient_stream(grads.get());
+    }
+    double after_one = 0, after_last = 0;
+    for (int step = 0; step < 5; ++step) {
+      t.replicated.zero_grad();
+      for (int i = 0; i < 2; ++i) backward_pass(t.replicated, rank, step, i);
+      allreduce_sum(t.replicated.grads(), t.replicated.num_params(), comm);
+      t.full.step();
+      t.sharded.zero_grad();
+      for (int i = 0; i < 2; ++i) backward_pass(t.sharded, rank, step, i);
+      if (stage == 0) {
+        ASSERT_TRUE(reducer.sum(t.sharded).is_ok());
+        replica_opt.step();
+      } else if (stage == 1) {
+        zero1_step(t.sharded, t.shard, t.plan, t.collectives);
+      } else {
+        zero2_step(t.sharded, t.shard, t.plan, t.collectives);
+      }
+      const double d = rel_diff(t.replicated.params(), t.sharded.params(), t.sharded.num_params()).first;
+      if (step == 0) after_one = d;
+      after_last = d;
+    }
+    EXPECT_TRUE(check_replicas_identical(t.sharded.params(), t.sharded.num_params(), comm).is_ok());
+    if (rank == 0)
+      std::printf("bf16 communication, stage %d, %d rank(s): relative error to the fp32 replicated step %.3g "
+                  "after 1 step, %.3g after 5\n",
+                  stage, world, after_one, after_last);
+    EXPECT_GT(after_one, 0.0) << "stage " << stage << ": bf16 changed nothing";
+    EXPECT_LE(after_one, 2e-3) << "stage " << stage;
+    EXPECT_LE(after_last, 1e-2) << "stage " << stage;
+  }
+  if (world != 1) return;
+  // Stage 2's running sum, by hand: each micro-batch's gradient rounded to bf16, summed in fp32.
+  Twins t(be, tiny_config(), comm, /*bf16=*/true);
+  ShardedGradients grads(t.plan, t.sharded.layout(), be, t.collectives);
+  t.sharded.set_gradient_stream(&grads);
+  t.sharded.zero_grad();
+  std::vector<float> want(t.replicated.num_params(), 0.0f);
+  for (int i = 0; i < 3; ++i) {
+    t.replicated.zero_grad();
+    backward_pass(t.replicated, rank, 0, i);
+    for (size_t k = 0; k < want.size(); ++k) want[k] += bf16_to_f32(f32_to_bf16(t.replicated.grads()[k]));
+    backward_pass(t.sharded, rank, 0, i);
+  }
+  // One rank owns everything, in plan.owned() order: the shard is the flat gradient's ranges.
+  size_t at = 0, differ = 0;
+  for (const auto& [off, count] : t.plan.owned())
+    for (size_t k = 0; k < count; ++k) differ += grads.sum()[at++] != want[off + k];
+  EXPECT_EQ(differ, 0u) << "stage 2's bf16 running sum is not the fp32 sum of bf16 micro-batches";
 }
 
 }  // namespace
