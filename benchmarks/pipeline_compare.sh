@@ -12,7 +12,8 @@
 # and the policy ranks' wait outside the end-of-step drain.
 # Run from the repository root after scripts/build.sh:
 #   benchmarks/pipeline_compare.sh [STEPS] [MS] [SEEDS...]     (defaults: 3 1500 1 2 3)
-# LEAP_BENCH_SETTINGS="simulated" runs one setting only; LEAP_BENCH_OUT=DIR keeps the runs.
+# LEAP_BENCH_SETTINGS="simulated" runs one setting only; LEAP_BENCH_OUT=DIR keeps the runs;
+# LEAP_BENCH_EXTRA="--rl.batch_tasks 8" adds leap options to every run (printed first).
 set -euo pipefail
 steps="${1:-3}" ms="${2:-1500}"
 shift $(( $# > 2 ? 2 : $# ))
@@ -20,14 +21,15 @@ seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
 leap=build/src/apps/leap
 out="${LEAP_BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
-echo "runs in $out"
+read -r -a more <<<"${LEAP_BENCH_EXTRA:-}"
+echo "runs in $out${more[*]:+; every run with ${more[*]}}"
 for seed in "${seeds[@]}"; do
   for setting in ${LEAP_BENCH_SETTINGS:-plain simulated}; do
     extra=(); [ "$setting" = simulated ] && extra=(--sandbox.simulated_exec_ms "$ms")
     for pipeline in sync stream; do
       dir="$out/$setting-$pipeline-$seed"
       scripts/mpirun_local.sh 4 "$leap" train --config configs/demo.ini --train.steps "$steps" --run.seed "$seed" \
-        --rl.pipeline "$pipeline" "${extra[@]}" --run.out_dir "$dir" >"$dir.log" 2>&1 || { echo "FAILED: $dir.log"; exit 1; }
+        --rl.pipeline "$pipeline" "${extra[@]}" "${more[@]}" --run.out_dir "$dir" >"$dir.log" 2>&1 || { echo "FAILED: $dir.log"; exit 1; }
       echo "done $setting $pipeline seed $seed"
     done
   done
