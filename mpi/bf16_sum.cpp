@@ -18,14 +18,6 @@ void add_bf16(void* in, void* inout, int* len, MPI_Datatype* /*type*/) {
 
 }  // namespace
 
-void to_bf16(const float* x, size_t n, uint16_t* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = f32_to_bf16(x[i]);
-}
-
-void from_bf16(const uint16_t* x, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(x[i]);
-}
-
 MpiBf16Sum::MpiBf16Sum() { MPI_CHECK(MPI_Op_create(&add_bf16, /*commute=*/1, &op_)); }
 
 MpiBf16Sum::~MpiBf16Sum() {
@@ -39,9 +31,9 @@ void MpiBf16Sum::allreduce(float* data, size_t n, MPI_Comm comm, size_t chunk) c
   std::vector<uint16_t> bits(std::min(n, chunk));
   for (size_t off = 0; off < n; off += chunk) {
     const size_t count = std::min(chunk, n - off);
-    to_bf16(data + off, count, bits.data());
+    f32_to_bf16(data + off, count, bits.data());
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bits.data(), static_cast<int>(count), MPI_UINT16_T, op_, comm));
-    from_bf16(bits.data(), count, data + off);
+    bf16_to_f32(bits.data(), count, data + off);
   }
 }
 

@@ -14,10 +14,6 @@
 
 namespace leap::mpi {
 
-// x rounded to bf16 bits / bf16 bits widened, n values.
-void to_bf16(const float* x, size_t n, uint16_t* out);
-void from_bf16(const uint16_t* x, size_t n, float* out);
-
 class MpiBf16Sum {
  public:
   MpiBf16Sum();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/bf16.h"
 #include "common/check.h"
 #include "mpi/grad_reduce.h"
 #ifdef LEAP_HAVE_NCCL
@@ -41,7 +42,7 @@ void MpiShardCollectives::reduce_scatter_start(const std::vector<RankSlices>& pi
     }
     const size_t total = static_cast<size_t>(pieces[i].displs->back() + counts.back());
     sent_bits_[i].resize(total);
-    to_bf16(pieces[i].piece, total, sent_bits_[i].data());
+    f32_to_bf16(pieces[i].piece, total, sent_bits_[i].data());
     received_bits_[i].resize(mine);
     MPI_CHECK(MPI_Ireduce_scatter(sent_bits_[i].data(), received_bits_[i].data(), counts.data(), MPI_UINT16_T,
                                   bf16_sum_.op(), comm_, &requests_[i]));
@@ -54,7 +55,7 @@ void MpiShardCollectives::reduce_scatter_finish() {
     const size_t n = static_cast<size_t>((*pieces_[i].counts)[rank_]);
     float* own = pieces_[i].piece + (*pieces_[i].displs)[rank_];
     if (bf16_)
-      from_bf16(received_bits_[i].data(), n, own);
+      bf16_to_f32(received_bits_[i].data(), n, own);
     else
       std::copy_n(received_[i].data(), n, own);
   }

@@ -110,12 +110,8 @@ void CpuBackend::kv_cache_write(float* k_cache, float* v_cache, const float* k, 
       std::copy_n(vr, KD, v_cache + at);
       continue;
     }
-    auto* kc = reinterpret_cast<uint16_t*>(k_cache) + at;
-    auto* vc = reinterpret_cast<uint16_t*>(v_cache) + at;
-    for (size_t c = 0; c < KD; ++c) {
-      kc[c] = f32_to_bf16(kr[c]);
-      vc[c] = f32_to_bf16(vr[c]);
-    }
+    f32_to_bf16(kr, KD, reinterpret_cast<uint16_t*>(k_cache) + at);
+    f32_to_bf16(vr, KD, reinterpret_cast<uint16_t*>(v_cache) + at);
   }
 }
 
@@ -127,8 +123,7 @@ void gather_cached(float* dst, const float* cache, size_t at, int D, KvDtype dty
     std::copy_n(cache + at, D, dst);
     return;
   }
-  const auto* c = reinterpret_cast<const uint16_t*>(cache) + at;
-  for (int d = 0; d < D; ++d) dst[d] = bf16_to_f32(c[d]);
+  bf16_to_f32(reinterpret_cast<const uint16_t*>(cache) + at, static_cast<size_t>(D), dst);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // bf16 storage (backend.h's KvDtype) round the same way as the GPU's __float2bfloat16.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 
@@ -24,6 +25,14 @@ inline float bf16_to_f32(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+// The same over n values.
+inline void f32_to_bf16(const float* x, size_t n, uint16_t* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = f32_to_bf16(x[i]);
+}
+inline void bf16_to_f32(const uint16_t* x, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(x[i]);
 }
 
 }  // namespace leap

@@ -223,7 +223,7 @@ Status write_safetensors_streamed(
       continue;
     }
     half.resize(numels[i]);
-    for (size_t k = 0; k < numels[i]; ++k) half[k] = f32_to_bf16(src[k]);
+    f32_to_bf16(src, numels[i], half.data());
     LEAP_RETURN_IF_ERROR(out.append(half.data(), numels[i] * 2));
   }
   return out.commit();
