@@ -1,7 +1,7 @@
 // Google Benchmark programs for the policy on the CPU backend: one training step (forward,
 // backward, AdamW), batched KV-cache sampling, and one group's samples of a shared prompt with
 // and without the shared prefill, a rank's share of a turn in fixed batches against continuous
-// batching, at the configuration of issue 3:
+// batching, the KL reference's forward kept in fp32 and in bf16, at the configuration of issue 3:
 // d=256, 4 layers, 8 heads (2 KV heads), T=256, B=8, byte vocabulary (262).
 // After the benchmarks it prints the per-op split of a training step and of sampling, and the
 // peak RSS.
@@ -17,6 +17,7 @@
 
 #include "backend/cpu_backend.h"
 #include "model/optimizer.h"
+#include "model/reference_policy.h"
 #include "model/sampler.h"
 #include "timed_backend.h"
 
@@ -240,6 +241,22 @@ void BM_LaterTurn(benchmark::State& state, int threads, bool reuse) {
       static_cast<double>(sampler.counts().prefilled_tokens) / static_cast<double>(round);
 }
 
+// The KL reference's log-probs of one training batch (B=8, T=256), its weights kept in fp32 (one
+// flat buffer, read in place) or in bf16 (each layer widened into an fp32 scratch first).
+void BM_KlReference(benchmark::State& state, int threads, model::ReferenceDtype dtype) {
+  backend::CpuBackend be(threads);
+  model::Transformer m(bench_config(), be);
+  m.init_random(1);
+  auto ref = model::ReferencePolicy::copy_of(m, "bench", dtype);
+  auto batch = bench_batch();
+  std::vector<float> lp(static_cast<size_t>(kB) * kT);
+  for (auto _ : state)
+    if (!ref->logprobs(m, batch, lp.data()).is_ok()) std::abort();
+  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(kB) * kT,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["reference_MiB"] = static_cast<double>(ref->backend_floats()) * 4 / (1 << 20);
+}
+
 void register_benchmarks(int threads) {
   benchmark::RegisterBenchmark("BM_TrainStep", BM_TrainStep, threads)
       ->Unit(benchmark::kMillisecond)
@@ -266,6 +283,12 @@ void register_benchmarks(int threads) {
                             std::pair{"BM_ContinuousBatching/per_pull", Batching::kPerPull},
                             std::pair{"BM_ContinuousBatching/refilled_slots", Batching::kSession}})
     benchmark::RegisterBenchmark(name, BM_ContinuousBatching, threads, mode)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(3.0)
+        ->UseRealTime();
+  for (auto [name, dtype] : {std::pair{"BM_KlReference/fp32", model::ReferenceDtype::kF32},
+                             std::pair{"BM_KlReference/bf16", model::ReferenceDtype::kBf16}})
+    benchmark::RegisterBenchmark(name, BM_KlReference, threads, dtype)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(3.0)
         ->UseRealTime();

@@ -53,6 +53,12 @@ class TimedBackend final : public backend::Backend {
   void download(float* h, const float* s, size_t n) override {
     timed(OpKind::kMemory, [&] { in_.download(h, s, n); });
   }
+  void round_to_bf16(float* d, const float* s, size_t n) override {
+    timed(OpKind::kMemory, [&] { in_.round_to_bf16(d, s, n); });
+  }
+  void widen_from_bf16(float* d, const float* s, size_t n) override {
+    timed(OpKind::kMemory, [&] { in_.widen_from_bf16(d, s, n); });
+  }
   void matmul_forward(float* o, const float* i, const float* w, const float* b, int N, int IC,
                       int OC) override {
     timed(OpKind::kMatmul, [&] { in_.matmul_forward(o, i, w, b, N, IC, OC); });

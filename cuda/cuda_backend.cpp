@@ -72,6 +72,17 @@ void CudaBackend::download(float* host, const float* src, size_t n) {
   CUDA_CHECK(cudaStreamSynchronize(ctx_->compute()));
 }
 
+void CudaBackend::round_to_bf16(float* dst, const float* src, size_t n) {
+  weights_.invalidate(dst, (n + 1) / 2);
+  launch_cast_to_bf16(reinterpret_cast<__nv_bfloat16*>(dst), src, n, ctx_->compute());
+}
+
+void CudaBackend::widen_from_bf16(float* dst, const float* src, size_t n) {
+  // dst is usually a scratch that held other weights: their bf16 compute copies are stale.
+  weights_.invalidate(dst, n);
+  launch_cast_from_bf16(dst, reinterpret_cast<const __nv_bfloat16*>(src), n, ctx_->compute());
+}
+
 const int32_t* CudaBackend::stage(int slot, const int32_t* host, size_t n) {
   // A copy from pageable memory waits for the stream first, so it is skipped when the slot
   // already holds these values: the positions are the same for every layer's RoPE, forward

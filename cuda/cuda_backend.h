@@ -45,6 +45,8 @@ class CudaBackend final : public backend::Backend {
   void copy(float* dst, const float* src, size_t n) override;
   void upload(float* dst, const float* host, size_t n) override;
   void download(float* host, const float* src, size_t n) override;
+  void round_to_bf16(float* dst, const float* src, size_t n) override;
+  void widen_from_bf16(float* dst, const float* src, size_t n) override;
 
   void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N,
                       int IC, int OC) override;

@@ -15,8 +15,11 @@ namespace leap::mpi {
 
 using FloatRange = std::pair<size_t, size_t>;  // (offset, count) in floats
 
-// Layer l's tensors ("model.layers.{l}.*"), sorted, adjacent ones merged into one range.
-std::vector<FloatRange> layer_ranges(const model::ParameterLayout& layout, int l);
+// Layer l's tensors ("model.layers.{l}.*"), sorted, adjacent ones merged into one range
+// (ParameterLayout::layer_ranges).
+inline std::vector<FloatRange> layer_ranges(const model::ParameterLayout& layout, int l) {
+  return layout.layer_ranges(l);
+}
 
 // The parts of [0, total) that no range of `taken` covers, in order.
 std::vector<FloatRange> uncovered_ranges(std::vector<FloatRange> taken, size_t total);

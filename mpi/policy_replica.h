@@ -49,7 +49,7 @@ class PolicyReplica final : public PolicyEngine {
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
   Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.
-  void set_reference(const model::ReferencePolicy* reference) { reference_ = reference; }
+  void set_reference(model::ReferencePolicy* reference) { reference_ = reference; }
   // Host memory: the model's own buffer on the CPU backend, a downloaded copy otherwise.
   const float* params() const override;
   size_t num_params() const override { return model_.num_params(); }
@@ -59,7 +59,7 @@ class PolicyReplica final : public PolicyEngine {
   const model::Tokenizer& tokenizer_;
   model::AdamW& optimizer_;
   PolicyReplicaOptions opts_;
-  const model::ReferencePolicy* reference_ = nullptr;
+  model::ReferencePolicy* reference_ = nullptr;
   model::Sampler sampler_;
   mutable std::vector<float> host_params_;  // params() on a device backend
 

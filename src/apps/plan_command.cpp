@@ -13,6 +13,7 @@
 #include "apps/subcommands.h"
 #include "apps/train_config.h"
 #include "model/memory_plan.h"
+#include "model/reference_policy.h"
 #include "mpi/coordinator.h"
 #include "tasks/inputs.h"
 #include "tasks/suite.h"
@@ -95,6 +96,8 @@ int run_plan(const std::vector<std::string>& args) {
   in.kv_bf16 = model::kv_cache_dtype(c.sampler, in.backend == "cuda") == backend::KvDtype::kBf16;
   in.train_tokens = std::min(context, prompt + new_tokens);
   in.kl_reference = c.rl.rl.kl_beta > 0;
+  in.kl_reference_bf16 =
+      model::reference_dtype(c.rl.rl.kl_reference_dtype, in.backend == "cuda") == model::ReferenceDtype::kBf16;
   in.logits_chunk_bytes = static_cast<uint64_t>(c.model.logits_chunk_mib) << 20;
   in.activation_checkpointing = c.train.activation_checkpointing;
   in.zero_stage = c.optim.zero_stage;

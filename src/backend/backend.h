@@ -55,6 +55,11 @@ class Backend {
   virtual void copy(float* dst, const float* src, size_t n) = 0;  // within backend memory
   virtual void upload(float* dst, const float* host, size_t n) = 0;
   virtual void download(float* host, const float* src, size_t n) = 0;
+  // Weights kept in bf16 (a frozen KL reference): dst holds n bf16 values, src's n fp32 values
+  // rounded to nearest even; and back, n bf16 values widened exactly into n fp32 floats. A bf16
+  // buffer of n values (n even) is n / 2 floats of backend memory, as the bf16 KV cache is.
+  virtual void round_to_bf16(float* dst, const float* src, size_t n) = 0;
+  virtual void widen_from_bf16(float* dst, const float* src, size_t n) = 0;
 
   // ---- matmul: out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC); bias may be null ---
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,

@@ -8,6 +8,7 @@
 
 #include "backend/cpu_backend.h"
 #include "cblas.h"
+#include "common/bf16.h"
 
 namespace leap::backend {
 
@@ -46,6 +47,12 @@ void CpuBackend::upload(float* dst, const float* host, size_t n) {
 }
 void CpuBackend::download(float* host, const float* src, size_t n) {
   copy(host, src, n);
+}
+void CpuBackend::round_to_bf16(float* dst, const float* src, size_t n) {
+  f32_to_bf16(src, n, reinterpret_cast<uint16_t*>(dst));
+}
+void CpuBackend::widen_from_bf16(float* dst, const float* src, size_t n) {
+  bf16_to_f32(reinterpret_cast<const uint16_t*>(src), n, dst);
 }
 
 }  // namespace leap::backend

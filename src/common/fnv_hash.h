@@ -9,8 +9,9 @@
 
 namespace leap {
 
-inline uint64_t fnv1a_floats(const float* data, size_t n) {
-  uint64_t h = 1469598103934665603ull;
+// `h` continues an earlier call's result, so that a long array can be hashed in pieces.
+inline constexpr uint64_t kFnv1aBasis = 1469598103934665603ull;
+inline uint64_t fnv1a_floats(const float* data, size_t n, uint64_t h = kFnv1aBasis) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t bits;
     std::memcpy(&bits, data + i, 4);

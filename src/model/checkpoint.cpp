@@ -123,17 +123,21 @@ Status read_weights(const std::string& dir, const Transformer& model, float* hos
       [](const TensorInfo&, const float*) {});
 }
 
-Status load_weights(const std::string& dir, Transformer& model) {
+Status stream_weights(const std::string& dir, const Transformer& model,
+                      const std::function<void(const TensorInfo&, const float*)>& take) {
   // One tensor at a time through a staging buffer of the largest tensor: no fp32 host copy of
   // the whole model (7.6 B parameters would be 30 GB per rank), on the CPU and on a GPU alike.
   size_t largest = 0;
   for (const TensorInfo& t : model.layout().tensors()) largest = std::max(largest, t.numel);
   std::vector<float> staging(largest);
   return for_each_weight(
-      dir, model, [&](const TensorInfo&) { return staging.data(); },
-      [&](const TensorInfo& t, const float* data) {
-        model.backend().upload(model.params() + t.offset, data, t.numel);
-      });
+      dir, model, [&](const TensorInfo&) { return staging.data(); }, take);
+}
+
+Status load_weights(const std::string& dir, Transformer& model) {
+  return stream_weights(dir, model, [&](const TensorInfo& t, const float* data) {
+    model.backend().upload(model.params() + t.offset, data, t.numel);
+  });
 }
 
 Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,

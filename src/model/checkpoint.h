@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,11 @@ Status load_weights(const std::string& dir, Transformer& model);
 // The checks of load_weights without reading the data: every tensor the config implies is
 // present with its shape, and no other (the headers are checked against the files' sizes).
 Status check_weights(const std::string& dir, const Transformer& model);
+// Reads the weights of DIR one tensor at a time, as fp32 in one host buffer of the largest
+// tensor, and hands each to `take` (valid during the call), with the checks of load_weights:
+// never a host copy of the whole model.
+Status stream_weights(const std::string& dir, const Transformer& model,
+                      const std::function<void(const TensorInfo&, const float*)>& take);
 // Reads the weights of DIR into host memory laid out as `model`'s parameters (num_params()
 // floats), with the same checks; the model itself is not touched.
 Status read_weights(const std::string& dir, const Transformer& model, float* host);

@@ -106,8 +106,25 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   const uint64_t rows = std::min(N, std::max<uint64_t>({in.logits_chunk_bytes / (4 * V), B, 1}));
   add("logits", 4 * 2 * arena_floats(rows * V),
       fmt::format("LM-head logits and their gradient, {} of the {} rows at a time", rows, N));
-  add("kl_reference", in.kl_reference ? (cuda ? 6 : 4) * P : 0,
-      in.kl_reference ? "a frozen copy of the weights" : "none (rl.kl_beta = 0)");
+  if (!in.kl_reference) {
+    add("kl_reference", 0, "none (rl.kl_beta = 0)");
+  } else if (!in.kl_reference_bf16) {
+    add("kl_reference", (cuda ? 6 : 4) * P,
+        cuda ? "a frozen fp32 copy of the weights and its bf16 compute copies" : "a frozen fp32 copy of the weights");
+  } else {
+    // reference_policy.h: the matrices in bf16 and the vectors in fp32, one layer widened to fp32
+    // and the LM head (or the embedding) with the final norm; on CUDA the GEMMs' bf16 copies of
+    // those two scratch buffers.
+    const ParameterLayout layout(c);
+    const uint64_t head = static_cast<uint64_t>(V) * c.hidden_size + c.hidden_size;
+    const uint64_t scratch = layout.layer_floats() + head;
+    const uint64_t matrices = layout.decay_size();
+    add("kl_reference", 2 * matrices + 4 * (P - matrices) + 4 * scratch + (cuda ? 2 * scratch : 0),
+        fmt::format("a frozen copy of the weights (bf16 matrices, fp32 norms and biases), widened a "
+                    "layer at a time into fp32 scratch "
+                    "({:.2f} GiB{})",
+                    static_cast<double>(4 * scratch) / (1ull << 30), cuda ? ", and its bf16 compute copies" : ""));
+  }
   const uint64_t maxT = static_cast<uint64_t>(std::min<int64_t>(
       in.prompt_tokens + in.max_new_tokens, c.max_position_embeddings));
   const uint64_t bs = std::max<uint64_t>(1, std::min<uint64_t>(maxT, static_cast<uint64_t>(std::max(1, in.kv_block_tokens))));

@@ -13,7 +13,9 @@
 //    sequence, backward scratch included, but without the logits; with activation
 //    checkpointing, the residual stream of every layer and one layer's activations;
 //  - logits: one chunk of LM-head logits and its gradient, fp32 (Transformer::logit_rows);
-//  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0), plus its bf16 copy on CUDA;
+//  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0): fp32, plus its bf16 compute
+//    copies on CUDA; or bf16 with one layer's fp32 scratch and one for the LM head (and their
+//    compute copies on CUDA), as reference_policy.h keeps it;
 //  - kv_cache: the sampler's paged cache (kv_cache.h): blocks for micro_batch_seqs decoding
 //    sequences and kv_keep_sequences kept ones, each of the longest prompt plus max_new_tokens,
 //    in fp32 or bf16, and its fp32 decode and extend scratch. It stays allocated;
@@ -46,6 +48,7 @@ struct PlanInput {
   int kv_keep_sequences = 0;    // sampler.kv_keep_sequences (0 unless sampler.reuse_kv)
   bool kv_bf16 = false;         // sampler.kv_cache_dtype resolved for the backend (bf16 or fp32)
   bool kl_reference = false;    // rl.kl_beta > 0
+  bool kl_reference_bf16 = false;  // rl.kl_reference_dtype resolved for the backend
   uint64_t logits_chunk_bytes = uint64_t{256} << 20;  // model.logits_chunk_mib
   bool activation_checkpointing = false;              // train.activation_checkpointing
   int zero_stage = 0;                                 // optim.zero_stage

@@ -1,6 +1,8 @@
 // ParameterLayout: where each HF tensor lives in the flat buffer (see parameters.h).
 #include "model/parameters.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace leap::model {
@@ -109,6 +111,22 @@ LayerViews ParameterLayout::layer_views(const ParameterViews& p, int l) const {
 RestViews ParameterLayout::rest_views(float* base) const {
   const ParameterViews p = views(base);
   return {p.wte, p.lm_head, p.lnf};
+}
+
+std::vector<std::pair<size_t, size_t>> ParameterLayout::layer_ranges(int l) const {
+  const std::string prefix = layer_name(l, "");
+  std::vector<std::pair<size_t, size_t>> out;
+  for (const auto& t : tensors_)
+    if (t.name.starts_with(prefix)) out.emplace_back(t.offset, t.numel);
+  std::sort(out.begin(), out.end());
+  std::vector<std::pair<size_t, size_t>> merged;
+  for (const auto& r : out) {
+    if (!merged.empty() && merged.back().first + merged.back().second == r.first)
+      merged.back().second += r.second;
+    else
+      merged.push_back(r);
+  }
+  return merged;
 }
 
 LayerViews ParameterLayout::compact_layer_views(float* buf) const {

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/model_config.h"
@@ -79,6 +80,10 @@ class ParameterLayout {
   size_t rest_floats() const { return total_ - layer_floats_ * static_cast<size_t>(cfg_.num_hidden_layers); }
   LayerViews compact_layer_views(float* buf) const;
   RestViews compact_rest_views(float* buf) const;
+  // Layer l's tensors ("model.layers.{l}.*") as (offset, count) ranges of the flat buffer, in
+  // order, adjacent ones merged (gate_proj then up_proj is one range): the pieces that become
+  // the compact layer buffer, and one layer's gradient bucket.
+  std::vector<std::pair<size_t, size_t>> layer_ranges(int l) const;
 
  private:
   ModelConfig cfg_;

@@ -196,40 +196,33 @@ Transformer::LayerActs Transformer::layer_acts(int l) const {
   return x;
 }
 
-void Transformer::layer_forward(int l, const LayerActs& x, bool write_output) {
+void Transformer::layer_forward(const LayerViews& w, const LayerActs& x, bool write_output) {
   Activations& a = *acts_;
   const int B = a.B, T = a.T, N = B * T;
   const int C = cfg_.hidden_size, I = cfg_.intermediate_size;
   const int H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
   const int HD = H * D, KD = Hkv * D;
   const size_t NC = static_cast<size_t>(N) * C;
-  const ParameterViews w = param_views();
-  be_->rmsnorm_forward(x.ln1, x.rstd1, x.rin, w.ln1 + l * C, N, C,
-                       static_cast<float>(cfg_.rms_norm_eps));
-  be_->matmul_forward(x.q, x.ln1, w.qw + static_cast<size_t>(l) * HD * C,
-                      w.qb ? w.qb + l * HD : nullptr, N, C, HD);
-  be_->matmul_forward(x.k, x.ln1, w.kw + static_cast<size_t>(l) * KD * C,
-                      w.kb ? w.kb + l * KD : nullptr, N, C, KD);
-  be_->matmul_forward(x.v, x.ln1, w.vw + static_cast<size_t>(l) * KD * C,
-                      w.vb ? w.vb + l * KD : nullptr, N, C, KD);
+  be_->rmsnorm_forward(x.ln1, x.rstd1, x.rin, w.ln1, N, C, static_cast<float>(cfg_.rms_norm_eps));
+  be_->matmul_forward(x.q, x.ln1, w.qw, w.qb, N, C, HD);
+  be_->matmul_forward(x.k, x.ln1, w.kw, w.kb, N, C, KD);
+  be_->matmul_forward(x.v, x.ln1, w.vw, w.vb, N, C, KD);
   be_->rope_forward(x.q, x.q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
   be_->rope_forward(x.k, x.k, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
   be_->attention_forward(x.atty, x.att, x.q, x.k, x.v, B, T, H, Hkv, D);
-  be_->matmul_forward(a.tmp, x.atty, w.ow + static_cast<size_t>(l) * C * HD,
-                      w.ob ? w.ob + l * C : nullptr, N, HD, C);
+  be_->matmul_forward(a.tmp, x.atty, w.ow, w.ob, N, HD, C);
   be_->add_forward(x.rmid, x.rin, a.tmp, NC);
-  be_->rmsnorm_forward(x.ln2, x.rstd2, x.rmid, w.ln2 + l * C, N, C,
+  be_->rmsnorm_forward(x.ln2, x.rstd2, x.rmid, w.ln2, N, C,
                        static_cast<float>(cfg_.rms_norm_eps));
-  be_->matmul_forward(x.gu, x.ln2, w.gate_up + static_cast<size_t>(l) * 2 * I * C, nullptr, N, C,
-                      2 * I);
+  be_->matmul_forward(x.gu, x.ln2, w.gate_up, nullptr, N, C, 2 * I);
   be_->swiglu_forward(x.hm, x.gu, N, I);
   // A recomputation (checkpointing) stops here: the layer's output is already saved.
   if (!write_output) return;
-  be_->matmul_forward(a.tmp, x.hm, w.down + static_cast<size_t>(l) * C * I, nullptr, N, I, C);
+  be_->matmul_forward(a.tmp, x.hm, w.down, nullptr, N, I, C);
   be_->add_forward(x.rout, x.rmid, a.tmp, NC);
 }
 
-void Transformer::forward_blocks(const TokenBatch& batch, const KvSink* on_kv) {
+RestViews Transformer::forward_blocks(WeightSource& weights, const TokenBatch& batch, const KvSink* on_kv) {
   const int B = batch.B, T = batch.T, N = B * T;
   const int C = cfg_.hidden_size, L = cfg_.num_hidden_layers;
   ensure_activations(B, T);
@@ -245,39 +238,41 @@ void Transformer::forward_blocks(const TokenBatch& batch, const KvSink* on_kv) {
       a.pos[n] = t;
     }
   }
-  const ParameterViews w = param_views();
   const size_t NC = static_cast<size_t>(N) * C;
-  be_->embedding_forward(a.res, a.tokens.data(), w.wte, N, C);
+  be_->embedding_forward(a.res, a.tokens.data(), weights.embedding(), N, C);
   for (int l = 0; l < L; ++l) {
     const LayerActs x = layer_acts(l);
-    layer_forward(l, x, true);
+    layer_forward(weights.layer(l), x, true);
     if (on_kv) (*on_kv)(l, x.k, x.v);
   }
-  be_->rmsnorm_forward(a.lnf, a.rstdf, a.res + L * NC, w.lnf, N, C,
+  const RestViews head = weights.head();
+  be_->rmsnorm_forward(a.lnf, a.rstdf, a.res + L * NC, head.lnf, N, C,
                        static_cast<float>(cfg_.rms_norm_eps));
+  return head;
 }
 
-Status Transformer::forward_with(const float* weights, const TokenBatch& batch, float* logprobs) {
-  float* own = params_;
-  params_ = const_cast<float*>(weights);  // forward() only reads the parameters
-  Status st = forward(batch, logprobs);
-  params_ = own;
-  return st;
+Status Transformer::forward_with(WeightSource& weights, const TokenBatch& batch, float* logprobs) {
+  return forward_over(weights, batch, logprobs);
 }
 
 Status Transformer::forward(const TokenBatch& batch, float* logprobs) {
+  FlatWeights own(layout_, params_);
+  return forward_over(own, batch, logprobs);
+}
+
+Status Transformer::forward_over(WeightSource& weights, const TokenBatch& batch, float* logprobs) {
   LEAP_RETURN_IF_ERROR(batch.validate(cfg_.vocab_size));
   if (batch.T > cfg_.max_position_embeddings)
     return invalid_input(fmt::format("sequence length {} exceeds max_position_embeddings {}",
                                      batch.T, cfg_.max_position_embeddings));
-  forward_blocks(batch);
+  const RestViews head = forward_blocks(weights, batch);
   Activations& a = *acts_;
   const int N = batch.B * batch.T, C = cfg_.hidden_size, V = cfg_.vocab_size;
   // The LM head and log-softmax a chunk of rows at a time, so that no (N, V) buffer exists.
   for (int r0 = 0; r0 < N; r0 += static_cast<int>(a.logit_rows)) {
     const int n = std::min(N - r0, static_cast<int>(a.logit_rows));
-    be_->matmul_forward(a.logits, a.lnf + static_cast<size_t>(r0) * C, param_views().lm_head, nullptr,
-                        n, C, V);
+    be_->matmul_forward(a.logits, a.lnf + static_cast<size_t>(r0) * C, head.lm_head, nullptr, n,
+                        C, V);
     be_->logprob_forward(a.lp + r0, a.lse + r0, a.logits, a.targets.data() + r0, n, V);
   }
   // Row t predicts token t+1: shift by one into the caller's token-aligned convention.
@@ -333,7 +328,7 @@ void Transformer::backward(const float* dlogprobs) {
     const LayerViews gl = stream_ ? layout_.compact_layer_views(layer_grads_) : layout_.layer_views(flat_g, l);
     // Checkpointing: layer l's activations again, from its saved input (the last layer's are
     // still in the slot from the forward).
-    if (a.layer_slots == 1 && l != L - 1) layer_forward(l, x, false);
+    if (a.layer_slots == 1 && l != L - 1) layer_forward(wl, x, false);
     const float *rin = x.rin, *ln1 = x.ln1, *q = x.q, *k = x.k, *v = x.v, *atty = x.atty,
                 *rmid = x.rmid, *ln2 = x.ln2, *gu = x.gu, *hm = x.hm;
     // MLP branch: dres holds dL/d(layer output) = dL/d(res_mid) through the skip connection.

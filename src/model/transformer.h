@@ -35,6 +35,7 @@
 #include "model/model_config.h"
 #include "model/parameters.h"
 #include "model/token_batch.h"
+#include "model/weight_source.h"
 
 namespace leap::model {
 
@@ -79,10 +80,11 @@ class Transformer {
   // convention above) and keeps the activations for backward(). invalid_input for token ids out
   // of range or sequences longer than max_position_embeddings.
   Status forward(const TokenBatch& batch, float* logprobs);
-  // forward() over other weights of the same layout (backend memory, num_params() floats, read
-  // only), e.g. a frozen KL reference: no second model, so no second set of activations or
-  // gradients. It overwrites the activations, so a backward() needs a forward() after it.
-  Status forward_with(const float* weights, const TokenBatch& batch, float* logprobs);
+  // forward() over other weights of the same layout, read piece by piece from `weights`
+  // (weight_source.h), e.g. a frozen KL reference: no second model, so no second set of
+  // activations or gradients. It overwrites the activations, so a backward() needs a forward()
+  // after it.
+  Status forward_with(WeightSource& weights, const TokenBatch& batch, float* logprobs);
   // (2) Backward of the last forward from dL/dlogprobs (B*T host floats, same convention).
   // Entries at t = 0 and t >= len_b are ignored. Adds into grads() (or streams; see above).
   void backward(const float* dlogprobs);
@@ -146,11 +148,14 @@ class Transformer {
   using KvSink = std::function<void(int layer, const float* k, const float* v)>;
   void ensure_activations(int B, int T);
   void ensure_rope_tables(int T);
-  // Embedding .. final norm into the activations.
-  void forward_blocks(const TokenBatch& batch, const KvSink* on_kv = nullptr);
+  // Embedding .. final norm into the activations, over `weights`; returns the head it used (the
+  // final norm and the LM head, valid until `weights` is asked again).
+  RestViews forward_blocks(WeightSource& weights, const TokenBatch& batch,
+                           const KvSink* on_kv = nullptr);
+  Status forward_over(WeightSource& weights, const TokenBatch& batch, float* logprobs);
   LayerActs layer_acts(int l) const;
-  // Layer l from x.rin; writes x.rout unless recomputing for the backward.
-  void layer_forward(int l, const LayerActs& x, bool write_output);
+  // A layer over weights w from x.rin; writes x.rout unless recomputing for the backward.
+  void layer_forward(const LayerViews& w, const LayerActs& x, bool write_output);
   // n rows (token, slot, position) through every layer against the cache, each layer's keys and
   // values written before its attention; leaves the final norm's rows in the scratch's `ln`.
   void forward_cached(const int32_t* tokens, const int32_t* slots, const int32_t* pos, int n,

@@ -43,7 +43,8 @@ Status Transformer::prefill(const TokenBatch& prompts, KvCache& cache, float* la
                         v, block.data(), offset.data(), B * T, cache.block_size,
                         cfg_.num_key_value_heads, cfg_.head_dim, cache.dtype);
   };
-  forward_blocks(prompts, &to_cache);
+  FlatWeights own(layout_, params_);
+  forward_blocks(own, prompts, &to_cache);
   Activations& a = *acts_;
   // Only the last real row of each prompt needs the LM head.
   for (int b = 0; b < B; ++b) {

@@ -96,6 +96,11 @@ void RlConfig::declare(OptionSet& o) {
         "The KL reference policy's folder (config.json + safetensors, the policy's shape); empty: the "
         "run's initial weights (model.path, or the random init of run.seed). Checkpoints record its "
         "path and hash; a resumed run must have the same reference.");
+  o.add("rl.kl_reference_dtype", &kl_reference_dtype, std::string("auto"),
+        "Storage of the KL reference's weights: bf16 halves it (the forward widens one layer at a "
+        "time; a Hugging Face model shipped in bf16 loses nothing); auto = bf16 on "
+        "backend.name = cuda, fp32 on cpu.",
+        {.choices = {"auto", "fp32", "bf16"}});
   o.add("rl.ppo_epochs", &ppo_epochs, 1, "Passes over each step's samples.",
         {.min = 1, .max = 100});
   o.add(

@@ -35,6 +35,7 @@ struct RlConfig {
   int64_t loss_norm_tokens = 0;  // 0: the sampler's max new tokens, resolved by the caller
   double kl_beta = 0;
   std::string kl_reference;  // "": the run's initial weights
+  std::string kl_reference_dtype = "auto";  // auto | fp32 | bf16 (model/reference_policy.h)
   int ppo_epochs = 1;
   int mini_batches = 1;
   bool train_trajectory_once = true;

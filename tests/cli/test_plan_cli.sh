@@ -81,10 +81,34 @@ check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --optim.zero_stage 2
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes" -- "$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80
-check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 108.57 of 131.00 GiB" -- bash -c \
+check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 84.55 of 131.00 GiB" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 131 | tr '\n' ' '"
-check plan-config-7b-80gib 0 "fits: NO, 28.57 GiB over" -- \
+check plan-config-7b-80gib 0 "fits: NO, 4.55 GiB over" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 80
+# The KL reference's dtype: bf16 by default on CUDA (its matrices; norms and biases stay fp32), the fp32 scratch of one layer and of
+# the LM head with the final norm, and the GEMMs' bf16 copies of that scratch (by hand, from config.json);
+# fp32 when asked: the copy and its compute copies, 6 bytes a parameter.
+"$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --format json > "$tmp/klbf16.json" &&
+  "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --rl.kl_reference_dtype fp32 --format json \
+  > "$tmp/klfp32.json" && /usr/bin/python3 - "$tmp/klbf16.json" "$tmp/klfp32.json" models/qwen2.5-coder-7b/config.json <<'PY' || fail=1
+import json, sys
+bf16, fp32 = (json.load(open(p)) for p in sys.argv[1:3])
+c = json.load(open(sys.argv[3]))
+C, I, V = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+H, KV = c["num_attention_heads"], c["num_key_value_heads"]
+D = C // H
+layer = H * D * C + 2 * KV * D * C + C * H * D + 3 * I * C + 2 * C + H * D + 2 * KV * D
+P = bf16["model"]["parameters"]
+vectors = c["num_hidden_layers"] * (2 * C + H * D + 2 * KV * D) + C  # norms and q/k/v biases, kept fp32
+want_bf16 = 2 * (P - vectors) + 4 * vectors + 6 * (layer + V * C + C)
+got_bf16, got_fp32 = bf16["per_rank"]["kl_reference"], fp32["per_rank"]["kl_reference"]
+ok = got_bf16 == want_bf16 and got_fp32 == 6 * P
+print(("ok   " if ok else "FAIL ") + f"plan-kl-reference-dtype: bf16 {got_bf16} bytes (by hand {want_bf16}), "
+      f"fp32 {got_fp32} (6 x {P})")
+sys.exit(0 if ok else 1)
+PY
+check plan-kl-bad-dtype 2 "rl.kl_reference_dtype" -- \
+  "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --rl.kl_reference_dtype f16
 # The KV cache's dtype: bf16 by default on CUDA (above), fp32 when asked, and twice the bytes.
 check plan-kv-fp32 0 "kv_cache +4250003716 +3.96  fp32, paged" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --sampler.kv_cache_dtype fp32

@@ -2,7 +2,8 @@
 // GEMMs forward and backward (bf16 operands, fp32 accumulation, so normalised errors of a few
 // 1e-3), accumulation semantics, the bf16 weight copies refreshed after every write, attention
 // with its smaller saved state, a tiny model's forward, backward, AdamW step and KV-cache
-// decode, token selection on the device, and a checkpoint round trip of device-resident weights and moments. Every test skips
+// decode, a bf16 KL reference widened a layer at a time, token selection on the device, and a
+// checkpoint round trip of device-resident weights and moments. Every test skips
 // where no CUDA device exists.
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "io/checkpoint_dir.h"
 #include "model/model_config.h"
 #include "model/optimizer.h"
+#include "model/reference_policy.h"
 #include "model/token_batch.h"
 #include "model/transformer.h"
 #include "tests/gpu/gpu_test_env.h"
@@ -245,6 +247,31 @@ TEST_F(CudaBackendTest, TinyModelDecodeAgainstCpu) {
       mg.decode(tokens.data(), slots.data(), 3, cg, lg.data());
       EXPECT_LT(normalised_error(lg, lc), kGemmTol) << tag << " decode step " << step;
     }
+  }
+}
+
+// The bf16 KL reference widens each layer into one scratch buffer, so the GEMMs' bf16 copies of
+// that scratch must follow every widening: a stale copy would run every layer with the weights
+// of the one before. Against the CPU's bf16 reference, twice, after the policies moved on.
+TEST_F(CudaBackendTest, Bf16KlReferenceAgainstCpu) {
+  model::ModelConfig cfg = tiny_config();
+  model::Transformer mc(cfg, cpu_), mg(cfg, *gpu_);
+  mc.init_random(9, 0.2f);
+  mg.init_random(9, 0.2f);
+  auto rc = model::ReferencePolicy::copy_of(mc, "cpu", model::ReferenceDtype::kBf16);
+  auto rg = model::ReferencePolicy::copy_of(mg, "gpu", model::ReferenceDtype::kBf16);
+  EXPECT_EQ(rg->hash(), rc->hash()) << "the device rounds to bf16 as the host does";
+  mc.init_random(10, 0.2f);
+  mg.init_random(10, 0.2f);
+  const model::TokenBatch batch = tiny_batch(cfg.vocab_size);
+  const size_t BT = static_cast<size_t>(batch.B) * batch.T;
+  std::vector<float> lc(BT), lg(BT), own(BT);
+  for (int pass = 0; pass < 2; ++pass) {
+    ASSERT_TRUE(rc->logprobs(mc, batch, lc.data()).is_ok());
+    ASSERT_TRUE(rg->logprobs(mg, batch, lg.data()).is_ok());
+    EXPECT_LT(normalised_error(lg, lc), kGemmTol) << "pass " << pass;
+    ASSERT_TRUE(mc.forward(batch, own.data()).is_ok());  // the policy's own forward between
+    EXPECT_GT(normalised_error(own, lc), 2 * kGemmTol) << "the reference is not the policy";
   }
 }
 

@@ -2,8 +2,8 @@
 // counts them (mallinfo2: bytes in use in every arena plus mmapped blocks), not through any
 // bookkeeping of ours. The plan must predict the CHANGE in allocated bytes from one config to
 // another within 10%: the model and optimizer appearing, the first training step, more tokens,
-// a larger micro-batch, a generation batch's KV cache, a larger generation batch, and a bf16
-// cache instead of an fp32 one.
+// a larger micro-batch, a generation batch's KV cache, a larger generation batch, a bf16
+// cache instead of an fp32 one, and the KL reference in fp32 and in bf16.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -15,6 +15,7 @@
 #include "backend/cpu_backend.h"
 #include "model/memory_plan.h"
 #include "model/optimizer.h"
+#include "model/reference_policy.h"
 #include "model/sampler.h"
 #include "model/transformer.h"
 #include "test_model_configs.h"
@@ -196,6 +197,29 @@ TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
                       "KV cache 6 sequences, fp32 -> bf16 saves");
 }
 
+TEST(MemoryPlan, PredictsTheKlReferenceInFp32AndBf16) {
+  // Eight layers, so that one layer's scratch is small beside the copy (as at 7B: 28 layers).
+  backend::CpuBackend be(1);
+  const ModelConfig cfg = testing::small_config("llama", 256, 128, 352, 8, 512);
+  Transformer model(cfg, be);
+  PlanInput in = input(2, 64);
+  in.model = cfg;
+  in.kl_reference = true;
+  const int64_t fp32_planned = bytes_of(plan_policy_rank(in), {"kl_reference"});
+  in.kl_reference_bf16 = true;
+  const int64_t bf16_planned = bytes_of(plan_policy_rank(in), {"kl_reference"});
+  int64_t before = heap_in_use();
+  auto fp32 = ReferencePolicy::copy_of(model, "fp32", ReferenceDtype::kF32);
+  const int64_t fp32_measured = heap_in_use() - before;
+  before = heap_in_use();
+  auto bf16 = ReferencePolicy::copy_of(model, "bf16", ReferenceDtype::kBf16);
+  const int64_t bf16_measured = heap_in_use() - before;
+  expect_within_10pct(fp32_measured, fp32_planned, "KL reference, fp32");
+  expect_within_10pct(bf16_measured, bf16_planned, "KL reference, bf16 and its scratch");
+  expect_within_10pct(fp32_measured - bf16_measured, fp32_planned - bf16_planned,
+                      "KL reference, fp32 -> bf16 saves");
+}
+
 TEST(MemoryPlan, CountsTheCudaBackendsBf16CopiesAndKeepsCpuAttentionProbabilities) {
   PlanInput in = input(2, 64);
   const MemoryPlan cpu = plan_policy_rank(in);
@@ -208,6 +232,16 @@ TEST(MemoryPlan, CountsTheCudaBackendsBf16CopiesAndKeepsCpuAttentionProbabilitie
   EXPECT_EQ(attention_saved_floats("cuda", 2, 64, 4, 32), 2u * 64 * 4 + 2u * 64 * 4 * 32);
   in.kl_reference = true;
   EXPECT_EQ(bytes_of(plan_policy_rank(in), {"kl_reference"}), 6 * static_cast<int64_t>(gpu.parameters));
+  // bf16 on CUDA: the matrices in bf16 and the vectors in fp32, the fp32 scratch of a layer and
+  // of the LM head with the final norm,
+  // and the GEMMs' bf16 copies of that scratch.
+  in.kl_reference_bf16 = true;
+  const ParameterLayout layout(in.model);
+  const int64_t scratch = static_cast<int64_t>(layout.layer_floats()) +
+                          (in.model.vocab_size + 1) * static_cast<int64_t>(in.model.hidden_size);
+  const int64_t matrices = static_cast<int64_t>(layout.decay_size());
+  EXPECT_EQ(bytes_of(plan_policy_rank(in), {"kl_reference"}),
+            2 * matrices + 4 * (static_cast<int64_t>(gpu.parameters) - matrices) + 6 * scratch);
 }
 
 }  // namespace

@@ -76,6 +76,28 @@ check kl-reference-mismatch 2 "trained with the KL reference .* this run's refer
   "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${rl_sync[@]}" --mpi.sandbox_ranks 0 --train.steps 4 \
   --run.out_dir "$tmp/straight" --resume latest --rl.kl_reference "$tmp/straight/checkpoints/step_000001"
 
+# ---- The KL reference in bf16 (the CUDA default) on the CPU: its matrices rounded, so the KL at the
+# first update is above 0 but small; its hash is that of the rounded weights, so resuming with an
+# fp32 reference is refused.
+run rl-kl-bf16 4 "${rl_sync[@]}" --rl.kl_reference_dtype bf16 --train.steps 2 --run.out_dir "$tmp/klbf16"
+grep -Eq "KL to the reference .*one more copy of the weights \(bf16, [0-9.]+ MiB a policy rank\)" "$tmp/rl-kl-bf16.log" \
+  && echo "ok   the log names the bf16 reference and its size" \
+  || { echo "FAIL no bf16 reference line: $(grep 'KL to' "$tmp/rl-kl-bf16.log")"; fail=1; }
+/usr/bin/python3 - "$tmp/klbf16" "$tmp/straight" "$src/tools" <<'PY' || fail=1
+import json, os, sys
+sys.path.insert(0, sys.argv[3])
+from leap_trajectories import load_run
+kl = list(load_run(os.path.join(sys.argv[1], "trajectories.h5")).steps["kl"])
+ref = [json.load(open(os.path.join(d, "checkpoints", "step_000001", "state.json")))["kl_reference"]["hash"]
+       for d in sys.argv[1:3]]
+if not 0 < kl[0] < 1e-3 or ref[0] == ref[1]:
+    sys.exit(f"FAIL bf16 reference: kl at the first update {kl[0]} (wanted in (0, 1e-3)), hashes {ref}")
+print(f"ok   bf16 reference: kl at the first update {kl[0]:.3g}, hash {ref[0]} (fp32: {ref[1]})")
+PY
+check kl-reference-dtype-mismatch 2 "kept in bf16 .* this run keeps it in fp32 .*--rl.kl_reference_dtype bf16" -- \
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${rl_sync[@]}" --mpi.sandbox_ranks 0 --train.steps 3 \
+  --run.out_dir "$tmp/klbf16" --resume latest --rl.kl_reference_dtype fp32
+
 # ---- RL, streaming pipeline: resumes at a step boundary, every step once ---------------------------
 run rl-stream-first 4 "${rl[@]}" --rl.pipeline stream --train.steps 2 --run.out_dir "$tmp/stream"
 run rl-stream-resumed 4 "${rl[@]}" --rl.pipeline stream --train.steps 3 --run.out_dir "$tmp/stream" --resume latest
