@@ -39,7 +39,8 @@ Status check_kl_reference(const nlohmann::json& state, const std::string& checkp
   if (hash != ref->hash() && dtype != now)
     return invalid_input(fmt::format(
         "{}/state.json: the run was trained with its KL reference {} kept in {} (hash {}), but this "
-        "run keeps it in {} (hash {}): resume with --rl.kl_reference_dtype {}",
+        "run keeps it in {} (hash {}): resume with --rl.kl_reference_dtype {} (and, if the weights "
+        "differ too, --rl.kl_reference pointing at the run's reference weights)",
         checkpoint, path, dtype, hash, now, ref->hash(), dtype));
   if (hash != ref->hash())
     return invalid_input(fmt::format(

@@ -17,7 +17,7 @@ namespace leap::app {
 // the replica. Nothing when kl_beta is 0.
 Status add_kl_reference(const TrainConfig& c, PolicyState* p);
 
-// {"path": ..., "hash": ...}: what state.json records.
+// {"path": ..., "hash": ..., "dtype": "fp32" | "bf16"}: what state.json records.
 nlohmann::json kl_reference_json(const model::ReferencePolicy& ref);
 
 // On resume: a checkpoint that records a reference must get the same weights again (by hash);

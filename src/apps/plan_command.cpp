@@ -97,7 +97,8 @@ int run_plan(const std::vector<std::string>& args) {
   in.train_tokens = std::min(context, prompt + new_tokens);
   in.kl_reference = c.rl.rl.kl_beta > 0;
   in.kl_reference_bf16 =
-      model::reference_dtype(c.rl.rl.kl_reference_dtype, in.backend == "cuda") == model::ReferenceDtype::kBf16;
+      model::reference_dtype(c.rl.rl.kl_reference_dtype, in.backend == "cuda") == model::ReferenceDtype::kBf16 &&
+      model::bf16_storable(model::ParameterLayout(in.model));
   in.logits_chunk_bytes = static_cast<uint64_t>(c.model.logits_chunk_mib) << 20;
   in.activation_checkpointing = c.train.activation_checkpointing;
   in.zero_stage = c.optim.zero_stage;

@@ -127,10 +127,11 @@ int run_train(const std::vector<std::string>& args) {
   if (setup && role == mpi::Role::kPolicy && !sft) setup = add_kl_reference(c, &policy);
   if (setup && policy.reference && topo->is_coordinator())
     log.info("KL to the reference {} (hash {}), beta {}: one more copy of the weights ({}, {:.1f} MiB a "
-             "policy rank), one more forward per micro-batch",
+             "policy rank{}), one more forward per micro-batch",
              policy.reference->source(), policy.reference->hash(), c.rl.rl.kl_beta,
              model::reference_dtype_name(policy.reference->dtype()),
-             static_cast<double>(policy.reference->backend_floats()) * sizeof(float) / (1 << 20));
+             static_cast<double>(policy.reference->backend_floats()) * sizeof(float) / (1 << 20),
+             policy.model->backend().host_memory() ? "" : " and the GEMMs' bf16 copies");
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.sandbox);
     if (engine) sandbox = std::move(*engine);

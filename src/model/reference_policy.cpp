@@ -15,15 +15,6 @@
 namespace leap::model {
 namespace {
 
-// The matrices [0, decay_size) are stored in bf16, two values to a float, so each must start on
-// a pair; the vectors after them stay fp32.
-bool pairs_align(const ParameterLayout& layout) {
-  return layout.decay_size() % 2 == 0 &&
-         std::all_of(layout.tensors().begin(), layout.tensors().end(), [&](const TensorInfo& t) {
-           return t.offset >= layout.decay_size() || t.offset % 2 == 0;
-         });
-}
-
 const TensorInfo& tensor(const ParameterLayout& layout, const char* name) {
   const TensorInfo* t = layout.find(name);
   LEAP_CHECK(t != nullptr, "the layout has no tensor " << name);
@@ -34,6 +25,15 @@ const TensorInfo& tensor(const ParameterLayout& layout, const char* name) {
 constexpr size_t kHostPiece = size_t{1} << 24;
 
 }  // namespace
+
+// The matrices [0, decay_size) are stored in bf16, two values to a float, so each must start on
+// a pair; the vectors after them stay fp32.
+bool bf16_storable(const ParameterLayout& layout) {
+  return layout.decay_size() % 2 == 0 &&
+         std::all_of(layout.tensors().begin(), layout.tensors().end(), [&](const TensorInfo& t) {
+           return t.offset >= layout.decay_size() || t.offset % 2 == 0;
+         });
+}
 
 ReferenceDtype reference_dtype(const std::string& option, bool device_backend) {
   LEAP_CHECK(option == "auto" || option == "fp32" || option == "bf16",
@@ -104,7 +104,7 @@ ReferencePolicy::ReferencePolicy(const Transformer& model, std::string source, R
     : be_(&model.backend()),
       layout_(model.layout()),
       n_(model.num_params()),
-      dtype_(dtype == ReferenceDtype::kBf16 && pairs_align(layout_) ? dtype : ReferenceDtype::kF32),
+      dtype_(dtype == ReferenceDtype::kBf16 && bf16_storable(layout_) ? dtype : ReferenceDtype::kF32),
       bf16_end_(dtype_ == ReferenceDtype::kBf16 ? layout_.decay_size() : 0),
       weights_(be_->alloc_floats(store_floats())),
       source_(std::move(source)) {

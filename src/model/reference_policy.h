@@ -11,10 +11,10 @@
 //   biases: a few MB at 7B) in fp32, about half the bytes of fp32, and on CUDA a third of fp32
 //   with its compute copies. The forward widens one layer at a time into an fp32 scratch of one
 //   layer, and the embedding and then the LM head into one of the larger of them (a WeightSource,
-//   weight_source.h). It loses nothing where the CUDA backend's GEMMs read bf16 copies of the
-//   weights anyway (the reference of a run's initial weights computes as the policy did at step
-//   0), nor for a Hugging Face model shipped in bf16; on the CPU, whose GEMMs read fp32, the
-//   rounding of fp32 weights shows as a KL slightly above 0 at the first update.
+//   weight_source.h). It loses nothing for a Hugging Face model shipped in bf16. Of fp32 weights,
+//   the CUDA backend's GEMMs read bf16 copies anyway, so only the embedding rows (which its
+//   embedding op reads in fp32) differ from the policy's at step 0; on the CPU, whose GEMMs read
+//   fp32, every matrix's rounding shows, as a KL slightly above 0 at the first update.
 //
 // `source()` says where the weights came from and `hash()` fingerprints them (FNV-1a over the
 // fp32 values the forward reads, in layout order); checkpoints record both, so a resumed run can
@@ -36,6 +36,8 @@ enum class ReferenceDtype { kF32, kBf16 };
 // backend's memory is a device's, fp32 on the CPU. A model whose matrices do not all start at an
 // even offset (an odd hidden size) cannot be stored as bf16 pairs of floats and stays fp32.
 ReferenceDtype reference_dtype(const std::string& option, bool device_backend);
+// Whether `layout`'s matrices can be stored as bf16 pairs (else a bf16 request stays fp32).
+bool bf16_storable(const ParameterLayout& layout);
 const char* reference_dtype_name(ReferenceDtype d);
 
 class ReferencePolicy {
