@@ -3,9 +3,13 @@
 // `leap train`) and the model folder's config.json only, so it runs on any machine, for any
 // model size. The figures come from model::plan_policy_rank (memory_plan.h), which follows the
 // allocations the code makes; the sandbox ranks are listed apart, with the largest task's
-// buffers, since their memory is one job per worker and not the policy's.
+// buffers, since their memory is one job per worker and not the policy's. When the plan does not
+// fit, it lists the memory settings the run does not use yet, what each would save and what all
+// of them together would give.
 #include <cstdio>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,6 +70,37 @@ Expected<LargestTask> largest_task(const std::string& suite_path, bool gpu) {
 
 std::string gib(uint64_t bytes) { return fmt::format("{:.2f}", bytes / 1073741824.0); }
 
+// A setting that lowers the plan, as the option a user passes, and its change to a plan input.
+struct Remedy {
+  std::string option, value;
+  std::function<void(model::PlanInput&)> apply;
+  uint64_t total = 0;  // the plan's total with this remedy alone
+};
+
+// The memory settings the run does not use yet, each applied alone to `in`: what a user can
+// change without touching the model, the sequences or the training itself (rl.kl_beta) when the
+// plan does not fit.
+std::vector<Remedy> remedies(const model::PlanInput& in) {
+  std::vector<Remedy> out;
+  auto add = [&](std::string option, std::string value, std::function<void(model::PlanInput&)> apply) {
+    model::PlanInput changed = in;
+    apply(changed);
+    out.push_back({std::move(option), std::move(value), std::move(apply), model::plan_policy_rank(changed).total});
+  };
+  if (in.zero_stage < 2 && in.policy_ranks > 1)
+    add("optim.zero_stage", "2", [](model::PlanInput& x) { x.zero_stage = 2; });
+  if (!in.activation_checkpointing)
+    add("train.activation_checkpointing", "true", [](model::PlanInput& x) { x.activation_checkpointing = true; });
+  if (in.micro_batch_seqs > 1)
+    add("train.micro_batch_seqs", "1", [](model::PlanInput& x) { x.micro_batch_seqs = 1; });
+  if (in.kl_reference && !in.kl_reference_bf16 && model::bf16_storable(model::ParameterLayout(in.model)))
+    add("rl.kl_reference_dtype", "bf16", [](model::PlanInput& x) { x.kl_reference_bf16 = true; });
+  if (!in.kv_bf16) add("sampler.kv_cache_dtype", "bf16", [](model::PlanInput& x) { x.kv_bf16 = true; });
+  if (in.kv_keep_sequences > 0)
+    add("sampler.kv_keep_sequences", "0", [](model::PlanInput& x) { x.kv_keep_sequences = 0; });
+  return out;
+}
+
 }  // namespace
 
 int run_plan(const std::vector<std::string>& args) {
@@ -108,6 +143,12 @@ int run_plan(const std::vector<std::string>& args) {
   const uint64_t limit = static_cast<uint64_t>(p.gpu_memory_gib * 1073741824.0);
   const bool fits = plan.total <= limit;
 
+  // When it does not fit: what each unused memory setting would save, and all of them together.
+  const std::vector<Remedy> fixes = fits ? std::vector<Remedy>{} : remedies(in);
+  model::PlanInput all = in;
+  for (const Remedy& r : fixes) r.apply(all);
+  const uint64_t all_total = model::plan_policy_rank(all).total;
+
   const bool sandbox_gpu = c.sandbox.device == "gpu";
   auto largest = largest_task(c.tasks.suite, sandbox_gpu);
 
@@ -128,6 +169,14 @@ int run_plan(const std::vector<std::string>& args) {
     j["per_rank"] = per_rank;
     j["device_bytes"] = limit;
     j["fits"] = fits;
+    if (!fits) {
+      nlohmann::ordered_json list = nlohmann::ordered_json::array();
+      for (const Remedy& r : fixes)
+        list.push_back({{"option", r.option}, {"value", r.value}, {"total", r.total},
+                        {"saves", plan.total - r.total}, {"fits", r.total <= limit}});
+      j["remedies"] = list;
+      j["with_all_remedies"] = {{"total", all_total}, {"fits", all_total <= limit}};
+    }
     nlohmann::ordered_json sb = {{"ranks", c.app.mpi.sandbox_ranks},
                                  {"workers_per_rank", c.sandbox.workers},
                                  {"device", c.sandbox.device}};
@@ -159,6 +208,20 @@ int run_plan(const std::vector<std::string>& args) {
   else
     std::printf("fits: NO, %s GiB over the %s GiB of a device (--gpu-memory-gib)\n",
                 gib(plan.total - limit).c_str(), gib(limit).c_str());
+  if (!fits && !fixes.empty()) {
+    std::printf("settings that lower it (GiB per rank; each alone, then all together):\n");
+    for (const Remedy& r : fixes)
+      std::printf("  --%-38s saves %8s  -> %8s%s\n", (r.option + " " + r.value).c_str(),
+                  gib(plan.total - r.total).c_str(), gib(r.total).c_str(), r.total <= limit ? "  fits" : "");
+    std::printf("  %-40s saves %8s  -> %8s  %s\n", "all of them", gib(plan.total - all_total).c_str(),
+                gib(all_total).c_str(),
+                all_total <= limit ? "fits" : fmt::format("still {} GiB over", gib(all_total - limit)).c_str());
+  }
+  if (!fits && (fixes.empty() || all_total > limit))
+    std::printf("%s: more policy ranks (with optim.zero_stage 2), shorter sequences "
+                "(prompt.max_prompt_tokens, sampler.max_new_tokens), rl.kl_beta 0 (no KL reference) or "
+                "a device with more memory\n",
+                fixes.empty() ? "no memory setting is left to change; beyond them" : "beyond these");
   std::printf("sandbox: %d rank(s) x %d worker(s) on %s, apart from the policy's devices", c.app.mpi.sandbox_ranks,
               c.sandbox.workers, c.sandbox.device.c_str());
   if (largest)

@@ -4,7 +4,8 @@
 # from tools/oracle/make_plan_param_golden.py), the JSON has its documented shape, the 7B policy
 # with one 4k-token sequence does not fit a 141 GiB GPU replicated (fp32 master and Adam state)
 # while the 1.5B one does, ZeRO stages 1 and 2 shrink what they shard as worked out by hand, the 7B
-# config (stage 2) fits an H200's 131 GiB but not 80 GiB, and bad input exits 2 naming the problem.
+# config (stage 2) fits an H200's 131 GiB but not 80 GiB, a plan that does not fit lists settings whose
+# promised totals leap plan then gives, and bad input exits 2 naming the problem.
 # Run by ctest with LEAP and LEAP_SOURCE_DIR set.
 set -u
 source "$(dirname "$0")/check_lib.sh"
@@ -118,6 +119,46 @@ check plan-grad-comm-bf16 0 "workspace +967943168 .*NCCL's bf16 gradient staging
 check plan-kv-cpu-auto 0 "kv_cache .*fp32, paged" -- "$LEAP" plan --config configs/demo.ini
 check plan-kv-bad-dtype 2 "sampler.kv_cache_dtype" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --sampler.kv_cache_dtype f16
+# A plan that does not fit lists the memory settings the run does not use, what each saves and what
+# all give; each suggestion, passed as the option it names, gives exactly the total it promised.
+base=(plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --optim.zero_stage 0 --train.activation_checkpointing false
+      --rl.kl_reference_dtype fp32 --sampler.kv_cache_dtype fp32 --train.micro_batch_seqs 2)
+check plan-remedies 0 "fits: NO.*settings that lower it.*--optim.zero_stage 2 +saves.*all of them +saves" -- \
+  bash -c "'$LEAP' ${base[*]} | tr '\n' ' '"
+"$LEAP" "${base[@]}" --format json > "$tmp/remedies.json" && /usr/bin/python3 - "$LEAP" "$tmp/remedies.json" "${base[@]}" <<'PY' || fail=1
+import json, subprocess, sys
+leap, plan, base = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3:]
+def total(extra):
+    # An option may be given once: a suggestion replaces the base's value of the same option.
+    args = list(base)
+    for i in range(0, len(extra), 2):
+        if extra[i] in args:
+            args[args.index(extra[i]) + 1] = extra[i + 1]
+        else:
+            args += extra[i:i + 2]
+    out = subprocess.run([leap, *args, "--format", "json"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["per_rank"]["total"]
+errors, every = [], []
+names = [r["option"] for r in plan["remedies"]]
+for want in ["optim.zero_stage", "train.activation_checkpointing", "train.micro_batch_seqs",
+             "rl.kl_reference_dtype", "sampler.kv_cache_dtype", "sampler.kv_keep_sequences"]:
+    if want not in names:
+        errors.append(f"{want} not suggested")
+for r in plan["remedies"]:
+    opt = [f"--{r['option']}", r["value"]]
+    every += opt
+    got = total(opt)
+    if got != r["total"] or r["saves"] != plan["per_rank"]["total"] - got or r["saves"] <= 0:
+        errors.append(f"{r['option']} {r['value']}: promised {r['total']}, leap plan with it {got}")
+got = total(every)
+if got != plan["with_all_remedies"]["total"]:
+    errors.append(f"all remedies: promised {plan['with_all_remedies']['total']}, leap plan with them {got}")
+if errors:
+    sys.exit("FAIL plan-remedies-json: " + "; ".join(errors))
+print(f"ok   plan-remedies-json: {len(names)} settings, each and all as promised (all: {got} bytes)")
+PY
+"$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --format json | grep -q remedies \
+  && { echo "FAIL a plan that fits lists remedies"; fail=1; } || echo "ok   plan-fits-no-remedies"
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
 check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo.ini --model.path "$tmp"
 check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml
