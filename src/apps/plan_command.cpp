@@ -69,6 +69,10 @@ Expected<LargestTask> largest_task(const std::string& suite_path, bool gpu) {
 }
 
 std::string gib(uint64_t bytes) { return fmt::format("{:.2f}", bytes / 1073741824.0); }
+// What going from `before` to `after` bytes saves, in GiB, negative if it costs more.
+std::string gib_saved(uint64_t before, uint64_t after) {
+  return fmt::format("{:.2f}", (static_cast<double>(before) - static_cast<double>(after)) / 1073741824.0);
+}
 
 // A setting that lowers the plan, as the option a user passes, and its change to a plan input.
 struct Remedy {
@@ -85,7 +89,11 @@ std::vector<Remedy> remedies(const model::PlanInput& in) {
   auto add = [&](std::string option, std::string value, std::function<void(model::PlanInput&)> apply) {
     model::PlanInput changed = in;
     apply(changed);
-    out.push_back({std::move(option), std::move(value), std::move(apply), model::plan_policy_rank(changed).total});
+    const uint64_t total = model::plan_policy_rank(changed).total;
+    // Not every setting lowers every plan: ZeRO-2's two layer buffers can outweigh a small
+    // model's shard, and a bf16 reference's fp32 scratch a small model's copy.
+    if (total < model::plan_policy_rank(in).total)
+      out.push_back({std::move(option), std::move(value), std::move(apply), total});
   };
   if (in.zero_stage < 2 && in.policy_ranks > 1)
     add("optim.zero_stage", "2", [](model::PlanInput& x) { x.zero_stage = 2; });
@@ -173,9 +181,11 @@ int run_plan(const std::vector<std::string>& args) {
       nlohmann::ordered_json list = nlohmann::ordered_json::array();
       for (const Remedy& r : fixes)
         list.push_back({{"option", r.option}, {"value", r.value}, {"total", r.total},
-                        {"saves", plan.total - r.total}, {"fits", r.total <= limit}});
+                        {"saves", static_cast<int64_t>(plan.total) - static_cast<int64_t>(r.total)}, {"fits", r.total <= limit}});
       j["remedies"] = list;
-      j["with_all_remedies"] = {{"total", all_total}, {"fits", all_total <= limit}};
+      j["with_all_remedies"] = {{"total", all_total},
+                                {"saves", static_cast<int64_t>(plan.total) - static_cast<int64_t>(all_total)},
+                                {"fits", all_total <= limit}};
     }
     nlohmann::ordered_json sb = {{"ranks", c.app.mpi.sandbox_ranks},
                                  {"workers_per_rank", c.sandbox.workers},
@@ -212,8 +222,8 @@ int run_plan(const std::vector<std::string>& args) {
     std::printf("settings that lower it (GiB per rank; each alone, then all together):\n");
     for (const Remedy& r : fixes)
       std::printf("  --%-38s saves %8s  -> %8s%s\n", (r.option + " " + r.value).c_str(),
-                  gib(plan.total - r.total).c_str(), gib(r.total).c_str(), r.total <= limit ? "  fits" : "");
-    std::printf("  %-40s saves %8s  -> %8s  %s\n", "all of them", gib(plan.total - all_total).c_str(),
+                  gib_saved(plan.total, r.total).c_str(), gib(r.total).c_str(), r.total <= limit ? "  fits" : "");
+    std::printf("  %-40s saves %8s  -> %8s  %s\n", "all of them", gib_saved(plan.total, all_total).c_str(),
                 gib(all_total).c_str(),
                 all_total <= limit ? "fits" : fmt::format("still {} GiB over", gib(all_total - limit)).c_str());
   }
@@ -221,7 +231,7 @@ int run_plan(const std::vector<std::string>& args) {
     std::printf("%s: more policy ranks (with optim.zero_stage 2), shorter sequences "
                 "(prompt.max_prompt_tokens, sampler.max_new_tokens), rl.kl_beta 0 (no KL reference) or "
                 "a device with more memory\n",
-                fixes.empty() ? "no memory setting is left to change; beyond them" : "beyond these");
+                fixes.empty() ? "no memory setting of the run is left to lower it; what would" : "beyond these");
   std::printf("sandbox: %d rank(s) x %d worker(s) on %s, apart from the policy's devices", c.app.mpi.sandbox_ranks,
               c.sandbox.workers, c.sandbox.device.c_str());
   if (largest)

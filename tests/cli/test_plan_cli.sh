@@ -157,8 +157,17 @@ if errors:
     sys.exit("FAIL plan-remedies-json: " + "; ".join(errors))
 print(f"ok   plan-remedies-json: {len(names)} settings, each and all as promised (all: {got} bytes)")
 PY
-"$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --format json | grep -q remedies \
-  && { echo "FAIL a plan that fits lists remedies"; fail=1; } || echo "ok   plan-fits-no-remedies"
+if out=$("$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --format json); then
+  grep -q remedies <<<"$out" && { echo "FAIL a plan that fits lists remedies"; fail=1; } || echo "ok   plan-fits-no-remedies"
+else echo "FAIL plan-fits-no-remedies: leap plan failed"; fail=1; fi
+# Only settings that lower this plan: on a 2-layer model over 2 ranks ZeRO-2's two layer buffers
+# outweigh the shard, and a bf16 reference's scratch its copy, so neither is offered.
+if out=$("$LEAP" plan --config configs/demo.ini --model.path models/tiny-llama3 --ranks 2 --optim.zero_stage 1 \
+    --rl.kl_beta 0.1 --rl.kl_reference_dtype fp32 --gpu-memory-gib 0.001); then
+  if grep -q -- "--optim.zero_stage 2\|--rl.kl_reference_dtype bf16\|saves *-" <<<"$out" || ! grep -q "settings that lower it" <<<"$out"; then
+    echo "FAIL plan-remedies-only-lower: $(grep -A8 'settings that lower' <<<"$out")"; fail=1
+  else echo "ok   plan-remedies-only-lower"; fi
+else echo "FAIL plan-remedies-only-lower: leap plan failed"; fail=1; fi
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
 check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo.ini --model.path "$tmp"
 check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml
