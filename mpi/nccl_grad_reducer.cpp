@@ -34,7 +34,7 @@ Expected<std::unique_ptr<NcclGradReducer>> NcclGradReducer::create(cuda::CudaBac
 Status NcclGradReducer::start_layer(model::Transformer& model, int l) {
   // The layout never changes: each layer's ranges are worked out once, on the first step.
   if (layer_ranges_.empty()) {
-    for (int i = 0; i < model.config().num_hidden_layers; ++i) layer_ranges_.push_back(layer_ranges(model.layout(), i));
+    for (int i = 0; i < model.config().num_hidden_layers; ++i) layer_ranges_.push_back(model.layout().layer_ranges(i));
   }
   LEAP_CHECK(model.grads() != nullptr, "the NCCL gradient reducer needs the flat gradient (no ZeRO stage 2 stream)");
   std::vector<cuda::FloatSlice> slices;

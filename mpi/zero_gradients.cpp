@@ -40,7 +40,7 @@ ShardedGradients::ShardedGradients(const ZeroPlan& plan, const model::ParameterL
   std::vector<FloatRange> covered;
   layer_pieces_.resize(buckets.layers.size());
   for (size_t l = 0; l < buckets.layers.size(); ++l) {
-    const std::vector<FloatRange> ranges = layer_ranges(layout, static_cast<int>(l));
+    const std::vector<FloatRange> ranges = layout.layer_ranges(static_cast<int>(l));
     covered.insert(covered.end(), ranges.begin(), ranges.end());
     for (size_t p : buckets.layers[l])
       layer_pieces_[l].push_back({p, compact_offset(ranges, plan.pieces[p].first), place_in_sum(p)});

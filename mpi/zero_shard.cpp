@@ -14,10 +14,8 @@ ZeroPlan make_zero_plan(const model::ParameterLayout& layout, int rank, int worl
   plan.world = world;
   std::vector<FloatRange> buckets;
   // The bucket order of the overlapped reducer: the last layer's backward finishes first.
-  int layers = 0;
-  while (!layer_ranges(layout, layers).empty()) ++layers;
-  for (int l = layers - 1; l >= 0; --l)
-    for (const auto& r : layer_ranges(layout, l)) buckets.push_back(r);
+  for (int l = layout.config().num_hidden_layers - 1; l >= 0; --l)
+    for (const auto& r : layout.layer_ranges(l)) buckets.push_back(r);
   for (const auto& r : uncovered_ranges(buckets, layout.total())) buckets.push_back(r);
   for (const auto& [off, n] : buckets) {
     for (size_t at = 0; at < n; at += max_piece) {
@@ -42,7 +40,7 @@ PieceBuckets piece_buckets(const ZeroPlan& plan, const model::ParameterLayout& l
   PieceBuckets out;
   std::vector<std::vector<FloatRange>> layers;
   for (int l = 0;; ++l) {
-    std::vector<FloatRange> ranges = layer_ranges(layout, l);
+    std::vector<FloatRange> ranges = layout.layer_ranges(l);
     if (ranges.empty()) break;
     layers.push_back(std::move(ranges));
   }

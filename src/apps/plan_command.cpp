@@ -86,13 +86,14 @@ struct Remedy {
 // plan does not fit.
 std::vector<Remedy> remedies(const model::PlanInput& in) {
   std::vector<Remedy> out;
+  const uint64_t now = model::plan_policy_rank(in).total;
   auto add = [&](std::string option, std::string value, std::function<void(model::PlanInput&)> apply) {
     model::PlanInput changed = in;
     apply(changed);
     const uint64_t total = model::plan_policy_rank(changed).total;
     // Not every setting lowers every plan: ZeRO-2's two layer buffers can outweigh a small
     // model's shard, and a bf16 reference's fp32 scratch a small model's copy.
-    if (total < model::plan_policy_rank(in).total)
+    if (total < now)
       out.push_back({std::move(option), std::move(value), std::move(apply), total});
   };
   if (in.zero_stage < 2 && in.policy_ranks > 1)

@@ -62,6 +62,7 @@ struct RestViews {
 class ParameterLayout {
  public:
   explicit ParameterLayout(const ModelConfig& cfg);
+  const ModelConfig& config() const { return cfg_; }
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   size_t total() const { return total_; }            // floats in the flat buffer

@@ -55,12 +55,19 @@ class ReferencePolicy::Bf16Layers final : public WeightSource {
   explicit Bf16Layers(const ReferencePolicy& ref)
       : ref_(&ref),
         be_(ref.be_),
-        layout_(&ref.layout_),
-        wte_(tensor(*layout_, "model.embed_tokens.weight")),
-        lnf_(tensor(*layout_, "model.norm.weight")),
-        lm_head_(layout_->find("lm_head.weight") ? *layout_->find("lm_head.weight") : wte_),
-        layer_(be_->alloc_floats(layout_->layer_floats())),
-        head_(be_->alloc_floats(std::max(wte_.numel, lm_head_.numel + lnf_.numel))) {}
+        wte_(tensor(ref.layout_, "model.embed_tokens.weight")),
+        lnf_(tensor(ref.layout_, "model.norm.weight")),
+        lm_head_(ref.layout_.find("lm_head.weight") ? *ref.layout_.find("lm_head.weight") : wte_),
+        layer_floats_(ref.layout_.layer_floats()),
+        head_floats_(std::max(wte_.numel, lm_head_.numel + lnf_.numel)),
+        layer_(be_->alloc_floats(layer_floats_)),
+        head_(be_->alloc_floats(head_floats_)),
+        // Every layer widens into the same buffer, so its views are the same for every layer;
+        // what differs is where each layer's tensors lie in the copy (worked out once).
+        layer_views_(ref.layout_.compact_layer_views(layer_)) {
+    for (int l = 0; l < ref.layout_.config().num_hidden_layers; ++l)
+      layer_ranges_.push_back(ref.layout_.layer_ranges(l));
+  }
   ~Bf16Layers() override {
     be_->free_floats(layer_);
     be_->free_floats(head_);
@@ -74,30 +81,30 @@ class ReferencePolicy::Bf16Layers final : public WeightSource {
   }
   LayerViews layer(int l) override {
     size_t at = 0;
-    for (const auto& [off, n] : layout_->layer_ranges(l)) {
+    for (const auto& [off, n] : layer_ranges_.at(static_cast<size_t>(l))) {
       widen(layer_ + at, off, n);
       at += n;
     }
-    return layout_->compact_layer_views(layer_);
+    return layer_views_;
   }
   RestViews head() override {
     widen(head_, lm_head_.offset, lm_head_.numel);
     widen(head_ + lm_head_.numel, lnf_.offset, lnf_.numel);
     return {nullptr, head_, head_ + lm_head_.numel};
   }
-  size_t scratch_floats() const {
-    return layout_->layer_floats() + std::max(wte_.numel, lm_head_.numel + lnf_.numel);
-  }
+  size_t scratch_floats() const { return layer_floats_ + head_floats_; }
 
  private:
   void widen(float* dst, size_t off, size_t n) { ref_->read(dst, off, n, false); }
 
   const ReferencePolicy* ref_;
   backend::Backend* be_;
-  const ParameterLayout* layout_;
   TensorInfo wte_, lnf_, lm_head_;
+  size_t layer_floats_, head_floats_;
   float* layer_;
   float* head_;
+  LayerViews layer_views_;
+  std::vector<std::vector<std::pair<size_t, size_t>>> layer_ranges_;  // per layer, in the copy
 };
 
 ReferencePolicy::ReferencePolicy(const Transformer& model, std::string source, ReferenceDtype dtype)

@@ -251,16 +251,12 @@ RestViews Transformer::forward_blocks(WeightSource& weights, const TokenBatch& b
   return head;
 }
 
-Status Transformer::forward_with(WeightSource& weights, const TokenBatch& batch, float* logprobs) {
-  return forward_over(weights, batch, logprobs);
-}
-
 Status Transformer::forward(const TokenBatch& batch, float* logprobs) {
   FlatWeights own(layout_, params_);
-  return forward_over(own, batch, logprobs);
+  return forward_with(own, batch, logprobs);
 }
 
-Status Transformer::forward_over(WeightSource& weights, const TokenBatch& batch, float* logprobs) {
+Status Transformer::forward_with(WeightSource& weights, const TokenBatch& batch, float* logprobs) {
   LEAP_RETURN_IF_ERROR(batch.validate(cfg_.vocab_size));
   if (batch.T > cfg_.max_position_embeddings)
     return invalid_input(fmt::format("sequence length {} exceeds max_position_embeddings {}",

@@ -152,7 +152,6 @@ class Transformer {
   // final norm and the LM head, valid until `weights` is asked again).
   RestViews forward_blocks(WeightSource& weights, const TokenBatch& batch,
                            const KvSink* on_kv = nullptr);
-  Status forward_over(WeightSource& weights, const TokenBatch& batch, float* logprobs);
   LayerActs layer_acts(int l) const;
   // A layer over weights w from x.rin; writes x.rout unless recomputing for the backward.
   void layer_forward(const LayerViews& w, const LayerActs& x, bool write_output);

@@ -36,7 +36,7 @@ TEST(GradBuckets, LayersAndRestTileTheGradientOnce) {
       std::vector<int> owner(layout.total(), -2);  // -2: unassigned, -1: rest, l: layer l
       std::vector<FloatRange> taken;
       for (int l = c.num_hidden_layers - 1; l >= 0; --l) {
-        for (const auto& [off, n] : layer_ranges(layout, l)) {
+        for (const auto& [off, n] : layout.layer_ranges(l)) {
           for (size_t i = off; i < off + n; ++i) {
             ASSERT_EQ(owner[i], -2) << "float " << i << " in two buckets";
             owner[i] = l;
