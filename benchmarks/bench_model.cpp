@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "backend/blas_kernels.h"
 #include "backend/cpu_backend.h"
 #include "model/optimizer.h"
 #include "model/reference_policy.h"
@@ -379,5 +380,9 @@ int main(int argc, char** argv) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   std::printf("peak RSS: %.1f MiB\n", ru.ru_maxrss / 1024.0);
+  // The kernels OpenBLAS chose decide the GEMMs' speed; a figure means little without them.
+  std::printf("OpenBLAS kernels: %s\n", leap::backend::blas_core_name().c_str());
+  const std::string blas = leap::backend::blas_kernel_warning();
+  if (!blas.empty()) std::printf("warning: %s\n", blas.c_str());
   return 0;
 }

@@ -16,6 +16,7 @@ echo "== leap CPU backend ($threads threads)"
 "$bench" --threads="$threads" --benchmark_filter=TrainStep --benchmark_format=json --benchmark_out="$tmp/train.json" \
   --benchmark_out_format=json > "$tmp/train.txt"
 sed -n "/per-op split/,/^peak RSS/p" "$tmp/train.txt"
+grep -E "^(OpenBLAS kernels|warning):" "$tmp/train.txt" || true  # torch links the same libblas
 leap_train_rss=$(sed -n 's/^peak RSS: \([0-9.]*\) MiB/\1/p' "$tmp/train.txt")
 "$bench" --threads="$threads" --benchmark_filter='^BM_Sample/' --no_split --benchmark_format=json \
   --benchmark_out="$tmp/sample.json" --benchmark_out_format=json > "$tmp/sample.txt"

@@ -12,6 +12,7 @@
 #include "common/cpu_cores.h"
 #include "cuda/device_probe.h"
 #include "leap/version.h"
+#include "backend/blas_kernels.h"
 #include "model/checkpoint.h"
 #include "model/generation_config.h"
 #include "mpi/agree.h"
@@ -78,6 +79,11 @@ Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
   log.info("{}", mpi::format_layout(*topo));
   log.info("sandbox workers: confinement {} (this node: {})", c.sandbox.confine,
            sandbox::probe_confinement().describe());
+  // The sandbox's PTX interpreter does not use BLAS; the policy's CPU backend is GEMMs.
+  if (c.app.run.backend == "cpu") {
+    const std::string blas = backend::blas_kernel_warning();
+    if (!blas.empty()) log.warn("{}", blas);
+  }
   return topo;
 }
 
