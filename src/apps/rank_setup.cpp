@@ -9,10 +9,10 @@
 #include <ctime>
 #include <thread>
 
+#include "backend/blas_kernels.h"
 #include "common/cpu_cores.h"
 #include "cuda/device_probe.h"
 #include "leap/version.h"
-#include "backend/blas_kernels.h"
 #include "model/checkpoint.h"
 #include "model/generation_config.h"
 #include "mpi/agree.h"

@@ -1,6 +1,7 @@
 // The check of OpenBLAS's kernel choice against what the CPU supports (blas_kernels.h).
 #include "backend/blas_kernels.h"
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -21,8 +22,7 @@ std::string blas_kernel_warning() {
       "Prescott", "Core2",  "Penryn",    "Dunnington", "Nehalem",   "Atom",     "Sandybridge",
       "Katmai",   "Coppermine", "Northwood", "Banias",  "Barcelona", "Bobcat", "Bulldozer"};
   const std::string core = blas_core_name();
-  bool old = false;
-  for (std::string_view k : kPreAvx2) old = old || core == k;
+  const bool old = std::find(kPreAvx2.begin(), kPreAvx2.end(), core) != kPreAvx2.end();
   const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
   const bool avx2 = __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
   if (!old || !avx2) return {};
