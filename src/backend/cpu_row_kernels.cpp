@@ -18,7 +18,10 @@
 namespace leap::backend::rows {
 
 LEAP_ROW_CLONES void softmax(float* s, int n) {
+  // The max is exact in any order, so it vectorises (as a serial chain of scalar max it took
+  // over half of the softmax's time) without changing a bit.
   float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
   for (int j = 0; j < n; ++j) mx = s[j] > mx ? s[j] : mx;
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
@@ -53,6 +56,7 @@ LEAP_ROW_CLONES void swiglu_backward(float* dg, float* du, const float* dy, cons
 
 LEAP_ROW_CLONES float logsumexp(const float* z, int V) {
   float mx = z[0];
+#pragma omp simd reduction(max : mx)
   for (int v = 1; v < V; ++v) mx = z[v] > mx ? z[v] : mx;
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
