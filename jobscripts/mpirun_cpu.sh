@@ -9,4 +9,8 @@ np="$1"; sandbox="$2"; config="$3"; shift 3
 here="$(cd "$(dirname "$0")/.." && pwd)"
 # One OpenBLAS thread per rank: the CPU backend runs its own OpenMP pool (backend.threads).
 export OPENBLAS_NUM_THREADS=1
+# OpenBLAS's kernels for this CPU, when its own choice predates AVX2 (scripts/openblas_coretype.sh).
+# shellcheck source=scripts/openblas_coretype.sh
+source "$here/scripts/openblas_coretype.sh"
+leap_export_openblas_coretype "$here/build/src/apps/leap"
 exec mpirun -np "$np" "$here/build/src/apps/leap" train --config "$config" --mpi.sandbox_ranks="$sandbox" "$@"

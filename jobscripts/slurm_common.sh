@@ -91,7 +91,7 @@ leap_job_launch() {
     # Variables the ranks need on every node: Open MPI does not pass the environment to other
     # nodes by itself.
     local v
-    for v in $(compgen -e | grep -E '^(NCCL_|HDF5_USE_FILE_LOCKING$|OPENBLAS_NUM_THREADS$|OMP_|LEAP_PREEMPT_MARGIN_S$)'); do
+    for v in $(compgen -e | grep -E '^(NCCL_|HDF5_USE_FILE_LOCKING$|OPENBLAS_NUM_THREADS$|OPENBLAS_CORETYPE$|OMP_|LEAP_PREEMPT_MARGIN_S$)'); do
       extra+=(-x "$v")
     done
     cmd=(mpirun -np "${SLURM_NTASKS:-1}" "$@" ${extra[@]+"${extra[@]}"} "${train[@]}")

@@ -2,7 +2,8 @@
 # mpirun for a single machine (a workstation, a container, CI): adds only what this machine needs.
 #  - as root (containers), Open MPI refuses to start without OMPI_ALLOW_RUN_AS_ROOT*;
 #  - with more ranks than cores it needs --oversubscribe, and idle ranks should yield the core
-#    (mpi_yield_when_idle) and OpenBLAS should run one thread per rank.
+#    (mpi_yield_when_idle) and OpenBLAS should run one thread per rank;
+#  - for `leap`, OPENBLAS_CORETYPE when OpenBLAS would pick pre-AVX2 kernels for this CPU.
 # Cluster jobscripts call plain `mpirun`; they do not need any of this.
 # usage: scripts/mpirun_local.sh NP COMMAND [ARGS...]
 set -euo pipefail
@@ -15,6 +16,12 @@ cores=$(nproc)
 if [ "$np" -gt "$cores" ]; then
   extra+=(--oversubscribe --mca mpi_yield_when_idle 1)
   export OPENBLAS_NUM_THREADS=1
+fi
+# OpenBLAS's kernels for this CPU, when its own choice wastes it (openblas_coretype.sh).
+if [ "$(basename "$1")" = leap ]; then
+  # shellcheck source=scripts/openblas_coretype.sh
+  source "$(dirname "$0")/openblas_coretype.sh"
+  leap_export_openblas_coretype "$1"
 fi
 # Containers often lack a usable high-speed fabric; keep shared memory and loopback TCP.
 extra+=(--mca btl self,vader,tcp --mca btl_tcp_if_include lo)

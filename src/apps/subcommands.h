@@ -35,6 +35,7 @@ int run_score(const std::vector<std::string>& args);  // score_command.cpp
 int run_check(const std::vector<std::string>& args);   // check_command.cpp
 int run_analyze(const std::vector<std::string>& args);  // analyze_command.cpp
 int run_tokenize(const std::vector<std::string>& args);  // tokenize_command.cpp
+int run_env(const std::vector<std::string>& args);       // env_command.cpp
 int run_worker(const std::vector<std::string>& args);  // worker_command.cpp (hidden)
 int run_not_built(const char* sub);
 

@@ -14,8 +14,32 @@ std::string blas_core_name() {
   return name != nullptr ? std::string(name) : std::string();
 }
 
-std::string blas_kernel_warning() {
+namespace {
+
+bool has_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512f") != 0;
+#else
+  return false;
+#endif
+}
+
+bool has_avx2_fma() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+std::string cpu_vector_units() {
+  if (has_avx512()) return "AVX-512";
+  return has_avx2_fma() ? "AVX2 and FMA" : "no AVX2";
+}
+
+std::string blas_coretype_fix() {
   // OpenBLAS's x86 kernels that predate AVX2 and FMA: on a CPU with both they leave most of
   // each core's floating-point throughput unused.
   constexpr std::array<std::string_view, 14> kPreAvx2 = {
@@ -23,18 +47,19 @@ std::string blas_kernel_warning() {
       "Katmai",   "Coppermine", "Northwood", "Banias",  "Barcelona", "Bobcat", "Bulldozer"};
   const std::string core = blas_core_name();
   const bool old = std::find(kPreAvx2.begin(), kPreAvx2.end(), core) != kPreAvx2.end();
-  const bool avx512 = __builtin_cpu_supports("avx512f") != 0;
-  const bool avx2 = __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
-  if (!old || !avx2) return {};
-  const char* fix = avx512 ? "SkylakeX" : "Haswell";
-  return "OpenBLAS uses its " + core + " kernels, but this CPU has " +
-         (avx512 ? std::string("AVX-512") : std::string("AVX2 and FMA")) +
+  if (!old || !has_avx2_fma()) return {};
+  return has_avx512() ? "SkylakeX" : "Haswell";
+}
+
+std::string blas_kernel_warning() {
+  const std::string fix = blas_coretype_fix();
+  if (fix.empty()) return {};
+  return "OpenBLAS uses its " + blas_core_name() + " kernels, but this CPU has " +
+         cpu_vector_units() +
          " (OpenBLAS does not know this CPU model): the CPU backend's GEMMs run several times "
          "slower than they could. Fix: export OPENBLAS_CORETYPE=" + fix +
-         " before mpirun (mpirun -x OPENBLAS_CORETYPE passes it to every rank)";
-#else
-  return {};
-#endif
+         " before mpirun (mpirun -x OPENBLAS_CORETYPE passes it to every rank; "
+         "scripts/mpirun_local.sh and the CPU jobscripts set it themselves)";
 }
 
 }  // namespace leap::backend

@@ -34,6 +34,35 @@ check eval-simulated-latency 2 "sandbox.simulated_exec_ms' = 50 .*leap eval refu
 # Nothing is written when the config is bad.
 [ -z "$(ls -A "$tmp" | grep -v typo.ini)" ] || { echo "FAIL: files written on bad config"; fail=1; }
 
+# `leap env`: OpenBLAS's kernels against the CPU's flags (read here from /proc/cpuinfo), and the
+# launch script exporting the fix when OpenBLAS's own choice predates AVX2.
+check env-report 0 "openblas: [A-Za-z0-9]+ kernels" -- "$LEAP" env
+check env-bad-flag 2 "unknown" -- "$LEAP" env --bogus
+flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+want=""
+if grep -qw avx2 <<<"$flags" && grep -qw fma <<<"$flags"; then
+  want=Haswell; grep -qw avx512f <<<"$flags" && want=SkylakeX
+fi
+if [ -z "$flags" ]; then
+  echo "skip env-coretype: no /proc/cpuinfo flags"
+else
+  got=$(OPENBLAS_CORETYPE=Prescott "$LEAP" env --openblas-coretype)
+  if [ "$got" = "$want" ]; then echo "ok   env-coretype: SSE3 kernels forced, fix '$got'"
+  else echo "FAIL env-coretype: SSE3 kernels forced, fix '$got', wanted '$want'"; fail=1; fi
+fi
+if [ -n "$want" ]; then
+  check env-coretype-avx2 0 "^$" -- env OPENBLAS_CORETYPE=Haswell "$LEAP" env --openblas-coretype
+  # Without a choice of the caller's, the ranks mpirun_local.sh starts run vector kernels; with
+  # one, they keep it.
+  pre_avx2="Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Sandybridge|Katmai|Coppermine|Northwood|Banias|Barcelona|Bobcat|Bulldozer"
+  out=$(env -u OPENBLAS_CORETYPE "$LEAP_SOURCE_DIR/scripts/mpirun_local.sh" 1 "$LEAP" env 2>&1)
+  if grep -Eq "^openblas: ($pre_avx2) kernels" <<<"$out" || ! grep -q "^openblas: " <<<"$out"; then
+    echo "FAIL env-mpirun-local: the ranks run pre-AVX2 kernels on an AVX2 CPU"; echo "$out" | head; fail=1
+  else echo "ok   env-mpirun-local: $(grep -m1 '^openblas: ' <<<"$out")"; fi
+  check env-mpirun-local-caller 0 "^openblas: Prescott kernels \(OPENBLAS_CORETYPE Prescott\)" -- \
+    env OPENBLAS_CORETYPE=Prescott "$LEAP_SOURCE_DIR/scripts/mpirun_local.sh" 1 "$LEAP" env
+fi
+
 # `leap layout`: where every rank goes, before a job is queued.
 check layout-table 0 "6 +0 +6 +sandbox +0 +gpu6 +package 1" -- "$LEAP" layout --nodes 1 --gpus-per-node 8 --ranks-per-node 8 --mpi.sandbox_per_node 2 --backend.name cuda
 check layout-too-many 2 "one GPU per policy rank" -- "$LEAP" layout --nodes 2 --gpus-per-node 4 --ranks-per-node 8 --backend.name cuda

@@ -205,7 +205,20 @@ for name in straight stopped srun_stopped; do
   else
     echo "FAIL job $job ($name): $state"; tail -30 "$tmp/jobs/$name.out"; fail=1
   fi
-  [ $name = straight ] && continue
+  if [ $name = straight ]; then
+    # The jobscript gives the ranks OpenBLAS's vector kernels where its own choice predates AVX2.
+    fix=$("$LEAP" env --openblas-coretype)
+    if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+      echo "skip job $job ($name): OPENBLAS_CORETYPE is set by the caller, the jobscript keeps it"
+    elif [ -n "$fix" ] && ! grep -q "exported OPENBLAS_CORETYPE=$fix" "$tmp/jobs/$name.out"; then
+      echo "FAIL job $job ($name): no OPENBLAS_CORETYPE=$fix for this CPU in the job's output"; fail=1
+    elif [ -z "$fix" ] && grep -q "exported OPENBLAS_CORETYPE" "$tmp/jobs/$name.out"; then
+      echo "FAIL job $job ($name): OPENBLAS_CORETYPE exported where OpenBLAS's choice is fine"; fail=1
+    else
+      echo "ok   job $job ($name): OpenBLAS kernels: ${fix:-its own choice}"
+    fi
+    continue
+  fi
   # The requeued job appended to the same output: two starts, one resume, and the result equals
   # the uninterrupted run (every step exactly once).
   if [ "$(grep -c "^leap job $job (restart [01])" "$tmp/jobs/$name.out")" = 2 ] &&
