@@ -3,6 +3,7 @@
 # (torch_baseline.py), same shapes, same thread count, run one after the other in this script.
 # Prints both rates, the ratios, the per-op split and peak RSS.
 #   benchmarks/compare_model_vs_torch.sh [BUILD_DIR (default build)] [THREADS (default 2)]
+# OPENBLAS_CORETYPE: as the launchers set it (leap env), unless set by the caller.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -10,6 +11,10 @@ threads="${2:-2}"
 bench="$build/benchmarks/bench_model"
 [ -x "$bench" ] || { echo "build $bench first: cmake --build $build --target bench_model" >&2; exit 2; }
 export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
+# OpenBLAS's kernels as leap's launchers choose them (scripts/openblas_coretype.sh), for both
+# sides: PyTorch loads the same libblas.so.3. A value set by the caller is kept.
+source scripts/openblas_coretype.sh
+[ -x "$build/src/apps/leap" ] && leap_export_openblas_coretype "$build/src/apps/leap"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 echo "== leap CPU backend ($threads threads)"
@@ -23,8 +28,14 @@ leap_train_rss=$(sed -n 's/^peak RSS: \([0-9.]*\) MiB/\1/p' "$tmp/train.txt")
 leap_sample_rss=$(sed -n 's/^peak RSS: \([0-9.]*\) MiB/\1/p' "$tmp/sample.txt")
 
 echo "== PyTorch baseline ($threads threads)"
-/usr/bin/python3 benchmarks/torch_baseline.py --threads "$threads" --what train > "$tmp/torch_train.json"
-/usr/bin/python3 benchmarks/torch_baseline.py --threads "$threads" --what sample > "$tmp/torch_sample.json"
+# PyTorch runs its element-wise ops on OpenMP threads and its fp32 GEMMs on OpenBLAS's own
+# pthreads; with both kinds spinning while idle on 2 cores, its 2-thread step ran 1.5x slower
+# and its sampling 2.4x slower than with OpenMP's passive waiting (2026-12-03, Intel VM). The
+# baseline gets the faster setting; leap runs as users run it.
+torch_env=(env)
+[ "$threads" -gt 1 ] && torch_env+=(OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}")
+"${torch_env[@]}" /usr/bin/python3 benchmarks/torch_baseline.py --threads "$threads" --what train > "$tmp/torch_train.json"
+"${torch_env[@]}" /usr/bin/python3 benchmarks/torch_baseline.py --threads "$threads" --what sample > "$tmp/torch_sample.json"
 
 /usr/bin/python3 - "$tmp" "$leap_train_rss" "$leap_sample_rss" <<'PY'
 import json, sys
