@@ -3,7 +3,8 @@
 # (torch_baseline.py), same shapes, same thread count, run one after the other in this script.
 # Prints both rates, the ratios, the per-op split and peak RSS.
 #   benchmarks/compare_model_vs_torch.sh [BUILD_DIR (default build)] [THREADS (default 2)]
-# OPENBLAS_CORETYPE: as the launchers set it (leap env), unless set by the caller.
+# OPENBLAS_CORETYPE: as the launchers set it (leap env), unless set by the caller. PyTorch at 2+
+# threads runs with OMP_WAIT_POLICY=PASSIVE unless set (see the comment below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build}"
@@ -14,7 +15,12 @@ export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads"
 # OpenBLAS's kernels as leap's launchers choose them (scripts/openblas_coretype.sh), for both
 # sides: PyTorch loads the same libblas.so.3. A value set by the caller is kept.
 source scripts/openblas_coretype.sh
-[ -x "$build/src/apps/leap" ] && leap_export_openblas_coretype "$build/src/apps/leap"
+if [ -x "$build/src/apps/leap" ]; then
+  leap_export_openblas_coretype "$build/src/apps/leap"
+elif [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  echo "warning: $build/src/apps/leap is not built, so OpenBLAS keeps its own kernel choice" \
+    "(build it, or set OPENBLAS_CORETYPE; see \`leap env\`)" >&2
+fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 echo "== leap CPU backend ($threads threads)"

@@ -4,7 +4,8 @@
 #  - with more ranks than cores it needs --oversubscribe, and idle ranks should yield the core
 #    (mpi_yield_when_idle) and OpenBLAS should run one thread per rank;
 #  - for `leap`, OPENBLAS_CORETYPE when OpenBLAS would pick pre-AVX2 kernels for this CPU.
-# Cluster jobscripts call plain `mpirun`; they do not need any of this.
+# Cluster jobscripts call plain `mpirun` and need none of the rest; the CPU ones set
+# OPENBLAS_CORETYPE the same way.
 # usage: scripts/mpirun_local.sh NP COMMAND [ARGS...]
 set -euo pipefail
 np="$1"; shift
@@ -18,9 +19,9 @@ if [ "$np" -gt "$cores" ]; then
   export OPENBLAS_NUM_THREADS=1
 fi
 # OpenBLAS's kernels for this CPU, when its own choice wastes it (openblas_coretype.sh).
-if [ "$(basename "$1")" = leap ]; then
+if [ "$(basename -- "${1:-}")" = leap ]; then
   # shellcheck source=scripts/openblas_coretype.sh
-  source "$(dirname "$0")/openblas_coretype.sh"
+  source "$(dirname -- "$(readlink -f -- "$0")")/openblas_coretype.sh"
   leap_export_openblas_coretype "$1"
 fi
 # Containers often lack a usable high-speed fabric; keep shared memory and loopback TCP.

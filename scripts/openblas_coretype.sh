@@ -16,5 +16,5 @@ leap_export_openblas_coretype() {
   fix=$("$1" env --openblas-coretype 2>/dev/null) || return 0
   [ -n "$fix" ] || return 0
   export OPENBLAS_CORETYPE="$fix"
-  echo "$(basename "$0"): exported OPENBLAS_CORETYPE=$fix: OpenBLAS's own kernel choice for this CPU predates AVX2 (leap env)" >&2
+  echo "$(basename -- "$0"): exported OPENBLAS_CORETYPE=$fix: OpenBLAS's own kernel choice for this CPU predates AVX2 (leap env)" >&2
 }

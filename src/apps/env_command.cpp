@@ -1,6 +1,6 @@
-// `leap env`: what this node gives leap, one line each: the CPU's cores and vector units, the
-// kernels OpenBLAS chose for it (and the OPENBLAS_CORETYPE that fixes a pre-AVX2 choice), the
-// thread settings, and the GPUs. `--openblas-coretype` prints only that fix, or nothing, for the
+// `leap env`: what this node gives leap, one line each: the CPU's hardware threads and vector
+// units, the kernels OpenBLAS chose for it (and the OPENBLAS_CORETYPE that fixes a pre-AVX2
+// choice), the thread settings, and the GPUs. `--openblas-coretype` prints only that fix, or nothing, for the
 // launch scripts: OpenBLAS reads OPENBLAS_CORETYPE when it loads, before leap's main() runs, so
 // the variable must be set by whoever starts the ranks.
 #include <cstdio>

@@ -19,7 +19,7 @@ const std::vector<Subcommand>& subcommands() {
       {"layout", "where every rank of a job goes (role, GPU, CPU package), without a GPU", run_layout},
       {"tokenize", "a Hugging Face tokenizer.json: text to ids as JSON (--input), ids to text (--decode)",
        run_tokenize},
-      {"env", "what this node gives leap: CPU vector units, OpenBLAS's kernels (and the fix), threads, GPUs",
+      {"env", "what this node gives leap: CPU threads and vector units, OpenBLAS's kernels (and the fix), threads, GPUs",
        run_env},
       {"worker", "the sandbox's worker process (started by the sandbox itself)", run_worker, true},
   };

@@ -45,6 +45,8 @@ if grep -qw avx2 <<<"$flags" && grep -qw fma <<<"$flags"; then
 fi
 if [ -z "$flags" ]; then
   echo "skip env-coretype: no /proc/cpuinfo flags"
+elif ! OPENBLAS_CORETYPE=Prescott "$LEAP" env | grep -q "^openblas: Prescott kernels"; then
+  echo "skip env-coretype: this OpenBLAS does not honour OPENBLAS_CORETYPE (not a DYNAMIC_ARCH build)"
 else
   got=$(OPENBLAS_CORETYPE=Prescott "$LEAP" env --openblas-coretype)
   if [ "$got" = "$want" ]; then echo "ok   env-coretype: SSE3 kernels forced, fix '$got'"
@@ -62,6 +64,26 @@ if [ -n "$want" ]; then
   check env-mpirun-local-caller 0 "^openblas: Prescott kernels \(OPENBLAS_CORETYPE Prescott\)" -- \
     env OPENBLAS_CORETYPE=Prescott "$LEAP_SOURCE_DIR/scripts/mpirun_local.sh" 1 "$LEAP" env
 fi
+
+# The launchers' helper, with stand-ins for the binary: it exports what the binary answers, keeps a
+# caller's value, and never stops a `set -euo pipefail` launcher when the binary is missing,
+# fails or answers nothing.
+printf '#!/bin/sh\necho Haswell\n' > "$tmp/says_haswell"
+printf '#!/bin/sh\nexit 1\n' > "$tmp/fails"
+printf '#!/bin/sh\necho\n' > "$tmp/says_nothing"
+chmod +x "$tmp/says_haswell" "$tmp/fails" "$tmp/says_nothing"
+helper_case() {  # helper_case NAME CALLER_VALUE BINARY WANTED
+  local got
+  got=$(env -u OPENBLAS_CORETYPE ${2:+OPENBLAS_CORETYPE=$2} bash -c 'set -euo pipefail
+    source "$1"; leap_export_openblas_coretype "$2"; echo "rc0 ${OPENBLAS_CORETYPE:-unset}"' \
+    helper "$LEAP_SOURCE_DIR/scripts/openblas_coretype.sh" "$3" 2>/dev/null)
+  if [ "$got" = "rc0 $4" ]; then echo "ok   helper-$1"; else echo "FAIL helper-$1: '$got', wanted 'rc0 $4'"; fail=1; fi
+}
+helper_case exports "" "$tmp/says_haswell" Haswell
+helper_case keeps-caller SkylakeX "$tmp/says_haswell" SkylakeX
+helper_case missing-binary "" "$tmp/no_such_leap" unset
+helper_case binary-fails "" "$tmp/fails" unset
+helper_case no-answer "" "$tmp/says_nothing" unset
 
 # `leap layout`: where every rank goes, before a job is queued.
 check layout-table 0 "6 +0 +6 +sandbox +0 +gpu6 +package 1" -- "$LEAP" layout --nodes 1 --gpus-per-node 8 --ranks-per-node 8 --mpi.sandbox_per_node 2 --backend.name cuda

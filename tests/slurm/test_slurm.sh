@@ -212,6 +212,8 @@ for name in straight stopped srun_stopped; do
       echo "skip job $job ($name): OPENBLAS_CORETYPE is set by the caller, the jobscript keeps it"
     elif [ -n "$fix" ] && ! grep -q "exported OPENBLAS_CORETYPE=$fix" "$tmp/jobs/$name.out"; then
       echo "FAIL job $job ($name): no OPENBLAS_CORETYPE=$fix for this CPU in the job's output"; fail=1
+    elif [ -n "$fix" ] && grep -q "OpenBLAS uses its" "$tmp/jobs/$name.out"; then
+      echo "FAIL job $job ($name): the ranks did not get OPENBLAS_CORETYPE (leap warned)"; fail=1
     elif [ -z "$fix" ] && grep -q "exported OPENBLAS_CORETYPE" "$tmp/jobs/$name.out"; then
       echo "FAIL job $job ($name): OPENBLAS_CORETYPE exported where OpenBLAS's choice is fine"; fail=1
     else
