@@ -1,8 +1,9 @@
 // `leap env`: what this node gives leap, one line each: the CPU's hardware threads and vector
 // units, the kernels OpenBLAS chose for it (and the OPENBLAS_CORETYPE that fixes a pre-AVX2
-// choice), the thread settings, and the GPUs. `--openblas-coretype` prints only that fix, or nothing, for the
-// launch scripts: OpenBLAS reads OPENBLAS_CORETYPE when it loads, before leap's main() runs, so
-// the variable must be set by whoever starts the ranks.
+// choice), the thread settings, and the GPUs. `--openblas-coretype` prints only that fix, or
+// nothing, for the launch scripts: OpenBLAS reads OPENBLAS_CORETYPE when it loads, before
+// leap's main() runs, so the variable must be set by whoever starts the ranks. Also the device
+// lines `leap --version` shares.
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -20,6 +21,14 @@ const char* env_or(const char* name, const char* fallback) {
 }
 
 }  // namespace
+
+int print_devices(const char* sub) {
+  auto dev = cuda::probe_devices();
+  if (!dev) return report_error(sub, dev.status());
+  std::printf("%s\n", cuda::describe(*dev).c_str());
+  if (!dev->libraries.empty()) std::printf("libraries: %s\n", dev->libraries.c_str());
+  return 0;
+}
 
 int run_env(const std::vector<std::string>& args) {
   bool coretype_only = false;
@@ -44,11 +53,7 @@ int run_env(const std::vector<std::string>& args) {
                 fix.c_str());
   std::printf("threads: OMP_NUM_THREADS %s, OPENBLAS_NUM_THREADS %s\n",
               env_or("OMP_NUM_THREADS", "unset"), env_or("OPENBLAS_NUM_THREADS", "unset"));
-  auto dev = cuda::probe_devices();
-  if (!dev) return report_error("env", dev.status());
-  std::printf("%s\n", cuda::describe(*dev).c_str());
-  if (!dev->libraries.empty()) std::printf("libraries: %s\n", dev->libraries.c_str());
-  return 0;
+  return print_devices("env");
 }
 
 }  // namespace leap::app

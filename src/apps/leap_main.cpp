@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "apps/subcommands.h"
-#include "cuda/device_probe.h"
 #include "leap/version.h"
 
 namespace {
@@ -26,14 +25,7 @@ void print_usage() {
 
 int print_version() {
   std::printf("leap %s (commit %s)\n", LEAP_VERSION, LEAP_GIT_COMMIT);
-  auto dev = leap::cuda::probe_devices();
-  if (!dev) {
-    std::fprintf(stderr, "leap: error: %s\n", dev.status().message().c_str());
-    return dev.status().exit_code();
-  }
-  std::printf("%s\n", leap::cuda::describe(*dev).c_str());
-  if (!dev->libraries.empty()) std::printf("libraries: %s\n", dev->libraries.c_str());
-  return 0;
+  return leap::app::print_devices("--version");
 }
 
 }  // namespace

@@ -38,5 +38,8 @@ int run_tokenize(const std::vector<std::string>& args);  // tokenize_command.cpp
 int run_env(const std::vector<std::string>& args);       // env_command.cpp
 int run_worker(const std::vector<std::string>& args);  // worker_command.cpp (hidden)
 int run_not_built(const char* sub);
+// The device lines of `leap --version` and `leap env` (env_command.cpp): the GPUs found, or why
+// none, and the CUDA libraries. 0, or the exit code of a driver too old for this build.
+int print_devices(const char* sub);
 
 }  // namespace leap::app
