@@ -37,22 +37,40 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
       }(), seed),
       prompts_(rl.prompt.options(opts.prompt_budget), format) {
   LEAP_CHECK(topo.is_coordinator(), "the Coordinator runs on world rank 0 only");
+  // Training during the rollout needs one update a step, fed by one gradient accumulated in
+  // any order (rl_config.cpp, rl.overlap_training).
+  if (!rl.rl.overlap_training) overlap_off_ = "rl.overlap_training = false";
+  else if (rl.rl.pipeline != "stream") overlap_off_ = "rl.pipeline = " + rl.rl.pipeline;
+  else if (rl.rl.ppo_epochs != 1 || rl.rl.mini_batches != 1) overlap_off_ = "more than one update a step";
+  else if (opts.zero_stage2) overlap_off_ = "optim.zero_stage = 2";
+  else if (!policy.supports_train_early()) overlap_off_ = "the policy engine cannot";
+  if (overlap_off_.empty()) {
+    overlap_ = OverlapTraining{rl.rl.reward_options(), rl.rl.advantage_options(), trajectory_once(),
+                               std::max(1, opts.micro_batch_seqs)};
+  }
 }
 
-TrainReport Coordinator::train(const StepState& state, int64_t step, io::StepRow* row) {
+bool Coordinator::trajectory_once() const {
+  // Exact only under token-mean with one mini-batch (train_samples.h).
+  return rl_.rl.train_trajectory_once && rl_.rl.mini_batches == 1 &&
+         rl::parse_loss_aggregation(rl_.rl.loss_agg) == rl::LossAggregation::kTokenMean;
+}
+
+TrainReport Coordinator::train(const StepState& state, int64_t step, const TurnTimes& times, io::StepRow* row) {
   announce(Control::Kind::kTrain, step, 0, topo_.world);
   const std::vector<int>& policy_ranks = turns_.policy_ranks();
   const int n = static_cast<int>(policy_ranks.size());
   TrainSampleOptions so;
   so.mini_batches = rl_.rl.mini_batches;
   so.ppo_epochs = rl_.rl.ppo_epochs;
-  // Exact only under token-mean with one mini-batch (train_samples.h).
-  so.trajectory_once = rl_.rl.train_trajectory_once && so.mini_batches == 1 &&
-                       rl::parse_loss_aggregation(rl_.rl.loss_agg) == rl::LossAggregation::kTokenMean;
+  so.trajectory_once = trajectory_once();
   TrainPlan plan = plan_training(state.train_items(), n, so);
-  row->train_sequences = plan.sequences;
-  row->train_positions = plan.positions;
+  row->train_sequences = plan.sequences + times.early_sequences;
+  row->train_positions = plan.positions + times.early_positions;
+  row->train_sequences_early = times.early_sequences;
   std::vector<TrainWork>& work = plan.work;
+  // Every rank alike: the normaliser goes to the step whenever the rollout may have trained.
+  for (auto& w : work) w.deferred_norm = overlap_.has_value();
   for (int p = 1; p < n; ++p) send(work[static_cast<size_t>(p)], policy_ranks[static_cast<size_t>(p)], topo_.world);
   const auto t0 = std::chrono::steady_clock::now();
   TrainReport total = policy_.train(work[0], topo_.role_comm);
@@ -67,7 +85,7 @@ TrainReport Coordinator::train(const StepState& state, int64_t step, io::StepRow
 
 Status Coordinator::run_turns(StepState& state, TurnTimes* times) {
   if (rl_.rl.pipeline == "sync") return turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times);
-  return stream_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times);
+  return stream_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times, overlap_ ? &*overlap_ : nullptr);
 }
 
 Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out) {
@@ -90,7 +108,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   }
   auto t0 = std::chrono::steady_clock::now();
   StepReport report;
-  TrainReport tr = train(state, step, &report.row);
+  TrainReport tr = train(state, step, times, &report.row);
   double train_s = seconds_since(t0);
   if (opts_.check_replicas_every > 0 && (step + 1) % opts_.check_replicas_every == 0) {
     announce(Control::Kind::kCheckReplicas, step, 0, topo_.world);
@@ -113,9 +131,10 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   r.time_s = seconds_since(t_step);
   // Time accounting (io::StepRow): busy, waiting on the sandbox, or idle otherwise.
   const double n_policy = static_cast<double>(turns_.policy_ranks().size());
-  r.policy_busy_s = times.policy_gen_s + tr.busy_s;
+  r.policy_busy_s = times.policy_gen_s + tr.busy_s + tr.early_s;
   r.policy_wait_s = times.policy_wait_s;
-  r.policy_drain_s = std::min(times.policy_wait_s, n_policy * times.drain_s);
+  r.policy_drain_s = times.drain_wait_measured ? times.policy_drain_wait_s
+                                               : std::min(times.policy_wait_s, n_policy * times.drain_s);
   r.policy_idle_s = std::max(0.0, n_policy * r.time_s - r.policy_busy_s - r.policy_wait_s);
   r.sandbox_busy_s = times.sandbox_busy_s;
   r.sandbox_idle_s = std::max(0.0, times.sandbox_slots * r.time_s - times.sandbox_busy_s);

@@ -40,6 +40,8 @@ struct CoordinatorOptions {
   int sandbox_retries = 1;      // re-verifications of a SANDBOX_ERROR (the infrastructure's fault)
   int check_replicas_every = 0; // 0: never
   int64_t prompt_budget = 2048; // tokens a prompt may take: the context minus max new tokens
+  int micro_batch_seqs = 4;     // a policy rank's micro-batch: one hand-out of training in a rollout
+  bool zero_stage2 = false;     // optim.zero_stage 2: the gradient is reduced during each backward
 };
 
 // What one step did, for the progress line and the end-of-run summary.
@@ -67,10 +69,16 @@ class Coordinator {
   // The job's CPU seconds at the end of the last step (cumulative over attempts).
   double last_cpu_s() const { return last_cpu_s_; }
   tasks::TaskSampler& sampler() { return sampler_; }
+  // Whether steps train during the rollout (rl.overlap_training), and if not, why; for the log.
+  bool overlap_training() const { return overlap_.has_value(); }
+  const std::string& overlap_training_off() const { return overlap_off_; }
 
  private:
-  // Trains on the step's samples; writes the sequences and tokens trained into *row.
-  TrainReport train(const StepState& state, int64_t step, io::StepRow* row);
+  // Trains on the step's samples (those not trained during the rollout, which `times` counts);
+  // writes the sequences and tokens trained into *row.
+  TrainReport train(const StepState& state, int64_t step, const TurnTimes& times, io::StepRow* row);
+  // Whether a trajectory trains as one sequence (rl.train_trajectory_once where it is exact).
+  bool trajectory_once() const;
   // The turns of the step's latest round, through the configured pipeline.
   Status run_turns(StepState& state, TurnTimes* times);
 
@@ -85,6 +93,8 @@ class Coordinator {
   rl::DcpController dcp_;
   tasks::TaskSampler sampler_;
   rl::PromptBuilder prompts_;
+  std::optional<OverlapTraining> overlap_;  // training during the rollout, when it applies
+  std::string overlap_off_;                 // why it does not
   double cpu_offset_s_ = 0, last_cpu_s_ = 0;
 };
 

@@ -1,6 +1,7 @@
 // PolicyEngine's default streaming generation: one generate() call per hand-out.
 #include "mpi/engines.h"
 
+#include "common/check.h"
 #include "common/stopwatch.h"
 
 namespace leap::mpi {
@@ -14,6 +15,10 @@ void PolicyEngine::generate_stream(WorkSource& source) {
     auto completions = generate(*items);
     source.done(std::move(completions), seconds_since(t0));
   }
+}
+
+void PolicyEngine::train_early(const std::vector<TrainSample>& samples) {
+  LEAP_FATAL("this policy engine cannot train during the rollout (" << samples.size() << " sequence(s) given)");
 }
 
 }  // namespace leap::mpi

@@ -51,6 +51,12 @@ class PolicyEngine {
   // ppo_epochs x mini_batches updates on this rank's share. Collective over `policy`: every
   // policy rank calls it with its share (possibly empty) and the replicas stay identical.
   virtual TrainReport train(const TrainWork& work, MPI_Comm policy) = 0;
+  // Training during a streaming rollout (rl.overlap_training): forward and backward of `samples`
+  // (one mini-batch, one epoch) into the gradient under a loss normaliser of 1, while nothing is
+  // decoding; the step's train(), with TrainWork::deferred_norm, adds the rest and steps. Local:
+  // no collective. Engines that cannot (supports_train_early() false) are never asked.
+  virtual bool supports_train_early() const { return false; }
+  virtual void train_early(const std::vector<TrainSample>& samples);
   // Writes this rank's part of a checkpoint (mpi/checkpoint_write.h). Collective over `policy`;
   // `req` is rank 0's only. An engine without a model cannot checkpoint and says so.
   virtual Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) {

@@ -11,7 +11,17 @@ class LocalGenerator::Inbox final : public WorkSource {
   std::optional<std::vector<RolloutItem>> more(int room, bool wait) override {
     (void)room;  // the coordinator gives at most room() items
     std::unique_lock lock(g_.mu_);
-    if (wait) g_.cv_.wait(lock, [&] { return !g_.inbox_.empty() || g_.closed_; });
+    for (;;) {
+      if (wait) g_.cv_.wait(lock, [&] { return !g_.inbox_.empty() || !g_.train_inbox_.empty() || g_.closed_; });
+      if (g_.train_inbox_.empty()) break;
+      // Given only while nothing decodes (so with wait set); trained outside the lock.
+      std::vector<TrainSample> train;
+      train.swap(g_.train_inbox_);
+      lock.unlock();
+      g_.policy_.train_early(train);
+      lock.lock();
+      g_.outbox_.trained += static_cast<int32_t>(train.size());
+    }
     if (g_.inbox_.empty() && g_.closed_ && wait) return std::nullopt;
     std::vector<RolloutItem> out;
     out.swap(g_.inbox_);
@@ -43,6 +53,21 @@ void LocalGenerator::give(std::vector<RolloutItem> items) {
     std::lock_guard lock(mu_);
     for (auto& it : items) inbox_.push_back(std::move(it));
   }
+  start();
+}
+
+void LocalGenerator::give_training(std::vector<TrainSample> samples) {
+  if (samples.empty()) return;
+  LEAP_CHECK(outstanding_ == 0, "rank 0's generator was given sequences to train on while it decodes");
+  training_ += static_cast<int>(samples.size());
+  {
+    std::lock_guard lock(mu_);
+    for (auto& s : samples) train_inbox_.push_back(std::move(s));
+  }
+  start();
+}
+
+void LocalGenerator::start() {
   cv_.notify_all();
   if (!thread_.joinable())
     thread_ = std::thread([this] {
@@ -62,10 +87,12 @@ std::optional<RolloutResult> LocalGenerator::take() {
   {
     std::lock_guard lock(mu_);
     if (error_) std::rethrow_exception(error_);
-    if (outbox_.completions.empty()) return std::nullopt;
+    if (outbox_.completions.empty() && outbox_.trained == 0) return std::nullopt;
     std::swap(r, outbox_);
   }
   outstanding_ -= static_cast<int>(r.completions.size());
+  training_ -= r.trained;
+  LEAP_CHECK(training_ >= 0, "the generator trained more sequences than it was given");
   LEAP_CHECK(outstanding_ >= 0, "the generator returned more completions than it was given");
   return r;
 }

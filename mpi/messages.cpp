@@ -14,11 +14,11 @@ namespace {
 // Each message type lists its fields once, in order; the same function writes and reads.
 template <class IO> void fields(IO& io, Control& m) { io(m.kind, m.step, m.turn); }
 template <class IO> void fields(IO& io, RolloutItem& m) { io(m.uid, m.task, m.prompt_ids, m.seed); }
-template <class IO> void fields(IO& io, RolloutWork& m) { io(m.items); }
+template <class IO> void fields(IO& io, RolloutWork& m) { io(m.items, m.train); }
 template <class IO> void fields(IO& io, Completion& m) {
   io(m.uid, m.text, m.prompt_tokens, m.completion_tokens, m.logprobs, m.kv_reused_tokens);
 }
-template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions, m.want, m.busy_s); }
+template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions, m.want, m.busy_s, m.trained); }
 template <class IO> void fields(IO& io, SandboxJob& m) { io(m.uid, m.task, m.answer); }
 template <class IO> void fields(IO& io, SandboxJobs& m) { io(m.jobs); }
 template <class IO> void fields(IO& io, SandboxOutcome& m) {
@@ -29,9 +29,12 @@ template <class IO> void fields(IO& io, TrainSample& m) {
   io(m.tokens, m.prompt_len, m.old_logprobs, m.advantage, m.mini_batch, m.span_start, m.span_len,
      m.span_advantage);
 }
-template <class IO> void fields(IO& io, TrainWork& m) { io(m.samples, m.mini_batches, m.ppo_epochs); }
+template <class IO> void fields(IO& io, TrainWork& m) {
+  io(m.samples, m.mini_batches, m.ppo_epochs, m.deferred_norm);
+}
 template <class IO> void fields(IO& io, TrainReport& m) {
-  io(m.loss, m.tokens, m.clipped, m.ratio_sum, m.ratio_max, m.kl_sum, m.neg_logp_sum, m.grad_norm, m.lr, m.busy_s);
+  io(m.loss, m.tokens, m.clipped, m.ratio_sum, m.ratio_max, m.kl_sum, m.neg_logp_sum, m.grad_norm, m.lr, m.busy_s,
+     m.early_s, m.early_sequences);
 }
 template <class IO> void fields(IO& io, ErrorReport& m) { io(m.rank, m.message); }
 

@@ -56,9 +56,6 @@ struct RolloutItem {
   std::vector<int32_t> prompt_ids;  // the whole prompt of this turn, as ids (rank 0 encodes it)
   uint64_t seed = 0;    // sampling seed for this item: results do not depend on the rank
 };
-struct RolloutWork {
-  std::vector<RolloutItem> items;
-};
 
 struct Completion {
   int64_t uid = 0;
@@ -73,6 +70,9 @@ struct RolloutResult {
   // In a streaming phase: a request for `want` more items (0: none, or one is already open).
   int32_t want = 0;
   double busy_s = 0;  // seconds the rank spent generating these completions
+  // In a streaming phase: training sequences the rank finished since its last message (the
+  // hand-out's `train`, rl.overlap_training); the rank is free again.
+  int32_t trained = 0;
 };
 
 struct SandboxJob {
@@ -111,6 +111,14 @@ struct TrainSample {
   std::vector<int32_t> span_start, span_len;
   std::vector<float> span_advantage;
 };
+// A hand-out of a streaming phase: items to generate, or sequences of groups already scored to
+// train on while the rollout goes on (rl.overlap_training: forward and backward into the
+// gradient, under the loss normaliser of 1; PolicyEngine::train_early). Both empty: the phase is
+// over.
+struct RolloutWork {
+  std::vector<RolloutItem> items;
+  std::vector<TrainSample> train;
+};
 // A rank's share of the step's training samples. Every policy rank receives one (possibly
 // empty) and takes part in every mini-batch's collectives: the loss normaliser and the gradient
 // are summed across ranks, so a rank without samples contributes zeros.
@@ -118,14 +126,24 @@ struct TrainWork {
   std::vector<TrainSample> samples;
   int32_t mini_batches = 1;
   int32_t ppo_epochs = 1;
+  // The step trains during the rollout (rl.overlap_training; one mini-batch and epoch): the
+  // gradient was and is accumulated under a normaliser of 1, whatever train_early() already
+  // added, and the optimizer step applies 1 / the global normaliser. The same on every rank.
+  bool deferred_norm = false;
 };
 // What a rank learned from its share, summed by the coordinator.
 struct TrainReport {
   double loss = 0, tokens = 0, clipped = 0, ratio_sum = 0, ratio_max = 0, kl_sum = 0, neg_logp_sum = 0;
   double grad_norm = 0, lr = 0;  // the same on every rank: taken from any one
   double busy_s = 0;  // seconds in train(), summed over ranks
+  // Training during the rollout (PolicyEngine::train_early): its seconds and sequences, summed
+  // over ranks; its loss and statistics are in the fields above.
+  double early_s = 0;
+  int64_t early_sequences = 0;
   void merge(const TrainReport& o) {
     busy_s += o.busy_s;
+    early_s += o.early_s;
+    early_sequences += o.early_sequences;
     loss += o.loss;
     tokens += o.tokens;
     clipped += o.clipped;

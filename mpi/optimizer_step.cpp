@@ -12,12 +12,15 @@ void arm_last_backward(model::Transformer& model, GradReducer* reducer, const Ze
 }
 
 model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
-                              const ZeroShard* zero, MPI_Comm policy) {
+                              const ZeroShard* zero, MPI_Comm policy, double grad_multiplier) {
   if (zero) {
     // A reducer armed on the backward would have summed the layers already (NCCL): never both.
     LEAP_CHECK(reducer == nullptr, "ZeRO steps with a gradient reducer (" << reducer->name() << ") as well");
-    return model.gradient_stream() ? zero2_step(model, optimizer, *zero->plan, *zero->comm)
-                                   : zero1_step(model, optimizer, *zero->plan, *zero->comm, zero->overlap);
+    if (model.gradient_stream()) {
+      LEAP_CHECK(grad_multiplier == 1.0, "ZeRO stage 2 cannot defer the loss normaliser to the step");
+      return zero2_step(model, optimizer, *zero->plan, *zero->comm);
+    }
+    return zero1_step(model, optimizer, *zero->plan, *zero->comm, zero->overlap, grad_multiplier);
   }
   if (reducer) {
     Status st = reducer->sum(model);
@@ -25,7 +28,7 @@ model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer
   } else {
     allreduce_sum(model.grads(), model.num_params(), policy);
   }
-  return optimizer.step();
+  return optimizer.step({}, nullptr, grad_multiplier);
 }
 
 }  // namespace leap::mpi

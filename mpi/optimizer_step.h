@@ -31,7 +31,9 @@ struct ZeroShard {
 void arm_last_backward(model::Transformer& model, GradReducer* reducer, const ZeroShard* zero);
 
 // `zero` null: replicated; otherwise `reducer` must be null (ZeRO sums through its collectives).
+// grad_multiplier: the summed gradient is that many times the buffers (AdamW::step); stages 0
+// and 1 only, since stage 2 sums during the backward passes.
 model::StepStats sum_and_step(model::Transformer& model, model::AdamW& optimizer, GradReducer* reducer,
-                              const ZeroShard* zero, MPI_Comm policy);
+                              const ZeroShard* zero, MPI_Comm policy, double grad_multiplier = 1.0);
 
 }  // namespace leap::mpi

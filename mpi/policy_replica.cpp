@@ -81,8 +81,6 @@ void PolicyReplica::generate_stream(WorkSource& source) {
   }
 }
 
-namespace {
-
 // The flat loss inputs of a micro-batch, aligned with the model's log-prob convention: the
 // completion token j of sample b sits at position prompt_len + j of row b.
 struct MicroBatch {
@@ -142,11 +140,76 @@ struct MicroBatch {
   }
 };
 
+namespace {
+
+// A mini-batch's samples, shortest first, cut into micro-batches of `per` sequences.
+std::vector<MicroBatch> micro_batches_of(std::vector<const TrainSample*> part, int per, int32_t pad) {
+  sort_by_length(part);
+  const size_t step = static_cast<size_t>(std::max(1, per));
+  std::vector<MicroBatch> micro;
+  for (size_t i = 0; i < part.size(); i += step) {
+    std::vector<const TrainSample*> chunk(part.begin() + static_cast<long>(i),
+                                          part.begin() + static_cast<long>(std::min(part.size(), i + step)));
+    micro.emplace_back(chunk, pad);
+  }
+  return micro;
+}
+
 }  // namespace
 
-TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
-  TrainReport report;
+void PolicyReplica::backprop(MicroBatch& mb, double norm, bool last, TrainReport* report) {
+  // The reference's forward comes first: the policy's own forward then leaves the activations
+  // its backward needs.
+  std::vector<float> ref_logp;
+  if (opts_.loss.kl_beta > 0) {
+    ref_logp.resize(mb.old_logp.size());
+    Status st = reference_->logprobs(model_, mb.batch, ref_logp.data());
+    LEAP_CHECK(st.is_ok(), "reference forward failed: " << st.message());
+  }
+  std::vector<float> logp(mb.old_logp.size());
+  Status st = model_.forward(mb.batch, logp.data());
+  LEAP_CHECK(st.is_ok(), "training forward failed: " << st.message());
+  rl::LossOutput out = rl::grpo_loss(mb.inputs(logp, ref_logp), opts_.loss, norm, norm == 0);
+  // The last micro-batch's backward completes the gradient: its reduction may start there.
+  if (last) arm_last_backward(model_, opts_.reducer, opts_.zero);
+  model_.backward(out.dlogp.data());
+  report->loss += out.loss;
+  report->tokens += out.stats.tokens;
+  report->clipped += out.stats.clipped + out.stats.dual_clipped;
+  report->ratio_sum += out.stats.ratio_sum;
+  report->ratio_max = std::max(report->ratio_max, out.stats.ratio_max);
+  report->kl_sum += out.stats.kl_sum;
+  report->neg_logp_sum += out.stats.neg_logp_sum;
+}
+
+void PolicyReplica::train_early(const std::vector<TrainSample>& samples) {
   LEAP_CHECK(opts_.loss.kl_beta == 0 || reference_ != nullptr, "rl.kl_beta > 0 needs a reference policy");
+  LEAP_CHECK(opts_.zero == nullptr || model_.gradient_stream() == nullptr,
+             "training during the rollout cannot stream the gradient into ZeRO stage 2's shards");
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!early_.any) model_.zero_grad();  // the step's first: the gradient starts here
+  early_.any = true;
+  std::vector<const TrainSample*> part;
+  for (const auto& s : samples) part.push_back(&s);
+  auto micro = micro_batches_of(part, opts_.micro_batch_seqs, tokenizer_.pad_id());
+  for (auto& mb : micro) {
+    early_.norm += rl::loss_normaliser(mb.inputs(mb.old_logp), opts_.loss.aggregation);
+    backprop(mb, 0, false, &early_.report);
+  }
+  early_.report.early_sequences += static_cast<int64_t>(samples.size());
+  early_.report.early_s += seconds_since(t0);
+}
+
+TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
+  LEAP_CHECK(opts_.loss.kl_beta == 0 || reference_ != nullptr, "rl.kl_beta > 0 needs a reference policy");
+  const bool deferred = work.deferred_norm;
+  LEAP_CHECK(!deferred || (work.ppo_epochs == 1 && work.mini_batches == 1),
+             "a normaliser deferred to the step needs one epoch and one mini-batch");
+  LEAP_CHECK(!early_.any || deferred, "a gradient trained during the rollout needs deferred_norm");
+  // What train_early() accumulated belongs to this step's (only) update; its loss is summed
+  // under a normaliser of 1.
+  EarlyGradient early = std::exchange(early_, EarlyGradient{});
+  TrainReport report = early.report;
   // The kept KV caches were computed with the weights this update changes.
   sampler_.forget_kept();
   const int32_t pad = tokenizer_.pad_id();
@@ -155,48 +218,27 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
       std::vector<const TrainSample*> part;
       for (const auto& s : work.samples)
         if (s.mini_batch == m) part.push_back(&s);
-      sort_by_length(part);
-      std::vector<MicroBatch> micro;
-      for (size_t i = 0; i < part.size(); i += static_cast<size_t>(opts_.micro_batch_seqs)) {
-        std::vector<const TrainSample*> chunk(part.begin() + static_cast<long>(i),
-                                              part.begin() + static_cast<long>(std::min(part.size(), i + opts_.micro_batch_seqs)));
-        micro.emplace_back(chunk, pad);
-      }
-      // The normaliser is global: summed over every micro-batch of every rank before any loss.
-      double local_norm = 0;
+      auto micro = micro_batches_of(part, opts_.micro_batch_seqs, pad);
+      // The normaliser is global: summed over every micro-batch of every rank (and the sequences
+      // trained during the rollout) before any loss, or with deferred_norm before the step.
+      double local_norm = early.norm;
       for (const auto& mb : micro) local_norm += rl::loss_normaliser(mb.inputs(mb.old_logp), opts_.loss.aggregation);
       const double global_norm = allreduce_sum(local_norm, policy);
       if (global_norm <= 0) continue;  // nothing to learn in this mini-batch on any rank
       // ZeRO stage 2 reduces during every backward: each rank runs as many as the busiest.
       const int passes = backward_passes(model_, static_cast<int>(micro.size()), policy);
-      model_.zero_grad();
-      for (auto& mb : micro) {
-        // The reference's forward comes first: the policy's own forward then leaves the
-        // activations its backward needs.
-        std::vector<float> ref_logp;
-        if (opts_.loss.kl_beta > 0) {
-          ref_logp.resize(mb.old_logp.size());
-          Status st = reference_->logprobs(model_, mb.batch, ref_logp.data());
-          LEAP_CHECK(st.is_ok(), "reference forward failed: " << st.message());
-        }
-        std::vector<float> logp(mb.old_logp.size());
-        Status st = model_.forward(mb.batch, logp.data());
-        LEAP_CHECK(st.is_ok(), "training forward failed: " << st.message());
-        rl::LossOutput out = rl::grpo_loss(mb.inputs(logp, ref_logp), opts_.loss, global_norm);
-        // The last micro-batch's backward completes the gradient: its reduction may start there.
-        if (&mb == &micro.back()) arm_last_backward(model_, opts_.reducer, opts_.zero);
-        model_.backward(out.dlogp.data());
-        report.loss += out.loss;
-        report.tokens += out.stats.tokens;
-        report.clipped += out.stats.clipped + out.stats.dual_clipped;
-        report.ratio_sum += out.stats.ratio_sum;
-        report.ratio_max = std::max(report.ratio_max, out.stats.ratio_max);
-        report.kl_sum += out.stats.kl_sum;
-        report.neg_logp_sum += out.stats.neg_logp_sum;
-      }
+      if (!early.any) model_.zero_grad();
+      TrainReport part_report;
+      for (auto& mb : micro) backprop(mb, deferred ? 0 : global_norm, &mb == &micro.back(), &part_report);
       for (int i = static_cast<int>(micro.size()); i < passes; ++i) model_.backward_nothing();
       // This rank may hold no micro-batch of this mini-batch; it still takes part.
-      const model::StepStats s = sum_and_step(model_, optimizer_, opts_.reducer, opts_.zero, policy);
+      const model::StepStats s =
+          sum_and_step(model_, optimizer_, opts_.reducer, opts_.zero, policy, deferred ? 1.0 / global_norm : 1.0);
+      if (deferred) {  // both parts' losses were summed under 1
+        part_report.loss = (part_report.loss + report.loss) / global_norm;
+        report.loss = 0;
+      }
+      report.merge(part_report);
       report.grad_norm = s.grad_norm;
       report.lr = s.lr;
     }

@@ -37,6 +37,8 @@ struct PolicyReplicaOptions {
   const ZeroShard* zero = nullptr;
 };
 
+struct MicroBatch;  // policy_replica.cpp
+
 class PolicyReplica final : public PolicyEngine {
  public:
   PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW& optimizer,
@@ -47,6 +49,8 @@ class PolicyReplica final : public PolicyEngine {
   void bind_calling_thread() override { model_.backend().bind_calling_thread(); }
   int generation_batch() const override { return std::max(1, opts_.micro_batch_seqs); }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
+  bool supports_train_early() const override { return true; }
+  void train_early(const std::vector<TrainSample>& samples) override;
   Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.
   void set_reference(model::ReferencePolicy* reference) { reference_ = reference; }
@@ -62,6 +66,19 @@ class PolicyReplica final : public PolicyEngine {
   model::ReferencePolicy* reference_ = nullptr;
   model::Sampler sampler_;
   mutable std::vector<float> host_params_;  // params() on a device backend
+  // What train_early() put into the gradient since the last step: the local loss normaliser of
+  // its sequences and their figures (the loss summed under 1).
+  struct EarlyGradient {
+    bool any = false;
+    double norm = 0;
+    TrainReport report;
+  };
+  EarlyGradient early_;
+
+  // One micro-batch's forward (and the reference's) and backward under the loss normaliser
+  // `norm` (0: deferred to the step, rl::grpo_loss), its figures added to *report; `last` arms
+  // the reduction on its backward.
+  void backprop(MicroBatch& mb, double norm, bool last, TrainReport* report);
 
   // What the rollout returns for a sampled completion of `prompt`.
   Completion completion_of(int64_t uid, std::vector<int32_t> prompt, model::Completion c) const;

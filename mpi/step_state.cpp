@@ -205,26 +205,49 @@ void StepState::score(const rl::RewardOptions& rewards, const rl::AdvantageOptio
   std::vector<rl::GroupRecord> records;
   for (const auto& g : groups_) records.push_back({trajectories_of(g), g.dcp});
   scores_ = rl::score_step(records, rewards, advantages);
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    groups_[g].advantages = scores_.groups[g];
-    for (size_t s = 0; s < groups_[g].samples.size(); ++s) {
-      auto& turns = groups_[g].samples[s].turns;
-      const auto& adv = groups_[g].advantages.turn_advantage[s];
-      for (size_t t = 0; t < turns.size(); ++t) turns[t].advantage = t < adv.size() ? adv[t] : 0.0;
-    }
+  for (size_t g = 0; g < groups_.size(); ++g) set_advantages(static_cast<int>(g), scores_.groups[g]);
+}
+
+void StepState::set_advantages(int group, const rl::GroupAdvantages& adv) {
+  GroupState& grp = groups_[static_cast<size_t>(group)];
+  grp.advantages = adv;
+  for (size_t s = 0; s < grp.samples.size(); ++s) {
+    auto& turns = grp.samples[s].turns;
+    const auto& a = adv.turn_advantage[s];
+    for (size_t t = 0; t < turns.size(); ++t) turns[t].advantage = t < a.size() ? a[t] : 0.0;
   }
 }
 
-std::vector<StepState::TrainItem> StepState::train_items() const {
+bool StepState::group_final(int group) const {
+  if (!turn1_verified(group)) return false;
+  for (const auto& s : groups_[static_cast<size_t>(group)].samples)
+    if (s.active || (!s.turns.empty() && !s.turns.back().verified)) return false;
+  return true;
+}
+
+std::vector<StepState::TrainItem> StepState::score_group(int group, const rl::RewardOptions& rewards,
+                                                         const rl::AdvantageOptions& advantages) {
+  const GroupState& g = groups_[static_cast<size_t>(group)];
+  const rl::GroupRecord record{trajectories_of(g), g.dcp};
+  rl::StepScores one = rl::score_step(std::span(&record, 1), rewards, advantages);
+  set_advantages(group, one.groups.front());
+  for (auto& it : one.train_items) it.group = group;
+  return items_of(one.train_items);
+}
+
+std::vector<StepState::TrainItem> StepState::items_of(const std::vector<rl::TrainItem>& scored) const {
   std::vector<TrainItem> items;
-  for (const auto& it : scores_.train_items) {
+  for (const auto& it : scored) {
     const auto& turns = groups_[static_cast<size_t>(it.group)].samples[static_cast<size_t>(it.sample)].turns;
     const TurnRecord& r = turns[static_cast<size_t>(it.turn - 1)];
     if (r.completion.completion_tokens.empty()) continue;  // nothing was generated to train on
+    if (trained_early_.count(r.completion.uid)) continue;  // in the gradient already
     items.push_back({it.group, it.sample, it.turn, &r});
   }
   return items;
 }
+
+std::vector<StepState::TrainItem> StepState::train_items() const { return items_of(scores_.train_items); }
 
 void StepState::fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* rows,
                           std::vector<io::SampleText>* texts) const {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -98,12 +99,25 @@ class StepState {
   void score(const rl::RewardOptions& rewards, const rl::AdvantageOptions& advantages);
   const rl::StepScores& scores() const { return scores_; }
 
-  // Training samples: every generated turn of every non-void sample of a group not skipped.
+  // Training samples: every generated turn of every non-void sample of a group not skipped,
+  // less those trained during the rollout (mark_trained_early).
   struct TrainItem {
     int group = 0, sample = 0, turn = 0;
     const TurnRecord* record = nullptr;
   };
   std::vector<TrainItem> train_items() const;
+
+  // Training during the rollout (rl.overlap_training). A group is final once DCP has decided it
+  // and none of its samples will get another turn or waits for a verdict: nothing about it can
+  // change before the step ends, so its rewards and advantages are those score() will give.
+  bool group_final(int group) const;
+  // Scores a final group alone (the same functions score() applies to every group) and returns
+  // its training items (none when its advantages are all zero).
+  std::vector<TrainItem> score_group(int group, const rl::RewardOptions& rewards,
+                                     const rl::AdvantageOptions& advantages);
+  // These turns (by uid) are in the gradient already: train_items() leaves them out.
+  void mark_trained_early(int64_t uid) { trained_early_.insert(uid); }
+  int64_t trained_early() const { return static_cast<int64_t>(trained_early_.size()); }
 
   // Rows for HDF5 and the step's counters; after score().
   void fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* rows, std::vector<io::SampleText>* texts) const;
@@ -119,12 +133,15 @@ class StepState {
 
  private:
   TurnRecord* find(int64_t uid);
+  void set_advantages(int group, const rl::GroupAdvantages& adv);
+  std::vector<TrainItem> items_of(const std::vector<rl::TrainItem>& scored) const;
   int64_t step_;
   StepOptions opts_;
   size_t round_first_group_ = 0;  // the first group of the latest round
   int turn_ = 0;
   std::vector<GroupState> groups_;
   rl::StepScores scores_;
+  std::set<int64_t> trained_early_;  // uids of turns trained during the rollout
 };
 
 }  // namespace leap::mpi

@@ -84,10 +84,10 @@ class Phase {
   Phase(const Topology& topo, PolicyEngine& policy, VerifyEngine* local, int retries, const Logger& log,
         StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
         const rl::DcpController& dcp, int max_turns, const std::vector<int>& policy_ranks,
-        const std::vector<int>& sandbox_ranks)
+        const std::vector<int>& sandbox_ranks, const OverlapTraining* overlap)
       : topo_(topo), local_(local), log_(log), state_(state), suite_(suite), prompts_(prompts), dcp_(dcp),
-        max_turns_(max_turns), policy_ranks_(policy_ranks), sandbox_ranks_(sandbox_ranks), retries_(retries, log),
-        generator_(policy) {
+        max_turns_(max_turns), policy_ranks_(policy_ranks), sandbox_ranks_(sandbox_ranks), overlap_(overlap),
+        retries_(retries, log), generator_(policy) {
     if (sandbox_ranks_.empty()) credits_[0] = local_->slots();
   }
 
@@ -101,9 +101,14 @@ class Phase {
     for (const auto& it : items) pending_groups_.insert(StepState::group_of(it.uid));
     for (int g : groups_of_round_without_items()) state_.apply_dcp_to_group(g, dcp_);
     while (!done()) {
-      // Policy workers idle while verdicts are outstanding wait on the sandbox.
+      // Policy workers idle while verdicts are outstanding wait on the sandbox; the wait since
+      // the latest generation is the drain's if no generation follows.
       const auto now = Clock::now();
-      if (sandbox_busy()) times->policy_wait_s += idle_workers() * std::chrono::duration<double>(now - t_tick).count();
+      if (sandbox_busy()) {
+        const double w = idle_workers() * std::chrono::duration<double>(now - t_tick).count();
+        times->policy_wait_s += w;
+        wait_since_gen_ += w;
+      }
       t_tick = now;
       bool progressed = false;
       LEAP_ASSIGN_OR_RETURN(bool got, poll_policy(&t_last_gen, times));
@@ -111,6 +116,7 @@ class Phase {
       LEAP_ASSIGN_OR_RETURN(got, poll_sandbox(times));
       progressed |= got;
       hand_out_generation();
+      hand_out_training(times);
       hand_out_jobs(times);
       outbox_.progress();
       gen_clock_.set(generating());
@@ -129,6 +135,8 @@ class Phase {
     times->gen_s += gen_clock_.total();
     times->sandbox_s += sandbox_clock_.total();
     times->drain_s += seconds_since(t_last_gen);
+    times->drain_wait_measured = true;
+    times->policy_drain_wait_s += wait_since_gen_;
     int slots = 0;
     for (const auto& [rank, n] : slots_) slots += n;
     times->sandbox_slots = sandbox_ranks_.empty() ? local_->slots() : slots;
@@ -137,7 +145,7 @@ class Phase {
 
  private:
   bool done() const {
-    return queue_.empty() && !generating() && jobs_.empty() && jobs_in_flight_ == 0 &&
+    return queue_.empty() && !generating() && !training() && jobs_.empty() && jobs_in_flight_ == 0 &&
            heard_policy_.size() + 1 == policy_ranks_.size() && slots_.size() == sandbox_ranks_.size();
   }
 
@@ -149,8 +157,17 @@ class Phase {
     return n;
   }
   bool generating() const { return workers_generating() > 0; }
-  // Policy workers with nothing to generate.
-  double idle_workers() const { return static_cast<double>(policy_ranks_.size() - static_cast<size_t>(workers_generating())); }
+  // Policy workers training during the rollout (they generate nothing meanwhile).
+  int workers_training() const {
+    int n = generator_.training() > 0 ? 1 : 0;
+    for (const auto& [rank, k] : training_out_) n += k > 0 ? 1 : 0;
+    return n;
+  }
+  bool training() const { return workers_training() > 0; }
+  // Policy workers with nothing to do.
+  double idle_workers() const {
+    return static_cast<double>(policy_ranks_.size()) - workers_generating() - workers_training();
+  }
 
   // Groups without turn-1 work whose samples have no verdict yet: this round's groups whose
   // every sample stopped before turn 1 (an earlier round's such group is decided again, alike).
@@ -170,7 +187,7 @@ class Phase {
     bool got = false;
     if (auto r = generator_.take()) {
       LEAP_RETURN_IF_ERROR(file_completions(*r, 0, times));
-      *t_last_gen = Clock::now();
+      if (!r->completions.empty()) generation_ended(t_last_gen);
       got = true;
     }
     while (policy_ranks_.size() > 1) {
@@ -184,12 +201,19 @@ class Phase {
       // request open (serve_policy_stream).
       items_out_[from] -= static_cast<int>(r.completions.size());
       LEAP_CHECK(items_out_[from] >= 0, "rank " << from << " returned more completions than it was given");
-      if (!r.completions.empty()) *t_last_gen = Clock::now();
+      training_out_[from] -= r.trained;
+      LEAP_CHECK(training_out_[from] >= 0, "rank " << from << " trained more sequences than it was given");
+      if (!r.completions.empty()) generation_ended(t_last_gen);
       LEAP_RETURN_IF_ERROR(file_completions(r, from, times));
       if (r.want > 0) waiting_policy_[from] = r.want;
       got = true;
     }
     return got;
+  }
+
+  void generation_ended(Clock::time_point* t_last_gen) {
+    *t_last_gen = Clock::now();
+    wait_since_gen_ = 0;
   }
 
   Status file_completions(const RolloutResult& r, int rank, TurnTimes* times) {
@@ -264,10 +288,55 @@ class Phase {
       state_.apply_dcp_to_group(g, dcp_);
       const int n = static_cast<int>(state_.groups()[static_cast<size_t>(g)].samples.size());
       for (int k = 0; k < n; ++k) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
+      queue_training_if_final(g);
       return Status::ok();
     }
     state_.close_sample_turn(g, s, turn);
-    return queue_next_turn(g, s, turn + 1);
+    LEAP_RETURN_IF_ERROR(queue_next_turn(g, s, turn + 1));
+    queue_training_if_final(g);
+    return Status::ok();
+  }
+
+  // A group nothing can change any more is scored now, and its sequences wait for a free worker.
+  void queue_training_if_final(int g) {
+    if (!overlap_ || !state_.group_final(g)) return;
+    for (auto& u : train_units(state_.score_group(g, overlap_->rewards, overlap_->advantages),
+                               overlap_->trajectory_once, nullptr))
+      trainable_.push_back(std::move(u));
+  }
+
+  // Up to a hand-out of the waiting sequences, marked as trained in the step's state.
+  std::vector<TrainSample> take_training(TurnTimes* times) {
+    std::vector<TrainSample> out;
+    while (!trainable_.empty() && static_cast<int>(out.size()) < overlap_->sequences_per_handout) {
+      TrainUnit& u = trainable_.front();
+      for (int64_t uid : u.uids) state_.mark_trained_early(uid);
+      ++times->early_sequences;
+      times->early_positions += static_cast<int64_t>(u.sample.tokens.size());
+      out.push_back(std::move(u.sample));
+      trainable_.pop_front();
+    }
+    return out;
+  }
+
+  // Generation first: sequences to train on go only to workers with nothing to decode while
+  // nothing waits to be generated, a hand-out at a time, so a later turn soon finds a worker.
+  void hand_out_training(TurnTimes* times) {
+    if (!overlap_ || !queue_.empty()) return;
+    for (auto it = waiting_policy_.begin(); it != waiting_policy_.end() && !trainable_.empty();) {
+      const int rank = it->first;
+      if (items_out_[rank] > 0) {
+        ++it;
+        continue;
+      }
+      RolloutWork work;
+      work.train = take_training(times);
+      training_out_[rank] += static_cast<int>(work.train.size());
+      outbox_.send(work, rank, topo_.world);  // never blocks
+      it = waiting_policy_.erase(it);
+    }
+    if (!trainable_.empty() && generator_.outstanding() == 0 && generator_.training() == 0)
+      generator_.give_training(take_training(times));
   }
 
   Status queue_next_turn(int g, int s, int turn) {
@@ -295,7 +364,9 @@ class Phase {
     const int fair = std::max(1, (queue_.size() + n - 1) / n);
     std::vector<std::tuple<int, bool, int>> asking;  // (items decoding, holds none queued, rank)
     for (const auto& [rank, want] : waiting_policy_) asking.emplace_back(items_out_[rank], !queue_.holds_for(rank), rank);
-    if (generator_.room() > 0) asking.emplace_back(generator_.outstanding(), !queue_.holds_for(0), 0);
+    // Rank 0's generator takes no items while it trains (the thread does one thing at a time).
+    if (generator_.room() > 0 && generator_.training() == 0)
+      asking.emplace_back(generator_.outstanding(), !queue_.holds_for(0), 0);
     std::sort(asking.begin(), asking.end());
     for (const auto& [load, none_held, rank] : asking) {
       if (queue_.empty()) break;
@@ -340,6 +411,7 @@ class Phase {
   int max_turns_;
   const std::vector<int>& policy_ranks_;
   const std::vector<int>& sandbox_ranks_;
+  const OverlapTraining* overlap_;  // null: no training during the phase
   SandboxRetries retries_;
   LocalGenerator generator_;
 
@@ -348,6 +420,9 @@ class Phase {
   std::set<int> heard_policy_;              // remote policy ranks that have asked for work
   std::map<int, int> waiting_policy_;       // remote policy rank -> items it asked for
   std::map<int, int> items_out_;            // remote policy rank -> items given, not returned
+  std::map<int, int> training_out_;         // remote policy rank -> sequences to train, not reported
+  std::deque<TrainUnit> trainable_;         // sequences of final groups, not handed out yet
+  double wait_since_gen_ = 0;               // policy_wait_s since the latest generation ended
   std::deque<SandboxJob> jobs_;             // verdicts to come, not yet sent
   std::map<int64_t, SandboxJob> job_of_uid_;  // for a retry
   std::map<int, int> slots_;                // sandbox rank -> its slots (it has said hello)
@@ -373,10 +448,11 @@ StreamRunner::StreamRunner(const Topology& topo, PolicyEngine& policy, VerifyEng
 }
 
 Status StreamRunner::run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                               const rl::DcpController& dcp, int max_turns, TurnTimes* times) {
+                               const rl::DcpController& dcp, int max_turns, TurnTimes* times,
+                               const OverlapTraining* overlap) {
   announce(Control::Kind::kStream, state.step(), 0, topo_.world);
   Phase phase(topo_, policy_, local_, sandbox_retries_, log_, state, suite, prompts, dcp, max_turns, policy_ranks_,
-              sandbox_ranks_);
+              sandbox_ranks_, overlap);
   return phase.run(times);
 }
 
@@ -388,31 +464,39 @@ namespace {
 // empty hand-out ends the phase. Rank 0 sends without blocking, so both may send at once.
 class RemoteSource final : public WorkSource {
  public:
-  explicit RemoteSource(const Topology& topo) : topo_(topo) {}
+  RemoteSource(const Topology& topo, PolicyEngine& policy) : topo_(topo), policy_(policy) {}
   const Status& status() const { return status_; }
 
   std::optional<std::vector<RolloutItem>> more(int room, bool wait) override {
-    if (!out_.completions.empty() || (!asked_ && room > 0)) {
-      out_.want = asked_ ? 0 : room;
-      asked_ = asked_ || room > 0;
-      send(out_, 0, topo_.world);
-      out_ = RolloutResult{};
+    for (;;) {
+      if (!out_.completions.empty() || out_.trained > 0 || (!asked_ && room > 0)) {
+        out_.want = asked_ ? 0 : room;
+        asked_ = asked_ || room > 0;
+        send(out_, 0, topo_.world);
+        out_ = RolloutResult{};
+      }
+      std::optional<Expected<RolloutWork>> work;
+      if (wait) {
+        LEAP_CHECK(asked_, "a policy rank waits for work it did not ask for");
+        work = recv<RolloutWork>(0, topo_.world);
+      } else {
+        work = try_recv<RolloutWork>(0, topo_.world);
+      }
+      if (!work) return std::vector<RolloutItem>{};
+      if (!*work) {
+        status_ = work->status();
+        return std::nullopt;
+      }
+      asked_ = false;
+      RolloutWork& w = **work;
+      if (w.items.empty() && w.train.empty()) return std::nullopt;  // the phase is over
+      if (w.train.empty()) return std::move(w.items);
+      // Sequences to train on come only while the rank decodes nothing (rl.overlap_training);
+      // then it says it is free again, asking for the room it has.
+      LEAP_CHECK(w.items.empty(), "a hand-out carried items to generate and sequences to train on");
+      policy_.train_early(w.train);
+      out_.trained += static_cast<int32_t>(w.train.size());
     }
-    std::optional<Expected<RolloutWork>> work;
-    if (wait) {
-      LEAP_CHECK(asked_, "a policy rank waits for work it did not ask for");
-      work = recv<RolloutWork>(0, topo_.world);
-    } else {
-      work = try_recv<RolloutWork>(0, topo_.world);
-    }
-    if (!work) return std::vector<RolloutItem>{};
-    if (!*work) {
-      status_ = work->status();
-      return std::nullopt;
-    }
-    asked_ = false;
-    if ((*work)->items.empty()) return std::nullopt;  // the phase is over
-    return std::move((*work)->items);
   }
   void done(std::vector<Completion> finished, double busy_s) override {
     for (auto& c : finished) out_.completions.push_back(std::move(c));
@@ -421,6 +505,7 @@ class RemoteSource final : public WorkSource {
 
  private:
   const Topology& topo_;
+  PolicyEngine& policy_;
   RolloutResult out_;  // completions not sent yet
   bool asked_ = false;  // a request is open
   Status status_;
@@ -429,7 +514,7 @@ class RemoteSource final : public WorkSource {
 }  // namespace
 
 Status serve_policy_stream(const Topology& topo, PolicyEngine& policy) {
-  RemoteSource source(topo);
+  RemoteSource source(topo, policy);
   policy.generate_stream(source);
   return source.status();
 }

@@ -13,7 +13,11 @@
 //    group whatever the rest say (StepState::early_turn2), each failed sample's turn 2 is queued
 //    as its verdict comes. A later turn is queued as soon as its sample's verdict is;
 //  - queued work and sandbox jobs go out highest turn first, since later turns are the step's
-//    critical path.
+//    critical path;
+//  - with OverlapTraining (rl.overlap_training), a group whose last verdict is in is scored at
+//    once and its sequences go, a hand-out at a time, to policy workers with nothing to generate,
+//    which run their forward and backward into the gradient while the rollout goes on
+//    (PolicyEngine::train_early); what is not handed out by the end trains after the phase.
 // DCP, the rewards and the update are the same functions of the verdicts as in the synchronous
 // pipeline: StepState applies the same rules one group or one sample at a time.
 #pragma once
@@ -25,12 +29,23 @@
 #include "mpi/engines.h"
 #include "mpi/step_state.h"
 #include "mpi/topology.h"
+#include "mpi/train_samples.h"
 #include "mpi/turn_runner.h"
+#include "rl/advantages.h"
 #include "rl/dcp.h"
 #include "rl/prompt_builder.h"
 #include "tasks/suite.h"
 
 namespace leap::mpi {
+
+// Training during the rollout: how a final group is scored and cut into sequences, and how many
+// sequences one hand-out carries (a worker is busy with it and takes no generation meanwhile).
+struct OverlapTraining {
+  rl::RewardOptions rewards;
+  rl::AdvantageOptions advantages;
+  bool trajectory_once = true;
+  int sequences_per_handout = 4;
+};
 
 class StreamRunner {
  public:
@@ -38,9 +53,11 @@ class StreamRunner {
                const Logger& log);
 
   // The same contract as TurnRunner::run_turns: turns 1..max_turns of every active sample of
-  // `state`, DCP after turn 1; adds the time spent to *times.
+  // `state`, DCP after turn 1; adds the time spent to *times. With `overlap`, final groups are
+  // trained during the phase and marked in `state` (StepState::mark_trained_early).
   Status run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                   const rl::DcpController& dcp, int max_turns, TurnTimes* times);
+                   const rl::DcpController& dcp, int max_turns, TurnTimes* times,
+                   const OverlapTraining* overlap = nullptr);
 
  private:
   const Topology& topo_;

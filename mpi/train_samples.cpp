@@ -48,26 +48,33 @@ TrainSample whole_trajectory(const std::vector<const StepState::TrainItem*>& tur
 
 }  // namespace
 
-TrainPlan plan_training(const std::vector<StepState::TrainItem>& items, int policy_ranks,
-                        const TrainSampleOptions& opts) {
-  // Units in step order: a trajectory's turns together when they may be merged.
-  std::vector<TrainSample> units;
-  TrainPlan plan;
+std::vector<TrainUnit> train_units(const std::vector<StepState::TrainItem>& items, bool trajectory_once,
+                                   int64_t* merged) {
+  std::vector<TrainUnit> units;
   for (size_t i = 0; i < items.size();) {
     size_t j = i + 1;
     while (j < items.size() && items[j].group == items[i].group && items[j].sample == items[i].sample) ++j;
-    bool merge = opts.trajectory_once && j - i > 1;
+    bool merge = trajectory_once && j - i > 1;
     for (size_t k = i + 1; merge && k < j; ++k) merge = extends(*items[k].record, *items[k - 1].record);
     if (merge) {
       std::vector<const StepState::TrainItem*> turns;
       for (size_t k = i; k < j; ++k) turns.push_back(&items[k]);
-      units.push_back(whole_trajectory(turns));
-      ++plan.merged;
+      TrainUnit u{whole_trajectory(turns), {}};
+      for (const auto* t : turns) u.uids.push_back(t->record->completion.uid);
+      units.push_back(std::move(u));
+      if (merged) ++*merged;
     } else {
-      for (size_t k = i; k < j; ++k) units.push_back(one_turn(*items[k].record));
+      for (size_t k = i; k < j; ++k) units.push_back({one_turn(*items[k].record), {items[k].record->completion.uid}});
     }
     i = j;
   }
+  return units;
+}
+
+TrainPlan plan_training(const std::vector<StepState::TrainItem>& items, int policy_ranks,
+                        const TrainSampleOptions& opts) {
+  TrainPlan plan;
+  std::vector<TrainUnit> units = train_units(items, opts.trajectory_once, &plan.merged);
   plan.work.resize(static_cast<size_t>(policy_ranks));
   const int mb = std::max(1, opts.mini_batches);
   for (auto& w : plan.work) {
@@ -79,11 +86,11 @@ TrainPlan plan_training(const std::vector<StepState::TrainItem>& items, int poli
     std::vector<int64_t> weights;
     for (size_t u = static_cast<size_t>(m); u < units.size(); u += static_cast<size_t>(mb)) {
       part.push_back(u);
-      weights.push_back(static_cast<int64_t>(units[u].tokens.size()));
+      weights.push_back(static_cast<int64_t>(units[u].sample.tokens.size()));
     }
     auto owner = balance_by_weight(weights, policy_ranks);
     for (size_t i = 0; i < part.size(); ++i) {
-      TrainSample& s = units[part[i]];
+      TrainSample& s = units[part[i]].sample;
       s.mini_batch = m;
       ++plan.sequences;
       plan.positions += static_cast<int64_t>(s.tokens.size());

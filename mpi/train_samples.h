@@ -33,6 +33,18 @@ struct TrainPlan {
   int64_t merged = 0;           // trajectories trained once as one sequence
 };
 
+// A sequence to train on and the turns (uids) it covers.
+struct TrainUnit {
+  TrainSample sample;
+  std::vector<int64_t> uids;
+};
+
+// The units in step order: a trajectory's turns (consecutive items of one sample) as one
+// sequence when they may be merged (trajectory_once and each prompt extends the previous turn),
+// otherwise one per turn; *merged (may be null) counts the merged trajectories.
+std::vector<TrainUnit> train_units(const std::vector<StepState::TrainItem>& items, bool trajectory_once,
+                                   int64_t* merged);
+
 TrainPlan plan_training(const std::vector<StepState::TrainItem>& items, int policy_ranks,
                         const TrainSampleOptions& opts);
 

@@ -34,6 +34,12 @@ struct TurnTimes {
   // Sandbox jobs sent while some policy rank was generating: 0 in the synchronous pipeline, where
   // verification starts after a turn's generation; the streaming pipeline's overlap, counted.
   int jobs_during_generation = 0;
+  // The streaming pipeline measures the drain's share of policy_wait_s itself (policy ranks may
+  // train during the drain); the synchronous one leaves it to policy ranks x drain_s.
+  bool drain_wait_measured = false;
+  double policy_drain_wait_s = 0;
+  // Sequences (and their tokens) handed out to train during the rollout (rl.overlap_training).
+  int64_t early_sequences = 0, early_positions = 0;
 };
 
 class TurnRunner {

@@ -137,12 +137,13 @@ void Zero1Overlap::reduce_scatter(model::Transformer& model) {
 }
 
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer, const ZeroPlan& plan,
-                            ShardCollectives& comm, Zero1Overlap* overlap) {
+                            ShardCollectives& comm, Zero1Overlap* overlap, double grad_multiplier) {
   if (overlap)
     overlap->reduce_scatter(model);
   else
     reduce_scatter_sum(model.grads(), plan, comm);
-  const model::StepStats s = optimizer.step([&comm](double local_sum_squares) { return comm.sum(local_sum_squares); });
+  const model::StepStats s =
+      optimizer.step([&comm](double local_sum_squares) { return comm.sum(local_sum_squares); }, nullptr, grad_multiplier);
   allgather_weights(model, plan, comm);
   return s;
 }

@@ -91,8 +91,9 @@ void allgather_weights(model::Transformer& model, const ZeroPlan& plan, ShardCol
 
 // The sharded optimizer step above; `optimizer` must own plan.owned() (AdamW's shard). With
 // `overlap`, the reduce-scatter is its reduce_scatter() (the backward armed it, or not).
+// grad_multiplier as in AdamW::step.
 model::StepStats zero1_step(model::Transformer& model, model::AdamW& optimizer,
                             const ZeroPlan& plan, ShardCollectives& comm,
-                            Zero1Overlap* overlap = nullptr);
+                            Zero1Overlap* overlap = nullptr, double grad_multiplier = 1.0);
 
 }  // namespace leap::mpi

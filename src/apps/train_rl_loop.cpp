@@ -62,6 +62,8 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
   co.batch_tasks = c.train.batch_tasks;
   co.check_replicas_every = c.train.check_replicas_every;
   co.prompt_budget = ctx.prompt_budget;
+  co.micro_batch_seqs = c.train.micro_batch_seqs;
+  co.zero_stage2 = c.optim.zero_stage >= 2;
   mpi::Coordinator coord(ctx.topo, ctx.suite, c.rl, co, static_cast<uint64_t>(c.app.run.seed), *ctx.policy.replica,
                          *ctx.policy.prompt_format,
                          ctx.local_sandbox, log);
@@ -79,9 +81,12 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     log.info("the run in {} is already complete ({} of {} steps): nothing to do", c.app.run.out_dir, start_step,
              c.train.steps);
   } else {
-    log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}, {} pipeline; trajectories in {}",
+    log.info("training: {} steps of {} tasks x {} samples, up to {} turns, DCP {}, {} pipeline ({}); trajectories in {}",
              c.train.steps - start_step, c.train.batch_tasks, c.rl.rl.group_size, c.rl.rl.max_turns, c.rl.dcp.mode,
-             c.rl.rl.pipeline, h5);
+             c.rl.rl.pipeline,
+             coord.overlap_training() ? std::string("training during the rollout")
+                                      : "training after the rollout: " + coord.overlap_training_off(),
+             h5);
   }
   // A benchmark-only latency is named on every line, so no one mistakes its times for real ones.
   const std::string label = c.sandbox.simulated_exec_ms > 0

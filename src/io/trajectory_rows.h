@@ -14,7 +14,8 @@ namespace leap::io {
 //    and sandbox_idle_s.
 // 4: /steps gained prefill_tokens, kv_reused_tokens and n_jobs_overlapped, /samples
 //    kv_reused_tokens.
-inline constexpr int kTrajectorySchemaVersion = 4;
+// 5: /steps gained train_sequences_early.
+inline constexpr int kTrajectorySchemaVersion = 5;
 
 struct StepRow {
   int64_t step = 0;
@@ -43,6 +44,9 @@ struct StepRow {
   int64_t prefill_tokens = 0, kv_reused_tokens = 0;
   int64_t train_sequences = 0;  // sequences the trainer's forward ran per epoch
   int64_t train_positions = 0;  // and their tokens (a trajectory trained once counts once)
+  // Of train_sequences, those trained during the rollout (rl.overlap_training): 0 with
+  // rl.pipeline = sync.
+  int64_t train_sequences_early = 0;
   double mean_completion_tokens = 0, pass_turn1 = 0, pass_final = 0;
 };
 

@@ -53,7 +53,8 @@ AdamW::~AdamW() {
   model_->backend().free_floats(v_);
 }
 
-StepStats AdamW::step(const std::function<double(double)>& group_sum, const float* shard_grads) {
+StepStats AdamW::step(const std::function<double(double)>& group_sum, const float* shard_grads,
+                      double grad_multiplier) {
   backend::Backend& be = model_->backend();
   const size_t nd = model_->layout().decay_size();
   LEAP_CHECK(shard_grads != nullptr || model_->grads() != nullptr, "AdamW step without a gradient");
@@ -64,11 +65,10 @@ StepStats AdamW::step(const std::function<double(double)>& group_sum, const floa
   StepStats s;
   double sq = 0;
   for (size_t k = 0; k < shard_.size(); ++k) sq += be.sum_squares(grad(k), shard_[k].second);
-  s.grad_norm = std::sqrt(group_sum ? group_sum(sq) : sq);
+  s.grad_norm = std::sqrt(group_sum ? group_sum(sq) : sq) * std::abs(grad_multiplier);
   // torch.nn.utils.clip_grad_norm_'s rule, 1e-6 included, so runs match PyTorch's.
-  const float scale = cfg_.grad_clip > 0
-                          ? static_cast<float>(std::min(1.0, cfg_.grad_clip / (s.grad_norm + 1e-6)))
-                          : 1.0f;
+  const double clip = cfg_.grad_clip > 0 ? std::min(1.0, cfg_.grad_clip / (s.grad_norm + 1e-6)) : 1.0;
+  const float scale = static_cast<float>(clip * grad_multiplier);
   ++t_;
   s.step = t_;
   s.lr = cfg_.schedule().at(t_);

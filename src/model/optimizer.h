@@ -56,7 +56,11 @@ class AdamW {
   // squares into the group's (ZeRO: every rank's shard); empty: the shard is everything. The
   // gradient is model.grads() at the shard's ranges, or with `shard_grads` (ZeRO stage 2, whose
   // model keeps no whole gradient) that buffer, compact like the moments (state_floats()).
-  StepStats step(const std::function<double(double)>& group_sum = {}, const float* shard_grads = nullptr);
+  // grad_multiplier: the gradient is that many times the buffer (a loss normaliser applied only
+  // here, when the buffer was accumulated before the normaliser was known: the streaming
+  // pipeline's training during the rollout); the norm and the clip see the true gradient.
+  StepStats step(const std::function<double(double)>& group_sum = {}, const float* shard_grads = nullptr,
+                 double grad_multiplier = 1.0);
   const std::vector<std::pair<size_t, size_t>>& shard() const { return shard_; }
   size_t state_floats() const { return state_floats_; }  // floats of m (and of v)
   // Where shard()[k] starts in the compact moments.

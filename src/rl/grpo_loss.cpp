@@ -103,7 +103,7 @@ double loss_normaliser(const LossInputs& in, LossAggregation aggregation) {
   return n;
 }
 
-LossOutput grpo_loss(const LossInputs& in, const LossOptions& o, double global_normaliser) {
+LossOutput grpo_loss(const LossInputs& in, const LossOptions& o, double global_normaliser, bool deferred) {
   check_inputs(in, &o);
   LEAP_CHECK(o.clip_eps_low >= 0 && o.clip_eps_low < 1 && o.clip_eps_high >= 0, "clip range");
   LEAP_CHECK(o.loss_norm_tokens > 0, "loss_norm_tokens " << o.loss_norm_tokens);
@@ -111,8 +111,8 @@ LossOutput grpo_loss(const LossInputs& in, const LossOptions& o, double global_n
   out.dlogp.assign(in.logp.size(), 0.0f);
   const double local = loss_normaliser(in, o.aggregation);
   if (local == 0) return out;  // nothing here trains; the normaliser may legitimately be 0
-  LEAP_CHECK(global_normaliser >= local,
-             "global normaliser " << global_normaliser << " below this part's " << local);
+  if (deferred) global_normaliser = 1.0;
+  else LEAP_CHECK(global_normaliser >= local, "global normaliser " << global_normaliser << " below this part's " << local);
   for (size_t s = 0; s < in.advantages.size(); ++s) {
     const double n_s = masked_count(in, s);
     if (n_s == 0) continue;

@@ -71,6 +71,9 @@ struct LossOutput {
 double loss_normaliser(const LossInputs& in, LossAggregation aggregation);
 
 // Loss and gradient of this part under the global normaliser (> 0 unless nothing is masked in).
-LossOutput grpo_loss(const LossInputs& in, const LossOptions& opts, double global_normaliser);
+// With `deferred`, global_normaliser is not known yet and is ignored: the loss and gradient are
+// those under a normaliser of 1, and the caller divides by the global one later (both are linear
+// in 1 / N; the streaming pipeline's training during the rollout).
+LossOutput grpo_loss(const LossInputs& in, const LossOptions& opts, double global_normaliser, bool deferred = false);
 
 }  // namespace leap::rl

@@ -125,6 +125,13 @@ void RlConfig::declare(OptionSet& o) {
         "sync runs them turn by turn with a barrier after each phase, and its trajectories are "
         "reproducible bit for bit (stream's are equal in distribution).",
         {.choices = {"stream", "sync"}});
+  o.add("rl.overlap_training", &overlap_training, true,
+        "With rl.pipeline = stream: a group's sequences are trained (forward and backward into the "
+        "gradient) by policy ranks with nothing to generate as soon as the group's last verdict is "
+        "in, while other groups are still generated or verified; the loss normaliser, known only "
+        "at the end, is applied at the optimizer step. Takes effect with one update a step "
+        "(rl.ppo_epochs = rl.mini_batches = 1) and optim.zero_stage below 2 (stage 2 reduces "
+        "during every backward); otherwise, and when false, all training waits for the rollout.");
 }
 
 Status RlConfig::validate() const {

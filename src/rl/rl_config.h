@@ -42,6 +42,7 @@ struct RlConfig {
   bool resample_zero_variance = false;
   int resample_max_groups = 0;  // 0: train.batch_tasks
   std::string pipeline = "stream";  // stream | sync (mpi/stream_runner.h, mpi/turn_runner.h)
+  bool overlap_training = true;  // stream only: train finished groups during the rollout
 
   void declare(OptionSet& opts);
   Status validate() const;

@@ -83,7 +83,7 @@ rates = pass_rates(run)
 
 # The run facts.
 want_run = {
-    "version": run.version, "git_commit": run.git_commit, "schema_version": "4",
+    "version": run.version, "git_commit": run.git_commit, "schema_version": "5",
     "swmr_read": "SWMR",
     "steps_in_file": len(steps) if args.prefix else len(all_steps),
     "steps": len(steps),

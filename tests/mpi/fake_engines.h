@@ -46,16 +46,26 @@ class FakePolicy : public PolicyEngine {
     return out;
   }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override {
-    double local = 0;
+    double local = early_[0];
     for (const auto& s : work.samples) local += s.advantage * static_cast<double>(s.tokens.size());
-    float g[2] = {static_cast<float>(local), static_cast<float>(work.samples.size())};
+    float g[2] = {static_cast<float>(local), static_cast<float>(work.samples.size() + early_[1])};
     allreduce_sum(g, 2, policy);
     params_[0] += g[0];
     params_[1] += g[1];
     TrainReport r;
-    r.tokens = static_cast<double>(work.samples.size());
+    r.tokens = static_cast<double>(work.samples.size()) + early_[1];
+    r.early_sequences = static_cast<int64_t>(early_[1]);
+    early_[0] = early_[1] = 0;
     return r;
   }
+  // Training during the rollout adds to the same sums, which train() then completes.
+  bool supports_train_early() const override { return train_early_ok; }
+  void train_early(const std::vector<TrainSample>& samples) override {
+    for (const auto& s : samples) early_[0] += s.advantage * static_cast<double>(s.tokens.size());
+    early_[1] += static_cast<double>(samples.size());
+  }
+  bool train_early_ok = true;
+  double early_[2] = {0, 0};
   const float* params() const override { return params_; }
   size_t num_params() const override { return 2; }
   float params_[2] = {0, 0};

@@ -4,7 +4,8 @@
 // advantage, tokens) and every step's counters equal the synchronous pipeline's, the replicas
 // take the same update, and a 1-rank streaming run (sandbox in-process) agrees too. Generation
 // and verification are slowed, so groups really finish out of order and later turns start while
-// other groups are still being verified. The time accounting of /steps adds up.
+// other groups are still being verified, and finished groups are trained while others are still
+// in the rollout (rl.overlap_training). The time accounting of /steps adds up.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -170,6 +171,16 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
   for (const auto& r : stream.steps) overlapped += r.n_jobs_overlapped;
   EXPECT_GT(overlapped, 0);
   for (const auto& r : sync.steps) EXPECT_EQ(r.n_jobs_overlapped, 0);
+  // And it trains groups whose last verdict is in while others are still generated or verified
+  // (rl.overlap_training): the same sequences in all, some of them during the rollout.
+  int64_t early = 0;
+  for (size_t i = 0; i < stream.steps.size(); ++i) {
+    early += stream.steps[i].train_sequences_early;
+    EXPECT_EQ(stream.steps[i].train_sequences, sync.steps[i].train_sequences) << i;
+    EXPECT_EQ(stream.steps[i].train_positions, sync.steps[i].train_positions) << i;
+    EXPECT_EQ(sync.steps[i].train_sequences_early, 0) << i;
+  }
+  EXPECT_GT(early, 0);
 
   // Rank 0 alone, verifying in-process: the same decisions again.
   TopologyConfig solo;
