@@ -170,6 +170,8 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
     out.prefill_tokens += row.prefill_tokens;
     out.kv_reused_tokens += row.kv_reused_tokens;
     out.jobs_overlapped += row.n_jobs_overlapped;
+    out.train_sequences += row.train_sequences;
+    out.train_sequences_early += row.train_sequences_early;
     out.samples += n_rows;
     out.trajectories += st.trajectories;
     out.groups += row.n_groups;

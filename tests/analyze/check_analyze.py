@@ -95,6 +95,8 @@ want_run = {
     "dropped_groups": int(steps["n_dropped_groups"].sum()), "sandbox_jobs": int(steps["n_sandbox_jobs"].sum()),
     "tokens_generated": int(steps["tokens_generated"].sum()),
     "jobs_overlapped": int(steps["n_jobs_overlapped"].sum()),
+    "train_sequences": int(steps["train_sequences"].sum()),
+    "train_sequences_early": int(steps["train_sequences_early"].sum()),
     # From /samples, not /steps: each turn-sample's prompt, less what came from another sequence's KV cache.
     "prefill_tokens": int((samples["prompt_tokens"] - samples["kv_reused_tokens"]).sum()),
     "kv_reused_frac": ratio(samples["kv_reused_tokens"].sum(), samples["prompt_tokens"].sum()),
