@@ -117,7 +117,6 @@ class StepState {
                                      const rl::AdvantageOptions& advantages);
   // These turns (by uid) are in the gradient already: train_items() leaves them out.
   void mark_trained_early(int64_t uid) { trained_early_.insert(uid); }
-  int64_t trained_early() const { return static_cast<int64_t>(trained_early_.size()); }
 
   // Rows for HDF5 and the step's counters; after score().
   void fill_rows(io::StepRow* step_row, std::vector<io::SampleRow>* rows, std::vector<io::SampleText>* texts) const;

@@ -321,8 +321,11 @@ class Phase {
 
   // Generation first: sequences to train on go only to workers with nothing to decode while
   // nothing waits to be generated, a hand-out at a time, so a later turn soon finds a worker.
+  // Only while the rollout goes on: once nothing is generated or verified any more, what is left
+  // trains after the phase, dealt out by tokens and sorted by length (train_samples.h), where the
+  // last micro-batch's backward overlaps the gradient's reduction.
   void hand_out_training(TurnTimes* times) {
-    if (!overlap_ || !queue_.empty()) return;
+    if (!overlap_ || !queue_.empty() || (!generating() && !sandbox_busy())) return;
     for (auto it = waiting_policy_.begin(); it != waiting_policy_.end() && !trainable_.empty();) {
       const int rank = it->first;
       if (items_out_[rank] > 0) {

@@ -30,7 +30,7 @@ struct TrainPlan {
   std::vector<TrainWork> work;  // one per policy rank
   int64_t sequences = 0;        // sequences the forward runs per epoch
   int64_t positions = 0;        // tokens the forward runs per epoch
-  int64_t merged = 0;           // trajectories trained once as one sequence
+  int64_t merged = 0;           // of them, trajectories trained once as one sequence
 };
 
 // A sequence to train on and the turns (uids) it covers.

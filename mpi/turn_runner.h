@@ -25,7 +25,9 @@ struct TurnTimes {
   // Rank 0's wall-clock seconds while generation / verification ran. They add up to the turns'
   // time in the synchronous pipeline and overlap in the streaming one.
   double gen_s = 0, sandbox_s = 0;
-  double drain_s = 0;  // wall from the end of the turns' last generation to their last verdict
+  // Wall from the end of the turns' last generation to the end of the phase: their last verdict
+  // (in the streaming pipeline, or the end of training hand-outs still running then).
+  double drain_s = 0;
   // Summed over the policy ranks: seconds spent generating, and seconds idle with no work that
   // could come from anywhere but the sandbox's outstanding verdicts (the drain included).
   double policy_gen_s = 0, policy_wait_s = 0;

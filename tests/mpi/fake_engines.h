@@ -48,10 +48,10 @@ class FakePolicy : public PolicyEngine {
   TrainReport train(const TrainWork& work, MPI_Comm policy) override {
     double local = early_[0];
     for (const auto& s : work.samples) local += s.advantage * static_cast<double>(s.tokens.size());
-    float g[2] = {static_cast<float>(local), static_cast<float>(work.samples.size() + early_[1])};
-    allreduce_sum(g, 2, policy);
-    params_[0] += g[0];
-    params_[1] += g[1];
+    // Summed in double: the sum does not depend on which rank trained what, as the sequences
+    // trained during the rollout go to other ranks than the step's own plan would deal them.
+    params_[0] += static_cast<float>(allreduce_sum(local, policy));
+    params_[1] += static_cast<float>(allreduce_sum(static_cast<double>(work.samples.size()) + early_[1], policy));
     TrainReport r;
     r.tokens = static_cast<double>(work.samples.size()) + early_[1];
     r.early_sequences = static_cast<int64_t>(early_[1]);

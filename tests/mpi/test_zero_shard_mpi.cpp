@@ -325,6 +325,31 @@ TEST(ZeroShard, StageOneOverlappedWithTheBackwardMatchesTheReplicatedStep) {
   check.finish("stage 1 overlapped with the backward", t.sharded, comm);
 }
 
+// Training during the rollout (rl.overlap_training) back-propagates under a loss normaliser of 1
+// and defers 1 / N to the step (AdamW::step's gradient multiplier). Through stage 1's shards (the
+// norm summed over them, the clip, each shard's update), a gradient 37 times too large stepped
+// with multiplier 1/37 is the replicated step.
+TEST(ZeroShard, StageOneWithTheNormaliserDeferredToTheStepMatchesTheReplicatedStep) {
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = rank_of(comm);
+  backend::CpuBackend be(1);
+  Twins t(be, tiny_config(), comm);
+  AgainstReplicated check;
+  const double k = 37;
+  for (int step = 0; step < 20; ++step) {
+    t.replicated.zero_grad();
+    backward_pass(t.replicated, rank, step, 0);
+    allreduce_sum(t.replicated.grads(), t.replicated.num_params(), comm);
+    const model::StepStats a = t.full.step();
+    t.sharded.zero_grad();
+    backward_pass(t.sharded, rank, step, 0);
+    for (size_t i = 0; i < t.sharded.num_params(); ++i) t.sharded.grads()[i] *= static_cast<float>(k);
+    const model::StepStats b = zero1_step(t.sharded, t.shard, t.plan, t.collectives, nullptr, 1.0 / k);
+    check.step(step, a, b, t.oc.grad_clip, t.replicated, t.sharded);
+  }
+  check.finish("stage 1 with the normaliser deferred to the step", t.sharded, comm);
+}
+
 // ZeRO stage 2: the model streams each layer's gradient into ShardedGradients. Ranks hold
 // different numbers of micro-batches (1 to 3, changing with the step), so the busiest sets how
 // many backward passes everyone runs; the replicated model runs the same micro-batches and
