@@ -5,6 +5,7 @@
 #include <chrono>
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "common/check.h"
 #include "common/rng.h"
