@@ -16,7 +16,13 @@ else echo "ok   no-libcuda-link"; fi
 if ldd "$LEAP" | grep -q libcudart; then
   check version-libraries 0 "libraries: CUDA runtime [0-9.]+, cuBLASLt [0-9.]+, NCCL [0-9.]+" -- "$LEAP" --version
 fi
-check version-commit 0 "commit [0-9a-f]+|commit unknown" -- "$LEAP" --version
+# The commit is the source tree's at build time (cmake/version_header.cmake refreshes it at every
+# build), not the one the build folder was configured at: trajectories and eval reports carry it.
+if head=$(git -C "$(dirname "$0")/../.." rev-parse --short=12 HEAD 2>/dev/null); then
+  check version-commit-is-head 0 "commit $head(-dirty)?\)" -- "$LEAP" --version
+else
+  check version-commit 0 "commit unknown" -- "$LEAP" --version
+fi
 check train-help 0 "--mpi.sandbox_ranks" -- "$LEAP" train --help
 check print-config 0 "^\[mpi\]" -- "$LEAP" train --print-config --mpi.sandbox_ranks=1
 check print-config-value 0 "sandbox_ranks = 3" -- "$LEAP" train --print-config --mpi.sandbox_ranks=3
