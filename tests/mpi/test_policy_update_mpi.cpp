@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <memory>
 
 #include "backend/cpu_backend.h"
 #include "model/byte_tokenizer.h"
@@ -148,8 +149,9 @@ TEST_P(PolicyUpdate, SummedGradientEqualsWholeBatchGradient) {
 // train_early() under a normaliser of 1 before the step's train() (deferred_norm) adds the rest
 // and applies 1 / N at the optimizer. The gradient accumulated is then N times the whole batch's,
 // and the step reports the whole batch's loss and gradient norm. Rank 3 trains everything early,
-// rank 2 nothing, ranks 0 and 1 half of theirs.
-TEST_P(PolicyUpdate, TrainingDuringTheRolloutEqualsTrainingAfterIt) {
+// rank 2 nothing, ranks 0 and 1 half of theirs. With kl_beta > 0 the policy is moved away from
+// its frozen reference first, so the KL term has a gradient of its own in both.
+void expect_early_training_equals_late(rl::LossAggregation agg, double kl_beta) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -164,30 +166,45 @@ TEST_P(PolicyUpdate, TrainingDuringTheRolloutEqualsTrainingAfterIt) {
   early.assign(mine.begin(), mine.begin() + static_cast<long>(n_early));
   late.samples.assign(mine.begin() + static_cast<long>(n_early), mine.end());
   all.samples = batch;
-  Replica dist(GetParam());
+  // The policy's weights are seed 6's and, with kl_beta > 0, the reference's seed 5's.
+  auto with_reference = [kl_beta](Replica& r) {
+    std::unique_ptr<model::ReferencePolicy> ref;
+    if (kl_beta > 0) {
+      ref = model::ReferencePolicy::copy_of(r.model, "seed 5");
+      r.engine.set_reference(ref.get());
+    }
+    r.model.init_random(6);
+    return ref;
+  };
+  Replica dist(agg, kl_beta);
+  const auto dist_ref = with_reference(dist);
   // In two hand-outs, as a rank may get them.
   if (!early.empty()) dist.engine.train_early({early.begin(), early.begin() + 1});
   if (early.size() > 1) dist.engine.train_early({early.begin() + 1, early.end()});
   const TrainReport rd = dist.engine.train(late, MPI_COMM_WORLD);
   ASSERT_TRUE(check_replicas_identical(dist.model.params(), dist.model.num_params(), MPI_COMM_WORLD).is_ok());
-  double loss = rd.loss, early_sequences = static_cast<double>(rd.early_sequences);
-  MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  MPI_Allreduce(MPI_IN_PLACE, &early_sequences, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  double sums[3] = {rd.loss, static_cast<double>(rd.early_sequences), rd.kl_sum};
+  MPI_Allreduce(MPI_IN_PLACE, sums, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  const double loss = sums[0], early_sequences = sums[1], kl_sum = sums[2];
   if (rank == 0) {
-    Replica solo(GetParam());
+    Replica solo(agg, kl_beta);
+    const auto solo_ref = with_reference(solo);
     const TrainReport rs = solo.engine.train(all, MPI_COMM_SELF);
     // N, counted independently: completion tokens (token-mean) or sequences (seq-mean modes).
     double n = 0;
     for (const auto& s : batch)
-      n += GetParam() == rl::LossAggregation::kTokenMean ? static_cast<double>(s.old_logprobs.size()) : 1.0;
+      n += agg == rl::LossAggregation::kTokenMean ? static_cast<double>(s.old_logprobs.size()) : 1.0;
     double max_diff = 0, max_grad = 0;
     for (size_t i = 0; i < solo.model.num_params(); ++i) {
       max_grad = std::max(max_grad, std::abs(static_cast<double>(solo.model.grads()[i])));
       max_diff = std::max(max_diff, std::abs(static_cast<double>(solo.model.grads()[i]) - dist.model.grads()[i] / n));
     }
-    std::printf("during the rollout: max |solo - summed / N| = %.3g (max |g| %.3g); loss %.6g vs %.6g; "
-                "norm %.6g vs %.6g\n", max_diff, max_grad, loss, rs.loss, rd.grad_norm, rs.grad_norm);
+    std::printf("during the rollout (kl_beta %g): max |solo - summed / N| = %.3g (max |g| %.3g); loss %.6g vs %.6g; "
+                "norm %.6g vs %.6g; kl %.6g vs %.6g\n", kl_beta, max_diff, max_grad, loss, rs.loss, rd.grad_norm,
+                rs.grad_norm, kl_sum, rs.kl_sum);
     EXPECT_EQ(early_sequences, 1 + 1 + 3);  // ranks 0 and 1 (half of 3, rounded down), rank 3 all
+    if (kl_beta > 0) EXPECT_GT(rs.kl_sum, 1e-3);
+    EXPECT_NEAR(kl_sum, rs.kl_sum, 1e-5 * std::abs(rs.kl_sum) + 1e-9);
     EXPECT_GT(max_grad, 1e-4);
     EXPECT_LT(max_diff, 1e-5 * max_grad);
     EXPECT_NEAR(loss, rs.loss, 1e-5 * std::abs(rs.loss) + 1e-7);
@@ -200,6 +217,12 @@ TEST_P(PolicyUpdate, TrainingDuringTheRolloutEqualsTrainingAfterIt) {
       max_param = std::max(max_param, std::abs(static_cast<double>(solo.model.params()[i]) - dist.model.params()[i]));
     EXPECT_LT(max_param, 5e-4);
   }
+}
+
+TEST_P(PolicyUpdate, TrainingDuringTheRolloutEqualsTrainingAfterIt) { expect_early_training_equals_late(GetParam(), 0); }
+
+TEST(PolicyKl, TrainingDuringTheRolloutEqualsTrainingAfterIt) {
+  expect_early_training_equals_late(rl::LossAggregation::kTokenMean, 0.1);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAggregations, PolicyUpdate,
