@@ -47,7 +47,9 @@ Expected<std::vector<rl::EvalRecord>> Evaluator::run_batch(int64_t batch,
         e.prompt_tokens = static_cast<int64_t>(r.completion.prompt_tokens.size());
         e.completion_tokens = static_cast<int64_t>(r.completion.completion_tokens.size());
         if (r.verified && r.outcome.speedup >= 0) e.speedup = r.outcome.speedup;
-        out.push_back(e);
+        e.completion = r.completion.text;
+        e.feedback = r.outcome.feedback;
+        out.push_back(std::move(e));
       }
     }
   }

@@ -126,7 +126,9 @@ json eval_json(const tasks::Suite& suite, const EvalBreakdown& b,
                     {"verdict", std::string(sandbox::verdict_name(r.verdict))},
                     {"prompt_tokens", r.prompt_tokens},
                     {"completion_tokens", r.completion_tokens},
-                    {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)}});
+                    {"speedup", r.speedup ? json(*r.speedup) : json(nullptr)},
+                    {"completion", r.completion},
+                    {"feedback", r.feedback}});
   }
   j["records"] = recs;
   j["config"] = info.config_ini;

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "sandbox/verdict.h"
@@ -31,6 +32,8 @@ struct EvalRecord {
   sandbox::Verdict verdict = sandbox::Verdict::kSandboxError;
   int64_t prompt_tokens = 0, completion_tokens = 0;
   std::optional<double> speedup;  // reference time / candidate time, where the sandbox timed it
+  std::string completion;         // the answer's text, and the sandbox's feedback on it, so a
+  std::string feedback;           // failure can be read from the report without rerunning
 };
 
 struct EvalSpec {

@@ -99,6 +99,13 @@ def check(report_path, suite_path):
                 errors.append(f"{tid} sample {s}: turns {turns} verdicts {[r['verdict'] for r in rs]}")
             if not 0 <= s < rep["samples_per_task"] or len(rs) > rep["turns"]:
                 errors.append(f"{tid} sample {s} out of range")
+        # The answer's text is there, and a failed answer says why (the feedback its next turn sees).
+        for r in recs:
+            if (r["completion_tokens"] > 0) != bool(r["completion"]):
+                errors.append(f"{tid} sample {r['sample']} turn {r['turn']}: {r['completion_tokens']} "
+                              f"completion tokens but text {r['completion'][:40]!r}")
+            if r["verdict"] != "OK" and not r["feedback"]:
+                errors.append(f"{tid} sample {r['sample']} turn {r['turn']}: {r['verdict']} without feedback")
     compare("overall", rep["overall"], summary(task_ids, recs_by_task, rep), errors)
     for key, field in (("by_split", "split"), ("by_family", "family")):
         groups = {}
