@@ -28,6 +28,11 @@ void SftOptions::declare(OptionSet& opts) {
            "suffixes drew a different one in the launch line than in the definition.");
   opts.add("sft.repairs", &repairs, true,
            "SFT: add repair turns (a broken reference, the sandbox's real feedback, the fix).");
+  opts.add("sft.prompt_loss_weight", &prompt_loss_weight, 0.0,
+           "SFT: weight of the prompt's tokens in the loss, against 1 for the answer's. 0 trains on the answers "
+           "alone; above 0 also trains next-token prediction on the prompts, which teaches a policy trained from "
+           "random weights to read (and copy from) them.",
+           {.min = 0.0, .max = 1.0});
   opts.add("sft.log_every", &log_every, 10, "SFT: log the loss every N steps.", {.min = 1});
   opts.add("sft.save_to", &save_to, std::string(""),
            "SFT: also write the final policy (config.json + model.safetensors) to this folder.");
@@ -121,6 +126,23 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
   return out;
 }
 
+std::vector<float> sft_loss_weights(const std::vector<const TrainSample*>& seqs, int T, double prompt_weight) {
+  std::vector<float> w(seqs.size() * static_cast<size_t>(T), 0.f);
+  for (size_t b = 0; b < seqs.size(); ++b) {
+    const auto& e = *seqs[b];
+    LEAP_CHECK(e.tokens.size() <= static_cast<size_t>(T), "an SFT example is longer than its micro-batch");
+    for (size_t t = 1; t < e.tokens.size(); ++t)  // position t predicts token t
+      w[b * static_cast<size_t>(T) + t] = t < static_cast<size_t>(e.prompt_len) ? static_cast<float>(prompt_weight) : 1.f;
+  }
+  return w;
+}
+
+double sft_loss_tokens(const TrainSample& e, double prompt_weight) {
+  const auto n = static_cast<int64_t>(e.tokens.size());
+  const int64_t prompt = std::clamp<int64_t>(e.prompt_len - 1, 0, std::max<int64_t>(n - 1, 0));
+  return static_cast<double>(std::max<int64_t>(n - 1, 0) - prompt) + prompt_weight * static_cast<double>(prompt);
+}
+
 std::string sft_material_hash(const std::vector<TrainSample>& examples) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a over (prompt_len, length, tokens) of each example
   auto mix = [&h](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
@@ -151,11 +173,11 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
   for (int step = from.next_step; step < steps; ++step) {
     auto batch = sampler.next_batch(opts.batch_seqs);
     std::vector<int64_t> weights;
-    double answer_tokens = 0;
+    double loss_tokens = 0;  // the loss normaliser: every position's weight, over the whole batch
     for (int i : batch) {
       const auto& e = examples[static_cast<size_t>(i)];
       weights.push_back(static_cast<int64_t>(e.tokens.size()));
-      answer_tokens += static_cast<double>(e.tokens.size() - static_cast<size_t>(e.prompt_len));
+      loss_tokens += sft_loss_tokens(e, opts.prompt_loss_weight);
     }
     auto owner = balance_by_weight(weights, size);
     std::vector<const TrainSample*> mine;
@@ -173,15 +195,11 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
       size_t end = std::min(mine.size(), i + static_cast<size_t>(micro_batch_seqs));
       for (size_t j = i; j < end; ++j) seqs.push_back(mine[j]->tokens);
       auto tb = model::TokenBatch::from_sequences(seqs);
-      std::vector<float> mask(static_cast<size_t>(tb.B) * static_cast<size_t>(tb.T), 0.f);
-      for (size_t j = i; j < end; ++j) {
-        const size_t b = j - i;
-        for (size_t t = static_cast<size_t>(mine[j]->prompt_len); t < mine[j]->tokens.size(); ++t)
-          mask[b * static_cast<size_t>(tb.T) + t] = 1.f;
-      }
+      const std::vector<float> mask = sft_loss_weights(
+          {mine.begin() + static_cast<long>(i), mine.begin() + static_cast<long>(end)}, tb.T, opts.prompt_loss_weight);
       // The last micro-batch's backward completes the gradient: its reduction may start there.
       if (end == mine.size()) arm_last_backward(model, reducer, zero);
-      auto l = model.sft_step(tb, mask.data(), static_cast<float>(answer_tokens));
+      auto l = model.sft_step(tb, mask.data(), static_cast<float>(loss_tokens));
       LEAP_CHECK(l.has_value(), "SFT step failed: " << l.status().message());
       loss += *l;
     }

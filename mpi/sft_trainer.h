@@ -37,6 +37,7 @@ struct SftOptions {
   int augment = 2;         // verified rewrites per task
   bool repairs = true;     // repair turns from broken variants
   bool rename_kernels = true;  // rewrites may rename kernels (off where prompts name them)
+  double prompt_loss_weight = 0;  // weight of the prompt's tokens in the loss (answer tokens: 1)
   int log_every = 10;
   std::string save_to;     // also write the final policy here (e.g. models/demo)
   std::string save_dtype = "f32";  // how save_to stores the weights: f32 or bf16
@@ -47,6 +48,13 @@ struct SftMaterialStats {
   int tasks = 0, references = 0, rewrites = 0, rewrites_dropped = 0, repairs = 0, repairs_dropped = 0;
   int too_long = 0;  // examples longer than the model's context, left out
 };
+
+// The loss weight of every position of a micro-batch (B x T, row b holding seqs[b]): 1 for the
+// answer's tokens, prompt_weight for the prompt's (the first token is never predicted), 0 for
+// padding.
+std::vector<float> sft_loss_weights(const std::vector<const TrainSample*>& seqs, int T, double prompt_weight);
+// The sum of one example's weights there: the loss is normalised by this summed over the batch.
+double sft_loss_tokens(const TrainSample& e, double prompt_weight);
 
 // Rank 0: the training examples, as token sequences with the prompt length marking the loss.
 Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite, const rl::PromptBuilder& prompts,
