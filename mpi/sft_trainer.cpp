@@ -126,21 +126,27 @@ Expected<std::vector<TrainSample>> build_sft_material(const tasks::Suite& suite,
   return out;
 }
 
+namespace {
+// The one rule: position t (1 <= t < length) predicts token t, a prompt token or an answer token.
+float position_weight(size_t t, const TrainSample& e, double prompt_weight) {
+  return t < static_cast<size_t>(e.prompt_len) ? static_cast<float>(prompt_weight) : 1.f;
+}
+}  // namespace
+
 std::vector<float> sft_loss_weights(const std::vector<const TrainSample*>& seqs, int T, double prompt_weight) {
   std::vector<float> w(seqs.size() * static_cast<size_t>(T), 0.f);
   for (size_t b = 0; b < seqs.size(); ++b) {
     const auto& e = *seqs[b];
     LEAP_CHECK(e.tokens.size() <= static_cast<size_t>(T), "an SFT example is longer than its micro-batch");
-    for (size_t t = 1; t < e.tokens.size(); ++t)  // position t predicts token t
-      w[b * static_cast<size_t>(T) + t] = t < static_cast<size_t>(e.prompt_len) ? static_cast<float>(prompt_weight) : 1.f;
+    for (size_t t = 1; t < e.tokens.size(); ++t) w[b * static_cast<size_t>(T) + t] = position_weight(t, e, prompt_weight);
   }
   return w;
 }
 
 double sft_loss_tokens(const TrainSample& e, double prompt_weight) {
-  const auto n = static_cast<int64_t>(e.tokens.size());
-  const int64_t prompt = std::clamp<int64_t>(e.prompt_len - 1, 0, std::max<int64_t>(n - 1, 0));
-  return static_cast<double>(std::max<int64_t>(n - 1, 0) - prompt) + prompt_weight * static_cast<double>(prompt);
+  double sum = 0;
+  for (size_t t = 1; t < e.tokens.size(); ++t) sum += position_weight(t, e, prompt_weight);
+  return sum;
 }
 
 std::string sft_material_hash(const std::vector<TrainSample>& examples) {
