@@ -2,7 +2,7 @@
 """Evidence that DCP pays: the same step budget run three ways, several seeds each.
 
     benchmarks/dcp_compare.py --steps 20 --seeds 1 2 3 --out runs/dcp_compare20
-        [--np 4] [--config configs/demo.ini] [--leap build/src/apps/leap] [--eval-samples 8]
+        [--np 4] [--config configs/demo_v1.ini] [--leap build/src/apps/leap] [--eval-samples 8]
         [-- extra leap options]
 
 Ways: `static` (DCP static, the paper's setting), `off` (every group with a failure expanded:
@@ -68,7 +68,7 @@ def main():
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--np", type=int, default=4)
     p.add_argument("--out", default="runs/dcp_compare")
-    p.add_argument("--config", default="configs/demo.ini")
+    p.add_argument("--config", default="configs/demo_v1.ini")
     p.add_argument("--leap", default="build/src/apps/leap")
     p.add_argument("--eval-samples", type=int, default=8)
     p.add_argument("--eval-leap", default="", help="the leap binary for the evaluations (default: --leap)")

@@ -143,7 +143,7 @@ def main():
     p.add_argument("--config", default="configs/demo.ini")
     p.add_argument("--suite", default="tasks/families.jsonl",
                    help="the suite: RL draws its train tasks, the evaluations a held-out subset")
-    p.add_argument("--model", default="models/demo", help="the starting policy")
+    p.add_argument("--model", default="models/demo-v2", help="the starting policy")
     p.add_argument("--heldout-per-family", type=int, default=4)
     p.add_argument("--eval-samples", type=int, default=2)
     p.add_argument("--eval-turns", type=int, default=3)

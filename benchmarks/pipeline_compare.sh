@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The streaming pipeline against the synchronous one (rl.pipeline = stream / sync) on the CPU demo
-# (configs/demo.ini: 2 policy ranks, 2 sandbox ranks of 2 workers), in two settings:
+# (configs/demo_v1.ini: 2 policy ranks, 2 sandbox ranks of 2 workers), in two settings:
 #   plain      the demo as it is, where the interpreter's verification is ~1% of a step;
 #   simulated  sandbox.simulated_exec_ms = MS: every candidate that ran holds its slot MS longer,
 #              asleep, standing in for timed GPU trials (benchmarks only; labelled in the output).
@@ -28,7 +28,7 @@ for seed in "${seeds[@]}"; do
     extra=(); [ "$setting" = simulated ] && extra=(--sandbox.simulated_exec_ms "$ms")
     for pipeline in sync stream; do
       dir="$out/$setting-$pipeline-$seed"
-      scripts/mpirun_local.sh 4 "$leap" train --config configs/demo.ini --train.steps "$steps" --run.seed "$seed" \
+      scripts/mpirun_local.sh 4 "$leap" train --config configs/demo_v1.ini --train.steps "$steps" --run.seed "$seed" \
         --rl.pipeline "$pipeline" "${extra[@]}" "${more[@]}" --run.out_dir "$dir" >"$dir.log" 2>&1 || { echo "FAILED: $dir.log"; exit 1; }
       echo "done $setting $pipeline seed $seed"
     done

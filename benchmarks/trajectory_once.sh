@@ -11,7 +11,7 @@ leap=build/src/apps/leap
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 for r in $(seq 1 "$reps"); do
   for arm in true false; do
-    scripts/mpirun_local.sh 1 "$leap" train --config configs/demo.ini --mpi.sandbox_ranks 0 --dcp.mode off \
+    scripts/mpirun_local.sh 1 "$leap" train --config configs/demo_v1.ini --mpi.sandbox_ranks 0 --dcp.mode off \
       --train.steps "$steps" --rl.train_trajectory_once "$arm" --run.out_dir "$tmp/$arm-$r" >"$tmp/$arm-$r.log" 2>&1
   done
 done

@@ -19,7 +19,7 @@ common=(--suite "$src/tasks/level1.jsonl" --model "$tmp/model" --train.random_in
 
 # A finished 2-step run of the demo policy (models/demo), which passes some tasks, so that the
 # pass rates checked are not all zero.
-if ! (cd "$src" && scripts/mpirun_local.sh 1 "$LEAP" train --config configs/demo.ini --mpi.sandbox_ranks 0 \
+if ! (cd "$src" && scripts/mpirun_local.sh 1 "$LEAP" train --config configs/demo_v1.ini --mpi.sandbox_ranks 0 \
         --sandbox.workers 1 --train.batch_tasks 2 --rl.group_size 4 --train.steps 2 --log.level warn \
         --output.swmr on --run.out_dir "$tmp/run") >"$tmp/run.log" 2>&1; then
   echo "FAIL the run to analyze did not finish"; tail -20 "$tmp/run.log"; exit 1

@@ -11,7 +11,7 @@ set -u
 source "$(dirname "$0")/check_lib.sh"
 cd "$LEAP_SOURCE_DIR" || exit 1
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-gpu=(--config configs/demo.ini --backend.name cuda --train.micro_batch_seqs 1
+gpu=(--config configs/demo_v1.ini --backend.name cuda --train.micro_batch_seqs 1
      --prompt.max_prompt_tokens 3072 --sampler.max_new_tokens 1024 --ranks 8 --gpu-memory-gib 141)
 
 for folder in models/qwen2.5-coder-1.5b models/qwen2.5-coder-7b models/demo models/demo-v2; do
@@ -50,8 +50,8 @@ check plan-1.5b-fits 0 "fits: yes" -- "$LEAP" plan "${gpu[@]}" --model.path mode
 check plan-kl-reference 0 "kl_reference +[0-9]{10,} " -- \
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --rl.kl_beta 0.01
 # ZeRO stage 1 over 8 ranks: AdamW's state is an eighth of the replicated one.
-"$LEAP" plan --config configs/demo.ini --model.path models/qwen2.5-coder-7b --ranks 8 --optim.zero_stage 1 \
-  --format json > "$tmp/z1.json" && "$LEAP" plan --config configs/demo.ini --model.path models/qwen2.5-coder-7b \
+"$LEAP" plan --config configs/demo_v1.ini --model.path models/qwen2.5-coder-7b --ranks 8 --optim.zero_stage 1 \
+  --format json > "$tmp/z1.json" && "$LEAP" plan --config configs/demo_v1.ini --model.path models/qwen2.5-coder-7b \
   --ranks 8 --format json > "$tmp/z0.json" && /usr/bin/python3 - "$tmp/z0.json" "$tmp/z1.json" <<'PY' || fail=1
 import json, sys
 z0, z1 = (json.load(open(p))["per_rank"]["optimizer_state"] for p in sys.argv[1:])
@@ -60,7 +60,7 @@ print(("ok   " if ok else "FAIL ") + f"plan-zero-stage-1: optimizer state {z1} b
 sys.exit(0 if ok else 1)
 PY
 # ZeRO stage 2 over 8 ranks: the gradient is an eighth, plus two layers' buffers (one in the backward, one in its reduce-scatter) and the rest's.
-"$LEAP" plan --config configs/demo.ini --model.path models/qwen2.5-coder-7b --ranks 8 --optim.zero_stage 2 \
+"$LEAP" plan --config configs/demo_v1.ini --model.path models/qwen2.5-coder-7b --ranks 8 --optim.zero_stage 2 \
   --format json > "$tmp/z2.json" && /usr/bin/python3 - "$tmp/z0.json" "$tmp/z2.json" models/qwen2.5-coder-7b/config.json <<'PY' || fail=1
 import json, sys
 z0, z2 = (json.load(open(p))["per_rank"] for p in sys.argv[1:3])
@@ -116,7 +116,7 @@ check plan-kv-fp32 0 "kv_cache +4250003716 +3.96  fp32, paged" -- \
 # bf16 gradient communication on CUDA: NCCL's staging of one 7B layer (233057792 values) in bf16.
 check plan-grad-comm-bf16 0 "workspace +967943168 .*NCCL's bf16 gradient staging" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --optim.grad_comm_dtype bf16
-check plan-kv-cpu-auto 0 "kv_cache .*fp32, paged" -- "$LEAP" plan --config configs/demo.ini
+check plan-kv-cpu-auto 0 "kv_cache .*fp32, paged" -- "$LEAP" plan --config configs/demo_v1.ini
 check plan-kv-bad-dtype 2 "sampler.kv_cache_dtype" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --sampler.kv_cache_dtype f16
 # A plan that does not fit lists the memory settings the run does not use, what each saves and what
@@ -162,14 +162,14 @@ if out=$("$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --format
 else echo "FAIL plan-fits-no-remedies: leap plan failed"; fail=1; fi
 # Only settings that lower this plan: on a 2-layer model over 2 ranks ZeRO-2's two layer buffers
 # outweigh the shard, and a bf16 reference's scratch its copy, so neither is offered.
-if out=$("$LEAP" plan --config configs/demo.ini --model.path models/tiny-llama3 --ranks 2 --optim.zero_stage 1 \
+if out=$("$LEAP" plan --config configs/demo_v1.ini --model.path models/tiny-llama3 --ranks 2 --optim.zero_stage 1 \
     --rl.kl_beta 0.1 --rl.kl_reference_dtype fp32 --gpu-memory-gib 0.001); then
   if grep -q -- "--optim.zero_stage 2\|--rl.kl_reference_dtype bf16\|saves *-" <<<"$out" || ! grep -q "settings that lower it" <<<"$out"; then
     echo "FAIL plan-remedies-only-lower: $(grep -A8 'settings that lower' <<<"$out")"; fail=1
   else echo "ok   plan-remedies-only-lower"; fi
 else echo "FAIL plan-remedies-only-lower: leap plan failed"; fail=1; fi
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
-check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo.ini --model.path "$tmp"
+check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo_v1.ini --model.path "$tmp"
 check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml
 check plan-help 0 "--gpu-memory-gib" -- "$LEAP" plan --help
 exit $fail

@@ -16,7 +16,7 @@ grep -E '"id": "L1/(relu|add|tanh)"' "$src/tasks/level1.jsonl" > "$tmp/three.jso
 demo=(--model "$src/models/demo" --eval.k 1,2,4)
 three=(--suite "$tmp/three.jsonl" --split all)
 
-common=(--config "$src/configs/demo.ini" --eval.samples 4 --eval.turns 2 --eval.batch_tasks 2 --sampler.max_new_tokens 400
+common=(--config "$src/configs/demo_v1.ini" --eval.samples 4 --eval.turns 2 --eval.batch_tasks 2 --sampler.max_new_tokens 400
         --log.level warn)
 
 check four-ranks 0 "pass@1" -- "$mpirun_local" 4 "$LEAP" eval "${common[@]}" "${demo[@]}" "${three[@]}" \

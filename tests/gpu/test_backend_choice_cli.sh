@@ -13,7 +13,7 @@ if "$LEAP" --version 2>&1 | grep -q "device: none"; then
   check "score: cuda without a GPU is exit 2" 2 "backend.name = cuda.*(no usable GPU|built without CUDA).*backend.name = cpu" \
     -- "$LEAP" score --model "$model" --tokens "$tokens" --backend.name=cuda
   check "train: cuda without a GPU is exit 2" 2 "backend.name = cuda.*(no usable GPU|built without CUDA)" \
-    -- "$LEAP" train --config "$LEAP_SOURCE_DIR/configs/demo.ini" --model "$model" \
+    -- "$LEAP" train --config "$LEAP_SOURCE_DIR/configs/demo_v1.ini" --model "$model" \
        --run.out_dir="$tmp/run" --backend.name=cuda
   if [ -e "$tmp/run" ]; then echo "FAIL train: the refused run wrote $tmp/run"; fail=1; fi
 else

@@ -188,7 +188,7 @@ check_requeued() {
 declare -A job_of
 for name in straight stopped srun_stopped; do
   launcher=$([ $name = srun_stopped ] && echo srun || echo mpirun)
-  job_of[$name]=$(LEAP_LAUNCHER=$launcher submit $name "$src/configs/demo.ini" "$tmp/$name" --train.steps $steps) ||
+  job_of[$name]=$(LEAP_LAUNCHER=$launcher submit $name "$src/configs/demo_v1.ini" "$tmp/$name" --train.steps $steps) ||
     die "sbatch"
 done
 signal_after_checkpoint stopped "${job_of[stopped]}"

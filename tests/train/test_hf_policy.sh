@@ -12,7 +12,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 grep -E '"id": "L1/(relu|silu)"' "$src/tasks/level1.jsonl" > "$tmp/two.jsonl"
 model="$src/models/tiny-qwen2"
 # The demo's settings on two tasks; 2 turns for every sample (DCP off).
-base=(--config "$src/configs/demo.ini" --suite "$tmp/two.jsonl" --train.batch_tasks 2 --rl.group_size 2
+base=(--config "$src/configs/demo_v1.ini" --suite "$tmp/two.jsonl" --train.batch_tasks 2 --rl.group_size 2
       --rl.max_turns 2 --dcp.mode off --sampler.max_new_tokens 24 --log.level info)
 rl=("${base[@]}" --model "$model" --mpi.sandbox_ranks 1)
 solo=("${base[@]}" --mpi.sandbox_ranks 0 --train.steps 1)
@@ -49,7 +49,7 @@ im_end = json.load(open(sys.argv[4] + "/tokenizer.json"))["added_tokens"][2]
 assert im_end["content"] == "<|im_end|>", im_end
 print("im_end ids:", out["ids"].count(im_end["id"]))' "$LEAP" tokenize --tokenizer "$ckpt" --chat "$tmp/chat.json"
 check checkpoint-score 0 '"logprobs": \[' -- "$LEAP" score --model "$ckpt" --tokens 1,2,3,4
-check checkpoint-eval 0 "pass@1" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" eval --config "$src/configs/demo.ini" \
+check checkpoint-eval 0 "pass@1" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" eval --config "$src/configs/demo_v1.ini" \
   --model "$ckpt" --suite "$tmp/two.jsonl" --mpi.sandbox_ranks 0 --eval.split train --eval.samples 2 \
   --eval.turns 2 --sampler.max_new_tokens 24 --eval.output "$tmp/eval"
 

@@ -17,7 +17,7 @@ run() {  # run NAME NP ARGS...
   else echo "FAIL $name"; tail -20 "$tmp/$name.log"; fail=1; fi
 }
 
-run four-ranks 4 --config "$src/configs/demo.ini" "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run4"
+run four-ranks 4 --config "$src/configs/demo_v1.ini" "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run4"
 /usr/bin/python3 "$here/check_run.py" "$tmp/run4" 2 2 4 2 || fail=1
 run one-rank 1 "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run1"
 /usr/bin/python3 "$here/check_run.py" "$tmp/run1" 2 2 4 1 || fail=1

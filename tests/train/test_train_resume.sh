@@ -19,7 +19,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # Three elementwise tasks the demo policy passes some of the time: every step's groups mix passes and
 # failures, so every step trains.
 grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
-rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 --sampler.max_new_tokens 384 --optim.lr 1e-4
+rl=(--config "$src/configs/demo_v1.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 --sampler.max_new_tokens 384 --optim.lr 1e-4
     --rl.kl_beta 0.05 --train.checkpoint_every 1 --log.level info --rl.resample_zero_variance true)
 # The exact comparison is the synchronous pipeline's promise; the streaming one's resume is below.
 rl_sync=("${rl[@]}" --rl.pipeline sync)

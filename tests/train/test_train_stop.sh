@@ -11,11 +11,11 @@ src="$here/../.."
 source "$src/tests/cli/check_lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/model" && cp "$here/tiny_config.json" "$tmp/model/config.json"
-base=(--config "$src/configs/demo.ini" --suite "$src/tasks/level1.jsonl" --train.random_init
+base=(--config "$src/configs/demo_v1.ini" --suite "$src/tasks/level1.jsonl" --train.random_init
       --train.batch_tasks 2 --rl.group_size 4 --sampler.max_new_tokens 48 --sandbox.device cpu --log.level info
       --train.checkpoint_every 1 --rl.pipeline sync)  # sync: the runs are compared exactly
 opts=("${base[@]}" --model "$tmp/model")
-# train NP ARGS...: 4 ranks are demo.ini's 2 policy + 2 sandbox; 1 rank verifies in-process.
+# train NP ARGS...: 4 ranks are demo_v1.ini's 2 policy + 2 sandbox; 1 rank verifies in-process.
 train() {
   local np="$1"; shift
   if [ "$np" = 1 ]; then "$src/scripts/mpirun_local.sh" 1 "$@" --mpi.sandbox_ranks 0

@@ -9,7 +9,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/../.."
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train --config "$src/configs/demo.ini" --model "$src/models/demo" \
+setsid "$src/scripts/mpirun_local.sh" 4 "$LEAP" train --config "$src/configs/demo_v1.ini" --model "$src/models/demo" \
   --suite "$src/tasks/level1.jsonl" --train.steps 2 --train.batch_tasks 2 --rl.group_size 8 --rl.max_turns 2 \
   --sampler.max_new_tokens 512 --log.level info --run.out_dir "$tmp/run" >"$tmp/log" 2>&1 &
 job=$!

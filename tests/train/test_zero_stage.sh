@@ -10,7 +10,7 @@
 # Stage 2: the gradient is sharded too, each layer's reduce-scattered as its backward finishes.
 # With one micro-batch a rank it sums in stage 1's order: bit-identical SFT, resumed SFT and RL
 # (the RL run's split of its 8 samples over the ranks, by tokens, decides this: a rank with two of
-# demo.ini's micro-batches of 4 would make it agree to rounding only).
+# demo_v1.ini's micro-batches of 4 would make it agree to rounding only).
 # With one sequence a micro-batch (the ranks then run 2 backward passes each, summed over the ranks
 # pass by pass) it must agree with stage 0 to 1e-6 in relative error, in SFT and in RL.
 # bf16 gradient communication (optim.grad_comm_dtype = bf16) at stages 0, 1 and 2: close to fp32.
@@ -47,7 +47,7 @@ run sft-stage1-resumed-on-3 4 "${sft[@]}" --train.steps 4 --optim.zero_stage 1 -
 
 # ---- RL on 2 policy ranks (and 1 sandbox rank): the demo policy on tasks it sometimes passes ----
 grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
-rl=(--config "$src/configs/demo.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl"
+rl=(--config "$src/configs/demo_v1.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl"
     --rl.max_turns 1 --sampler.max_new_tokens 384 --optim.lr 1e-4 --mpi.sandbox_ranks 1
     --log.level info --rl.pipeline sync)  # sync: the runs are compared exactly
 even=(--train.batch_tasks 2 --rl.group_size 4 --train.steps 2)
