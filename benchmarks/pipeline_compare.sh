@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The streaming pipeline against the synchronous one (rl.pipeline = stream / sync) on the CPU demo
-# (configs/demo_v1.ini: 2 policy ranks, 2 sandbox ranks of 2 workers), in two settings:
+# The streaming pipeline against the synchronous one (rl.pipeline = stream / sync) on a CPU demo
+# (2 policy ranks, 2 sandbox ranks of 2 workers; configs/demo_v1.ini, the first demo, unless
+# LEAP_BENCH_CONFIG names another, e.g. configs/demo.ini), in two settings:
 #   plain      the demo as it is, where the interpreter's verification is ~1% of a step;
 #   simulated  sandbox.simulated_exec_ms = MS: every candidate that ran holds its slot MS longer,
 #              asleep, standing in for timed GPU trials (benchmarks only; labelled in the output).
@@ -13,22 +14,24 @@
 # Run from the repository root after scripts/build.sh:
 #   benchmarks/pipeline_compare.sh [STEPS] [MS] [SEEDS...]     (defaults: 3 1500 1 2 3)
 # LEAP_BENCH_SETTINGS="simulated" runs one setting only; LEAP_BENCH_OUT=DIR keeps the runs;
+# LEAP_BENCH_CONFIG=FILE runs another config (default configs/demo_v1.ini);
 # LEAP_BENCH_EXTRA="--rl.batch_tasks 8" adds leap options to every run (printed first).
 set -euo pipefail
 steps="${1:-3}" ms="${2:-1500}"
 shift $(( $# > 2 ? 2 : $# ))
 seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
 leap=build/src/apps/leap
+config="${LEAP_BENCH_CONFIG:-configs/demo_v1.ini}"
 out="${LEAP_BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 read -r -a more <<<"${LEAP_BENCH_EXTRA:-}"
-echo "runs in $out${more[*]:+; every run with ${more[*]}}"
+echo "runs of $config in $out${more[*]:+; every run with ${more[*]}}"
 for seed in "${seeds[@]}"; do
   for setting in ${LEAP_BENCH_SETTINGS:-plain simulated}; do
     extra=(); [ "$setting" = simulated ] && extra=(--sandbox.simulated_exec_ms "$ms")
     for pipeline in sync stream; do
       dir="$out/$setting-$pipeline-$seed"
-      scripts/mpirun_local.sh 4 "$leap" train --config configs/demo_v1.ini --train.steps "$steps" --run.seed "$seed" \
+      scripts/mpirun_local.sh 4 "$leap" train --config "$config" --train.steps "$steps" --run.seed "$seed" \
         --rl.pipeline "$pipeline" "${extra[@]}" "${more[@]}" --run.out_dir "$dir" >"$dir.log" 2>&1 || { echo "FAILED: $dir.log"; exit 1; }
       echo "done $setting $pipeline seed $seed"
     done

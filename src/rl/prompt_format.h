@@ -94,8 +94,8 @@ class PromptFormat {
   PromptFormatOptions o_;
 };
 
-// The source of a built-in template: "plain" (role headers as text, for the byte-level demo
-// policy) or "chatml" (<|im_start|>role ... <|im_end|>, for Qwen-family base models).
+// The source of a built-in template: "plain" (role headers as text, for the demo policies, which
+// have none of their own) or "chatml" (<|im_start|>role ... <|im_end|>, for Qwen-family base models).
 std::optional<std::string> builtin_template_source(const std::string& name);
 
 // prompt.chat_template resolved: "auto" becomes "model" when the model folder's

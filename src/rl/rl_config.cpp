@@ -218,8 +218,8 @@ DcpOptions DcpConfig::options(int max_turns) const {
 void PromptConfig::declare(OptionSet& o) {
   o.add("prompt.chat_template", &chat_template, std::string("auto"),
         "Chat template: auto (the model folder's own, from tokenizer_config.json, when it has "
-        "one, else plain), model, plain (role headers as text, for the byte-level demo model) or "
-        "chatml (<|im_start|> turns, for Qwen-family base models).",
+        "one, else plain), model, plain (role headers as text, for the demo policies, which have none "
+        "of their own) or chatml (<|im_start|> turns, for Qwen-family base models).",
         {.choices = {"auto", "model", "plain", "chatml"}});
   o.add("prompt.multi_turn", &multi_turn, std::string("append"),
         "How a debugging turn's prompt is built: append (the previous prompt's ids, the sampled "
