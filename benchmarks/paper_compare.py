@@ -124,8 +124,9 @@ def mean_spread(values):
 
 
 def first_reaching(points, target):
-    """(cpu_s, sandbox_jobs) at the first point whose acc3 reaches target, or None."""
-    for p in points:
+    """(cpu_s, sandbox_jobs) at the first trained point (after step 0) whose acc3 reaches target,
+    or None. Step 0, the starting policy, costs nothing: a ratio against it means nothing."""
+    for p in points[1:]:
         if p["acc3"] >= target:
             return p["cpu_s"], p["sandbox_jobs"]
     return None
@@ -178,7 +179,10 @@ def main():
     if "leap" in curves and "unpruned" in curves:
         for i, (lp, up) in enumerate(zip(curves["leap"], curves["unpruned"])):
             reached = first_reaching(lp, up[-1]["acc3"])
-            if reached is None:
+            if up[-1]["acc3"] <= up[0]["acc3"]:
+                print(f"seed {args.seeds[i]}: unpruned's final Acc@3 {up[-1]['acc3']:.3f} is no better than the "
+                      f"starting policy's {up[0]['acc3']:.3f}: no ratio to report")
+            elif reached is None:
                 print(f"seed {args.seeds[i]}: leap does not reach unpruned's final Acc@3 {up[-1]['acc3']:.3f}")
             else:
                 print(f"seed {args.seeds[i]}: leap reaches unpruned's final Acc@3 {up[-1]['acc3']:.3f} with "
