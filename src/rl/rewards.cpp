@@ -14,15 +14,17 @@ int fewer_tokens_wins(int64_t a, int64_t b) {
   return a < b ? 1 : (b < a ? -1 : 0);
 }
 
-// Ties between two successes of the same turn: speed first (where both were timed), then cost.
-int compare_successes(const Trajectory& a, const Trajectory& b, double noise_band) {
+// Ties between two successes of the same turn: speed first (where both were timed), then cost
+// when the options ask for it.
+int compare_successes(const Trajectory& a, const Trajectory& b, const RewardOptions& opts) {
+  const double noise_band = opts.noise_band;
   auto sa = a.success_speedup(), sb = b.success_speedup();
   if (sa && sb && *sa > 0 && *sb > 0) {
     // A ratio, not a difference, so the band means the same at every scale.
     double hi = std::max(*sa, *sb), lo = std::min(*sa, *sb);
     if (hi > lo * (1.0 + noise_band)) return *sa > *sb ? 1 : -1;
   }
-  return fewer_tokens_wins(a.total_tokens(), b.total_tokens());
+  return opts.token_tiebreak ? fewer_tokens_wins(a.total_tokens(), b.total_tokens()) : 0;
 }
 
 std::vector<double> rank_rewards(std::span<const Trajectory> group, const RewardOptions& opts) {
@@ -58,7 +60,7 @@ int compare_trajectories(const Trajectory& a, const Trajectory& b, const RewardO
     return ra > rb ? 1 : (ra < rb ? -1 : 0);
   }
   if (*ta != *tb) return *ta < *tb ? 1 : -1;
-  return compare_successes(a, b, opts.noise_band);
+  return compare_successes(a, b, opts);
 }
 
 std::vector<double> compute_rewards(std::span<const Trajectory> group, const RewardOptions& opts) {

@@ -57,6 +57,11 @@ void RlConfig::declare(OptionSet& o) {
   o.add("rl.failure_severity", &failure_severity, false,
         "Rank reward: order failures (wrong answer > runtime error > compile error > format "
         "error) instead of drawing them.");
+  o.add("rl.token_tiebreak", &token_tiebreak, true,
+        "Rank reward: between successes of the same turn that speed does not separate, fewer "
+        "tokens win (the paper's rule). false makes them draw, so a group where every sample "
+        "passes untimed (the CPU interpreter times nothing) has no gradient, as with binary "
+        "rewards, instead of one towards shorter answers.");
   o.add("rl.credit", &credit, std::string("trajectory"),
         "Credit of turn t of a trajectory with advantage A and last turn T: trajectory (A) or "
         "discounted (gamma^(T - t) * A).",
@@ -144,7 +149,8 @@ Status RlConfig::validate() const {
 RewardOptions RlConfig::reward_options() const {
   return {.mode = parse_reward_mode(reward),
           .noise_band = noise_band,
-          .failure_severity = failure_severity};
+          .failure_severity = failure_severity,
+          .token_tiebreak = token_tiebreak};
 }
 
 AdvantageOptions RlConfig::advantage_options() const {

@@ -23,6 +23,7 @@ struct RlConfig {
   std::string reward = "rank";
   double noise_band = 0.05;
   bool failure_severity = false;
+  bool token_tiebreak = true;
   std::string credit = "trajectory";
   double gamma = 0.4;
   bool std_normalize = true;

@@ -66,6 +66,29 @@ TEST(RankReward, AllPassOnlyTokensDecide) {
   expect_rewards(rank({success_at(1, 300, 9.0), success_at(1, 100)}), {-1, 1});
 }
 
+TEST(RankReward, WithoutTokenTiebreakUnseparatedSuccessesDraw) {
+  const RewardOptions opts{.mode = RewardMode::kRank, .noise_band = 0.05, .token_tiebreak = false};
+  // Untimed: every success draws, whatever its length.
+  expect_rewards(compute_rewards(std::vector<Trajectory>{success_at(1, 100), success_at(1, 200),
+                                                         success_at(1, 400)},
+                                 opts),
+                 {0, 0, 0});
+  // Speed still decides beyond the band, and within it the match is a draw.
+  expect_rewards(
+      compute_rewards(std::vector<Trajectory>{success_at(1, 300, 1.06), success_at(1, 100, 1.00)},
+                      opts),
+      {1, -1});
+  expect_rewards(
+      compute_rewards(std::vector<Trajectory>{success_at(1, 300, 1.04), success_at(1, 100, 1.00)},
+                      opts),
+      {0, 0});
+  // Correctness and turns are unchanged: (wins - losses) / 3, worked by hand.
+  expect_rewards(compute_rewards(std::vector<Trajectory>{success_at(1, 900), success_at(1, 100),
+                                                         success_at(2, 50), failure(3)},
+                                 opts),
+                 {2 / 3.0, 2 / 3.0, -1 / 3.0, -1.0});
+}
+
 TEST(RankReward, AllFailAllDrawsAllZero) {
   std::vector<Trajectory> g = {failure(1, Verdict::kWrongAnswer, 10),
                                failure(1, Verdict::kFormatError, 900),
