@@ -3,8 +3,9 @@
 // `rank` (LEAP): every pair of trajectories plays a match. A success beats a failure; an earlier
 // success beats a later one; between successes of the same turn a faster kernel wins when both
 // were timed (speedups within the noise band count as equal), then fewer tokens (summed over the
-// trajectory's turns) win unless `token_tiebreak` is off; otherwise the match is a draw. Failures draw with each other unless
-// `failure_severity` orders them (wrong answer > runtime error > compile error > format error).
+// trajectory's turns) win unless `token_tiebreak` is off; otherwise the match is a draw. Failures
+// draw with each other unless `failure_severity` orders them (wrong answer > runtime error >
+// compile error > format error).
 // reward_i = (wins_i - losses_i) / (G_valid - 1), where G_valid excludes void samples, so a group's
 // rewards lie in [-1, 1], sum to 0, and depend only on comparisons: scaling every time or token
 // count by the same factor, or reordering the group, changes nothing.
