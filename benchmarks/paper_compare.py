@@ -24,10 +24,11 @@ checkpoint is evaluated with `leap eval` on a fixed held-out subset (the first
 --heldout-per-family held-out tasks of every family, written once to RESULTS/heldout.jsonl); the
 starting policy is evaluated once as step 0. The subset (28 tasks, 56 samples) is coarse, about
 0.06 standard error: --full-heldout also evaluates the starting policy and each run's last
-checkpoint on every held-out task of the suite, and the RL gain is then read there. Every finished evaluation is a JSON file under
---results (commit them): rerunning skips what is there, so the comparison grows piece by piece.
-At the end it prints a Markdown table (mean ± spread over seeds) and the two targets' figures,
-and draws the curves with bands (min-max over seeds) to RESULTS/curves.png.
+checkpoint on every held-out task of the suite, and the RL gain is then read there. Every
+finished evaluation is a JSON file under --results (commit them): rerunning skips what is there,
+so the comparison grows piece by piece. At the end it prints a Markdown table (mean ± spread over
+seeds), the two targets' figures and leap's CPU-seconds and sandbox jobs over unpruned's at the
+same steps, and draws the curves with bands (min-max over seeds) to RESULTS/curves.png.
 Run with /usr/bin/python3 (Debian's h5py, pandas, numpy and matplotlib).
 """
 import argparse
@@ -206,7 +207,12 @@ def main():
         print(f"\nRL gain in held-out Acc@3 over the starting policy (leap, {where}): {mean_spread(gain)} "
               "(target >= 0.05)")
     if "leap" in curves and "unpruned" in curves:
-        for i, (lp, up) in enumerate(zip(curves["leap"], curves["unpruned"])):
+        # The same steps, seed by seed: what pruning saves whatever the accuracy reached.
+        pairs = list(zip(curves["leap"], curves["unpruned"]))
+        cpu = [lp[-1]["cpu_s"] / up[-1]["cpu_s"] for lp, up in pairs]
+        jobs = [lp[-1]["sandbox_jobs"] / up[-1]["sandbox_jobs"] for lp, up in pairs]
+        print(f"at {args.steps} steps, leap / unpruned: CPU-s {mean_spread(cpu)}, sandbox jobs {mean_spread(jobs)}")
+        for i, (lp, up) in enumerate(pairs):
             reached = first_reaching(lp, up[-1]["acc3"])
             if up[-1]["acc3"] <= up[0]["acc3"]:
                 print(f"seed {args.seeds[i]}: unpruned's final Acc@3 {up[-1]['acc3']:.3f} is no better than the "
