@@ -187,7 +187,7 @@ else
 fi
 run_step executor 60 "$CHECK" executor --suite="$ROOT/tasks/level1.jsonl"
 # The same, confined as a GPU sandbox worker confines itself; under strace where it exists, for
-# the record of what a confined GPU worker touches (DESIGN.md, Isolation).
+# the record of what a confined GPU worker touches (docs/design.md, Isolation).
 if have strace; then
   run_step executor_confined 90 strace -f -qq -o "$WORK/worker_access_gpu.trace" \
     -e trace=%file,%network,%process,write "$CHECK" executor_confined --suite="$ROOT/tasks/level1.jsonl"

@@ -1,4 +1,4 @@
-// Device detection, as DESIGN.md (Isolation) specifies:
+// Device detection, as docs/design.md (Isolation) specifies:
 //  - cudaDriverGetVersion() == 0: no driver is installed: run on the CPU;
 //  - cudaErrorNoDevice (e.g. CUDA_VISIBLE_DEVICES=""): no device: run on the CPU;
 //  - a driver older than this toolkit needs: an error that says so, never a silent CPU

@@ -14,7 +14,7 @@
 //    charged to the candidate;
 //  - any error at a synchronisation marks the executor broken: the CUDA context may be
 //    corrupted, so the worker replies and exits, and the supervisor starts a fresh one;
-//  - timing (DESIGN.md): warm-ups, then at least 10 timed runs or 25 ms, an L2 flush before
+//  - timing (docs/design.md): warm-ups, then at least 10 timed runs or 25 ms, an L2 flush before
 //    each, CUDA events, the median; under an exclusive lock on the device, so no other worker
 //    of this machine runs on it meanwhile (others hold the lock shared while they run).
 #pragma once

@@ -1,4 +1,4 @@
-// Checkpoints and exports written by every policy rank in parallel (DESIGN.md, Checkpoints). Rank 0
+// Checkpoints and exports written by every policy rank in parallel (design.md, Checkpoints). Rank 0
 // of the policy group begins the folder and finishes it; in between each rank writes its share of
 // the bf16 export's shards and, for a checkpoint, the state file of the ranges it owns (the ZeRO
 // plan's, whatever the stage: io/rank_state.h). So no rank gathers the model or the moments, and a

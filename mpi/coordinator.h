@@ -1,4 +1,4 @@
-// The distributed RL step (DESIGN.md, One RL step). World rank 0 runs the Coordinator; the other
+// The distributed RL step (design.md, One RL step). World rank 0 runs the Coordinator; the other
 // policy ranks run serve_policy() and the sandbox ranks serve_sandbox() until told to stop.
 // Every phase starts with a Control broadcast over the world, so all ranks always agree on what
 // comes next and no rank waits on work that will never come:

@@ -1,4 +1,4 @@
-// Gradient reduction over the policy group on the CPU backend (MPI). DESIGN.md: gradients are
+// Gradient reduction over the policy group on the CPU backend (MPI). docs/design.md: gradients are
 // SUMMED, not averaged: each rank has already divided its loss by the global normaliser, so the
 // sum equals the gradient of one big batch however the samples were split across ranks.
 // The NCCL path (CUDA backend) keeps the same contract.

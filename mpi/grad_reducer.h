@@ -1,6 +1,6 @@
 // GradReducer: how a policy replica sums its flat gradient over the policy group; the backend
 // decides which (backend.name): MPI on cpu (host memory), NCCL on cuda (device memory).
-// DESIGN.md's contract holds for both: gradients are SUMMED, each rank having divided its loss
+// docs/design.md's contract holds for both: gradients are SUMMED, each rank having divided its loss
 // by the global normaliser already, so the update does not depend on how samples were split.
 //
 // Use, per optimizer step:

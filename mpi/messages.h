@@ -2,7 +2,7 @@
 // sandbox ranks. This file and messages.cpp are the only place that knows the wire format and
 // the tags: callers send and receive structs.
 //
-// Flow of one turn (DESIGN.md, One RL step):
+// Flow of one turn (docs/design.md, One RL step):
 //   coordinator --RolloutWork--> policy ranks --RolloutResult--> coordinator
 //   sandbox ranks --SandboxResults (results so far + free slots)--> coordinator
 //   coordinator --SandboxJobs--> sandbox ranks (empty: the turn is done)

@@ -2,7 +2,7 @@
 // function of the launch's shape, used by make_topology at start-up (so the layout a run
 // prints is the one it runs) and by `leap layout`, which prints it before a job is queued.
 //
-// The rules (DESIGN.md, Placement):
+// The rules (docs/design.md, Placement):
 //  - roles: assign_roles (the last ranks of the world, or of every node, verify);
 //  - GPUs, per node: policy ranks take the first GPUs in local order when the backend is cuda;
 //    sandbox ranks take the ones after. sandbox.device = auto gives a sandbox rank a GPU of its

@@ -1,7 +1,7 @@
 // The policy replica on a policy rank: the model, its tokenizer, sampler and optimizer behind
 // the PolicyEngine interface the distributed step drives.
 //
-// Training follows DESIGN.md step 6 exactly: for each PPO epoch and mini-batch, the rank's
+// Training follows docs/design.md step 6 exactly: for each PPO epoch and mini-batch, the rank's
 // samples are run in micro-batches; the loss normaliser is summed across ranks first (every
 // rank takes part, with zeros when it holds no samples of that mini-batch), each micro-batch
 // back-propagates its GRPO loss under that global normaliser into the flat gradient, the flat

@@ -1,4 +1,4 @@
-// The SFT warm start (DESIGN.md, SFT mode): cross-entropy on (prompt, answer) pairs of the
+// The SFT warm start (docs/design.md, SFT mode): cross-entropy on (prompt, answer) pairs of the
 // suite's `train` tasks with the loss masked to the answer.
 //  - Material (rank 0): each task's reference; meaning-keeping rewrites of it that the sandbox
 //    verifies (so a small policy does not memorise one string per task); and repair turns: a

@@ -1,4 +1,4 @@
-// The turns of a StepState as one streaming phase (rl.pipeline = stream; DESIGN.md, The streaming
+// The turns of a StepState as one streaming phase (rl.pipeline = stream; design.md, The streaming
 // pipeline). Where TurnRunner runs turn by turn with a barrier after each phase, here:
 //  - each policy rank keeps one batch decoding for the whole phase (continuous batching across
 //    hand-outs: PolicyEngine::generate_stream). It sends each completion as it finishes, asks for

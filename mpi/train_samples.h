@@ -1,4 +1,4 @@
-// The step's training sequences (DESIGN.md step 6), from the coordinator's turn records: rank 0
+// The step's training sequences (design.md step 6), from the coordinator's turn records: rank 0
 // decides what each trainer rank trains on.
 //
 // A multi-turn sample is trained once, as one sequence, when that is exact: its last turn's

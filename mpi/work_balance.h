@@ -1,4 +1,4 @@
-// Spreading work across ranks so that their token counts balance (DESIGN.md, One RL step: turn-1
+// Spreading work across ranks so that their token counts balance (design.md, One RL step: turn-1
 // prompts and training samples; later turns go back to their previous rank instead). Greedy longest-first: items in decreasing weight, each to the least-loaded rank.
 // Guarantee, tested: the most- and least-loaded ranks differ by at most the largest item, i.e.
 // "balanced within one sample's tokens". Ties break by index, so every rank computes the same

@@ -4,7 +4,7 @@
 //   reduce_scatter_sum(grads)   the group's summed gradient, on this rank's shard;
 //   AdamW on the shard          the global norm from every shard's sum of squares (clipping);
 //   allgather(params)           every rank's updated shard to every rank.
-// Gradients stay SUMMED under the global loss normaliser, as with the all-reduce (DESIGN.md).
+// Gradients stay SUMMED under the global loss normaliser, as with the all-reduce (docs/design.md).
 // The shard is cut per gradient bucket (layer_ranges: what one layer's backward completes, then
 // the rest), each bucket split evenly over the ranks, so the reduce-scatter of a bucket starts as
 // soon as its layer's backward is done (Zero1Overlap), as the overlapped all-reduce does.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/record_worker_access.sh [--device cpu|gpu] [OUT.md] — the record of what a sandbox
 # worker really touches once it serves jobs, which the Landlock rules of
-# src/sandbox/confinement.cpp must cover (DESIGN.md, Isolation).
+# src/sandbox/confinement.cpp must cover (docs/design.md, Isolation).
 #
 # It runs `leap check` on a few answers (correct, a compile error, a half-precision kernel)
 # under strace, with sandbox.confine=off so that nothing is hidden, and lists every path the

@@ -1,10 +1,10 @@
 // `leap_gpu_check executor`: the sandbox's GPU executor through the verifier, as a sandbox rank
 // runs it (in-process here: LocalChannel). Each of the first --tasks tasks of the suite has its
 // trusted reference verified against itself: the verdict must be OK, and the timed speedup
-// (reference time / candidate time, DESIGN.md's GPU timing) must be near 1, since both run the
+// (reference time / candidate time, docs/design.md's GPU timing) must be near 1, since both run the
 // same kernel; the figures show the timing's noise and the cost of one verification.
 // `leap_gpu_check executor_confined` does the same after confining the process as a GPU
-// sandbox worker confines itself (warm-up, user, Landlock, seccomp; DESIGN.md, Isolation), so
+// sandbox worker confines itself (warm-up, user, Landlock, seccomp; docs/design.md, Isolation), so
 // the GPU rules are shown to let the driver work; gpu_check.sh runs it under strace to record
 // what a confined GPU worker touches.
 #include <chrono>

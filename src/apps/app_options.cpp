@@ -12,7 +12,8 @@ void RunOptions::declare(OptionSet& opts) {
   opts.add("log.all_ranks", &log_all_ranks, false, "Log from every rank, not only rank 0.");
   declare_backend_name(opts, &backend);
   opts.add("backend.threads", &threads, 0,
-           "CPU threads per rank for the CPU backend; 0 = cores of the node divided by its ranks.",
+           "CPU threads per rank for the CPU backend; 0 = the physical cores the rank is bound to "
+           "(unbound: SLURM_CPUS_PER_TASK, else the node's cores divided by its ranks).",
            {.min = 0, .max = 1024});
   opts.add("backend.nccl_timeout_s", &nccl_timeout_s, 600.0,
            "cuda: seconds a gradient all-reduce (or NCCL setup) may take before the communicator "

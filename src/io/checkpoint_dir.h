@@ -1,4 +1,4 @@
-// Run checkpoints (DESIGN.md, Checkpoints): RUN/checkpoints/step_NNNNNN/ holds
+// Run checkpoints (docs/design.md, Checkpoints): RUN/checkpoints/step_NNNNNN/ holds
 //   config.json + model.safetensors       the policy as a Hugging Face bf16 export (opens in
 //     (or model-0000k-of-0000n + index)   transformers), shards of at most 5 GB;
 //   optimizer-rankRRRRR-of-NNNNN.safetensors  per policy rank: the fp32 master weights and AdamW's

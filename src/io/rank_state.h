@@ -1,4 +1,4 @@
-// A checkpoint's exact training state, one file per policy rank (DESIGN.md, Checkpoints):
+// A checkpoint's exact training state, one file per policy rank (docs/design.md, Checkpoints):
 // RUN/checkpoints/step_N/optimizer-rankRRRRR-of-NNNNN.safetensors holds, for each range
 // (offset, count) of the flat parameter buffer that rank R of N owns, three F32 tensors:
 //   master@OFFSET       the fp32 weights (the model beside them is a bf16 export);

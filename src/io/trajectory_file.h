@@ -1,4 +1,4 @@
-// The trajectory file, written by rank 0 only (DESIGN.md, Trajectories).
+// The trajectory file, written by rank 0 only (docs/design.md, Trajectories).
 //
 // Invariants:
 //  - every dataset and attribute exists before H5Fstart_swmr_write, so h5py can open a running

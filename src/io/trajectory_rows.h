@@ -1,4 +1,4 @@
-// Rows of the trajectory file (DESIGN.md, Trajectories): one StepRow per RL step in /steps, one
+// Rows of the trajectory file (design.md, Trajectories): one StepRow per RL step in /steps, one
 // SampleRow per turn-sample in /samples, with its texts in /text/{prompt,completion,feedback}.
 // Field names are the HDF5 field names users read with h5py/pandas: renaming one is a schema
 // change (bump kTrajectorySchemaVersion).
@@ -22,7 +22,7 @@ struct StepRow {
   double time_s = 0, gen_s = 0, sandbox_s = 0, train_s = 0;
   double cpu_s = 0;  // CPU seconds of every rank and sandbox worker since the run began (cumulative)
   // Where the step's time went, in seconds summed over the policy ranks and over the sandbox
-  // slots (DESIGN.md, The streaming pipeline): a policy rank was busy (generating or training),
+  // slots (design.md, The streaming pipeline): a policy rank was busy (generating or training),
   // waiting on the sandbox (nothing to generate until outstanding verdicts come back;
   // policy_drain_s of it in the end-of-step drain, after the last generation) or idle otherwise
   // (busy + wait + idle = policy ranks x time_s); a sandbox slot held a job or sat idle

@@ -1,4 +1,4 @@
-// The on-disk form of the trajectory file (DESIGN.md, Trajectories), shared by the writer
+// The on-disk form of the trajectory file (docs/design.md, Trajectories), shared by the writer
 // (trajectory_file.cpp) and the reader (trajectory_reader.cpp) so the two cannot drift: the HDF5
 // compound types of StepRow and SampleRow, the enum types of the verdict and the DCP class, the
 // dataset names, and how the bytes-plus-offsets text columns are sliced back into strings.

@@ -9,7 +9,7 @@
 //   seq-mean-token-mean      L = sum_s (sum_t m*l / sum_t m) / N_seqs     (GRPO)
 //   seq-mean-token-sum-norm  L = sum_s (sum_t m*l / loss_norm_tokens) / N_seqs   (Dr. GRPO)
 // N is an input: the caller sums loss_normaliser() over every rank and micro-batch first, so that
-// the sum of every part's loss and gradient equals the whole batch's (DESIGN.md, step 6). The
+// the sum of every part's loss and gradient equals the whole batch's (docs/design.md, step 6). The
 // gradient is d L / d logp per token, written (not accumulated) into the output; the model's
 // backward takes it from there. A sequence must not be split across parts (its own token count
 // is part of seq-mean-token-mean). Sequences with no masked token count for nothing.

@@ -65,7 +65,7 @@ PreviousTurn previous_turn(std::string answer, const sandbox::VerifyResult& resu
                            std::vector<int32_t> answer_ids = {});
 
 std::string default_system_text();
-std::string default_format_text();  // DESIGN.md's answer format, with an example
+std::string default_format_text();  // docs/design.md's answer format, with an example
 
 // "Buffers:\n- a: f32[n], input\n...Parameters: n = 4099 (integer)...": the kernel's interface.
 std::string summarize_task_io(const tasks::Task& task, bool show_values);

@@ -1,4 +1,4 @@
-// Material for the SFT warm start (DESIGN.md, SFT mode): variants of a task's reference answer
+// Material for the SFT warm start (docs/design.md, SFT mode): variants of a task's reference answer
 // that should stay correct (so a small policy does not memorise one string per task), and
 // broken variants whose real sandbox feedback, with the fix, makes a repair turn (so it learns
 // to use feedback). Pure text transformations: every variant must be verified by the sandbox

@@ -1,4 +1,4 @@
-// One RL step's groups, scored: what the coordinator computes after the last turn (DESIGN.md,
+// One RL step's groups, scored: what the coordinator computes after the last turn (docs/design.md,
 // step 5) and what it writes to /steps and /samples. Pure bookkeeping over rewards.h,
 // advantages.h and dcp.h, so the distributed loop only has to move trajectories around.
 //

@@ -4,7 +4,7 @@
 // OK never exist (a sample stops at its first success), and every turn's verdict is kept so that
 // failures can be ordered by severity and written to HDF5. Turns are numbered from 1.
 //
-// SANDBOX_ERROR is the infrastructure's fault, never the policy's (DESIGN.md, Verification): a
+// SANDBOX_ERROR is the infrastructure's fault, never the policy's (docs/design.md, Verification): a
 // trajectory whose last turn still carries it after the caller's retries is *void*. A void
 // sample plays no matches, gets reward and advantage 0, and never counts as a failure for DCP.
 #pragma once

@@ -1,4 +1,4 @@
-// Answers (DESIGN.md, Answer format): the last ```cuda block of a completion, its `// launch:`
+// Answers (docs/design.md, Answer format): the last ```cuda block of a completion, its `// launch:`
 // and `// scratch:` lines, and the rule that it holds device code only.
 //
 // Everything here is syntax: nothing is evaluated against a task. A failure is the answer's

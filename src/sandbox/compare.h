@@ -1,4 +1,4 @@
-// Output comparison (DESIGN.md, Verification): every `out`/`inout` element within
+// Output comparison (docs/design.md, Verification): every `out`/`inout` element within
 // atol + rtol·|reference|, NaN where the reference is finite is a mismatch, and outputs that
 // are all (near) zero pass only if the reference's are too. Runs in the supervisor, after the
 // candidate's worker has finished: the worker never holds the reference's outputs.

@@ -32,7 +32,7 @@ namespace {
 
 // Sanitizer runtimes need what the filter forbids: LeakSanitizer stops the world from a
 // ptrace-ing helper made by clone() without CLONE_THREAD. An ASan build relaxes exactly those
-// two rules (documented in DESIGN.md, Isolation); a release build never does.
+// two rules (documented in docs/design.md, Isolation); a release build never does.
 constexpr bool kSanitizerBuild = kAddressSanitizer;
 
 // Landlock, as the kernel defines it (include/uapi/linux/landlock.h).

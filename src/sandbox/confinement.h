@@ -1,4 +1,4 @@
-// Confinement of a sandbox worker (DESIGN.md, Isolation): what a worker may still do once it
+// Confinement of a sandbox worker (docs/design.md, Isolation): what a worker may still do once it
 // has loaded everything it needs, enforced by the kernel rather than by a text filter.
 //
 // A worker locks itself down after its warm-up (an NVRTC compile, and on a GPU its CUDA

@@ -1,4 +1,4 @@
-// check_device_only: the answer holds device code only (DESIGN.md: no host code written by the
+// check_device_only: the answer holds device code only (docs/design.md: no host code written by the
 // model is ever compiled or run). The scan runs on the code with comments and string literals
 // blanked out, so a launch line (a comment) or a printf format never trips it. It is a filter for
 // clear feedback, not the security boundary: the worker's isolation is.

@@ -86,7 +86,7 @@ class Executor {
 
   // Whether run times mean anything (a GPU); the CPU executor reports none.
   virtual bool can_time() const { return false; }
-  // Times `run_once` (which launches a whole plan) per DESIGN.md: warm-ups, then at least
+  // Times `run_once` (which launches a whole plan) per docs/design.md: warm-ups, then at least
   // min_launches timed runs or min_total_ms, each after an L2 flush, with events; the median.
   // A failure of `run_once` is returned as is (the candidate's verdict).
   virtual ExecOutcome time(const std::function<ExecOutcome()>& run_once,

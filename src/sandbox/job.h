@@ -1,6 +1,6 @@
 // A sandbox job: what a worker is asked to run, and what it reports back. The worker never sees
 // reference outputs: it returns the candidate's outputs and the supervisor compares them
-// (DESIGN.md, Verification: the candidate's process never holds the reference's outputs).
+// (docs/design.md, Verification: the candidate's process never holds the reference's outputs).
 #pragma once
 
 #include <cstdint>

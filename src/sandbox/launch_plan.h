@@ -19,7 +19,7 @@ struct PlanLimits {
   int64_t max_block_dim[3] = {1024, 1024, 64};
   int64_t max_grid_dim[3] = {2147483647, 65535, 65535};
   int64_t max_blocks_per_launch = int64_t{1} << 24;
-  int64_t max_dynamic_shared_bytes = 48 * 1024;    // without the opt-in attribute (DESIGN.md)
+  int64_t max_dynamic_shared_bytes = 48 * 1024;    // without the opt-in attribute (docs/design.md)
   int64_t max_scratch_bytes = int64_t{256} << 20;  // all scratch buffers together
   int max_launches = 16;
 };

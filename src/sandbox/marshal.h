@@ -1,5 +1,5 @@
 // Marshalling: a planned launch's arguments laid out as the kernel's PTX entry declares its
-// parameters (DESIGN.md, Answer format). The kernel's own declaration decides the bytes: a float
+// parameters (design.md, Answer format). The kernel's own declaration decides the bytes: a float
 // goes as f32 or f64, an integer to the declared width (range-checked), a buffer as a 64-bit
 // device address. A mismatch is the answer's fault: LAUNCH_ERROR naming the argument.
 #pragma once

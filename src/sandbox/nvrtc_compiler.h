@@ -5,7 +5,7 @@
 //  - a compile failure is data (CompileResult::ok == false with a bounded log), never a crash
 //    nor a Status: a bad kernel from the policy is an expected outcome and a reward signal;
 //  - the log kept for feedback holds at most the first 20 error lines and at most 2 KB
-//    (DESIGN.md, Isolation: defaults);
+//    (docs/design.md, Isolation: defaults);
 //  - every kernel named in a launch line is registered as a name expression, so templates such
 //    as `scale<128>` resolve to their mangled (lowered) names;
 //  - results are cached by a hash of source and options; the cache is thread-safe and bounded,

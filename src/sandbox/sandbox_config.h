@@ -1,4 +1,4 @@
-// `[sandbox]` options (DESIGN.md, Isolation and Verification defaults) and `[check]`, the
+// `[sandbox]` options (docs/design.md, Isolation and Verification defaults) and `[check]`, the
 // options of `leap check`. Declared once here; the supervisor passes the worker its section on
 // the worker's command line, so both sides read the same values through the same declaration.
 #pragma once

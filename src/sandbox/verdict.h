@@ -1,4 +1,4 @@
-// Verdicts: what the sandbox says of one candidate. Names are a contract (DESIGN.md,
+// Verdicts: what the sandbox says of one candidate. Names are a contract (docs/design.md,
 // Verification): they are written to HDF5 by these exact strings and read by the RL core.
 // SANDBOX_ERROR is the infrastructure's fault: never a penalty, always retried.
 #pragma once
@@ -40,7 +40,7 @@ struct VerifyResult {
   double compile_ms = 0.0;
   double exec_ms = 0.0;
   double slot_ms = 0.0;  // how long the job held a SandboxService slot (0 outside submit())
-  std::string feedback;  // bounded text for the next turn (DESIGN.md: at most 2 KB by default)
+  std::string feedback;  // bounded text for the next turn (docs/design.md: at most 2 KB by default)
 };
 
 }  // namespace leap::sandbox

@@ -1,4 +1,4 @@
-// Verifier: the protocol of DESIGN.md, Verification, in the supervisor. Trial seeds are fixed by
+// Verifier: the protocol of design.md, Verification, in the supervisor. Trial seeds are fixed by
 // (sandbox.seed, round, trial) so reference outputs are shared by every candidate of a task;
 // a re-verification round (after an implausible speedup) uses new seeds, hence fresh inputs.
 #include "sandbox/verifier.h"

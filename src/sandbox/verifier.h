@@ -1,4 +1,4 @@
-// The verifier (DESIGN.md, Verification): turns one completion for one task into a VerifyResult.
+// The verifier (design.md, Verification): turns one completion for one task into a VerifyResult.
 // Syntax and launch-plan checks run here, before any job; compile and execution run through a
 // JobChannel (a worker pool in production); the comparison against cached reference outputs
 // runs here, after the candidate's worker has finished.

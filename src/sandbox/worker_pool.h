@@ -1,4 +1,4 @@
-// The supervisor side of the sandbox's isolation (DESIGN.md, Isolation): a pool of worker
+// The supervisor side of the sandbox's isolation (docs/design.md, Isolation): a pool of worker
 // processes, each a fresh `leap worker` started by posix_spawn (never a fork() of this process,
 // which may hold MPI or CUDA state), each talking over its own Unix socket pair.
 //

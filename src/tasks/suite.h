@@ -1,4 +1,4 @@
-// Task suites (DESIGN.md, Task suites): loading and validating a JSONL file, one task a line,
+// Task suites (docs/design.md, Task suites): loading and validating a JSONL file, one task a line,
 // and choosing tasks from it. Invariants of a loaded Suite: ids are unique; every shape
 // evaluates to a positive element count under both `params` and `cpu_params` (which declare the
 // same names); every buffer's init suits its dtype and role; at least one buffer is written;

@@ -1,4 +1,4 @@
-// A task of a suite (DESIGN.md, Task suites): what the policy must write, the buffers its kernel
+// A task of a suite (design.md, Task suites): what the policy must write, the buffers its kernel
 // reads and writes, the sizes, and a trusted reference answer. Loaded from JSONL by suite.h.
 #pragma once
 

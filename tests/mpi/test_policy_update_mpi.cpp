@@ -1,4 +1,4 @@
-// DESIGN.md step 6 on the real CPU policy: four replicas, each training on a quarter of a batch
+// design.md step 6 on the real CPU policy: four replicas, each training on a quarter of a batch
 // (global normaliser, gradients summed over MPI), end with the same parameters as one replica
 // that trains on the whole batch alone, for every loss aggregation mode, and the replicas stay
 // bit-identical. Also: generation does not depend on which rank or batch a sample lands in, and

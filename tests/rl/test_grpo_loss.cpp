@@ -1,5 +1,5 @@
 // GRPO loss: hand-worked tokens (inside the clip range, clipped, dual-clipped, KL), normaliser
-// contributions, finite differences, and the property DESIGN.md relies on: a batch split into
+// contributions, finite differences, and the property docs/design.md relies on: a batch split into
 // parts under the global normaliser gives the whole batch's loss and gradient when summed, in
 // every aggregation mode.
 #include <gtest/gtest.h>

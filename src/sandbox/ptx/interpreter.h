@@ -1,5 +1,5 @@
 // The PTX interpreter: runs NVRTC's PTX on the CPU, so that kernels can be verified on machines
-// without a GPU (DESIGN.md, Verification). This header is the contract between the interpreter
+// without a GPU (docs/design.md, Verification). This header is the contract between the interpreter
 // and its callers (the CPU executor of the sandbox, and the tests of the CUDA backend's kernels).
 //
 // Promises:
