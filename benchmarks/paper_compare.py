@@ -12,7 +12,7 @@ Ways (all with the same B, G, seeds and tasks):
   leap      DCP static, rank reward (the paper's method)
   unpruned  DCP off: every group with a failure gets debugging turns
   single    max_turns = 1: single-turn GRPO
-  adaptive  DCP adaptive, rank reward
+  adaptive  DCP adaptive (dcp.budget = 8 expanded samples a step), rank reward
   binary    DCP static, binary reward
 --resample turns dynamic sampling (rl.resample_zero_variance) on for every way; each result
 records whether it was on.
@@ -46,7 +46,8 @@ WAYS = {
     "leap": ["--dcp.mode=static", "--rl.reward=rank"],
     "unpruned": ["--dcp.mode=off", "--rl.reward=rank"],
     "single": ["--rl.max_turns=1", "--rl.reward=rank"],
-    "adaptive": ["--dcp.mode=adaptive", "--rl.reward=rank"],
+    # adaptive needs a budget: 8 expanded samples a step, one group's worth at the demo's G = 8.
+    "adaptive": ["--dcp.mode=adaptive", "--dcp.budget=8", "--rl.reward=rank"],
     "binary": ["--dcp.mode=static", "--rl.reward=binary"],
 }
 
