@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <exception>
 #include <map>
 #include <set>
 #include <thread>
@@ -38,8 +39,9 @@ class BusyClock {
 
 // The work of one phase, in the order it goes out: highest turn first, then sample order. A later
 // turn remembers the rank that generated the sample's previous turn, which keeps that turn's KV
-// cache (sampler.reuse_kv): that rank takes it first, then unplaced work (turn 1), and only then
-// another rank's later turns (which it prefills again).
+// cache (sampler.reuse_kv): that rank takes its own first, then another rank's later turns (which
+// it prefills again: later turns are the step's critical path, and a holder busy decoding turn 1
+// would leave them queued), and only then turn-1 work.
 class WorkQueue {
  public:
   void push(RolloutItem item, int holder = -1) {
@@ -57,7 +59,7 @@ class WorkQueue {
     for (int pass = 0; pass < 3; ++pass) {
       for (auto it = items_.begin(); it != items_.end() && static_cast<int>(out.size()) < n;) {
         const int h = it->second.holder;
-        const bool now = pass == 0 ? h == rank : pass == 1 ? h < 0 : true;
+        const bool now = pass == 0 ? h == rank : pass == 1 ? h >= 0 : true;
         if (!now) {
           ++it;
           continue;
@@ -101,10 +103,11 @@ class Phase {
     for (const auto& it : items) pending_groups_.insert(StepState::group_of(it.uid));
     for (int g : groups_of_round_without_items()) state_.apply_dcp_to_group(g, dcp_);
     while (!done()) {
-      // Policy workers idle while verdicts are outstanding wait on the sandbox; the wait since
-      // the latest generation is the drain's if no generation follows.
+      // Policy workers idle while verdicts are outstanding and no work is queued for them wait on
+      // the sandbox (with work queued, an idle worker's request or hand-out is on its way); the
+      // wait since the latest generation is the drain's if no generation follows.
       const auto now = Clock::now();
-      if (sandbox_busy()) {
+      if (sandbox_busy() && queue_.empty() && trainable_.empty()) {
         const double w = idle_workers() * std::chrono::duration<double>(now - t_tick).count();
         times->policy_wait_s += w;
         wait_since_gen_ += w;
@@ -456,7 +459,17 @@ Status StreamRunner::run_turns(StepState& state, const tasks::Suite& suite, cons
   announce(Control::Kind::kStream, state.step(), 0, topo_.world);
   Phase phase(topo_, policy_, local_, sandbox_retries_, log_, state, suite, prompts, dcp, max_turns, policy_ranks_,
               sandbox_ranks_, overlap);
-  return phase.run(times);
+  Status status;
+  try {
+    status = phase.run(times);
+  } catch (const std::exception& e) {  // rank 0's generator thread failed (LocalGenerator::take)
+    status = internal_error(e.what());
+  }
+  // A failed phase ends the job (the step cannot finish), so end it here: unwinding the phase
+  // would wait on its outbox's sends to ranks that may be blocked sending to rank 0 themselves
+  // (results, verdicts above the eager limit), and the job would hang instead of aborting.
+  if (!status) LEAP_FATAL("training stopped at step " << state.step() << ": " << status.message());
+  return status;
 }
 
 namespace {

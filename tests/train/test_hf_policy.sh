@@ -3,7 +3,8 @@
 # tokenizer, Qwen2.5's chat template, a padded vocabulary, two EOS ids): `leap train` runs RL
 # steps with debugging turns on it, in both multi-turn modes; the checkpoint is a complete model
 # folder that `leap tokenize --chat`, `leap score` and `leap eval` open; the same seed gives the
-# same trajectories; and bad folders or template choices are exit 2 naming the file or option.
+# same trajectories; bad folders or template choices are exit 2 naming the file or option; and a
+# template that raises only on a real debugging turn ends the streaming job instead of hanging it.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/../.."
@@ -62,4 +63,20 @@ check vocab-too-small 2 "config.json: vocab_size 1000 is smaller than the tokeni
 check no-template 2 "prompt.chat_template = model.*tokenizer_config.json" -- \
   "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${solo[@]}" --model "$src/models/demo" \
   --prompt.chat_template model --run.out_dir "$tmp/e"
+
+# A template that passes the start-up check but raises on a real debugging turn's feedback: the
+# streaming phase fails on rank 0 while the other policy rank and the sandbox rank are mid-phase.
+# The job must end with the template's message, not hang (the timeout turns a hang into exit 124).
+mkdir -p "$tmp/raising" && cp "$model"/* "$tmp/raising/"
+/usr/bin/python3 - "$model/tokenizer_config.json" "$tmp/raising/tokenizer_config.json" <<'PY'
+import json, sys
+config = json.load(open(sys.argv[1]))
+config["chat_template"] = ("{%- if messages|length > 3 and messages[-1]['content']|length > 1 %}"
+                           "{{- raise_exception('no debugging turns here') }}{%- endif %}"
+                           + config["chat_template"])
+json.dump(config, open(sys.argv[2], "w"))
+PY
+check template-raises-mid-step 1 "training stopped at step 0: .*no debugging turns here" -- \
+  timeout 300 "$src/scripts/mpirun_local.sh" 3 "$LEAP" train "${base[@]}" --model "$tmp/raising" \
+  --mpi.sandbox_ranks 1 --rl.pipeline stream --train.steps 1 --run.out_dir "$tmp/f"
 exit $fail
