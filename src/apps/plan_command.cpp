@@ -40,7 +40,7 @@ struct PlanOptions {
     o.add("plan.gpu_memory_gib", &gpu_memory_gib, 80.0,
           "Memory of one policy rank's device in GiB (a GPU's, or what a CPU rank may use): the "
           "plan fits when its total is at most this.",
-          {.min = 0.0, .alias = "gpu-memory-gib"});
+          {.min = 0.0, .max = 1e6, .alias = "gpu-memory-gib"});
     o.add("plan.format", &format, std::string("table"), "table or json.",
           {.choices = {"table", "json"}, .alias = "format"});
   }
@@ -192,6 +192,7 @@ int run_plan(const std::vector<std::string>& args) {
                                  {"workers_per_rank", c.sandbox.workers},
                                  {"device", c.sandbox.device}};
     if (largest) sb["largest_task"] = {{"id", largest->id}, {"buffer_bytes", largest->bytes}};
+    else sb["largest_task_error"] = largest.status().message();  // the table prints it too
     j["sandbox"] = sb;
     std::printf("%s\n", j.dump(2).c_str());
     return 0;

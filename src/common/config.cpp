@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <set>
@@ -120,6 +121,10 @@ struct OptionSet::Impl {
     for (const auto& e : entries) {
       auto where = origin.count(e.key) ? " (" + origin.at(e.key) + ")" : std::string();
       if (auto v = e.numeric_value()) {
+        // nan passes every comparison below, and inf is no setting of anything here.
+        if (!std::isfinite(*v))
+          return invalid_input(fmt::format("option '{}' = {}{} is not a finite number: it must be {}", e.key,
+                                           e.value_text(), where, describe_limits(e.limits)));
         if ((e.limits.min && *v < *e.limits.min) || (e.limits.max && *v > *e.limits.max)) {
           return invalid_input(fmt::format("option '{}' = {}{} is out of range: it must be {}", e.key,
                                            e.value_text(), where, describe_limits(e.limits)));

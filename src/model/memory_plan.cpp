@@ -70,14 +70,20 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
     plan.total += bytes;
   };
 
-  add("weights", cuda ? 2 * P : 0,
-      cuda ? "bf16 compute copies of every weight" : "none: the CPU's GEMMs read the fp32 masters");
+  // The GEMMs' bf16 copies (cuda/compute_copies.h) are of matrices only: every layer's and the LM
+  // head's (the embedding's when tied). An untied embedding is looked up in fp32 rows, and the
+  // norms and biases are read in fp32.
+  const ParameterLayout layout(c);
+  const uint64_t head_matrix = V * static_cast<uint64_t>(c.hidden_size);
+  const uint64_t gemm = layout.decay_size() - (c.tie_word_embeddings ? 0 : head_matrix);
+  const uint64_t layer_matrices = (gemm - head_matrix) / static_cast<uint64_t>(std::max(1, c.num_hidden_layers));
+  add("weights", cuda ? 2 * gemm : 0,
+      cuda ? "bf16 compute copies of the matrices the GEMMs read" : "none: the CPU's GEMMs read the fp32 masters");
   add("master_weights", 4 * P, fmt::format("{} parameters in fp32, a full replica", P));
   // ZeRO: each bucket split evenly over the ranks, so a rank holds P / ranks floats, plus at most
   // one per piece of the plan (a few hundred floats: not counted).
   const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks)), shard = (P + R - 1) / R;
   if (in.zero_stage >= 2) {
-    const ParameterLayout layout(c);
     add("gradients", 4 * (shard + 2 * layout.layer_floats() + layout.rest_floats()),
         fmt::format("fp32: this rank's 1/{} of the sum, two layers' buffers (one written by the backward, "
                     "one in its reduce-scatter) and the embedding, LM head and final norm's (ZeRO stage 2)",
@@ -109,17 +115,17 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   if (!in.kl_reference) {
     add("kl_reference", 0, "none (rl.kl_beta = 0)");
   } else if (!in.kl_reference_bf16) {
-    add("kl_reference", (cuda ? 6 : 4) * P,
-        cuda ? "a frozen fp32 copy of the weights and its bf16 compute copies" : "a frozen fp32 copy of the weights");
+    add("kl_reference", 4 * P + (cuda ? 2 * gemm : 0),
+        cuda ? "a frozen fp32 copy of the weights and the bf16 compute copies of its matrices" : "a frozen fp32 copy of the weights");
   } else {
     // reference_policy.h: the matrices in bf16 and the vectors in fp32, one layer widened to fp32
     // and the LM head (or the embedding) with the final norm; on CUDA the GEMMs' bf16 copies of
-    // those two scratch buffers.
-    const ParameterLayout layout(c);
-    const uint64_t head = static_cast<uint64_t>(V) * c.hidden_size + c.hidden_size;
+    // the matrices in those two scratch buffers (a layer's and the LM head's).
+    const uint64_t head = head_matrix + c.hidden_size;
     const uint64_t scratch = layout.layer_floats() + head;
     const uint64_t matrices = layout.decay_size();
-    add("kl_reference", 2 * matrices + 4 * (P - matrices) + 4 * scratch + (cuda ? 2 * scratch : 0),
+    add("kl_reference",
+        2 * matrices + 4 * (P - matrices) + 4 * scratch + (cuda ? 2 * (layer_matrices + head_matrix) : 0),
         fmt::format("a frozen copy of the weights (bf16 matrices, fp32 norms and biases), widened a "
                     "layer at a time into fp32 scratch "
                     "({:.2f} GiB{})",

@@ -7,8 +7,9 @@
 //    (mpi/zero_gradients.h);
 //  - optimizer state: AdamW's m and v, fp32 (optimizer.h), all of them or, with ZeRO stage 1,
 //    this rank's 1/policy_ranks of them (mpi/zero_shard.h);
-//  - weights: the compute copies the GEMMs read: bf16 on the CUDA backend (compute_copies.h),
-//    none on the CPU, whose GEMMs read the fp32 masters;
+//  - weights: the compute copies the GEMMs read: bf16 on the CUDA backend (compute_copies.h) of
+//    every matrix a GEMM reads (the layers' and the LM head's; not an untied embedding, which is
+//    looked up in fp32, nor the norms and biases), none on the CPU, whose GEMMs read the masters;
 //  - activations: the training arena of transformer.cpp for one micro-batch of the longest
 //    sequence, backward scratch included, but without the logits; with activation
 //    checkpointing, the residual stream of every layer and one layer's activations;

@@ -21,6 +21,11 @@ for folder in models/qwen2.5-coder-1.5b models/qwen2.5-coder-7b models/demo mode
 import json, sys
 plan, golden, folder = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
 want = golden["parameters"][folder]
+c = json.load(open(folder + "/config.json"))
+C, I, V, L, H = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_hidden_layers", "num_attention_heads"))
+D, KV = c.get("head_dim", C // H), c.get("num_key_value_heads", H)
+# The GEMMs' bf16 copies: every layer's matrices and the LM head (an untied embedding has none).
+gemm = L * (H * D * C + 2 * KV * D * C + C * H * D + 3 * I * C) + V * C
 got = plan["model"]["parameters"]
 kinds = ["weights", "master_weights", "gradients", "optimizer_state", "activations", "logits",
          "kl_reference", "kv_cache", "workspace"]
@@ -32,8 +37,9 @@ if sorted(per) != sorted(kinds + ["total"]):
     errors.append(f"per_rank keys {sorted(per)}")
 elif per["total"] != sum(per[k] for k in kinds):
     errors.append("total is not the sum of the kinds")
-if per.get("master_weights") != 4 * want or per.get("weights") != 2 * want:
-    errors.append("fp32 masters and bf16 compute copies of every parameter expected")
+if per.get("master_weights") != 4 * want or per.get("weights") != 2 * gemm:
+    errors.append(f"fp32 masters of every parameter and bf16 copies of the {gemm} GEMM weights expected, "
+                  f"got {per.get('master_weights')} and {per.get('weights')}")
 if plan["fits"] != (per["total"] <= plan["device_bytes"]) or plan["device_bytes"] != 141 * 2**30:
     errors.append("fits does not follow total and --gpu-memory-gib")
 if not isinstance(plan["sandbox"].get("largest_task", {}).get("buffer_bytes"), int):
@@ -82,13 +88,13 @@ check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --optim.zero_stage 2
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes" -- "$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80
-check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 84.55 of 131.00 GiB" -- bash -c \
+check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 83.54 of 131.00 GiB" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 131 | tr '\n' ' '"
-check plan-config-7b-80gib 0 "fits: NO, 4.55 GiB over" -- \
+check plan-config-7b-80gib 0 "fits: NO, 3.54 GiB over" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 80
 # The KL reference's dtype: bf16 by default on CUDA (its matrices; norms and biases stay fp32), the fp32 scratch of one layer and of
-# the LM head with the final norm, and the GEMMs' bf16 copies of that scratch (by hand, from config.json);
-# fp32 when asked: the copy and its compute copies, 6 bytes a parameter.
+# the LM head with the final norm, and the GEMMs' bf16 copies of that scratch's matrices (by hand, from
+# config.json); fp32 when asked: the copy and the compute copies of its matrices (all but the untied embedding).
 "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --format json > "$tmp/klbf16.json" &&
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --rl.kl_reference_dtype fp32 --format json \
   > "$tmp/klfp32.json" && /usr/bin/python3 - "$tmp/klbf16.json" "$tmp/klfp32.json" models/qwen2.5-coder-7b/config.json <<'PY' || fail=1
@@ -101,11 +107,13 @@ D = C // H
 layer = H * D * C + 2 * KV * D * C + C * H * D + 3 * I * C + 2 * C + H * D + 2 * KV * D
 P = bf16["model"]["parameters"]
 vectors = c["num_hidden_layers"] * (2 * C + H * D + 2 * KV * D) + C  # norms and q/k/v biases, kept fp32
-want_bf16 = 2 * (P - vectors) + 4 * vectors + 6 * (layer + V * C + C)
+layer_matrices = H * D * C + 2 * KV * D * C + C * H * D + 3 * I * C
+want_bf16 = 2 * (P - vectors) + 4 * vectors + 4 * (layer + V * C + C) + 2 * (layer_matrices + V * C)
+want_fp32 = 4 * P + 2 * (P - vectors - V * C)  # 7B's embedding is untied: no compute copy
 got_bf16, got_fp32 = bf16["per_rank"]["kl_reference"], fp32["per_rank"]["kl_reference"]
-ok = got_bf16 == want_bf16 and got_fp32 == 6 * P
+ok = got_bf16 == want_bf16 and got_fp32 == want_fp32
 print(("ok   " if ok else "FAIL ") + f"plan-kl-reference-dtype: bf16 {got_bf16} bytes (by hand {want_bf16}), "
-      f"fp32 {got_fp32} (6 x {P})")
+      f"fp32 {got_fp32} (by hand {want_fp32})")
 sys.exit(0 if ok else 1)
 PY
 check plan-kl-bad-dtype 2 "rl.kl_reference_dtype" -- \
@@ -119,6 +127,14 @@ check plan-grad-comm-bf16 0 "workspace +967943168 .*NCCL's bf16 gradient staging
 check plan-kv-cpu-auto 0 "kv_cache .*fp32, paged" -- "$LEAP" plan --config configs/demo_v1.ini
 check plan-kv-bad-dtype 2 "sampler.kv_cache_dtype" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --sampler.kv_cache_dtype f16
+# Not a number of GiB: nan passes every comparison, inf no device has.
+check plan-memory-nan 2 "plan.gpu_memory_gib' = nan .*not a finite number" -- \
+  "$LEAP" plan --config configs/demo_v1.ini --gpu-memory-gib nan
+check plan-memory-inf 2 "plan.gpu_memory_gib' = inf .*not a finite number" -- \
+  "$LEAP" plan --config configs/demo_v1.ini --gpu-memory-gib inf
+# A suite that cannot be read: the JSON says why it has no largest task, as the table does.
+check plan-json-suite-unread 0 '"largest_task_error": ".*missing.jsonl' -- \
+  "$LEAP" plan --config configs/demo_v1.ini --tasks.suite "$tmp/missing.jsonl" --format json
 # A plan that does not fit lists the memory settings the run does not use, what each saves and what
 # all give; each suggestion, passed as the option it names, gives exactly the total it promised.
 base=(plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --optim.zero_stage 0 --train.activation_checkpointing false

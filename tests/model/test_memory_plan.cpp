@@ -225,23 +225,35 @@ TEST(MemoryPlan, CountsTheCudaBackendsBf16CopiesAndKeepsCpuAttentionProbabilitie
   const MemoryPlan cpu = plan_policy_rank(in);
   in.backend = "cuda";
   const MemoryPlan gpu = plan_policy_rank(in);
+  // The GEMMs' bf16 copies, by hand: each layer's q, k, v, o, gate, up and down matrices and the
+  // LM head; not the norms, nor an untied embedding (looked up in fp32 rows).
+  const ModelConfig& m = in.model;
+  const int64_t C = m.hidden_size, D = m.head_dim, H = m.num_attention_heads, KV = m.num_key_value_heads;
+  const int64_t layer_matrices = H * D * C + 2 * KV * D * C + C * H * D + 3 * int64_t{m.intermediate_size} * C;
+  const int64_t head = int64_t{m.vocab_size} * C;
+  const int64_t gemm = m.num_hidden_layers * layer_matrices + head;
   EXPECT_EQ(bytes_of(cpu, {"weights"}), 0);
-  EXPECT_EQ(bytes_of(gpu, {"weights"}), 2 * static_cast<int64_t>(gpu.parameters));
+  EXPECT_EQ(bytes_of(gpu, {"weights"}), 2 * gemm);
+  PlanInput untied = in;
+  untied.model.tie_word_embeddings = !m.tie_word_embeddings;
+  const MemoryPlan other = plan_policy_rank(untied);
+  EXPECT_EQ(static_cast<int64_t>(other.parameters) - static_cast<int64_t>(gpu.parameters),
+            (m.tie_word_embeddings ? 1 : -1) * head);
+  EXPECT_EQ(bytes_of(other, {"weights"}), 2 * gemm) << "an untied embedding has no compute copy";
   // The CPU saves (B, H, T, T) probabilities per layer; CUDA only a logsumexp and a copy of out.
   EXPECT_EQ(attention_saved_floats("cpu", 2, 64, 4, 32), 2u * 4 * 64 * 64);
   EXPECT_EQ(attention_saved_floats("cuda", 2, 64, 4, 32), 2u * 64 * 4 + 2u * 64 * 4 * 32);
   in.kl_reference = true;
-  EXPECT_EQ(bytes_of(plan_policy_rank(in), {"kl_reference"}), 6 * static_cast<int64_t>(gpu.parameters));
+  EXPECT_EQ(bytes_of(plan_policy_rank(in), {"kl_reference"}), 4 * static_cast<int64_t>(gpu.parameters) + 2 * gemm);
   // bf16 on CUDA: the matrices in bf16 and the vectors in fp32, the fp32 scratch of a layer and
-  // of the LM head with the final norm,
-  // and the GEMMs' bf16 copies of that scratch.
+  // of the LM head with the final norm, and the GEMMs' bf16 copies of that scratch's matrices.
   in.kl_reference_bf16 = true;
   const ParameterLayout layout(in.model);
-  const int64_t scratch = static_cast<int64_t>(layout.layer_floats()) +
-                          (in.model.vocab_size + 1) * static_cast<int64_t>(in.model.hidden_size);
+  const int64_t scratch = static_cast<int64_t>(layout.layer_floats()) + head + C;
   const int64_t matrices = static_cast<int64_t>(layout.decay_size());
   EXPECT_EQ(bytes_of(plan_policy_rank(in), {"kl_reference"}),
-            2 * matrices + 4 * (static_cast<int64_t>(gpu.parameters) - matrices) + 6 * scratch);
+            2 * matrices + 4 * (static_cast<int64_t>(gpu.parameters) - matrices) + 4 * scratch +
+                2 * (layer_matrices + head));
 }
 
 }  // namespace
