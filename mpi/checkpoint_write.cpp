@@ -43,7 +43,10 @@ Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req, const
   const io::FlatRanges ranges = plan ? plan->owned() : make_zero_plan(model.layout(), rank, world).owned();
   LEAP_RETURN_IF_ERROR(
       agree(io::write_checkpoint_part(*tmp, model, optimizer, rank, world, ranges, max_shard), policy));
-  return rank == 0 ? io::finish_checkpoint(*tmp, *req, model, optimizer) : Status::ok();
+  // Rank 0 finishes alone (index, side files, state.json, the rename); every rank learns how it
+  // went, so a failure there (a full disk) stops them all instead of leaving the others in the
+  // next step's collectives while rank 0 exits.
+  return agree(rank == 0 ? io::finish_checkpoint(*tmp, *req, model, optimizer) : Status::ok(), policy);
 }
 
 Status export_model(MPI_Comm policy, const ExportRequest* req, const model::Transformer& model) {
@@ -60,9 +63,12 @@ Status export_model(MPI_Comm policy, const ExportRequest* req, const model::Tran
   const uint64_t max_shard = from_rank0<uint64_t>(rank == 0 ? req->max_shard_bytes : 0, policy);
   const model::ModelExport plan = model::plan_model_export(model.layout(), stored, max_shard);
   LEAP_RETURN_IF_ERROR(agree(model::write_model_shards(*dir, model, plan, rank, world), policy));
-  if (rank != 0) return Status::ok();
-  LEAP_RETURN_IF_ERROR(model::finish_model_export(*dir, model, plan));
-  return model::copy_model_side_files(req->model_dir, *dir);
+  Status finished = Status::ok();
+  if (rank == 0) {
+    finished = model::finish_model_export(*dir, model, plan);
+    if (finished) finished = model::copy_model_side_files(req->model_dir, *dir);
+  }
+  return agree(finished, policy);  // as for a checkpoint: every rank learns how rank 0's part went
 }
 
 }  // namespace leap::mpi

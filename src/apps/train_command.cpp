@@ -25,6 +25,7 @@
 #include "mpi/agree.h"
 #include "mpi/coordinator.h"
 #include "mpi/sandbox_engine.h"
+#include "rl/dcp.h"
 #include "tasks/suite.h"
 
 namespace fs = std::filesystem;
@@ -46,6 +47,13 @@ Status check_checkpoint_mode(const nlohmann::json& state, const std::string& dir
   if (saved == mode) return Status::ok();
   return invalid_input(fmt::format("{}/state.json: a checkpoint of a --mode {} run cannot be resumed with --mode {}",
                                    dir, saved, mode));
+}
+
+// A checkpoint's DCP state, read into a scratch controller: a damaged one is an error (exit 2)
+// here, before rank 0 cuts the trajectory file back to the checkpoint's step.
+Status check_dcp_state(const nlohmann::json& state, const std::string& dir, const rl::RlSections& rl) {
+  rl::DcpController scratch(rl.dcp.options(rl.rl.max_turns));
+  return scratch.load_state_json(state.value("dcp", nlohmann::json())).with_context(dir + "/state.json");
 }
 
 // The checkpoint a run continues from: "" for a fresh run. `auto` (what a requeued job runs)
@@ -152,6 +160,7 @@ int run_train(const std::vector<std::string>& args) {
       else setup = state.status().with_context("resuming from " + *dir);
       if (setup) setup = check_checkpoint_mode(resume_state, *dir, c.train.mode);
       if (setup) setup = check_kl_reference(resume_state, *dir, policy.reference.get(), log);
+      if (setup && c.train.mode == "rl") setup = check_dcp_state(resume_state, *dir, c.rl);
       if (setup && topo->is_coordinator()) log.info("resuming from {} (step {})", *dir, resume_state["step"].get<int64_t>());
     }
   }
@@ -176,6 +185,16 @@ int run_train(const std::vector<std::string>& args) {
       if (file) out = std::move(*file);
       else setup = file.status();
     }
+  }
+  // The branch a --resume DIR of an earlier checkpoint leaves: its later checkpoints go aside.
+  if (setup && topo->is_coordinator() && !resume_state.is_null()) {
+    auto moved = io::set_aside_newer_checkpoints(c.app.run.out_dir, resume_state["step"].get<int64_t>());
+    if (!moved) setup = moved.status();
+    else
+      for (const auto& dir : *moved)
+        log.warn("moved a later checkpoint aside as {}: this run continues from step {}, and --resume latest "
+                 "would otherwise pick the abandoned branch (remove it when it is no longer needed)",
+                 dir, resume_state["step"].get<int64_t>());
   }
   setup = mpi::agree(setup, MPI_COMM_WORLD);
   if (!setup) {

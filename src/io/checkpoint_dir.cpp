@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 #include <vector>
 
 #include "common/fs_util.h"
@@ -39,6 +40,60 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const std::string& ru
   return out;
 }
 
+// The keys of state.json its readers take a value of a given type from (train_command.cpp,
+// train_rl_loop.cpp, train_sft_run.cpp): a value of another type would throw there, so it is an
+// error here, naming the file and the key. Objects' own keys (dcp, kl_reference) are checked by
+// their readers, which return errors.
+Status check_state_types(const nlohmann::json& state, const std::string& file) {
+  auto fail = [&](const std::string& key, const char* want, const nlohmann::json* value = nullptr) {
+    return invalid_input(fmt::format("{}: \"{}\" must be {}, not {}: the checkpoint is damaged; resume from "
+                                     "another one", file, key, want, value ? value->dump() : "missing"));
+  };
+  if (!state.is_object()) return invalid_input(file + ": not a JSON object: the checkpoint is damaged");
+  for (const char* key : {"step", "optimizer_steps"}) {
+    if (!state.contains(key)) return fail(key, "an integer >= 0");
+    if (!state[key].is_number_integer() || state[key].get<int64_t>() < 0)
+      return fail(key, "an integer >= 0", &state[key]);
+  }
+  if (state.contains("mode") && !state["mode"].is_string()) return fail("mode", "a string", &state["mode"]);
+  if (state.contains("cpu_s") && !state["cpu_s"].is_number()) return fail("cpu_s", "a number", &state["cpu_s"]);
+  for (const char* key : {"task_sampler", "data_order"}) {
+    if (!state.contains(key)) continue;
+    if (!state[key].is_object()) return fail(key, "an object", &state[key]);
+    for (const char* part : {"epoch", "position"})
+      if (state[key].contains(part) && !state[key][part].is_number_integer())
+        return fail(std::string(key) + "." + part, "an integer", &state[key][part]);
+  }
+  if (state.contains("kl_reference") && state["kl_reference"].is_object())
+    for (const char* part : {"path", "hash", "dtype"})
+      if (state["kl_reference"].contains(part) && !state["kl_reference"][part].is_string())
+        return fail(std::string("kl_reference.") + part, "a string", &state["kl_reference"][part]);
+  return Status::ok();
+}
+
+// What tensor shapes do not show: a checkpoint of another model with the same shapes (another
+// head split, RoPE base or scaling, norm epsilon, biases) would load and compute something else.
+Status same_function(const model::ModelConfig& saved, const model::ModelConfig& run, const std::string& file) {
+  const std::vector<std::tuple<const char*, std::string, std::string>> keys = {
+      {"model_type", saved.model_type, run.model_type},
+      {"num_attention_heads", std::to_string(saved.num_attention_heads), std::to_string(run.num_attention_heads)},
+      {"num_key_value_heads", std::to_string(saved.num_key_value_heads), std::to_string(run.num_key_value_heads)},
+      {"head_dim", std::to_string(saved.head_dim), std::to_string(run.head_dim)},
+      {"rope_theta", fmt::format("{}", saved.rope_theta), fmt::format("{}", run.rope_theta)},
+      {"rope_scaling", fmt::format("{} x{}", saved.rope_scaling.type, saved.rope_scaling.factor),
+       fmt::format("{} x{}", run.rope_scaling.type, run.rope_scaling.factor)},
+      {"rms_norm_eps", fmt::format("{}", saved.rms_norm_eps), fmt::format("{}", run.rms_norm_eps)},
+      {"tie_word_embeddings", fmt::format("{}", saved.tie_word_embeddings), fmt::format("{}", run.tie_word_embeddings)},
+      {"biases", fmt::format("qkv {} o {}", saved.qkv_bias, saved.o_bias),
+       fmt::format("qkv {} o {}", run.qkv_bias, run.o_bias)}};
+  for (const auto& [key, a, b] : keys)
+    if (a != b)
+      return invalid_input(fmt::format("{}: {} is {} in the checkpoint but {} in this run's model: resume with "
+                                       "the model (--model.path) the run was trained from",
+                                       file, key, a, b));
+  return Status::ok();
+}
+
 // DIR/state.json, and the optimizer's step count from it.
 Expected<nlohmann::json> read_state(const std::string& dir, model::AdamW& optimizer) {
   auto text = read_file(dir + "/state.json");
@@ -46,6 +101,7 @@ Expected<nlohmann::json> read_state(const std::string& dir, model::AdamW& optimi
   nlohmann::json state = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (state.is_discarded() || !state.contains("step") || !state.contains("optimizer_steps"))
     return invalid_input(dir + "/state.json: not a LEAP checkpoint state (JSON with step and optimizer_steps)");
+  LEAP_RETURN_IF_ERROR(check_state_types(state, dir + "/state.json"));
   optimizer.set_steps_taken(state["optimizer_steps"].get<int>());
   return state;
 }
@@ -55,9 +111,16 @@ Expected<nlohmann::json> read_state(const std::string& dir, model::AdamW& optimi
 std::string checkpoint_dir_name(int64_t step) { return fmt::format("{}{:06d}", kPrefix, step); }
 
 Expected<std::string> begin_checkpoint(const std::string& run_dir, int64_t step) {
-  const fs::path tmp = fs::path(run_dir) / "checkpoints" / (".tmp_" + checkpoint_dir_name(step));
+  const fs::path root = fs::path(run_dir) / "checkpoints";
+  const fs::path tmp = root / (".tmp_" + checkpoint_dir_name(step));
   std::error_code ec;
-  fs::remove_all(tmp, ec);  // a crashed attempt's
+  // A crashed attempt's unfinished folders, of this step or of any other (a schedule by the
+  // clock need not checkpoint the same steps again): at 7B each is about a hundred GB.
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".tmp_", 0) == 0 || name.rfind(".old_", 0) == 0) fs::remove_all(e.path(), ec);
+  }
+  ec.clear();
   fs::create_directories(tmp, ec);
   if (ec) return io_error("cannot create '" + tmp.string() + "': " + ec.message());
   LEAP_RETURN_IF_ERROR(model::begin_model_export(tmp.string()));
@@ -81,10 +144,18 @@ Status finish_checkpoint(const std::string& tmp, const CheckpointRequest& req, c
   st["optimizer_steps"] = optimizer.steps_taken();
   LEAP_RETURN_IF_ERROR(write_file_atomic((fs::path(tmp) / "state.json").string(), st.dump(2)));
   const fs::path final_dir = fs::path(req.run_dir) / "checkpoints" / checkpoint_dir_name(req.step);
+  // A checkpoint of the same step from an earlier attempt goes aside first and is removed only
+  // once the new one is in place, so no moment is without a complete step_N or its .old_ copy.
+  const fs::path old_dir = final_dir.parent_path() / (".old_" + checkpoint_dir_name(req.step));
   std::error_code ec;
-  fs::remove_all(final_dir, ec);  // a checkpoint of the same step from a crashed attempt
+  if (fs::exists(final_dir, ec)) {
+    fs::remove_all(old_dir, ec);
+    fs::rename(final_dir, old_dir, ec);
+    if (ec) return io_error("cannot move the earlier '" + final_dir.string() + "' aside: " + ec.message());
+  }
   fs::rename(tmp, final_dir, ec);
   if (ec) return io_error("cannot rename '" + tmp + "' into place: " + ec.message());
+  fs::remove_all(old_dir, ec);
   auto all = list_checkpoints(req.run_dir);
   for (size_t i = 0; i + static_cast<size_t>(req.keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
   return Status::ok();
@@ -118,9 +189,24 @@ Expected<std::string> latest_checkpoint(const std::string& run_dir) {
   return not_found("no checkpoint in '" + run_dir + "/checkpoints': nothing to resume; start the run without --resume");
 }
 
+Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string& run_dir, int64_t step) {
+  std::vector<std::string> moved;
+  for (const auto& [n, dir] : list_checkpoints(run_dir)) {
+    if (n <= step) continue;
+    const fs::path aside = dir.parent_path() / ("abandoned_" + dir.filename().string());
+    std::error_code ec;
+    fs::remove_all(aside, ec);  // an earlier abandoned branch's of the same step
+    fs::rename(dir, aside, ec);
+    if (ec) return io_error("cannot move '" + dir.string() + "' aside: " + ec.message());
+    moved.push_back(aside.string());
+  }
+  return moved;
+}
+
 Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer) {
   auto cfg = model::read_model_config(dir + "/config.json");
   if (!cfg) return cfg.status();
+  LEAP_RETURN_IF_ERROR(same_function(*cfg, model.config(), dir + "/config.json"));
   if (has_rank_states(dir)) {
     LEAP_RETURN_IF_ERROR(model::check_weights(dir, model));  // the export: present, of this model
     LEAP_RETURN_IF_ERROR(load_rank_states(dir, model, optimizer));

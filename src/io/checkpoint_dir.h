@@ -57,6 +57,12 @@ std::string describe_checkpoint(const std::string& run_dir, int64_t step);
 // The newest complete checkpoint folder of a run, or not_found saying so.
 Expected<std::string> latest_checkpoint(const std::string& run_dir);
 
+// Rank 0, once a run resumes from `step`: the run's checkpoints of later steps (there are some when
+// --resume DIR named an earlier one) belong to the branch the run abandons, so each step_N with N
+// > step is renamed abandoned_step_N, kept but no longer a checkpoint: a later --resume latest or
+// auto (a requeued job) then continues this branch. Returns the folders moved.
+Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string& run_dir, int64_t step);
+
 // Reads a checkpoint into a model and optimizer of the same shape; returns its state.json. The
 // export is opened and checked against the model; the weights and moments come from the rank
 // states. A sharded optimizer (ZeRO) takes the moments of its shard, whatever the number of ranks

@@ -107,6 +107,80 @@ TEST(CheckpointDir, RoundTripIsExactWhileTheExportIsBf16) {
   EXPECT_EQ(rounded, P);
 }
 
+// A state.json of valid JSON whose values have the wrong type is an error naming the file and
+// the key (it used to throw inside the readers and end the process without exit code 2).
+TEST(CheckpointDir, AStateOfTheWrongTypesIsRefusedNamingTheKey) {
+  Trained t;
+  const std::string run = fresh_dir("badstate");
+  ASSERT_TRUE(save_checkpoint({run, 3, nlohmann::json{{"task_sampler", {{"epoch", 0}, {"position", 4}}}}, 2, ""},
+                              t.model, t.opt)
+                  .is_ok());
+  const std::string dir = run + "/checkpoints/" + checkpoint_dir_name(3);
+  const auto good = nlohmann::json::parse(*read_file(dir + "/state.json"));
+  struct Case {
+    const char* pointer;
+    nlohmann::json value;
+    const char* key;
+  };
+  for (const Case& c : {Case{"/step", "3", "\"step\" must be an integer >= 0, not \"3\""},
+                        Case{"/optimizer_steps", -1, "\"optimizer_steps\" must be an integer >= 0, not -1"},
+                        Case{"/task_sampler/position", 4.5, "\"task_sampler.position\" must be an integer, not 4.5"},
+                        Case{"/mode", 1, "\"mode\" must be a string, not 1"}}) {
+    nlohmann::json bad = good;
+    bad[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    ASSERT_TRUE(write_file_atomic(dir + "/state.json", bad.dump()).is_ok());
+    Fresh fresh;
+    auto state = load_checkpoint(dir, fresh.model, fresh.opt);
+    ASSERT_FALSE(state.has_value()) << c.pointer;
+    EXPECT_EQ(state.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(state.status().message().find(dir + "/state.json: " + c.key), std::string::npos)
+        << state.status().message();
+  }
+}
+
+// A checkpoint of another model whose tensors have the same shapes (here another RoPE base) is
+// refused, naming the key, instead of loading weights the run would compute with differently.
+TEST(CheckpointDir, AnotherModelOfTheSameShapesIsRefused) {
+  Trained t;
+  const std::string run = fresh_dir("othermodel");
+  ASSERT_TRUE(save_checkpoint({run, 1, {}, 2, ""}, t.model, t.opt).is_ok());
+  const std::string dir = run + "/checkpoints/" + checkpoint_dir_name(1);
+  auto config = nlohmann::json::parse(*read_file(dir + "/config.json"));
+  config["rope_theta"] = 20000.0;
+  ASSERT_TRUE(write_file_atomic(dir + "/config.json", config.dump()).is_ok());
+  Fresh fresh;
+  auto state = load_checkpoint(dir, fresh.model, fresh.opt);
+  ASSERT_FALSE(state.has_value());
+  EXPECT_EQ(state.status().code(), StatusCode::kInvalidInput);
+  EXPECT_NE(state.status().message().find("config.json: rope_theta is 20000 in the checkpoint but 10000"),
+            std::string::npos)
+      << state.status().message();
+}
+
+// Resuming from an earlier checkpoint sets the later ones aside, so that the newest checkpoint
+// is the resumed branch's; writing a step again replaces it without a moment with neither; a
+// crashed attempt's unfinished folders of any step go when the next checkpoint begins.
+TEST(CheckpointDir, AResumedBranchSetsLaterCheckpointsAsideAndCleansUp) {
+  Trained t;
+  const std::string run = fresh_dir("branch");
+  for (int64_t step : {1, 2, 3}) ASSERT_TRUE(save_checkpoint({run, step, {}, 5, ""}, t.model, t.opt).is_ok());
+  auto moved = set_aside_newer_checkpoints(run, 1);
+  ASSERT_TRUE(moved.has_value()) << moved.status().message();
+  ASSERT_EQ(moved->size(), 2u);
+  const std::string root = run + "/checkpoints/";
+  EXPECT_EQ((*moved)[0], root + "abandoned_" + checkpoint_dir_name(2));
+  EXPECT_TRUE(fs::exists(root + "abandoned_" + checkpoint_dir_name(3) + "/state.json"));
+  EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(1));
+  // The resumed run writes step 2 again, and then step 2 once more (a crashed attempt's).
+  fs::create_directories(root + ".tmp_" + checkpoint_dir_name(7));
+  ASSERT_TRUE(save_checkpoint({run, 2, {{"x", 1}}, 5, ""}, t.model, t.opt).is_ok());
+  EXPECT_FALSE(fs::exists(root + ".tmp_" + checkpoint_dir_name(7))) << "an unfinished folder of another step";
+  ASSERT_TRUE(save_checkpoint({run, 2, {{"x", 2}}, 5, ""}, t.model, t.opt).is_ok());
+  EXPECT_FALSE(fs::exists(root + ".old_" + checkpoint_dir_name(2)));
+  EXPECT_EQ(nlohmann::json::parse(*read_file(root + checkpoint_dir_name(2) + "/state.json"))["x"], 2);
+  EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(2));
+}
+
 TEST(CheckpointDir, TheOlderLayoutStillLoads) {
   Trained t;
   const std::string dir = fresh_dir("older");

@@ -7,7 +7,8 @@
 # the wall-clock ones, and the weights must have moved. The KL column is 0 at the first update
 # (the policy is still its reference) and positive after; a resume against another reference is
 # refused. These use rl.pipeline = sync, the mode for exact reproducibility; a streaming run
-# resumes at a step boundary with every step once. Dynamic sampling is on (rl.resample_zero_variance), so its extra draws must resume
+# resumes at a step boundary with every step once, and resumed from an earlier checkpoint sets the
+# later ones aside (abandoned_step_N). Dynamic sampling is on (rl.resample_zero_variance), so its extra draws must resume
 # too, and some step must have made one. SFT: a run continued from its checkpoint ends with the
 # same model and optimizer as a run that went straight through, and checkpoints every
 # train.checkpoint_every steps.
@@ -119,6 +120,17 @@ if errors:
     sys.exit("FAIL " + "; ".join(errors))
 print("ok   streaming run resumed: steps [0, 1, 2], each once, with their samples")
 PY
+# ---- --resume DIR of an earlier checkpoint: a new branch, the later checkpoints set aside -----------
+run rl-branch 4 "${rl[@]}" --rl.pipeline stream --train.steps 3 --run.out_dir "$tmp/stream" \
+  --resume "$tmp/stream/checkpoints/step_000000"
+ck="$tmp/stream/checkpoints"
+if grep -q "moved a later checkpoint aside as .*abandoned_step_000002" "$tmp/rl-branch.log" &&
+   [ -e "$ck/abandoned_step_000001/state.json" ] && [ -e "$ck/step_000002/state.json" ] &&
+   grep -q '"step": 2' "$ck/step_000002/state.json"; then
+  echo "ok   a resumed branch set steps 1 and 2 aside and wrote its own"
+else
+  echo "FAIL the branch from step 0: $(ls "$ck" | tr '\n' ' ')"; grep -i "aside\|resum" "$tmp/rl-branch.log"; fail=1
+fi
 
 # ---- SFT: checkpoints as it goes; a continued run equals a straight one ------------------------
 head -n 2 "$src/tasks/level1.jsonl" > "$tmp/two.jsonl"
