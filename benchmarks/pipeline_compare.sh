@@ -15,12 +15,13 @@
 #   benchmarks/pipeline_compare.sh [STEPS] [MS] [SEEDS...]     (defaults: 3 1500 1 2 3)
 # LEAP_BENCH_SETTINGS="simulated" runs one setting only; LEAP_BENCH_OUT=DIR keeps the runs;
 # LEAP_BENCH_CONFIG=FILE runs another config (default configs/demo_v1.ini);
-# LEAP_BENCH_EXTRA="--rl.batch_tasks 8" adds leap options to every run (printed first).
+# LEAP_BENCH_EXTRA="--rl.batch_tasks 8" adds leap options to every run (printed first); LEAP=PATH
+# runs another leap binary (a copy, so that a rebuild does not change it mid-run).
 set -euo pipefail
 steps="${1:-3}" ms="${2:-1500}"
 shift $(( $# > 2 ? 2 : $# ))
 seeds=("$@"); [ ${#seeds[@]} -gt 0 ] || seeds=(1 2 3)
-leap=build/src/apps/leap
+leap="${LEAP:-build/src/apps/leap}"
 config="${LEAP_BENCH_CONFIG:-configs/demo_v1.ini}"
 out="${LEAP_BENCH_OUT:-$(mktemp -d)}"
 mkdir -p "$out"
