@@ -11,13 +11,16 @@
 
 Texts are stored as UTF-8 bytes plus int64 end offsets (variable-length strings are not
 SWMR-safe), so this module slices them back into Python strings. /steps is the commit marker:
-only samples of steps that have a /steps row are returned, so a reader never sees half a step.
+only committed steps and their samples are returned (the rule of leap's own reader), so a reader
+of a running job never sees half a step or a row not yet written. A file of a newer schema than
+this module's is an error; an older one loads with a warning, without the newer columns.
 """
 from __future__ import annotations
 
 import configparser
 import dataclasses
 import sys
+import warnings
 
 import h5py
 import numpy as np
@@ -51,23 +54,52 @@ def _enum_names(dtype_field):
     return {v: k for k, v in mapping.items()} if mapping else {}
 
 
+SCHEMA_VERSION = 5  # what this module reads in full (src/io/trajectory_rows.h)
+
+
+def _committed(steps_arr, sample_rows):
+    """How many /steps rows are committed steps, and the /samples rows they cover, by the rule of
+    leap's own reader (step_row_committed): a row a reader sees before its data was written reads
+    as zeros, while every step has at least one group and a larger step number than the one
+    before, and its samples are already in /samples."""
+    k = rows = 0
+    for i, st in enumerate(steps_arr):
+        if st["n_groups"] <= 0 or st["n_samples"] < 0 or (i > 0 and st["step"] <= steps_arr[i - 1]["step"]):
+            break
+        if rows + int(st["n_samples"]) > sample_rows:
+            break
+        rows += int(st["n_samples"])
+        k += 1
+    return k, rows
+
+
 def load_run(path: str, with_text: bool = True) -> Run:
     with h5py.File(path, "r", libver="latest", swmr=True) as f:
+        version = _attr(f, "schema_version")
+        if not version.isdigit() or int(version) > SCHEMA_VERSION:
+            raise ValueError(f"{path}: trajectory schema version {version or '(none)'}; this reader reads "
+                             f"up to {SCHEMA_VERSION}: use the leap_trajectories.py of the leap that wrote it")
+        if int(version) < SCHEMA_VERSION:
+            warnings.warn(f"{path}: trajectory schema version {version} (this reader's is {SCHEMA_VERSION}): "
+                          "the columns added since are missing (src/io/trajectory_rows.h lists them)")
         for name in ("steps", "samples"):
             f[name].id.refresh()
         steps_arr = f["steps"][...]
-        steps = pd.DataFrame(steps_arr)
-        last_step = int(steps_arr["step"].max()) if len(steps_arr) else -1
         samples_arr = f["samples"][...]
-        n = int(np.searchsorted(samples_arr["step"], last_step, side="right"))
-        samples_arr = samples_arr[:n]
+        k, n = _committed(steps_arr, len(samples_arr))
+        steps_arr, samples_arr = steps_arr[:k], samples_arr[:n]
+        steps = pd.DataFrame(steps_arr)
         samples = pd.DataFrame(samples_arr)
         for field in ("verdict", "dcp"):
             names = _enum_names(f["samples"].dtype[field])
             samples[field] = [names.get(int(v), str(v)) for v in samples_arr[field]]
         ids_group = f["tasks/id"]
         task_ids = _texts(ids_group, len(ids_group["offsets"]))
-        samples["task_id"] = [task_ids[i] if 0 <= i < len(task_ids) else "?" for i in samples_arr["task"]]
+        bad = [int(i) for i in samples_arr["task"] if not 0 <= i < len(task_ids)]
+        if bad:
+            raise ValueError(f"{path}: /samples names task index {bad[0]}, but /tasks/id has {len(task_ids)} "
+                             "tasks: the file is damaged")
+        samples["task_id"] = [task_ids[i] for i in samples_arr["task"]]
         if with_text:
             for col in ("prompt", "completion", "feedback"):
                 samples[col] = _texts(f["text/" + col], n)

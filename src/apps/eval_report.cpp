@@ -39,6 +39,7 @@ json summary_json(const rl::EvalSummary& s, const rl::EvalSpec& spec) {
     verdicts.push_back(turn);
   }
   j["verdicts_by_turn"] = verdicts;
+  j["stopped_before_turn"] = s.stopped;
   j["turn_samples"] = s.turn_samples;
   j["mean_completion_tokens"] = s.mean_completion_tokens;
   return j;

@@ -239,10 +239,17 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
     if (!o) return invalid_input("'" + path + "': " + kTextGroups[i] + "/offsets is damaged");
     offs[i] = std::move(*o);
   }
-  for (const StepRow& st : *steps) {
-    if (st.step > last_step) break;
+  for (size_t i = 0; i < steps->size(); ++i) {
+    const StepRow& st = (*steps)[i];
+    // Committed steps up to the checkpoint's, by the readers' rule (a row the killed run had
+    // extended but not written is not one), each with exactly its n_samples rows.
+    if (st.step > last_step || !step_row_committed(st, i > 0 ? &(*steps)[i - 1] : nullptr)) break;
     size_t first = row;
     while (row < samples->size() && (*samples)[row].step == st.step) ++row;
+    if (row - first != static_cast<size_t>(st.n_samples))
+      return invalid_input("'" + path + "': step " + std::to_string(st.step) + " lists " +
+                           std::to_string(st.n_samples) + " samples but /samples has " +
+                           std::to_string(row - first) + ": the file is damaged (check it with h5dump)");
     std::vector<SampleRow> rows(samples->begin() + static_cast<long>(first), samples->begin() + static_cast<long>(row));
     std::array<std::vector<std::string>, 3> cols;
     for (size_t i = 0; i < 3; ++i) {

@@ -164,8 +164,7 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
   hsize_t rows = 0;
   for (size_t i = 0; i < steps->size(); ++i) {
     const StepRow& st = (*steps)[i];
-    // A row not yet written reads as zeros: no step has zero samples, and steps only increase.
-    if (st.n_samples <= 0 || (i > 0 && st.step <= (*steps)[i - 1].step)) break;
+    if (!step_row_committed(st, i > 0 ? &(*steps)[i - 1] : nullptr)) break;
     if (rows + static_cast<hsize_t>(st.n_samples) > sample_rows) break;
     first_row.push_back(rows);
     rows += static_cast<hsize_t>(st.n_samples);

@@ -50,6 +50,14 @@ struct StepRow {
   double mean_completion_tokens = 0, pass_turn1 = 0, pass_final = 0;
 };
 
+// Whether /steps row `st` is a committed step, `prev` being the row before it (null for the
+// first): a row a reader sees before its data was written reads as zeros, while every step has at
+// least one group and a larger step number than the one before. A step may have no sample rows
+// (every prompt stopped before turn 1). The readers and the resume copy use this one rule.
+inline bool step_row_committed(const StepRow& st, const StepRow* prev) {
+  return st.n_groups > 0 && st.n_samples >= 0 && (prev == nullptr || st.step > prev->step);
+}
+
 // DCP class of the sample's group, as stored (an HDF5 enum).
 enum class DcpClass : int8_t { kNone = 0, kEasy = 1, kHopeless = 2, kExpanded = 3 };
 

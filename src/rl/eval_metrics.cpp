@@ -32,7 +32,9 @@ std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks,
     out[i].correct_by_turn.assign(T, 0);
     out[i].fast_by_turn.assign(spec.ps.size(), std::vector<int>(T, 0));
     out[i].verdicts_by_turn.assign(T, VerdictCounts{});
+    out[i].stopped_before_turn.assign(T, 0);
   }
+  std::map<std::pair<int, int>, const EvalRecord*> last;  // (task, sample) -> its last turn's record
   for (const auto& r : records) {
     auto it = slot.find(r.task);
     if (it == slot.end()) continue;
@@ -40,6 +42,8 @@ std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks,
         r.sample >= 0 && r.sample < spec.samples && r.turn >= 1 && r.turn <= spec.turns,
         "eval record of task " << r.task << " has sample " << r.sample << " turn " << r.turn);
     TaskTally& t = out[it->second];
+    const EvalRecord*& latest = last[{r.task, r.sample}];
+    if (latest == nullptr || r.turn > latest->turn) latest = &r;
     t.verdicts_by_turn[static_cast<size_t>(r.turn - 1)][static_cast<size_t>(r.verdict)]++;
     ++t.turn_samples;
     t.completion_tokens += r.completion_tokens;
@@ -49,6 +53,18 @@ std::vector<TaskTally> tally_tasks(const std::vector<int>& tasks,
       t.correct_by_turn[u]++;
       for (size_t p = 0; p < spec.ps.size(); ++p)
         if (r.speedup && *r.speedup > spec.ps[p]) t.fast_by_turn[p][u]++;
+    }
+  }
+  for (TaskTally& t : out) {
+    for (int sample = 0; sample < spec.samples; ++sample) {
+      auto it = last.find({t.task, sample});
+      if (it == last.end()) {
+        t.stopped_before_turn[0]++;
+      } else {
+        const EvalRecord& r = *it->second;
+        if (r.verdict != sandbox::Verdict::kOk && r.verdict != sandbox::Verdict::kSandboxError && r.turn < spec.turns)
+          t.stopped_before_turn[static_cast<size_t>(r.turn)]++;
+      }
     }
   }
   for (const auto& t : out)
@@ -67,6 +83,7 @@ EvalSummary summarize(const std::vector<const TaskTally*>& tasks, const EvalSpec
   s.acc.assign(T, 0.0);
   if (spec.timed) s.fast_p.assign(spec.ps.size(), std::vector<double>(T, 0.0));
   s.verdicts.assign(T, VerdictCounts{});
+  s.stopped.assign(T, 0);
   int64_t tokens = 0;
   const double n = static_cast<double>(spec.samples);
   for (const TaskTally* t : tasks) {
@@ -77,6 +94,7 @@ EvalSummary summarize(const std::vector<const TaskTally*>& tasks, const EvalSpec
       for (size_t p = 0; p < s.fast_p.size(); ++p) s.fast_p[p][u] += t->fast_by_turn[p][u] / n;
       for (size_t v = 0; v < s.verdicts[u].size(); ++v)
         s.verdicts[u][v] += t->verdicts_by_turn[u][v];
+      s.stopped[u] += t->stopped_before_turn[u];
     }
     s.turn_samples += t->turn_samples;
     tokens += t->completion_tokens;

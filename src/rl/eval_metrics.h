@@ -52,6 +52,10 @@ struct TaskTally {
   std::vector<int> correct_by_turn;             // [t-1]: samples with an OK at a turn <= t
   std::vector<std::vector<int>> fast_by_turn;   // [p][t-1]: of those, passing turn's speedup > p
   std::vector<VerdictCounts> verdicts_by_turn;  // [t-1][verdict]: turn-samples
+  // [t-1]: samples that had not passed but did not get turn t because its prompt did not fit the
+  // context (turn 1: no record at all; later: a failure at turn t - 1 and nothing after, a
+  // SANDBOX_ERROR aside). They count as failures at every turn from t on.
+  std::vector<int> stopped_before_turn;
   int64_t turn_samples = 0, completion_tokens = 0;
 };
 
@@ -67,6 +71,7 @@ struct EvalSummary {
   std::vector<double> acc;                     // [t-1]: Acc@t
   std::vector<std::vector<double>> fast_p;     // [p][t-1]; empty unless spec.timed
   std::vector<VerdictCounts> verdicts;         // [t-1]
+  std::vector<int64_t> stopped;                // [t-1]: TaskTally::stopped_before_turn, summed
   int64_t turn_samples = 0;
   double mean_completion_tokens = 0;  // per generated turn-sample
 };

@@ -108,6 +108,37 @@ check not-leap 2 "other.h5' is an HDF5 file but not a LEAP trajectory file \(it 
 check missing-field 2 "lacks /steps field pass_final" -- "$LEAP" analyze "$tmp/nofield.h5"
 check zero-steps 0 "no steps written yet" -- "$LEAP" analyze "$tmp/empty.h5"
 check zero-steps-json 0 '"steps_in_file": 0' -- "$LEAP" analyze "$tmp/empty.h5" --format json
+# Rows a reader sees before their data (a running job's extended datasets read as zeros), and a
+# step with no sample rows (every prompt stopped before turn 1): leap analyze and the Python
+# loader keep the same committed steps, by one rule.
+$py - "$tmp" "$h5" <<'PY'
+import shutil, sys
+import h5py
+tmp, run = sys.argv[1], sys.argv[2]
+shutil.copy(run, tmp + "/extended.h5")
+with h5py.File(tmp + "/extended.h5", "r+") as f:
+    f["steps"].resize((f["steps"].shape[0] + 1,))
+    f["samples"].resize((f["samples"].shape[0] + 3,))
+shutil.copy(run, tmp + "/nosamples.h5")
+with h5py.File(tmp + "/nosamples.h5", "r+") as f:
+    steps = f["steps"][...]
+    keep = int(steps["n_samples"][0])
+    steps["n_samples"][1] = 0
+    f["steps"][...] = steps
+    f["samples"].resize((keep,))
+    for col in ("prompt", "completion", "feedback"):
+        f["text/" + col + "/offsets"].resize((keep,))
+PY
+check extended-rows 0 '"steps_in_file":2,.*"steps_pending":1,' -- bash -c "'$LEAP' analyze '$tmp/extended.h5' --format json | tr -d '\n '"
+check step-without-samples 0 '"steps_in_file":2,.*"steps_pending":0,' -- bash -c "'$LEAP' analyze '$tmp/nosamples.h5' --format json | tr -d '\n '"
+check python-loader-committed-rows 0 "steps 2 2 samples" -- $py -c '
+import sys; sys.path.insert(0, sys.argv[1])
+from leap_trajectories import load_run
+full, ext, none = (load_run(p) for p in sys.argv[2:5])
+assert len(ext.samples) == len(full.samples) and list(ext.steps["step"]) == [0, 1], (len(ext.samples), list(ext.steps["step"]))
+assert list(none.steps["step"]) == [0, 1] and (none.samples["step"] == 0).all(), list(none.steps["step"])
+print("steps", len(ext.steps), len(none.steps), "samples", len(ext.samples), len(none.samples))' \
+  "$src/tools" "$h5" "$tmp/extended.h5" "$tmp/nosamples.h5"
 check bad-format 2 "analyze.format" -- "$LEAP" analyze "$h5" --format xml
 check bad-last 2 "analyze.last" -- "$LEAP" analyze "$h5" --last -1
 

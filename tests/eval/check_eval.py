@@ -27,10 +27,20 @@ def summary(task_ids, recs_by_task, rep):
     out = {"tasks": len(task_ids), "samples": len(task_ids) * n,
            "pass_at_k": {str(k): [0.0] * turns for k in ks}, "acc": [0.0] * turns,
            "fast_p": {("%g" % p): [0.0] * turns for p in ps} if timed else None,
-           "verdicts_by_turn": [{} for _ in range(turns)], "turn_samples": 0}
+           "verdicts_by_turn": [{} for _ in range(turns)], "stopped_before_turn": [0] * turns, "turn_samples": 0}
     tokens = 0
     for tid in task_ids:
         recs = recs_by_task.get(tid, [])
+        # A sample without a record never got turn 1; one that failed with turns left and went no
+        # further did not get the next (its prompt did not fit the context).
+        for s in range(n):
+            mine = [r for r in recs if r["sample"] == s]
+            if not mine:
+                out["stopped_before_turn"][0] += 1
+                continue
+            final = max(mine, key=lambda r: r["turn"])
+            if final["verdict"] not in ("OK", "SANDBOX_ERROR") and final["turn"] < turns:
+                out["stopped_before_turn"][final["turn"]] += 1
         for r in recs:
             v = out["verdicts_by_turn"][r["turn"] - 1]
             v[r["verdict"]] = v.get(r["verdict"], 0) + 1

@@ -107,6 +107,7 @@ TEST(EvalSummary, TwoTasksWorkedByHand) {
   EXPECT_EQ(count(3, Verdict::kWrongAnswer), 3);
   EXPECT_EQ(count(3, Verdict::kCompileError), 1);
   EXPECT_NEAR(s.mean_completion_tokens, (10.0 * 7 + 20 * 6 + 30 * 5) / 18, 1e-12);
+  EXPECT_EQ(s.stopped, (std::vector<int64_t>{1, 0, 0}));  // task 7's sample 3 never got turn 1
 
   // Untimed (the CPU interpreter): no fast_p at all, the rest unchanged.
   spec.timed = false;
@@ -117,6 +118,22 @@ TEST(EvalSummary, TwoTasksWorkedByHand) {
   EvalSummary one = summarize({&tallies[1]}, spec);
   EXPECT_NEAR(one.acc[2], 0.25, 1e-15);
   EXPECT_NEAR(one.pass_at_k[1][2], 0.5, 1e-15);
+}
+
+// Samples stopped because the next prompt did not fit: before turn 1 (no record), after a failure
+// with turns left; a pass, a failure at the last turn and a SANDBOX_ERROR are not stops.
+TEST(EvalSummary, CountsSamplesStoppedBeforeATurn) {
+  EvalSpec spec{.samples = 6, .turns = 3, .ks = {1}};
+  const std::vector<EvalRecord> records{
+      rec(4, 0, 1, Verdict::kWrongAnswer),                                          // stopped before 2
+      rec(4, 1, 1, Verdict::kSandboxError),                                         // void, not a stop
+      rec(4, 2, 1, Verdict::kCompileError), rec(4, 2, 2, Verdict::kWrongAnswer),    // stopped before 3
+      rec(4, 3, 1, Verdict::kOk),                                                   // passed
+      rec(4, 4, 1, Verdict::kWrongAnswer), rec(4, 4, 2, Verdict::kWrongAnswer),
+      rec(4, 4, 3, Verdict::kWrongAnswer)};                                         // ran every turn
+  auto tallies = tally_tasks({4}, records, spec);                                   // sample 5: none
+  EXPECT_EQ(tallies[0].stopped_before_turn, (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(summarize({&tallies[0]}, spec).stopped, (std::vector<int64_t>{1, 1, 1}));
 }
 
 }  // namespace
