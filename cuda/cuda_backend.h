@@ -101,8 +101,11 @@ class CudaBackend final : public backend::Backend {
 
  private:
   // Stages a host integer array into device scratch slot `slot` on the compute stream. RoPE's
-  // positions have a slot of their own, so the copy is skipped for every layer after the first.
-  static constexpr int kPositionsSlot = 3;
+  // positions have a slot of their own, so the copy is skipped for every layer after the first
+  // (it shared slot 3 with the decode attention's lengths, which made every layer of a decode
+  // step copy both arrays again, each a wait on the stream).
+  static constexpr int kPositionsSlot = 6;
+  static constexpr int kStagingSlots = 7;
   const int32_t* stage(int slot, const int32_t* host, size_t n);
   // Rounds an fp32 activation to bf16 into scratch slot `slot` (0 or 1) for a GEMM operand.
   const __nv_bfloat16* operand_bf16(int slot, const float* x, size_t n);
@@ -114,12 +117,12 @@ class CudaBackend final : public backend::Backend {
   ComputeCopies weights_;
   std::map<float*, size_t> allocations_;  // backend buffers and their sizes, for free_floats
   DeviceBuffer operands_[2];
-  // Slots: 0 positions, tokens or targets; 1 a second index array; 2-3 the decode attention's
-  // block tables and lengths (2 also the embedding backward's rows); 4-5 the KV-cache write's
-  // blocks and offsets. Separate slots keep a layer's arrays staged across the layers.
-  DeviceBuffer staged_[6];
-  std::vector<int32_t> staged_host_[6];  // what each staging slot holds (skips repeated copies)
-  const int32_t* staged_ptr_[6] = {};
+  // Slots: 0 tokens or targets; 1 a second index array; 2-3 the decode attention's block tables
+  // and lengths (2 also the embedding backward's rows); 4-5 the KV-cache write's blocks and
+  // offsets; 6 RoPE's positions. Separate slots keep a layer's arrays staged across the layers.
+  DeviceBuffer staged_[kStagingSlots];
+  std::vector<int32_t> staged_host_[kStagingSlots];  // what each slot holds (skips repeated copies)
+  const int32_t* staged_ptr_[kStagingSlots] = {};
   DeviceBuffer partials_;  // sum_squares partials and the result (doubles)
   DeviceBuffer sampled_;   // sample_rows: the uniforms in, the ids and log-probabilities out
   DeviceBuffer ones_;

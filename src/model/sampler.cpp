@@ -171,9 +171,11 @@ std::unique_ptr<Sampler::Session> Sampler::open(const SamplerConfig& cfg, int sl
                                                 int longest_prompt) {
   slots = std::max(1, slots);
   if (!cfg.reuse_kv) forget_kept();
+  // No slot is live between sessions (one that failed or was dropped midway may have left
+  // blocks), and a grow refuses a pool whose blocks are in use: clear them before reserving.
+  if (cache_)
+    for (int s = 0; s < cache_->slots; ++s) cache_->clear(s);
   reserve(slots, longest_prompt > 0 ? longest_prompt + cfg.max_new_tokens : 0, cfg);
-  // No slot is live between sessions (one that failed midway may have left blocks).
-  for (int s = 0; s < cache_->slots; ++s) cache_->clear(s);
   return std::unique_ptr<Session>(new Session(*this, cfg, slots, shared_rng));
 }
 

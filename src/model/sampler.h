@@ -39,7 +39,8 @@ struct SamplerConfig {
   // A finished sequence keeps its KV blocks (while the pool has room) for a later prompt that
   // extends it (a later turn then runs only its new tokens) or starts like it (its whole blocks
   // are shared). Keep them only while the weights stay the same (Sampler::forget_kept). A prompt's
-  // logits then depend, within float rounding, on what was kept.
+  // logits then depend on what was kept: within float rounding with an fp32 cache, by bf16
+  // rounding with a bf16 one (an extend reads rounded keys, a prefill its own fp32 ones).
   bool reuse_kv = true;
   int kv_keep_sequences = 8;  // pool room beyond the slots for kept sequences, in full sequences
   // "auto" (bf16 on a device backend, fp32 on the CPU), "fp32" or "bf16" (kv_cache_dtype()).
@@ -127,8 +128,10 @@ class Sampler {
                                              const SamplerConfig& cfg, Rng& rng);
   // The same with one generator per sequence (rngs.size() == prompts.size()): a sequence's
   // draws then do not depend on the other sequences of the batch, so a sample is the same
-  // whichever batch or rank generates it (the distributed step relies on this). Each sequence
-  // draws from a copy of its generator: `rngs` is not advanced.
+  // whichever batch or rank generates it, up to the logits' rounding: GEMM blocking, and whether
+  // its prompt was prefilled, copied from a live sibling or extended from a kept one (bf16
+  // rounding with a bf16 KV cache; docs/design.md, the paged KV cache). Each sequence draws from
+  // a copy of its generator: `rngs` is not advanced.
   Expected<std::vector<Completion>> generate(const std::vector<std::vector<int32_t>>& prompts,
                                              const SamplerConfig& cfg, const std::vector<Rng>& rngs);
 

@@ -270,6 +270,29 @@ TEST_F(Inference, SessionAdmitsPromptsAddedWhileOthersDecode) {
   EXPECT_TRUE(session->idle());
 }
 
+// A session dropped while a sequence decodes (a failed source ends generate_stream early) leaves
+// its blocks in use; the next open clears them before it grows the pool, which refuses a pool in
+// use, and samples as usual instead of aborting.
+TEST_F(Inference, ASessionDroppedMidwayDoesNotBlockTheNextOpen) {
+  auto m = make(tiny_config());
+  SamplerConfig sc;
+  sc.max_new_tokens = 30;
+  Sampler s(*m, &tok);
+  {
+    auto first = s.open(sc, 1, nullptr, static_cast<int>(prompts[0].size()));
+    ASSERT_TRUE(first->add(prompts[0], 0, Rng(5, 0)).is_ok());
+    ASSERT_TRUE(first->step().is_ok());
+    ASSERT_EQ(first->live(), 1);
+  }
+  auto next = s.open(sc, 4, nullptr, 200);  // more slots and positions: the pool grows
+  ASSERT_TRUE(next->add(prompts[1], 1, Rng(5, 1)).is_ok());
+  for (int steps = 0; !next->idle(); ++steps) {
+    ASSERT_TRUE(next->step().is_ok());
+    ASSERT_LT(steps, 100);
+  }
+  EXPECT_EQ(next->take_finished().size(), 1u);
+}
+
 // A group's samples reach a streaming rank a few at a time: an identical prompt added while a
 // sibling still decodes copies that sibling's slot instead of being prefilled again.
 TEST_F(Inference, SessionSharesAPromptWithALiveSiblingAddedEarlier) {
