@@ -26,6 +26,7 @@ void append(TrajectoryFile& f, int64_t s) {
   StepRow row;
   row.step = s;
   row.pass_final = 0.5 + static_cast<double>(s);
+  row.n_groups = 1;  // a committed step has at least one group (io::step_row_committed)
   row.n_samples = kPerStep;
   std::vector<SampleRow> samples;
   std::vector<SampleText> texts;

@@ -24,6 +24,7 @@ void append(TrajectoryFile& f, int64_t s, int rows, int claimed) {
   StepRow st;
   st.step = s;
   st.time_s = 1.0 + static_cast<double>(s);
+  st.n_groups = 1;  // a committed step has at least one group (io::step_row_committed)
   st.n_samples = claimed;
   std::vector<SampleRow> samples;
   std::vector<SampleText> texts;
