@@ -109,6 +109,14 @@ bool Sampler::drop_oldest_kept() {
   return true;
 }
 
+int Sampler::kept_holding(const std::vector<int32_t>& prompt) const {
+  for (size_t e = 0; e < kept_.size(); ++e) {
+    const auto& t = kept_[e].tokens;
+    if (t.size() >= prompt.size() && std::equal(prompt.begin(), prompt.end(), t.begin())) return static_cast<int>(e);
+  }
+  return -1;
+}
+
 int Sampler::best_kept(const std::vector<int32_t>& prompt, int* positions, bool* whole) const {
   // The kept sequence sharing the longest prefix with the prompt, at most all but its last token
   // (whose logits the extend must produce). A later turn of that sample extends all of it (whole);

@@ -157,6 +157,9 @@ class Sampler {
   // The kept sequence sharing the longest start with `prompt` (-1 when none shares a block, or
   // all of a shorter one): how many positions, and whether that is all of it.
   int best_kept(const std::vector<int32_t>& prompt, int* positions, bool* whole) const;
+  // A kept sequence whose tokens begin with the whole prompt (a sibling of the group that has
+  // finished), or -1.
+  int kept_holding(const std::vector<int32_t>& prompt) const;
 
   std::unique_ptr<KvCache> cache_;  // kept between calls, grown when too small
   std::vector<Kept> kept_;

@@ -108,6 +108,21 @@ Status Sampler::Session::admit() {
         source[i] = sl;
     int reuse = 0;
     bool whole = false;
+    // A prompt of this session whose identical siblings have all finished: its logits are the
+    // first one's, and a kept sibling holds all its positions. Sharing them and keeping those
+    // logits samples what a sibling admitted beside a live one samples (a copy of its slot);
+    // extending the last prompt token instead would round differently (by bf16 rounding with a
+    // bf16 cache, whose extend reads rounded keys where the prefill read its own fp32 ones).
+    const Distinct& dq = distinct_.at(q.distinct);
+    const int sibling = source[i] < 0 && cfg_.reuse_kv && !dq.logits.empty() ? s_.kept_holding(q.prompt) : -1;
+    if (sibling >= 0) {
+      cache.share(slot_of_new[i], s_.kept_[static_cast<size_t>(sibling)].blocks, static_cast<int>(q.prompt.size()));
+      s_.counts_.reused_tokens += static_cast<int64_t>(q.prompt.size());
+      q.c.reused_tokens = static_cast<int>(q.prompt.size());
+      slot_seq_[static_cast<size_t>(slot_of_new[i])] = picked[i];
+      source[i] = slot_of_new[i];  // nothing to copy: its positions are in place, its logits kept
+      continue;
+    }
     const int e = source[i] < 0 && cfg_.reuse_kv ? s_.best_kept(q.prompt, &reuse, &whole) : -1;
     if (e >= 0) {
       auto& kept = s_.kept_[static_cast<size_t>(e)];

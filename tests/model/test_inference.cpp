@@ -293,6 +293,31 @@ TEST_F(Inference, ASessionDroppedMidwayDoesNotBlockTheNextOpen) {
   EXPECT_EQ(next->take_finished().size(), 1u);
 }
 
+// A group's samples decoded one at a time (one slot, as on a rank that gets them one by one):
+// each sibling after the first finds no live sibling to copy; it shares the finished one's kept
+// prompt blocks and keeps the first's prefill logits, so it samples exactly what the first did
+// (greedy, the same batch size), rather than running its last prompt token again as an extend.
+TEST_F(Inference, SiblingsAdmittedAfterTheFirstFinishedReuseItsPrefill) {
+  auto m = make(tiny_config());
+  std::vector<int32_t> prompt;  // longer than a block of 16, so that blocks are shared
+  for (int i = 0; i < 41; ++i) prompt.push_back(prompts[i % 3][static_cast<size_t>(i) % prompts[i % 3].size()]);
+  const std::vector<std::vector<int32_t>> group(3, prompt);
+  SamplerConfig sc;
+  sc.max_new_tokens = 20;
+  sc.temperature = 0;  // greedy: every sibling the same tokens
+  sc.stop_at_eos = false;
+  Sampler s(*m, &tok);
+  s.set_max_batch(1);
+  auto out = s.generate(group, sc, generators(3, group.size()));
+  ASSERT_TRUE(out.has_value()) << out.status().message();
+  EXPECT_EQ(s.counts().prefilled_tokens, static_cast<int64_t>(prompt.size())) << "one prefill for the group";
+  for (size_t b = 1; b < group.size(); ++b) {
+    EXPECT_EQ((*out)[b].reused_tokens, static_cast<int>(prompt.size())) << "sibling " << b;
+    EXPECT_EQ((*out)[b].tokens, (*out)[0].tokens) << "sibling " << b;
+    EXPECT_EQ((*out)[b].logprobs, (*out)[0].logprobs) << "sibling " << b << ": bit for bit";
+  }
+}
+
 // A group's samples reach a streaming rank a few at a time: an identical prompt added while a
 // sibling still decodes copies that sibling's slot instead of being prefilled again.
 TEST_F(Inference, SessionSharesAPromptWithALiveSiblingAddedEarlier) {
