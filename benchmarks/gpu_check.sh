@@ -22,6 +22,7 @@
 # run. The exit code is 1 when a check failed, else 0.
 # To run it on a GPU machine (the dependencies staged on this checkout's machine, or there):
 #   scripts/stage_gpu_deps.sh && timeout 9m benchmarks/gpu_check.sh RESULTS_DIR
+# LEAP_GPU_BUILD_ONLY=1 stops after the build (for benchmarks/gpu/kernel_profile.sh).
 set -u
 if [[ $# -ne 1 || "$1" == -h || "$1" == --help ]]; then
   awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
@@ -145,6 +146,11 @@ fi
 note "build: $(( $(date +%s) - start )) s; $(left) s of the budget left"
 pack
 CHECK="$BUILD/cuda/leap_gpu_check"
+# LEAP_GPU_BUILD_ONLY=1: stop here (benchmarks/gpu/kernel_profile.sh builds through this script).
+if [[ "${LEAP_GPU_BUILD_ONLY:-0}" == 1 ]]; then
+  note "build only (LEAP_GPU_BUILD_ONLY=1): $CHECK"
+  exit 0
+fi
 
 # run_step NAME TIMEOUT_S COMMAND...: stdout -> NAME.json, stderr -> NAME.log, verdict in summary.
 # The step runs at most TIMEOUT_S, and never past the budget (less 15 s to pack).
