@@ -4,7 +4,8 @@
 //
 // The attention kernels take the head dimension D as a template argument; the launchers below
 // instantiate D = 8, 16, 32, 64, 128 (each one costs compile time for every architecture) and
-// stop with a clear message for any other D. What attention_forward
+// stop with a clear message for any other D. The training kernels of D = 64 and 128 are
+// attention_wide.cuh's register-tiled ones, the others attention.cuh's. What attention_forward
 // saves in `att`, per layer: lse (B, H, T), then a copy of out (B, T, H, D), because the
 // backward's delta = rowsum(dout * out) needs the output and the op interface passes only the
 // saved buffer.
@@ -13,6 +14,7 @@
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/attention.cuh"
+#include "cuda/kernels/attention_wide.cuh"
 #include "cuda/kernels/attention_decode.cuh"
 #include "cuda/kernels/logprob.cuh"
 #include "cuda/kernels/sample.cuh"
@@ -75,11 +77,19 @@ void CudaBackend::attention_forward(float* out, float* att, const float* q, cons
   float* out_copy = att + (rows + 15) / 16 * 16;
   with_head_dim(D, [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    const unsigned smem = kn::attention_forward_smem_bytes(kD);
-    allow_smem(kn::attention_forward<float, kD>, smem);
-    dim3 grid(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
-    kn::attention_forward<float, kD>
-        <<<grid, kn::kAttnThreads, smem, ctx_->compute()>>>(out, lse, q, k, v, B, T, H, Hkv);
+    if constexpr (kD == 64 || kD == 128) {
+      const unsigned smem = kn::wide_forward_smem_bytes(kD);
+      allow_smem(kn::attention_forward_wide<float, kD>, smem);
+      dim3 grid(static_cast<unsigned>(kn::cdiv(T, kn::kWideTile)), H, B);
+      kn::attention_forward_wide<float, kD>
+          <<<grid, kn::kWideThreads, smem, ctx_->compute()>>>(out, lse, q, k, v, B, T, H, Hkv);
+    } else {
+      const unsigned smem = kn::attention_forward_smem_bytes(kD);
+      allow_smem(kn::attention_forward<float, kD>, smem);
+      dim3 grid(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
+      kn::attention_forward<float, kD>
+          <<<grid, kn::kAttnThreads, smem, ctx_->compute()>>>(out, lse, q, k, v, B, T, H, Hkv);
+    }
     check_launch();
   });
   CUDA_CHECK(cudaMemcpyAsync(out_copy, out, rows * D * sizeof(float), cudaMemcpyDeviceToDevice,
@@ -100,18 +110,35 @@ void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const floa
   check_launch();
   with_head_dim(D, [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    const unsigned smem_kv = kn::attention_dkdv_smem_bytes(kD);
-    allow_smem(kn::attention_backward_dkdv<float, kD>, smem_kv);
-    dim3 grid_kv(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBc)), Hkv, B);
-    kn::attention_backward_dkdv<float, kD><<<grid_kv, kn::kAttnThreads, smem_kv, ctx_->compute()>>>(
-        dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv);
-    check_launch();
-    const unsigned smem_q = kn::attention_dq_smem_bytes(kD);
-    allow_smem(kn::attention_backward_dq<float, kD>, smem_q);
-    dim3 grid_q(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
-    kn::attention_backward_dq<float, kD><<<grid_q, kn::kAttnThreads, smem_q, ctx_->compute()>>>(
-        dq, dout, lse, delta, q, k, v, B, T, H, Hkv);
-    check_launch();
+    if constexpr (kD == 64 || kD == 128) {
+      const unsigned tiles = static_cast<unsigned>(kn::cdiv(T, kn::kWideTile));
+      const unsigned smem_kv = kn::wide_dkdv_smem_bytes(kD);
+      allow_smem(kn::attention_backward_dkdv_wide<float, kD>, smem_kv);
+      kn::attention_backward_dkdv_wide<float, kD>
+          <<<dim3(tiles, Hkv, B), kn::kWideThreads, smem_kv, ctx_->compute()>>>(
+              dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv);
+      check_launch();
+      const unsigned smem_q = kn::wide_dq_smem_bytes(kD);
+      allow_smem(kn::attention_backward_dq_wide<float, kD>, smem_q);
+      kn::attention_backward_dq_wide<float, kD>
+          <<<dim3(tiles, H, B), kn::kWideThreads, smem_q, ctx_->compute()>>>(
+              dq, dout, lse, delta, q, k, v, B, T, H, Hkv);
+      check_launch();
+    } else {
+      const unsigned smem_kv = kn::attention_dkdv_smem_bytes(kD);
+      allow_smem(kn::attention_backward_dkdv<float, kD>, smem_kv);
+      dim3 grid_kv(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBc)), Hkv, B);
+      kn::attention_backward_dkdv<float, kD>
+          <<<grid_kv, kn::kAttnThreads, smem_kv, ctx_->compute()>>>(dk, dv, dout, lse, delta, q,
+                                                                     k, v, B, T, H, Hkv);
+      check_launch();
+      const unsigned smem_q = kn::attention_dq_smem_bytes(kD);
+      allow_smem(kn::attention_backward_dq<float, kD>, smem_q);
+      dim3 grid_q(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
+      kn::attention_backward_dq<float, kD><<<grid_q, kn::kAttnThreads, smem_q, ctx_->compute()>>>(
+          dq, dout, lse, delta, q, k, v, B, T, H, Hkv);
+      check_launch();
+    }
   });
 }
 

@@ -112,9 +112,15 @@ void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dou
     check_launch();
   }
   if (dweight != nullptr) {
-    kn::rmsnorm_backward_dweight<float>
-        <<<static_cast<unsigned>(kn::cdiv(C, 32)), kn::kRmsnormThreads, 0, ctx_->compute()>>>(
-            dweight, dout, inp, rstd, N, C);
+    const int chunks = static_cast<int>(kn::cdiv(N, kn::kRmsnormDweightRows));
+    float* partial = partials_.reserve_as<float>(static_cast<size_t>(chunks) * C);
+    const dim3 grid(static_cast<unsigned>(kn::cdiv(C, 32)), static_cast<unsigned>(chunks));
+    kn::rmsnorm_backward_dweight_partial<float><<<grid, kn::kRmsnormThreads, 0, ctx_->compute()>>>(
+        partial, dout, inp, rstd, N, C, kn::kRmsnormDweightRows);
+    check_launch();
+    kn::rmsnorm_backward_dweight_finish<<<static_cast<unsigned>(kn::cdiv(C, kn::kRmsnormThreads)),
+                                          kn::kRmsnormThreads, 0, ctx_->compute()>>>(
+        dweight, partial, chunks, C);
     check_launch();
   }
 }

@@ -4,6 +4,7 @@
 #include "cuda/kernels/adamw.cuh"
 #include "cuda/kernels/attention.cuh"
 #include "cuda/kernels/attention_decode.cuh"
+#include "cuda/kernels/attention_wide.cuh"
 #include "cuda/kernels/cast.cuh"
 #include "cuda/kernels/embedding.cuh"
 #include "cuda/kernels/gemm_empty.cuh"
@@ -33,8 +34,8 @@ namespace leap::cuda::kernels {
   template __global__ void rmsnorm_forward<S>(S*, float*, const S*, const S*, int, int, float);   \
   template __global__ void rmsnorm_backward<S>(S*, const S*, const S*, const S*, const float*,    \
                                                int, int);                                         \
-  template __global__ void rmsnorm_backward_dweight<S>(float*, const S*, const S*, const float*,  \
-                                                       int, int);                                 \
+  template __global__ void rmsnorm_backward_dweight_partial<S>(float*, const S*, const S*,       \
+                                                               const float*, int, int, int);      \
   template __global__ void adamw_update<S>(float*, float*, float*, const float*, S*, u64, float,  \
                                            float, float, float, float, float, int);               \
   template __global__ void sum_squares_partial<S>(double*, const S*, u64);                        \
@@ -63,6 +64,15 @@ namespace leap::cuda::kernels {
   template __global__ void attention_backward_dq<S, D>(                                           \
       S*, const S*, const float*, const float*, const S*, const S*, const S*, int, int, int, int);
 
+#define LEAP_INSTANTIATE_ATTENTION_WIDE(S, D)                                                     \
+  template __global__ void attention_forward_wide<S, D>(S*, float*, const S*, const S*, const S*, \
+                                                        int, int, int, int);                      \
+  template __global__ void attention_backward_dkdv_wide<S, D>(S*, S*, const S*, const float*,     \
+                                                              const float*, const S*, const S*,   \
+                                                              const S*, int, int, int, int);      \
+  template __global__ void attention_backward_dq_wide<S, D>(                                      \
+      S*, const S*, const float*, const float*, const S*, const S*, const S*, int, int, int, int);
+
 LEAP_INSTANTIATE_STORAGE(float)
 LEAP_INSTANTIATE_STORAGE(bf16)
 template __global__ void sum_squares_finish<double>(double*, const double*, int);
@@ -72,6 +82,8 @@ LEAP_INSTANTIATE_ATTENTION(bf16, 8)
 LEAP_INSTANTIATE_ATTENTION(float, 64)
 LEAP_INSTANTIATE_ATTENTION(bf16, 64)
 LEAP_INSTANTIATE_ATTENTION(bf16, 128)
+LEAP_INSTANTIATE_ATTENTION_WIDE(float, 64)
+LEAP_INSTANTIATE_ATTENTION_WIDE(bf16, 128)
 // The sampler's bf16 KV cache beside fp32 activations (CudaBackend, KvDtype::kBf16).
 template __global__ void kv_cache_write<float, bf16>(bf16*, bf16*, const float*, const float*,
                                                      const int*, const int*, int, int, int, int);

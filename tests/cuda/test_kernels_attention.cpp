@@ -3,7 +3,9 @@
 // three-launch backward (delta, dk/dv, dq) accumulating into pre-filled gradients, the KV-cache
 // write and single-token decode (also with a bf16 cache beside fp32 activations, at head dims
 // 40, 64 and 128). Shapes are odd (T not a multiple of the 32-row tiles) and grouped
-// (H != Hkv); the training kernels' head dims are 8 (the tiny test model's), 12 and 16.
+// (H != Hkv); the training kernels' head dims are 8 (the tiny test model's), 12 and 16, and
+// attention_wide.cuh's register-tiled kernels (head dims 64 and 128, 64-row tiles) run the same
+// checks.
 #include <cmath>
 
 #include "backend/cpu_backend.h"
@@ -16,13 +18,29 @@ struct Shape {
   int B, T, H, Hkv, D;
 };
 
+// A family of training attention kernels: its header, kernel names and launch geometry.
+struct Variant {
+  std::string header, suffix, threads, tile, fwd_smem, dkdv_smem, dq_smem;
+};
+const Variant kTiled{"attention.cuh",
+                     "",
+                     "kAttnThreads",
+                     "kAttnBr",
+                     "attention_forward_smem_bytes",
+                     "attention_dkdv_smem_bytes",
+                     "attention_dq_smem_bytes"};
+const Variant kWide{"attention_wide.cuh",   "_wide",
+                    "kWideThreads",         "kWideTile",
+                    "wide_forward_smem_bytes", "wide_dkdv_smem_bytes",
+                    "wide_dq_smem_bytes"};
+
 template <class TypeParam>
 class AttentionKernels : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!sandbox::nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
   }
-  void check_forward_backward(const Shape& s, uint64_t seed);
+  void check_forward_backward(const Shape& s, uint64_t seed, const Variant& var = kTiled);
   KernelLab lab;
   backend::CpuBackend cpu{1};
 };
@@ -56,22 +74,23 @@ std::vector<float> reference_lse(const std::vector<float>& q, const std::vector<
 }
 
 template <class TypeParam>
-void AttentionKernels<TypeParam>::check_forward_backward(const Shape& s, uint64_t seed) {
+void AttentionKernels<TypeParam>::check_forward_backward(const Shape& s, uint64_t seed,
+                                                         const Variant& var) {
   const bool bf = TypeParam::kBf16;
   const std::string d = ", " + std::to_string(s.D);
-  const std::string fwd = inst<TypeParam>("attention_forward", d),
-                    dkdv = inst<TypeParam>("attention_backward_dkdv", d),
-                    dq = inst<TypeParam>("attention_backward_dq", d),
+  const std::string fwd = inst<TypeParam>("attention_forward" + var.suffix, d),
+                    dkdv = inst<TypeParam>("attention_backward_dkdv" + var.suffix, d),
+                    dq = inst<TypeParam>("attention_backward_dq" + var.suffix, d),
                     delta = inst<TypeParam>("attention_backward_delta");
-  lab.build("attention.cuh", {fwd, dkdv, dq, delta});
+  lab.build(var.header, {fwd, dkdv, dq, delta});
   // The launch geometry the header documents (an under-sized shared memory would be a memory
   // violation in the interpreter).
   const std::string dim = "(" + std::to_string(s.D) + ")";
   const auto g = lab.probe(
-      "attention.cuh", {"kAttnThreads", "kAttnBr", "kAttnBc", "attention_forward_smem_bytes" + dim,
-                        "attention_dkdv_smem_bytes" + dim, "attention_dq_smem_bytes" + dim,
-                        "elementwise_blocks(" + std::to_string(size_t(s.B) * s.T * s.H) + ")",
-                        "kElementwiseThreads"});
+      var.header, {var.threads, var.tile, var.tile, var.fwd_smem + dim, var.dkdv_smem + dim,
+                   var.dq_smem + dim,
+                   "elementwise_blocks(" + std::to_string(size_t(s.B) * s.T * s.H) + ")",
+                   "kElementwiseThreads"});
   const unsigned threads = unsigned(g[0]), br = unsigned(g[1]), bc = unsigned(g[2]);
   const unsigned fwd_smem = unsigned(g[3]), dkdv_smem = unsigned(g[4]), dq_smem = unsigned(g[5]);
   const size_t nq = size_t(s.B) * s.T * s.H * s.D, nk = size_t(s.B) * s.T * s.Hkv * s.D;
@@ -163,6 +182,15 @@ TYPED_TEST(AttentionKernels, ForwardBackwardThreeTilesOneKvHead) {
 TYPED_TEST(AttentionKernels, ForwardBackwardOneTokenAndOneFullTile) {
   this->check_forward_backward({3, 1, 2, 2, 8}, 55);    // T = 1, H == Hkv
   this->check_forward_backward({1, 32, 4, 1, 12}, 57);  // T exactly one tile; D not a power of 2
+}
+
+// The register-tiled kernels: two query tiles and a short one, grouped heads, both head dims.
+TYPED_TEST(AttentionKernels, WideForwardBackwardHeadDim64) {
+  this->check_forward_backward({1, 70, 4, 2, 64}, 60, kWide);
+}
+
+TYPED_TEST(AttentionKernels, WideForwardBackwardHeadDim128) {
+  this->check_forward_backward({2, 33, 2, 1, 128}, 61, kWide);  // T within one tile, B = 2
 }
 
 // The KV-cache write, then decode over the cache laid out contiguously and paged. Activations

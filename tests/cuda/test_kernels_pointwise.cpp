@@ -181,7 +181,8 @@ TYPED_TEST(PointwiseKernels, RmsnormForwardBackward) {
   const bool bf = TypeParam::kBf16;
   this->lab.build("rmsnorm.cuh",
                   {inst<TypeParam>("rmsnorm_forward"), inst<TypeParam>("rmsnorm_backward"),
-                   inst<TypeParam>("rmsnorm_backward_dweight")});
+                   inst<TypeParam>("rmsnorm_backward_dweight_partial"),
+                   "rmsnorm_backward_dweight_finish"});
   const int N = 6, C = 333;  // C > block size, and not a multiple of 32
   const float eps = 1e-5f;
   auto x = randn(size_t(N) * C, 13, bf, 1.5f), w = randn(C, 14, bf), dy = randn(x.size(), 15, bf);
@@ -202,15 +203,27 @@ TYPED_TEST(PointwiseKernels, RmsnormForwardBackward) {
 
   // The backward reads the CPU's rstd, so the two halves are checked independently.
   const uint64_t drs = this->lab.put(false, rstd), ddy = this->lab.put(bf, dy);
-  const uint64_t ddx = this->lab.put(bf, dx0), ddw = this->lab.put(false, dw0);
+  const uint64_t ddx = this->lab.put(bf, dx0);
   this->lab.run(inst<TypeParam>("rmsnorm_backward"), grid3(N, 1, 1, threads),
                 Args().ptr(ddx).ptr(ddy).ptr(dxin).ptr(dwt).ptr(drs).add<int>(N).add<int>(C));
-  this->lab.run(inst<TypeParam>("rmsnorm_backward_dweight"), grid3((C + 31) / 32, 1, 1, threads),
-                Args().ptr(ddw).ptr(ddy).ptr(dxin).ptr(drs).add<int>(N).add<int>(C));
   expect_nmse("rmsnorm_backward dinp (accumulated)", this->lab.get(bf, ddx, dx.size()), dx,
               this->kTol);
-  expect_nmse("rmsnorm_backward dweight (fp32, accumulated)", this->lab.get(false, ddw, C), dw,
-              F32::kTol);
+  // The weight gradient in chunks of 4 rows (two chunks, the last one short) and in one chunk.
+  for (const int rows_per_chunk : {4, 256}) {
+    const int chunks = (N + rows_per_chunk - 1) / rows_per_chunk;
+    const uint64_t dwd = this->lab.put(false, dw0),
+                   part = this->lab.put(false, std::vector<float>(size_t(chunks) * C));
+    this->lab.run(inst<TypeParam>("rmsnorm_backward_dweight_partial"),
+                  grid3((C + 31) / 32, chunks, 1, threads),
+                  Args().ptr(part).ptr(ddy).ptr(dxin).ptr(drs).add<int>(N).add<int>(C).add<int>(
+                      rows_per_chunk));
+    this->lab.run("rmsnorm_backward_dweight_finish",
+                  grid3((C + threads - 1) / threads, 1, 1, threads),
+                  Args().ptr(dwd).ptr(part).add<int>(chunks).add<int>(C));
+    expect_nmse("rmsnorm_backward dweight (fp32, accumulated, chunks of " +
+                    std::to_string(rows_per_chunk) + ")",
+                this->lab.get(false, dwd, C), dw, F32::kTol);
+  }
 }
 
 TYPED_TEST(PointwiseKernels, AdamwTwoStepsAndComputeCopy) {
