@@ -5,10 +5,12 @@
 // The attention kernels take the head dimension D as a template argument; the launchers below
 // instantiate D = 8, 16, 32, 64, 128 (each one costs compile time for every architecture) and
 // stop with a clear message for any other D. The training kernels of D = 64 and 128 are
-// attention_wide.cuh's register-tiled ones, the others attention.cuh's. What attention_forward
-// saves in `att`, per layer: lse (B, H, T), then a copy of out (B, T, H, D), because the
-// backward's delta = rowsum(dout * out) needs the output and the op interface passes only the
-// saved buffer.
+// attention_wide.cuh's register-tiled ones, the others attention.cuh's. The wide kernels take
+// 69-170 KB of shared memory: where the GPU lets a block opt in to less (A100: 163 KB, so its
+// D = 128 dk/dv; sm_89 cards: 99 KB), that launch runs attention.cuh's kernel instead.
+// What attention_forward saves in `att`, per layer: lse (B, H, T), then a copy of out
+// (B, T, H, D), because the backward's delta = rowsum(dout * out) needs the output and the op
+// interface passes only the saved buffer.
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_backend.h"
@@ -60,6 +62,19 @@ void allow_smem(Kernel kernel, unsigned bytes) {
   }
 }
 
+// Opts `kernel` into `smem` bytes of dynamic shared memory and launches it on `stream`.
+template <class Kernel, class... Args>
+void launch(Kernel kernel, dim3 grid, unsigned threads, unsigned smem, cudaStream_t stream,
+            Args... args) {
+  allow_smem(kernel, smem);
+  kernel<<<grid, threads, smem, stream>>>(args...);
+  check_launch();
+}
+
+unsigned wide_tiles(int T) {
+  return static_cast<unsigned>(kn::cdiv(T, kn::kWideTile));
+}
+
 }  // namespace
 
 size_t CudaBackend::attention_saved_floats(int B, int T, int H, int D) const {
@@ -75,22 +90,20 @@ void CudaBackend::attention_forward(float* out, float* att, const float* q, cons
   float* lse = att;
   const size_t rows = static_cast<size_t>(B) * T * H;
   float* out_copy = att + (rows + 15) / 16 * 16;
+  const unsigned optin = static_cast<unsigned>(ctx_->properties().sharedMemPerBlockOptin);
   with_head_dim(D, [&](auto d) {
     constexpr int kD = decltype(d)::value;
     if constexpr (kD == 64 || kD == 128) {
       const unsigned smem = kn::wide_forward_smem_bytes(kD);
-      allow_smem(kn::attention_forward_wide<float, kD>, smem);
-      dim3 grid(static_cast<unsigned>(kn::cdiv(T, kn::kWideTile)), H, B);
-      kn::attention_forward_wide<float, kD>
-          <<<grid, kn::kWideThreads, smem, ctx_->compute()>>>(out, lse, q, k, v, B, T, H, Hkv);
-    } else {
-      const unsigned smem = kn::attention_forward_smem_bytes(kD);
-      allow_smem(kn::attention_forward<float, kD>, smem);
-      dim3 grid(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
-      kn::attention_forward<float, kD>
-          <<<grid, kn::kAttnThreads, smem, ctx_->compute()>>>(out, lse, q, k, v, B, T, H, Hkv);
+      if (smem <= optin) {
+        launch(kn::attention_forward_wide<float, kD>, dim3(wide_tiles(T), H, B), kn::kWideThreads,
+               smem, ctx_->compute(), out, lse, q, k, v, B, T, H, Hkv);
+        return;
+      }
     }
-    check_launch();
+    launch(kn::attention_forward<float, kD>,
+           dim3(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B), kn::kAttnThreads,
+           kn::attention_forward_smem_bytes(kD), ctx_->compute(), out, lse, q, k, v, B, T, H, Hkv);
   });
   CUDA_CHECK(cudaMemcpyAsync(out_copy, out, rows * D * sizeof(float), cudaMemcpyDeviceToDevice,
                              ctx_->compute()));
@@ -108,37 +121,32 @@ void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const floa
       <<<kn::elementwise_blocks(rows), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
           delta, dout, out, B, T, H, D);
   check_launch();
+  const unsigned optin = static_cast<unsigned>(ctx_->properties().sharedMemPerBlockOptin);
   with_head_dim(D, [&](auto d) {
     constexpr int kD = decltype(d)::value;
+    bool wide_dkdv = false, wide_dq = false;
     if constexpr (kD == 64 || kD == 128) {
-      const unsigned tiles = static_cast<unsigned>(kn::cdiv(T, kn::kWideTile));
-      const unsigned smem_kv = kn::wide_dkdv_smem_bytes(kD);
-      allow_smem(kn::attention_backward_dkdv_wide<float, kD>, smem_kv);
-      kn::attention_backward_dkdv_wide<float, kD>
-          <<<dim3(tiles, Hkv, B), kn::kWideThreads, smem_kv, ctx_->compute()>>>(
-              dk, dv, dout, lse, delta, q, k, v, B, T, H, Hkv);
-      check_launch();
-      const unsigned smem_q = kn::wide_dq_smem_bytes(kD);
-      allow_smem(kn::attention_backward_dq_wide<float, kD>, smem_q);
-      kn::attention_backward_dq_wide<float, kD>
-          <<<dim3(tiles, H, B), kn::kWideThreads, smem_q, ctx_->compute()>>>(
-              dq, dout, lse, delta, q, k, v, B, T, H, Hkv);
-      check_launch();
-    } else {
-      const unsigned smem_kv = kn::attention_dkdv_smem_bytes(kD);
-      allow_smem(kn::attention_backward_dkdv<float, kD>, smem_kv);
-      dim3 grid_kv(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBc)), Hkv, B);
-      kn::attention_backward_dkdv<float, kD>
-          <<<grid_kv, kn::kAttnThreads, smem_kv, ctx_->compute()>>>(dk, dv, dout, lse, delta, q,
-                                                                     k, v, B, T, H, Hkv);
-      check_launch();
-      const unsigned smem_q = kn::attention_dq_smem_bytes(kD);
-      allow_smem(kn::attention_backward_dq<float, kD>, smem_q);
-      dim3 grid_q(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B);
-      kn::attention_backward_dq<float, kD><<<grid_q, kn::kAttnThreads, smem_q, ctx_->compute()>>>(
-          dq, dout, lse, delta, q, k, v, B, T, H, Hkv);
-      check_launch();
+      wide_dkdv = kn::wide_dkdv_smem_bytes(kD) <= optin;
+      wide_dq = kn::wide_dq_smem_bytes(kD) <= optin;
+      if (wide_dkdv)
+        launch(kn::attention_backward_dkdv_wide<float, kD>, dim3(wide_tiles(T), Hkv, B),
+               kn::kWideThreads, kn::wide_dkdv_smem_bytes(kD), ctx_->compute(), dk, dv, dout, lse,
+               delta, q, k, v, B, T, H, Hkv);
+      if (wide_dq)
+        launch(kn::attention_backward_dq_wide<float, kD>, dim3(wide_tiles(T), H, B),
+               kn::kWideThreads, kn::wide_dq_smem_bytes(kD), ctx_->compute(), dq, dout, lse, delta,
+               q, k, v, B, T, H, Hkv);
     }
+    if (!wide_dkdv)
+      launch(kn::attention_backward_dkdv<float, kD>,
+             dim3(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBc)), Hkv, B), kn::kAttnThreads,
+             kn::attention_dkdv_smem_bytes(kD), ctx_->compute(), dk, dv, dout, lse, delta, q, k, v,
+             B, T, H, Hkv);
+    if (!wide_dq)
+      launch(kn::attention_backward_dq<float, kD>,
+             dim3(static_cast<unsigned>(kn::cdiv(T, kn::kAttnBr)), H, B), kn::kAttnThreads,
+             kn::attention_dq_smem_bytes(kD), ctx_->compute(), dq, dout, lse, delta, q, k, v, B, T,
+             H, Hkv);
   });
 }
 
