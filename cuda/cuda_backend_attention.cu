@@ -113,6 +113,7 @@ void CudaBackend::attention_backward(float* dq, float* dk, float* dv, const floa
                                      const float* att, const float* q, const float* k,
                                      const float* v, int B, int T, int H, int Hkv, int D) {
   if (B == 0 || T == 0) return;
+  LEAP_CHECK(H % Hkv == 0, "H " << H << " is not a multiple of Hkv " << Hkv);
   const float* lse = att;
   const size_t rows = static_cast<size_t>(B) * T * H;
   const float* out = att + (rows + 15) / 16 * 16;

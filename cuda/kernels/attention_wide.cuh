@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(kWideThreads)
                            int H, int Hkv) {
   static_assert(D == 64 || D == 128, "the wide kernels are for head dims 64 and 128");
   constexpr int P = D + 4, PS = kWideScorePitch;
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];  // float4 loads and stores
   float* Qs = smem;                         // (64, D + 4), pre-scaled by log2(e) / sqrt(D)
   float* Ks = Qs + wide_tile_floats(D);     // (64, D + 4)
   float* Vs = Ks + wide_tile_floats(D);     // (64, D + 4)
@@ -207,7 +207,8 @@ __global__ void __launch_bounds__(kWideThreads)
         mx = fmaxf(mx, s[i][j]);
       }
       const float m_new = fmaxf(m[i], half_warp_max(mx));
-      // A row with no valid key so far (rows past T) keeps m = -inf and contributes nothing.
+      // Every valid row meets its own diagonal key in its first tile, so m is finite from then
+      // on; the guard keeps a fully masked tile row (none today) from computing inf - inf.
       const float alpha = m_new == neg_inf() ? 1.0f : exp2f(m[i] - m_new);
       float rowsum = 0.0f;
 #pragma unroll
@@ -247,7 +248,7 @@ __global__ void __launch_bounds__(kWideThreads)
                                  int T, int H, int Hkv) {
   static_assert(D == 64 || D == 128, "the wide kernels are for head dims 64 and 128");
   constexpr int P = D + 4, PS = kWideScorePitch;
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];  // float4 loads and stores
   float* Ks = smem;                      // (64 keys, D + 4)
   float* Vs = Ks + wide_tile_floats(D);  // (64 keys, D + 4)
   float* Qs = Vs + wide_tile_floats(D);  // (64 queries, D + 4)
@@ -317,7 +318,7 @@ __global__ void __launch_bounds__(kWideThreads)
                                const S* q, const S* k, const S* v, int B, int T, int H, int Hkv) {
   static_assert(D == 64 || D == 128, "the wide kernels are for head dims 64 and 128");
   constexpr int P = D + 4, PS = kWideScorePitch;
-  extern __shared__ float smem[];
+  extern __shared__ __align__(16) float smem[];  // float4 loads and stores
   float* Qs = smem;                       // (64, D + 4)
   float* dOs = Qs + wide_tile_floats(D);  // (64, D + 4)
   float* Ks = dOs + wide_tile_floats(D);  // (64, D + 4)

@@ -191,6 +191,12 @@ TYPED_TEST(AttentionKernels, WideForwardBackwardHeadDim64) {
 
 TYPED_TEST(AttentionKernels, WideForwardBackwardHeadDim128) {
   this->check_forward_backward({2, 33, 2, 1, 128}, 61, kWide);  // T within one tile, B = 2
+  this->check_forward_backward({1, 65, 2, 2, 128}, 62, kWide);  // two tiles, the last one row
+}
+
+TYPED_TEST(AttentionKernels, WideForwardBackwardFullTilesAndOneToken) {
+  this->check_forward_backward({1, 128, 2, 1, 64}, 63, kWide);  // T two full tiles
+  this->check_forward_backward({2, 1, 2, 2, 64}, 64, kWide);    // T = 1
 }
 
 // The KV-cache write, then decode over the cache laid out contiguously and paged. Activations
