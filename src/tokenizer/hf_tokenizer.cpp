@@ -92,21 +92,31 @@ std::vector<int32_t> HfTokenizer::encode_where(
     if (s.id >= 0)
       ids.push_back(s.id);
     else
-      encode_span(text.substr(s.begin, s.end - s.begin), ids);
+      encode_span(text.substr(s.begin, s.end - s.begin), s.begin, special_allowed, ids);
   }
   return ids;
 }
 
-void HfTokenizer::encode_span(std::string_view span, std::vector<int32_t>& out) const {
+void HfTokenizer::encode_span(std::string_view span, size_t offset,
+                              const std::function<bool(size_t, size_t)>& special_allowed,
+                              std::vector<int32_t>& out) const {
+  // Special added tokens marked `normalized` are matched after normalization, and they obey the
+  // caller's rule too: untrusted text (sandbox feedback, the model's answer) must never turn
+  // into a control id. Without a normalizer the offsets are the text's own; with one, the
+  // special tokens of a span are allowed only where the whole span is.
   if (p_.normalizer.empty()) {
-    encode_normalized(span, out);
+    encode_normalized(
+        span, [&](size_t b, size_t e) { return special_allowed(offset + b, offset + e); }, out);
     return;
   }
+  const bool allowed = special_allowed(offset, offset + span.size());
   const std::string norm = p_.normalizer.normalize(span);
-  encode_normalized(norm, out);
+  encode_normalized(norm, [allowed](size_t, size_t) { return allowed; }, out);
 }
 
-void HfTokenizer::encode_normalized(std::string_view text, std::vector<int32_t>& out) const {
+void HfTokenizer::encode_normalized(std::string_view text,
+                                    const std::function<bool(size_t, size_t)>& special_allowed,
+                                    std::vector<int32_t>& out) const {
   std::vector<std::string> pieces;
   auto pre_tokenize = [&](std::string_view part) {
     pieces.clear();
@@ -119,7 +129,7 @@ void HfTokenizer::encode_normalized(std::string_view text, std::vector<int32_t>&
   }
   // Added tokens marked `normalized` match here; special ones among them follow the same rule.
   std::vector<TextSegment> segs;
-  normalized_matcher_.split(text, /*parse_special=*/true, segs);
+  normalized_matcher_.split(text, special_allowed, segs);
   for (const TextSegment& s : segs) {
     if (s.id >= 0)
       out.push_back(s.id);

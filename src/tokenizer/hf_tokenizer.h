@@ -75,8 +75,13 @@ class HfTokenizer final : public model::Tokenizer {
   // Encodes with special tokens matched where `special_allowed(start, stop)` says so.
   std::vector<int32_t> encode_where(std::string_view text,
                                     const std::function<bool(size_t, size_t)>& special_allowed) const;
-  void encode_span(std::string_view span, std::vector<int32_t>& out) const;
-  void encode_normalized(std::string_view text, std::vector<int32_t>& out) const;
+  // span starts at byte `offset` of the text special_allowed judges.
+  void encode_span(std::string_view span, size_t offset,
+                   const std::function<bool(size_t, size_t)>& special_allowed,
+                   std::vector<int32_t>& out) const;
+  void encode_normalized(std::string_view text,
+                         const std::function<bool(size_t, size_t)>& special_allowed,
+                         std::vector<int32_t>& out) const;
 
   HfTokenizerParts p_;
   AddedTokenMatcher raw_matcher_;         // added tokens with normalized = false

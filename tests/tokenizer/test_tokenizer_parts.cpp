@@ -3,6 +3,7 @@
 // merge order, added-token flags, and the loader's messages for bad or unsupported files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -227,6 +228,36 @@ TEST(Loader, UnsupportedComponentsAreNamed) {
   t = load_hf_tokenizer(write_temp("broken.json", "{\"model\": "));
   ASSERT_FALSE(t);
   EXPECT_EQ(t.status().exit_code(), 2);
+}
+
+// A special token marked `normalized` (as DeepSeek-Coder's <|EOT|> is) is matched after
+// normalization; in text whose special tokens are not allowed (sandbox feedback, the model's own
+// answer) it must stay plain text, with or without a normalizer, and within a trusted span only
+// where the whole span is trusted.
+TEST(AddedTokens, NormalizedSpecialTokensObeyTheCallersRule) {
+  json vocab = json::object();
+  const std::string letters = "<|EOT>xy";
+  for (size_t i = 0; i < letters.size(); ++i) vocab[std::string(1, letters[i])] = int(i);
+  for (const bool with_normalizer : {false, true}) {
+    json j = {{"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}},
+              {"added_tokens",
+               {{{"id", 50}, {"content", "<|EOT|>"}, {"special", true}, {"normalized", true}}}}};
+    if (with_normalizer) j["normalizer"] = {{"type", "NFC"}};
+    auto t = load_hf_tokenizer(write_temp("normalized_special.json", j.dump()));
+    ASSERT_TRUE(t) << t.status().message();
+    const std::string text = "x<|EOT|>y";
+    const auto has_special = [](const std::vector<int32_t>& ids) {
+      return std::find(ids.begin(), ids.end(), 50) != ids.end();
+    };
+    const std::string tag = with_normalizer ? " (NFC normalizer)" : " (no normalizer)";
+    EXPECT_TRUE(has_special((*t)->encode(text, /*parse_special=*/true, false))) << tag;
+    const auto plain = (*t)->encode(text, /*parse_special=*/false, false);
+    EXPECT_FALSE(has_special(plain)) << tag;
+    EXPECT_EQ(plain.size(), text.size()) << tag;  // one id per character of the vocabulary
+    // Trusted template text around untrusted content: only a span that holds the token.
+    EXPECT_FALSE(has_special((*t)->encode_with_special_spans(text, {{0, 1}}))) << tag;
+    EXPECT_TRUE(has_special((*t)->encode_with_special_spans(text, {{0, text.size()}}))) << tag;
+  }
 }
 
 }  // namespace
