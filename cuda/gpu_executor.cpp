@@ -241,6 +241,13 @@ class GpuExecutor final : public sandbox::Executor {
                             : internal_error("cudaMemcpy from device: " + cuda_text(e));
   }
 
+  Status copy(uint64_t to, uint64_t from, size_t bytes) override {
+    cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from),
+                                    bytes, cudaMemcpyDeviceToDevice, stream_);
+    return e == cudaSuccess ? Status::ok()
+                            : internal_error("cudaMemcpy on the device: " + cuda_text(e));
+  }
+
   ExecOutcome launch(const sandbox::Program& program, const sandbox::PlannedLaunch& l,
                      const std::vector<std::vector<uint8_t>>& args) override {
     auto* k = static_cast<const CubinProgram&>(program).kernel(l.kernel);
@@ -303,11 +310,12 @@ class GpuExecutor final : public sandbox::Executor {
     return {Verdict::kRuntimeError, cuda_text(e)};
   }
 
-  ExecOutcome time(const std::function<ExecOutcome()>& run_once, const sandbox::TimingOptions& o,
+  ExecOutcome time(const std::function<ExecOutcome()>& run_once,
+                   const std::function<Status()>& prepare, const sandbox::TimingOptions& o,
                    sandbox::Timing* out) override {
     lock_.exclusive();
     timing_ = true;
-    ExecOutcome result = timed_runs(run_once, o, out);
+    ExecOutcome result = timed_runs(run_once, prepare, o, out);
     timing_ = false;
     lock_.release();
     return result;
@@ -321,8 +329,10 @@ class GpuExecutor final : public sandbox::Executor {
   }
 
   ExecOutcome timed_runs(const std::function<ExecOutcome()>& run_once,
-                         const sandbox::TimingOptions& o, sandbox::Timing* out) {
+                         const std::function<Status()>& prepare, const sandbox::TimingOptions& o,
+                         sandbox::Timing* out) {
     for (int i = 0; i < o.warmups; ++i) {
+      if (Status st = prepare(); !st) return {Verdict::kSandboxError, st.message()};
       ExecOutcome r = run_once();
       if (!r.ok()) return r;
     }
@@ -331,6 +341,7 @@ class GpuExecutor final : public sandbox::Executor {
     ExecOutcome result;
     while (static_cast<int>(times.size()) < o.max_launches &&
            (static_cast<int>(times.size()) < o.min_launches || total < o.min_total_ms)) {
+      if (Status st = prepare(); !st) return {Verdict::kSandboxError, st.message()};
       const int fill = static_cast<int>(times.size() & 0xff);
       cudaError_t e = cudaMemsetAsync(flush_, fill, flush_bytes_, stream_);
       if (e != cudaSuccess) return sandbox_error("the L2 flush (cudaMemsetAsync)", e);

@@ -72,6 +72,13 @@ class Executor {
   virtual void release(uint64_t address) = 0;
   virtual Status write(uint64_t address, const void* data, size_t bytes) = 0;
   virtual Status read(uint64_t address, void* data, size_t bytes) = 0;
+  // Copies device memory to device memory (a GPU does it on the device; the default goes
+  // through the host).
+  virtual Status copy(uint64_t to, uint64_t from, size_t bytes) {
+    std::vector<uint8_t> host(bytes);
+    LEAP_RETURN_IF_ERROR(read(from, host.data(), bytes));
+    return write(to, host.data(), bytes);
+  }
 
   // Runs one launch; `args` is laid out by marshal_args. May be asynchronous (GPU): errors of
   // a launch may surface at the next synchronize().
@@ -88,10 +95,14 @@ class Executor {
   virtual bool can_time() const { return false; }
   // Times `run_once` (which launches a whole plan) per docs/design.md: warm-ups, then at least
   // min_launches timed runs or min_total_ms, each after an L2 flush, with events; the median.
+  // `prepare` runs before every run, warm-ups included, outside the timed interval: it puts
+  // the buffers back as they were staged, so that no run finds an earlier run's results.
   // A failure of `run_once` is returned as is (the candidate's verdict).
   virtual ExecOutcome time(const std::function<ExecOutcome()>& run_once,
-                           const TimingOptions& options, Timing* out) {
+                           const std::function<Status()>& prepare, const TimingOptions& options,
+                           Timing* out) {
     (void)run_once;
+    (void)prepare;
     (void)options;
     (void)out;
     return {Verdict::kSandboxError, std::string(name()) + " executor does not time kernels"};

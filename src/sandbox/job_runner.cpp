@@ -11,6 +11,7 @@
 #include <set>
 
 #include "sandbox/answer.h"
+#include "sandbox/compare.h"
 #include "sandbox/marshal.h"
 
 namespace leap::sandbox {
@@ -146,6 +147,76 @@ Expected<Staged> stage(const Answer& answer, const tasks::Task& task, const task
   return s;
 }
 
+// The staged state of every buffer a run writes (outputs poisoned, `inout` buffers' inputs,
+// zeroed scratch), kept once more on the device, so that each timed run starts from it: a
+// timed run must never find an earlier run's results (a kernel could return at once), nor an
+// `inout` buffer an earlier run has already changed.
+class StagedState {
+ public:
+  static Expected<StagedState> keep(TrialBuffers& device, const std::vector<tasks::BufferData>& data,
+                                    const Staged& staged) {
+    StagedState s;
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data[i].role == tasks::Role::kIn) continue;
+      LEAP_ASSIGN_OR_RETURN(uint64_t kept, device.add(data[i].bytes.data(), data[i].bytes.size()));
+      s.copies_.push_back({staged.buffers[i], kept, data[i].bytes.size()});
+    }
+    for (size_t j = 0; j < staged.scratch.size(); ++j) {
+      LEAP_ASSIGN_OR_RETURN(uint64_t kept, device.add(nullptr, staged.plan.scratch[j].bytes));
+      s.copies_.push_back({staged.scratch[j], kept, staged.plan.scratch[j].bytes});
+    }
+    return s;
+  }
+  Status restore(Executor& ex) const {
+    for (const Copy& c : copies_) LEAP_RETURN_IF_ERROR(ex.copy(c.live, c.kept, c.bytes));
+    return Status::ok();
+  }
+
+ private:
+  struct Copy {
+    uint64_t live, kept;
+    size_t bytes;
+  };
+  std::vector<Copy> copies_;
+};
+
+// Reads back the task's buffers and the scratch after a run: guard zones intact, inputs
+// unchanged, and the `out`/`inout` buffers into `outs`.
+ExecOutcome collect(TrialBuffers& device, const std::vector<tasks::BufferData>& data,
+                    const Staged& staged, std::vector<tasks::BufferData>* outs) {
+  const size_t n_alloc = data.size() + staged.scratch.size();
+  for (size_t i = 0; i < n_alloc; ++i) {
+    std::vector<uint8_t> bytes;
+    std::string damage;
+    Status st = device.read_back(i, &bytes, &damage);
+    if (!st) return infra("reading results", st);
+    const bool is_task_buffer = i < data.size();
+    const std::string& name =
+        is_task_buffer ? data[i].name : staged.plan.scratch[i - data.size()].name;
+    if (!damage.empty())
+      return {Verdict::kMemoryViolation,
+              fmt::format("the kernel {} of buffer '{}' (guard zone overwritten)", damage, name)};
+    if (!is_task_buffer) continue;
+    if (data[i].role == tasks::Role::kIn) {
+      if (bytes != data[i].bytes) {
+        size_t first = 0;
+        while (first < bytes.size() && bytes[first] == data[i].bytes[first]) ++first;
+        const size_t elem = first / tasks::dtype_size(data[i].dtype);
+        return {Verdict::kWrongAnswer,
+                fmt::format("the kernel modified input buffer '{}' (first change at element "
+                            "{}); inputs are read-only: write results only to the output "
+                            "buffers or scratch",
+                            name, elem)};
+      }
+      continue;
+    }
+    tasks::BufferData out = data[i];
+    out.bytes = std::move(bytes);
+    outs->push_back(std::move(out));
+  }
+  return {};
+}
+
 }  // namespace
 
 JobReport JobRunner::run(const JobRequest& req) {
@@ -186,50 +257,37 @@ JobReport JobRunner::run(const JobRequest& req) {
     if (!ran.ok()) return fail(ran, static_cast<int>(t));
 
     std::vector<tasks::BufferData> outs;
-    const size_t n_alloc = data.size() + staged->scratch.size();
-    for (size_t i = 0; i < n_alloc; ++i) {
-      std::vector<uint8_t> bytes;
-      std::string damage;
-      Status st = device.read_back(i, &bytes, &damage);
-      if (!st) return fail(infra("reading results", st), static_cast<int>(t));
-      const bool is_task_buffer = i < data.size();
-      const std::string& name =
-          is_task_buffer ? data[i].name : staged->plan.scratch[i - data.size()].name;
-      if (!damage.empty())
-        return fail(
-            {Verdict::kMemoryViolation,
-             fmt::format("the kernel {} of buffer '{}' (guard zone overwritten)", damage, name)},
-            static_cast<int>(t));
-      if (!is_task_buffer) continue;
-      if (data[i].role == tasks::Role::kIn) {
-        if (bytes != data[i].bytes) {
-          size_t first = 0;
-          while (first < bytes.size() && bytes[first] == data[i].bytes[first]) ++first;
-          const size_t elem = first / tasks::dtype_size(data[i].dtype);
-          return fail({Verdict::kWrongAnswer,
-                       fmt::format("the kernel modified input buffer '{}' (first change at element "
-                                   "{}); inputs are read-only: write results only to the output "
-                                   "buffers or scratch",
-                                   name, elem)},
-                      static_cast<int>(t));
-        }
-        continue;
-      }
-      tasks::BufferData out = data[i];
-      out.bytes = std::move(bytes);
-      outs.push_back(std::move(out));
-    }
+    ExecOutcome read = collect(device, data, *staged, &outs);
+    if (!read.ok()) return fail(read, static_cast<int>(t));
     report.outputs.push_back(std::move(outs));
 
     if (req.time && t == 0 && executor_.can_time()) {
+      auto kept = StagedState::keep(device, data, *staged);
+      if (!kept) return fail(infra("keeping the staged buffers for timing", kept.status()), 0);
       Timing cand;
       ExecOutcome timed = executor_.time(
           [&] {
             return run_plan(executor_, *compiled.program, staged->plan, staged->buffers,
                             staged->scratch);
           },
-          timing_, &cand);
+          [&] { return kept->restore(executor_); }, timing_, &cand);
       if (!timed.ok()) return fail(timed, 0);
+      // The last timed run's results must be as right as the checked run's: a kernel that
+      // computes only on its first launch (a __device__ counter, results kept in a __device__
+      // array) would otherwise be timed doing nothing.
+      std::vector<tasks::BufferData> timed_outs;
+      ExecOutcome after = collect(device, data, *staged, &timed_outs);
+      if (!after.ok()) {
+        after.message = "in the timed runs: " + after.message;
+        return fail(after, 0);
+      }
+      const Comparison same = compare_outputs(req.task, params, timed_outs, report.outputs[0]);
+      if (!same.ok)
+        return fail({Verdict::kWrongAnswer,
+                     "the results of the timed runs differ from the first run's (each launch "
+                     "must compute its results from the inputs alone): " +
+                         same.message},
+                    0);
       report.candidate_ms = cand.median_ms;
       const std::string key = req.task.id + (spec.sizes == tasks::SizeSet::kGpu ? "|gpu" : "|cpu");
       if (!reference_ms_.count(key)) {
@@ -257,13 +315,15 @@ ExecOutcome JobRunner::time_reference(const JobRequest& req, const tasks::Params
   ExecOutcome failure;
   auto staged = stage(*answer, req.task, params, req.limits, data, device, &failure);
   if (!staged) return {Verdict::kSandboxError, "the task's reference: " + failure.message};
+  auto kept = StagedState::keep(device, data, *staged);
+  if (!kept) return infra("keeping the reference's staged buffers", kept.status());
   Timing timing;
   ExecOutcome timed = executor_.time(
       [&] {
         return run_plan(executor_, *compiled.program, staged->plan, staged->buffers,
                         staged->scratch);
       },
-      timing_, &timing);
+      [&] { return kept->restore(executor_); }, timing_, &timing);
   if (!timed.ok()) return {Verdict::kSandboxError, "timing the task's reference: " + timed.message};
   reference_ms_[key] = timing.median_ms;
   return {};

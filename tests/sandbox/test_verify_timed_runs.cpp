@@ -1,0 +1,137 @@
+// The job runner's timed runs, without a GPU: the PTX interpreter behind an executor that times
+// by the wall clock (warm-ups, then repeats, each after `prepare`, as the GPU executor does).
+// A kernel that computes only on its first launches and returns at once while it is timed must
+// get WRONG_ANSWER, not a speedup; an honest kernel that updates an `inout` buffer in place
+// must pass, which needs every timed run to start from the staged buffers.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include "sandbox/cpu_executor.h"
+#include "sandbox/verifier.h"
+#include "verify_fixture.h"
+
+namespace leap::sandbox {
+namespace {
+
+using testing::answer;
+
+// The interpreter, timed like a GPU: warm-ups, then min_launches runs, `prepare` before each.
+class WallClockExecutor final : public Executor {
+ public:
+  WallClockExecutor() : cpu_(std::make_shared<NvrtcCompiler>(), CpuExecutorOptions{}) {}
+  const char* name() const override { return "cpu-timed"; }
+  CompileOutcome compile(const std::string& source,
+                         const std::vector<std::string>& names) override {
+    return cpu_.compile(source, names);
+  }
+  Expected<uint64_t> allocate(size_t bytes) override { return cpu_.allocate(bytes); }
+  void release(uint64_t address) override { cpu_.release(address); }
+  Status write(uint64_t a, const void* d, size_t n) override { return cpu_.write(a, d, n); }
+  Status read(uint64_t a, void* d, size_t n) override { return cpu_.read(a, d, n); }
+  ExecOutcome launch(const Program& p, const PlannedLaunch& l,
+                     const std::vector<std::vector<uint8_t>>& args) override {
+    return cpu_.launch(p, l, args);
+  }
+  ExecOutcome synchronize() override { return cpu_.synchronize(); }
+  size_t guard_bytes() const override { return cpu_.guard_bytes(); }
+  bool can_time() const override { return true; }
+  ExecOutcome time(const std::function<ExecOutcome()>& run_once,
+                   const std::function<Status()>& prepare, const TimingOptions& o,
+                   Timing* out) override {
+    std::vector<double> ms;
+    for (int i = 0; i < o.warmups + o.min_launches; ++i) {
+      if (Status st = prepare(); !st) return {Verdict::kSandboxError, st.message()};
+      const auto t0 = std::chrono::steady_clock::now();
+      ExecOutcome r = run_once();
+      if (!r.ok()) return r;
+      if (i >= o.warmups)
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    out->launches = static_cast<int>(ms.size());
+    out->median_ms = ms[ms.size() / 2];
+    return {};
+  }
+
+ private:
+  CpuExecutor cpu_;
+};
+
+// One warm-up and three timed runs: the candidate's plan runs as launch 1 (trial 0), 2 to 5
+// (timing), then 6 and 7 (trials 1 and 2).
+class TimedChannel final : public JobChannel {
+ public:
+  TimedChannel() : runner_(executor_, TimingOptions{1, 3, 0.0, 3}) {}
+  JobReport run(const JobRequest& request) override { return runner_.run(request); }
+  bool on_gpu() const override { return true; }
+
+ private:
+  WallClockExecutor executor_;
+  JobRunner runner_;
+};
+
+VerifyResult verify(const tasks::Task& task, const std::string& completion) {
+  TimedChannel channel;
+  SandboxConfig config;
+  config.device = "gpu";
+  Verifier v(channel, config);
+  return v.verify(task, completion);
+}
+
+tasks::Task small(tasks::Task t) {
+  t.params["n"] = int64_t{700};  // the "GPU" sizes, small enough for the interpreter
+  return t;
+}
+
+TEST(VerifyTimedRuns, AKernelThatSkipsItsWorkWhileTimedIsWrong) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  const tasks::Task task = small(testing::relu_scale_task());
+  // Computes on its first launch and after the timing, returns at once while it is timed.
+  const std::string cheat = answer(R"(__device__ int launches;
+__global__ void count() { launches += 1; }
+__global__ void k(const float* x, float* out, float alpha, int n) {
+  if (launches >= 2 && launches <= 5) return;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
+})",
+                                   "// launch: count<<<1, 1>>>()\n"
+                                   "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n");
+  VerifyResult r = verify(task, cheat);
+  EXPECT_EQ(verdict_name(r.verdict), "WRONG_ANSWER") << r.feedback;
+  EXPECT_NE(r.feedback.find("timed runs"), std::string::npos) << r.feedback;
+  EXPECT_FALSE(r.speedup.has_value());
+
+  VerifyResult honest = verify(task, answer(testing::kGoodKernel, testing::kGoodLaunch));
+  EXPECT_EQ(verdict_name(honest.verdict), "OK") << honest.feedback;
+  EXPECT_TRUE(honest.speedup.has_value()) << honest.feedback;
+}
+
+TEST(VerifyTimedRuns, AnInoutBufferStartsEachTimedRunAsStaged) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  tasks::Task t;
+  t.id = "T/axpy";
+  t.params = {{"n", int64_t{700}}, {"alpha", 0.5}};
+  t.cpu_params = {{"n", int64_t{300}}, {"alpha", 0.5}};
+  t.buffers = {{"x", tasks::DType::kF32, {"n"}, tasks::Role::kIn, {}},
+               {"y", tasks::DType::kF32, {"n"}, tasks::Role::kInOut, {}}};
+  const char* body = R"(__global__ void k(const float* x, float* y, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = alpha * x[i] + y[i];
+})";
+  t.reference = "```cuda\n" + std::string(body) +
+                "\n// launch: k<<<cdiv(n, 128), 128>>>(x, y, alpha, n)\n```";
+  t.atol = 1e-5;
+  t.rtol = 1e-5;
+  // Without the staged state restored, y would grow by alpha * x in each of the five runs.
+  VerifyResult r = verify(t, answer(body, "// launch: k<<<cdiv(n, 256), 256>>>(x, y, alpha, n)\n"));
+  EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
+  EXPECT_TRUE(r.speedup.has_value()) << r.feedback;
+}
+
+}  // namespace
+}  // namespace leap::sandbox
