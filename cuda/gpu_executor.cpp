@@ -178,6 +178,9 @@ class GpuExecutor final : public sandbox::Executor {
     cudaError_t e =
         cudaLibraryLoadData(&lib, cubin->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0);
     if (e != cudaSuccess) {
+      // A lost context (a sticky error of an earlier job's kernel) fails every later load:
+      // then this worker must be replaced, not keep answering SANDBOX_ERROR.
+      if (cudaStreamSynchronize(stream_) != cudaSuccess) broken_ = true;
       cudaGetLastError();
       out.outcome = {Verdict::kSandboxError, "loading the CUBIN: " + cuda_text(e)};
       return out;
@@ -222,7 +225,8 @@ class GpuExecutor final : public sandbox::Executor {
       cudaMemsetAsync(reinterpret_cast<void*>(address), 0, it->second, stream_);
       sizes_.erase(it);
     }
-    cudaStreamSynchronize(stream_);
+    // An error here is a sticky one a kernel left behind: the context is lost.
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) broken_ = true;
     cudaFree(reinterpret_cast<void*>(address));
   }
   // From pageable host memory the call returns once `data` has been staged, so the caller may
@@ -280,13 +284,28 @@ class GpuExecutor final : public sandbox::Executor {
     cudaError_t e = cudaLaunchKernel(
         reinterpret_cast<const void*>(k.handle), dim3(l.grid[0], l.grid[1], l.grid[2]),
         dim3(l.block[0], l.block[1], l.block[2]), ptrs.data(), l.shared_bytes, stream_);
-    if (e != cudaSuccess) {
+    if (e == cudaErrorInvalidConfiguration || e == cudaErrorInvalidValue ||
+        e == cudaErrorLaunchOutOfResources || e == cudaErrorInvalidDeviceFunction) {
       cudaGetLastError();
       return {Verdict::kLaunchError, cuda_text(e) +
                                          " (too many registers or too much shared memory "
                                          "for this block size?)"};
     }
+    // Any other error here is an earlier kernel's fault surfacing at this launch (an illegal
+    // address in the first kernel of a plan shows at the second one's launch): the context is
+    // lost, as in synchronize(), and the worker must be replaced.
+    if (e != cudaSuccess) return device_fault(e);
     return {};
+  }
+
+  // A fault of the candidate's kernels that leaves the context unusable: the verdict, and the
+  // worker is replaced after it replies.
+  ExecOutcome device_fault(cudaError_t e) {
+    broken_ = true;
+    if (e == cudaErrorIllegalAddress || e == cudaErrorMisalignedAddress ||
+        e == cudaErrorInvalidAddressSpace)
+      return {Verdict::kMemoryViolation, cuda_text(e)};
+    return {Verdict::kRuntimeError, cuda_text(e)};
   }
 
   ExecOutcome synchronize() override {
@@ -302,12 +321,7 @@ class GpuExecutor final : public sandbox::Executor {
     cudaError_t e = cudaStreamSynchronize(stream_);
     if (!timing_) lock_.release();
     if (e == cudaSuccess) return {};
-    // The context may be corrupted: this worker must be replaced after it replies.
-    broken_ = true;
-    if (e == cudaErrorIllegalAddress || e == cudaErrorMisalignedAddress ||
-        e == cudaErrorInvalidAddressSpace)
-      return {Verdict::kMemoryViolation, cuda_text(e)};
-    return {Verdict::kRuntimeError, cuda_text(e)};
+    return device_fault(e);
   }
 
   ExecOutcome time(const std::function<ExecOutcome()>& run_once,
