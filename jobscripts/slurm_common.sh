@@ -85,8 +85,10 @@ leap_job_launch() {
   if [ "${LEAP_LAUNCHER:-mpirun}" = srun ]; then
     # srun starts the ranks itself (PMIx) and forwards USR1 to them like mpirun does; block
     # distribution keeps consecutive ranks (and so a rank and its GPU) on one package.
+    # Since Slurm 22.05 srun no longer inherits --cpus-per-task from the allocation: without it
+    # every rank would be bound to one core (one backend thread, its sandbox workers beside it).
     cmd=(srun --mpi=pmix --kill-on-bad-exit=1 -m block:block --cpu-bind=cores
-         ${extra[@]+"${extra[@]}"} "${train[@]}")
+         --cpus-per-task="${SLURM_CPUS_PER_TASK:-1}" ${extra[@]+"${extra[@]}"} "${train[@]}")
   else
     # Variables the ranks need on every node: Open MPI does not pass the environment to other
     # nodes by itself.
@@ -119,14 +121,14 @@ leap_job_launch() {
     0) [ -n "$stop" ] && echo "leap job: USR1 came during the last step; the run is complete, not requeueing" ;;
     75)
       if [ "$can_requeue" = 1 ]; then leap_requeue "the run stopped early with a checkpoint (exit 75)"; fi
-      echo "leap job: the run stopped early with a checkpoint; continue it with --resume auto" >&2 ;;
+      echo "leap job: the run stopped early with a checkpoint; a new job continues it when given the run folder: sbatch <jobscript> $LEAP_CONFIG $LEAP_RUN_DIR (a new job id would otherwise start a new folder)" >&2 ;;
     *)
       local after restarts="${SLURM_RESTART_COUNT:-0}" limit="${LEAP_CRASH_REQUEUES:-2}"
       after=$(leap_latest_checkpoint)
       if [ "$can_requeue" = 1 ] && [ -n "$after" ] && [ "$after" != "$before" ] && [ "$restarts" -lt "$limit" ]; then
         leap_requeue "the ranks exited with status $rc after writing $after (requeue $((restarts + 1)) of at most $limit after a crash)"
       fi
-      echo "leap job: the ranks exited with status $rc; not requeueing (newest checkpoint: ${after:-none}; resume by hand with --resume auto)" >&2 ;;
+      echo "leap job: the ranks exited with status $rc; not requeueing (newest checkpoint: ${after:-none}; resume by hand: sbatch <jobscript> $LEAP_CONFIG $LEAP_RUN_DIR)" >&2 ;;
   esac
   return "$rc"
 }

@@ -223,7 +223,10 @@ Expected<SftReport> train_sft(model::Transformer& model, model::AdamW& optimizer
       window = 0;
       window_n = 0;
     }
-    if (step_done) LEAP_RETURN_IF_ERROR(step_done(step, sampler.state(), step + 1 == steps));
+    if (step_done) {
+      LEAP_ASSIGN_OR_RETURN(const bool go_on, step_done(step, sampler.state(), step + 1 == steps));
+      if (!go_on) break;
+    }
   }
   return report;
 }

@@ -75,8 +75,10 @@ struct SftPosition {
 };
 
 // Called on every policy rank after each step (0-based) with the data order after it; rank 0
-// writes the checkpoints from here. An error stops the training.
-using SftStepDone = std::function<Status(int step, const tasks::TaskSampler::State& data_order, bool last)>;
+// writes the checkpoints from here. It returns whether to go on (false: a stop signal, the
+// step's checkpoint written; every rank must return the same); an error stops the training.
+using SftStepDone =
+    std::function<Expected<bool>(int step, const tasks::TaskSampler::State& data_order, bool last)>;
 
 // A fingerprint of the material (every example's tokens and prompt length), recorded in SFT
 // checkpoints: a resumed run whose material differs does not continue the same data order.

@@ -105,6 +105,19 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
   MPI_CHECK(MPI_Allgather(&local_rank, 1, MPI_INT, local_ranks.data(), 1, MPI_INT, t.world));
   MPI_CHECK(MPI_Allgather(&local_size, 1, MPI_INT, local_sizes.data(), 1, MPI_INT, t.world));
 
+  // Every rank places all ranks from its own GPU count, so the counts must agree: otherwise some
+  // ranks would fail the placement while the others wait in the next collective.
+  int gpus_min = gpus_per_node, gpus_max = gpus_per_node;
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &gpus_min, 1, MPI_INT, MPI_MIN, t.world));
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &gpus_max, 1, MPI_INT, MPI_MAX, t.world));
+  if (gpus_min != gpus_max) {
+    free_topology(&t);
+    return invalid_input(fmt::format(
+        "the ranks see different numbers of GPUs ({} to {}): give every node the same GPUs "
+        "(Slurm's --gpus-per-node; CUDA_VISIBLE_DEVICES the same on every node)",
+        gpus_min, gpus_max));
+  }
+
   // Node index: hosts in order of their first rank.
   PlacementInput in;
   in.local_rank = local_ranks;

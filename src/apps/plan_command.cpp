@@ -189,6 +189,7 @@ int run_plan(const std::vector<std::string>& args) {
                                 {"fits", all_total <= limit}};
     }
     nlohmann::ordered_json sb = {{"ranks", c.app.mpi.sandbox_ranks},
+                                 {"per_node", c.app.mpi.sandbox_per_node},
                                  {"workers_per_rank", c.sandbox.workers},
                                  {"device", c.sandbox.device}};
     if (largest) sb["largest_task"] = {{"id", largest->id}, {"buffer_bytes", largest->bytes}};
@@ -234,7 +235,11 @@ int run_plan(const std::vector<std::string>& args) {
                 "(prompt.max_prompt_tokens, sampler.max_new_tokens), rl.kl_beta 0 (no KL reference) or "
                 "a device with more memory\n",
                 fixes.empty() ? "no memory setting of the run is left to lower it; what would" : "beyond these");
-  std::printf("sandbox: %d rank(s) x %d worker(s) on %s, apart from the policy's devices", c.app.mpi.sandbox_ranks,
+  // mpi.sandbox_per_node, when set, places that many on every node (sandbox_ranks is then unused).
+  const std::string sandbox_ranks = c.app.mpi.sandbox_per_node > 0
+                                        ? fmt::format("{} rank(s) per node", c.app.mpi.sandbox_per_node)
+                                        : fmt::format("{} rank(s)", c.app.mpi.sandbox_ranks);
+  std::printf("sandbox: %s x %d worker(s) on %s, apart from the policy's devices", sandbox_ranks.c_str(),
               c.sandbox.workers, c.sandbox.device.c_str());
   if (largest)
     std::printf("; the largest task (%s) has %s MiB of buffers per job\n", largest->id.c_str(),

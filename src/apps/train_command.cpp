@@ -209,7 +209,7 @@ int run_train(const std::vector<std::string>& args) {
                                                            c.sampler.max_new_tokens)
                                       : 0;
   if (sft) {
-    result = run_sft({c, *topo, policy, sandbox.get(), resume_state, budget, log});
+    result = run_sft({c, *topo, policy, sandbox.get(), resume_state, budget, log, stop, &stopped_early});
   } else if (topo->is_coordinator()) {
     result = run_rl_coordinator(
         {c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log, stop, &stopped_early});

@@ -96,12 +96,19 @@ Status run_sft(const SftRunContext& ctx) {
 
   io::CheckpointSchedule schedule(c.train.checkpoint_every, c.train.checkpoint_minutes,
                                   io::CheckpointSchedule::steady_seconds);
-  auto step_done = [&](int step, const tasks::TaskSampler::State& order, bool last) -> Status {
-    // Rank 0's decision (its schedule may be by the clock) to every policy rank: each writes its
-    // part of the checkpoint.
-    int due = topo.is_coordinator() && schedule.due(step, last) ? 1 : 0;
-    MPI_Bcast(&due, 1, MPI_INT, 0, topo.role_comm);
-    if (!due) return Status::ok();
+  int stopped_by = 0;
+  auto step_done = [&](int step, const tasks::TaskSampler::State& order, bool last) -> Expected<bool> {
+    // Rank 0's decisions to every policy rank: whether to checkpoint (its schedule may be by the
+    // clock; a stop signal checkpoints the step it arrived in), each rank writing its part, and
+    // the signal that stops the run, if any (read once, so the step checkpointed is the last).
+    int decision[2] = {0, 0};
+    if (topo.is_coordinator()) {
+      decision[1] = last ? 0 : ctx.stop.requested();
+      decision[0] = decision[1] != 0 || schedule.due(step, last) ? 1 : 0;
+    }
+    MPI_Bcast(decision, 2, MPI_INT, 0, topo.role_comm);
+    stopped_by = decision[1];
+    if (!decision[0]) return true;
     io::CheckpointRequest req;
     if (topo.is_coordinator()) {
       req = {c.app.run.out_dir, step, nlohmann::json{{"mode", "sft"},
@@ -119,7 +126,7 @@ Status run_sft(const SftRunContext& ctx) {
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_save).count());
       schedule.saved();
     }
-    return Status::ok();
+    return stopped_by == 0;
   };
   auto report =
       mpi::train_sft(*policy.model, *policy.optimizer, material.samples, c.train.steps,
@@ -127,6 +134,13 @@ Status run_sft(const SftRunContext& ctx) {
                      topo.role_comm, log, policy.reducer.get(), policy.zero ? &policy.zero_shard : nullptr, from,
                      step_done);
   if (!report) return report.status().with_context("SFT");
+  if (stopped_by) {
+    *ctx.stopped_early = true;
+    if (topo.is_coordinator())
+      log.info("stopped by {} after step {}: checkpoint written; continue with --resume latest (or auto)",
+               signal_name(stopped_by), report->steps - 1);
+    return Status::ok();
+  }
   if (topo.is_coordinator())
     log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss, report->last_loss);
   if (c.sft.save_to.empty()) return Status::ok();

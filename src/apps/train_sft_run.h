@@ -11,6 +11,7 @@
 
 #include "apps/train_config.h"
 #include "common/log.h"
+#include "common/stop_signal.h"
 #include "common/status.h"
 #include "mpi/engines.h"
 #include "mpi/topology.h"
@@ -25,6 +26,8 @@ struct SftRunContext {
   const nlohmann::json& resume_state;  // null for a fresh run (and on sandbox ranks)
   int64_t prompt_budget;
   const Logger& log;
+  const StopSignal& stop;  // SIGUSR1/SIGTERM: checkpoint the step in flight and stop
+  bool* stopped_early;     // set on every rank when a signal stopped the run before its end
 };
 
 // Every rank. Errors are returned; the caller makes them fatal on every rank.

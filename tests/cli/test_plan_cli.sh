@@ -87,7 +87,8 @@ PY
 check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda uses NCCL.*not run on a GPU" -- \
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --optim.zero_stage 2
 # The paper's configs parse and plan as jobscripts/README.md shows.
-check plan-config-1.5b 0 "fits: yes" -- "$LEAP" plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80
+check plan-config-1.5b 0 "fits: yes.*sandbox: 2 rank\\(s\\) per node x 2 worker" -- bash -c \
+  "'$LEAP' plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80 | tr '\n' ' '"
 check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 83.54 of 131.00 GiB" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 131 | tr '\n' ' '"
 check plan-config-7b-80gib 0 "fits: NO, 3.54 GiB over" -- \

@@ -11,7 +11,7 @@
 # later ones aside (abandoned_step_N). Dynamic sampling is on (rl.resample_zero_variance), so its extra draws must resume
 # too, and some step must have made one. SFT: a run continued from its checkpoint ends with the
 # same model and optimizer as a run that went straight through, and checkpoints every
-# train.checkpoint_every steps.
+# train.checkpoint_every steps; a SIGUSR1 stops it at a step boundary with a checkpoint, exit 75.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/../.."
@@ -153,6 +153,24 @@ check sft-complete 0 "already complete" -- "$src/scripts/mpirun_local.sh" 3 "$LE
 check sft-checkpoint-in-rl 2 "cannot be resumed with --mode rl" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" train \
   --suite "$tmp/two.jsonl" --model "$tmp/tiny" --train.random_init --mpi.sandbox_ranks 0 --sandbox.device cpu \
   --train.steps 8 --run.out_dir "$tmp/sft-a" --resume latest
+
+# ---- SFT stopped by SIGUSR1 (Slurm's early signal, as the jobscripts forward it) ----------------
+# It checkpoints the step in flight and exits 75 (the jobscripts requeue on it); --resume latest
+# goes on from there to the end.
+setsid "$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft "${sft[@]}" --train.steps 40 \
+  --run.out_dir "$tmp/sft-stop" >"$tmp/sft-stop.log" 2>&1 &
+job=$!
+for _ in $(seq 600); do ls "$tmp/sft-stop/checkpoints" 2>/dev/null | grep -q step_ && break; kill -0 "$job" 2>/dev/null || break; sleep 0.1; done
+kill -USR1 "$job"
+wait "$job"; rc=$?
+at=$(grep -o 'stopped by SIGUSR1 after step [0-9]*' "$tmp/sft-stop.log" | grep -o '[0-9]*$')
+if [ "$rc" = 75 ] && [ -n "$at" ] && [ "$at" -lt 39 ] && [ -e "$tmp/sft-stop/checkpoints/step_$(printf %06d "$at")/state.json" ]; then
+  echo "ok   sft stopped by USR1 after step $at, exit 75, its checkpoint written"
+else
+  echo "FAIL sft USR1 (exit $rc, step '${at}')"; tail -5 "$tmp/sft-stop.log"; ls "$tmp/sft-stop/checkpoints" 2>&1 | tail -3; fail=1
+fi
+check sft-stop-resumed 0 "sft done: 40 steps" -- "$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft "${sft[@]}" \
+  --train.steps 40 --run.out_dir "$tmp/sft-stop" --resume latest
 
 [ "$fail" = 0 ] && echo "all resume checks passed"
 exit $fail
