@@ -42,11 +42,19 @@ def _attr(f, name):
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def _texts(group, n):
-    data = group["data"][...]
+def _texts(group, n, first=0):
+    """Texts first..n-1 of a text group, reading only their bytes (a long run's texts are GBs)."""
     ends = group["offsets"][:n]
-    starts = np.concatenate([[0], ends[:-1]]) if n else np.zeros(0, dtype=np.int64)
-    return [bytes(data[s:e]).decode("utf-8", errors="replace") for s, e in zip(starts, ends)]
+    if n <= first:
+        return []
+    base = int(ends[first - 1]) if first > 0 else 0
+    data = group["data"][base:int(ends[-1])]
+    if len(data) != int(ends[-1]) - base:
+        raise ValueError(f"{group.file.filename}: {group.name}/data holds fewer bytes than its offsets "
+                         "name: the file is damaged")
+    starts = np.concatenate([[base], ends[first:-1]]) - base
+    stops = ends[first:] - base
+    return [bytes(data[s:e]).decode("utf-8", errors="replace") for s, e in zip(starts, stops)]
 
 
 def _enum_names(dtype_field):
@@ -73,7 +81,10 @@ def _committed(steps_arr, sample_rows):
     return k, rows
 
 
-def load_run(path: str, with_text: bool = True) -> Run:
+def load_run(path: str, with_text: bool = True, last: int | None = None) -> Run:
+    """The committed steps of a run and their samples. `last`: only the last N steps (and their
+    samples and texts), as `leap analyze --last N`. For a long run, `with_text=False` (or a
+    small `last`) keeps the prompts and completions, the bulk of the file, out of memory."""
     with h5py.File(path, "r", libver="latest", swmr=True) as f:
         version = _attr(f, "schema_version")
         if not version.isdigit() or int(version) > SCHEMA_VERSION:
@@ -87,22 +98,33 @@ def load_run(path: str, with_text: bool = True) -> Run:
         steps_arr = f["steps"][...]
         samples_arr = f["samples"][...]
         k, n = _committed(steps_arr, len(samples_arr))
-        steps_arr, samples_arr = steps_arr[:k], samples_arr[:n]
+        first_step = max(0, k - last) if last is not None else 0
+        first = int(steps_arr["n_samples"][:first_step].sum())
+        steps_arr, samples_arr = steps_arr[first_step:k], samples_arr[first:n]
+        # Each sample row belongs to the step whose count covers it, with a turn from 1: a row
+        # that does not (zeros a reader saw before the data) means a damaged or misread file.
+        want = np.repeat(steps_arr["step"], steps_arr["n_samples"].astype(np.int64))
+        if not np.array_equal(want, samples_arr["step"]) or (samples_arr["turn"] < 1).any():
+            raise ValueError(f"{path}: /samples rows do not line up with /steps (step numbers or turns): "
+                             "the file is damaged")
         steps = pd.DataFrame(steps_arr)
         samples = pd.DataFrame(samples_arr)
         for field in ("verdict", "dcp"):
             names = _enum_names(f["samples"].dtype[field])
-            samples[field] = [names.get(int(v), str(v)) for v in samples_arr[field]]
+            codes = samples_arr[field].astype(np.int64)
+            lookup = {int(v): names.get(int(v), str(v)) for v in np.unique(codes)}
+            samples[field] = pd.Series(codes).map(lookup).to_numpy(dtype=object)
         ids_group = f["tasks/id"]
         task_ids = _texts(ids_group, len(ids_group["offsets"]))
         bad = [int(i) for i in samples_arr["task"] if not 0 <= i < len(task_ids)]
         if bad:
             raise ValueError(f"{path}: /samples names task index {bad[0]}, but /tasks/id has {len(task_ids)} "
                              "tasks: the file is damaged")
-        samples["task_id"] = [task_ids[i] for i in samples_arr["task"]]
+        samples["task_id"] = np.asarray(task_ids, dtype=object)[samples_arr["task"].astype(np.int64)] \
+            if len(task_ids) else np.zeros(0, dtype=object)
         if with_text:
             for col in ("prompt", "completion", "feedback"):
-                samples[col] = _texts(f["text/" + col], n)
+                samples[col] = _texts(f["text/" + col], n, first)
         return Run(steps, samples, _attr(f, "config"), _attr(f, "version"), _attr(f, "git_commit"), task_ids)
 
 

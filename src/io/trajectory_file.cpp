@@ -124,12 +124,18 @@ struct TrajectoryFile::Impl {
     return Status::ok();
   }
 
-  Status flush() {
-    // Samples and texts first, /steps last: readers treat a /steps row as the step's commit.
+  // Samples and texts: flushed before a step's /steps row is even written, since readers treat
+  // that row as the step's commit and HDF5 may write a cached chunk out at any time.
+  Status flush_samples() {
     for (auto& t : text) {
       if (H5Dflush(t.data.get()) < 0 || H5Dflush(t.offsets.get()) < 0) return io_error("flush failed: " + path);
     }
-    if (H5Dflush(samples.get()) < 0 || H5Dflush(steps.get()) < 0) return io_error("flush failed: " + path);
+    if (H5Dflush(samples.get()) < 0) return io_error("flush failed: " + path);
+    return Status::ok();
+  }
+  Status flush() {
+    LEAP_RETURN_IF_ERROR(flush_samples());
+    if (H5Dflush(steps.get()) < 0) return io_error("flush failed: " + path);
     // A global flush also writes the superblock's end-of-allocation, without which a file whose
     // writer was killed cannot be reopened for resuming.
     if (H5Fflush(file.get(), H5F_SCOPE_GLOBAL) < 0) return io_error("flush failed: " + path);
@@ -298,6 +304,7 @@ Status TrajectoryFile::append_step(const StepRow& step, const std::vector<Sample
   }
   for (size_t i = 0; i < 3; ++i) im.text[i].append(cols[i]);
   append_rows(im.samples.get(), im.types.sample.get(), samples.data(), samples.size());
+  LEAP_RETURN_IF_ERROR(im.flush_samples());
   append_rows(im.steps.get(), im.types.step.get(), &step, 1);
   return im.flush();
 }

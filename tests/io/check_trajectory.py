@@ -32,6 +32,37 @@ if "[rl]" not in run.config:
     errors.append("config attribute missing [rl]")
 if run.steps["pass_final"].tolist() != [0.5 + s for s in range(n_steps)]:
     errors.append(f"pass_final {run.steps['pass_final'].tolist()}")
+# The last step alone, as `leap analyze --last 1` reads it: its rows and texts only.
+if n_steps:
+    tail = load_run(path, last=1)
+    if list(tail.steps["step"]) != [n_steps - 1] or len(tail.samples) != per_step or \
+            tail.samples["prompt"].iloc[0] != f"prompt {n_steps - 1}.0":
+        errors.append(f"last=1: steps {list(tail.steps['step'])}, {len(tail.samples)} samples")
+# A sample row that does not line up with its step (here a turn of 0, as zeros a reader saw
+# before the data would read) is a damaged file, not a row of turn 0.
+if n_steps and "--swmr-open" not in sys.argv:
+    import shutil
+    import tempfile
+    import h5py
+    with tempfile.TemporaryDirectory() as d:
+        copy = os.path.join(d, "damaged.h5")
+        shutil.copy(path, copy)
+        try:  # a copy of a file still open for SWMR writing keeps its flags: checked once closed
+            f = h5py.File(copy, "r+")
+        except OSError:
+            f = None
+        if f is not None:
+            with f:
+                row = f["samples"][0]
+                row["turn"] = 0
+                f["samples"][0] = row
+            try:
+                load_run(copy)
+                errors.append("a sample row of turn 0 loaded without an error")
+            except ValueError as e:
+                if "do not line up" not in str(e):
+                    errors.append(f"damaged file: {e}")
+            print("ok: a sample row out of line with its step is refused")
 if errors:
     print("\n".join(errors[:20]))
     sys.exit(1)

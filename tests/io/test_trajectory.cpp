@@ -35,6 +35,7 @@ void append(TrajectoryFile& f, int64_t s) {
     r.step = s;
     r.task = i % 3;
     r.sample = i;
+    r.turn = 1;
     r.verdict = static_cast<int8_t>(i == 0 ? sandbox::Verdict::kOk : sandbox::Verdict::kWrongAnswer);
     r.dcp = s % 2 ? DcpClass::kExpanded : DcpClass::kEasy;
     r.speedup = NAN;
