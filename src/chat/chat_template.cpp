@@ -103,16 +103,16 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std
   }
   if (!config.is_object())
     return invalid_input(path + ": expected a JSON object");
-  // transformers 4.47+ writes the template to its own file beside tokenizer_config.json.
+  // transformers 4.47+ writes the template to its own file beside tokenizer_config.json, and
+  // that file wins over a template in the config, as transformers loads them.
   const std::string jinja_path = tokenizer_dir + "/chat_template.jinja";
-  if (!config.contains("chat_template") || config["chat_template"].is_null()) {
-    std::ifstream jinja(jinja_path);
-    if (!jinja)
-      return invalid_input(path + ": no \"chat_template\" key and no chat_template.jinja beside it "
-                                  "(this tokenizer has no chat template)");
+  if (std::ifstream jinja(jinja_path); jinja) {
     std::ostringstream text;
     text << jinja.rdbuf();
     config["chat_template"] = text.str();
+  } else if (!config.contains("chat_template") || config["chat_template"].is_null()) {
+    return invalid_input(path + ": no \"chat_template\" key and no chat_template.jinja beside it "
+                                "(this tokenizer has no chat template)");
   }
   const auto& field = config["chat_template"];
   std::string source;

@@ -206,6 +206,29 @@ std::vector<std::string> template_stop_strings(const std::string& resolved_name)
   return {};
 }
 
+std::optional<int32_t> model_template_end_of_turn(const std::string& model_dir,
+                                                  const model::Tokenizer& tokenizer) {
+  if (!has_model_template(model_dir)) return std::nullopt;
+  auto tmpl = chat::load_template(model_dir);
+  if (!tmpl) return std::nullopt;  // make_prompt_format reports it
+  PromptFormatOptions o;
+  o.name = "model";
+  o.render.now_unix_seconds = 0;
+  const PromptFormat format(std::move(*tmpl), tokenizer, std::move(o));
+  nlohmann::ordered_json head = nlohmann::ordered_json::array();
+  head.push_back({{"role", "user"}, {"content", "u"}});
+  auto tail = format.render_after_answer(head, "a", nlohmann::ordered_json::array(), false);
+  if (!tail) return std::nullopt;
+  std::string_view text = tail->text;
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return std::nullopt;
+  const std::vector<int32_t> ids = tokenizer.encode(text.substr(first), /*allow_special=*/true);
+  if (ids.empty()) return std::nullopt;
+  const auto added = tokenizer.special_id(tokenizer.token_bytes(ids[0]));
+  if (!added || *added != ids[0]) return std::nullopt;
+  return ids[0];
+}
+
 Expected<PromptFormat> make_prompt_format(const std::string& chat_template,
                                           const std::string& model_dir,
                                           const model::Tokenizer& tokenizer,

@@ -105,6 +105,15 @@ std::string resolve_chat_template(const std::string& chat_template, const std::s
 // (chatml, for tokenizers without it as a token), none for a model's own template.
 std::vector<std::string> template_stop_strings(const std::string& resolved_name);
 
+// The special token a model's own chat template closes an assistant message with (Qwen's
+// <|im_end|>, Llama-3's <|eot_id|>), found by rendering a conversation that ends with an
+// answer: the first token after it, when it is an added token. A base model ships the template
+// but may list only <|endoftext|> as its EOS: without this id among the stop ids the policy
+// would write past the end of its turn and invent the next one. Nothing when the folder has no
+// template or the template closes a turn with plain text.
+std::optional<int32_t> model_template_end_of_turn(const std::string& model_dir,
+                                                  const model::Tokenizer& tokenizer);
+
 // prompt.chat_template: "auto" (the model folder's chat template when its tokenizer_config.json
 // has one, else plain), "model", "plain" or "chatml". eos_ids: what ends generation (the
 // sampler's). Errors name the file or the option.

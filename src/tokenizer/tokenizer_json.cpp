@@ -50,10 +50,8 @@ Status check_decoder(const nlohmann::json& j, bool& byte_level) {
 
 Expected<HfTokenizerParts> parse_parts(const nlohmann::json& j) {
   if (!j.is_object()) return invalid_input("expected a JSON object at the top level");
-  for (const char* key : {"truncation", "padding"})
-    if (j.contains(key) && !j[key].is_null())
-      return unsupported(std::string("field '") + key + "': must be null (LEAP does its own " +
-                         key + "; Hugging Face would change the ids)");
+  // "truncation" and "padding" are ignored: transformers resets both on every encode, and LEAP
+  // does its own (prompt.max_prompt_tokens); some re-saved tokenizers carry them set.
   if (!j.contains("model")) return invalid_input("field 'model': missing");
   const nlohmann::json null_json;
   auto get = [&](const char* key) -> const nlohmann::json& {

@@ -235,6 +235,52 @@ TEST(PromptFormat, TheDateIsPinnedOnlyForTemplatesThatPrintIt) {
   auto fj = make_prompt_format("auto", jinja, tok, {}, MultiTurn::kAppend, 0);
   ASSERT_TRUE(fj.has_value()) << fj.status().message();
   EXPECT_EQ(fj->options().name, "model");
+  // With a template in both places, chat_template.jinja wins, as transformers loads them: here
+  // Llama-3.2's (which prints the date) beside Llama-3.1's in the config (which does not).
+  const std::string both = folder_with_template("both", "llama-3.1-instruct", false);
+  {
+    std::ifstream in(kRoot + "/tests/chat/templates/llama-3.2-instruct/tokenizer_config.json");
+    std::ofstream(std::filesystem::path(both) / "chat_template.jinja")
+        << nlohmann::ordered_json::parse(in)["chat_template"].get<std::string>();
+  }
+  auto fb = make_prompt_format("auto", both, tok, {}, MultiTurn::kAppend, 1764547200);
+  ASSERT_TRUE(fb.has_value()) << fb.status().message();
+  EXPECT_EQ(fb->options().render.now_unix_seconds, 1764547200);
+}
+
+// A base model ships Qwen's template but lists only <|endoftext|> as its EOS: the template's own
+// end of turn (<|im_end|>) must be found so that it ends an answer too; Llama-3's is <|eot_id|>;
+// a folder without a template has none.
+TEST(PromptFormat, TheTemplatesEndOfTurnIsFoundForABaseModel) {
+  const auto base = std::filesystem::temp_directory_path() / "leap_base_qwen";
+  std::filesystem::remove_all(base);
+  std::filesystem::copy(kRoot + "/models/tiny-qwen2", base);
+  // Every EOS of the folder is <|endoftext|> (0), as in Qwen2.5-Coder's base model.
+  auto replace_in = [&](const char* file, const std::string& from, const std::string& to) {
+    std::ifstream in(base / file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_NE(text.find(from), std::string::npos) << file;
+    text.replace(text.find(from), from.size(), to);
+    std::ofstream(base / file) << text;
+  };
+  std::ofstream(base / "generation_config.json") << R"({"bos_token_id": 0, "eos_token_id": 0})";
+  replace_in("config.json", R"("eos_token_id": 2)", R"("eos_token_id": 0)");
+  replace_in("tokenizer_config.json", R"("eos_token": "<|im_end|>")", R"("eos_token": "<|endoftext|>")");
+  auto tok = tokenizer::load_model_tokenizer(base.string());
+  ASSERT_TRUE(tok.has_value()) << tok.status().message();
+  auto eos = model::read_eos_ids(base.string(), (*tok)->eos_id());
+  ASSERT_TRUE(eos.has_value());
+  EXPECT_EQ(std::count(eos->begin(), eos->end(), 2), 0);  // <|im_end|> is not an EOS here
+  EXPECT_EQ(model_template_end_of_turn(base.string(), **tok), std::optional<int32_t>(2));
+  std::filesystem::remove_all(base);
+
+  auto llama = tokenizer::load_model_tokenizer(kRoot + "/models/tiny-llama3");
+  ASSERT_TRUE(llama.has_value());
+  EXPECT_EQ(model_template_end_of_turn(kRoot + "/models/tiny-llama3", **llama),
+            std::optional<int32_t>(2));  // <|eot_id|>
+  auto demo = tokenizer::load_model_tokenizer(kRoot + "/models/demo");
+  ASSERT_TRUE(demo.has_value());
+  EXPECT_EQ(model_template_end_of_turn(kRoot + "/models/demo", **demo), std::nullopt);
 }
 
 TEST(GenerationConfig, EveryEosIdOfTheFolder) {

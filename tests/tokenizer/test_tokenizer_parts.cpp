@@ -225,6 +225,13 @@ TEST(Loader, UnsupportedComponentsAreNamed) {
   t = load_hf_tokenizer(write_temp("wp.json", j.dump()));
   ASSERT_FALSE(t);
   EXPECT_NE(t.status().message().find("WordPiece"), std::string::npos);
+  // Truncation and padding settings are ignored (transformers resets both on every encode).
+  j = base;
+  j["truncation"] = {{"max_length", 8}, {"strategy", "LongestFirst"}};
+  j["padding"] = {{"strategy", "BatchLongest"}};
+  t = load_hf_tokenizer(write_temp("trunc.json", j.dump()));
+  ASSERT_TRUE(t) << t.status().message();
+  EXPECT_EQ((*t)->encode("aaaaaaaaaaaa", false, false).size(), 12u);
   t = load_hf_tokenizer(write_temp("broken.json", "{\"model\": "));
   ASSERT_FALSE(t);
   EXPECT_EQ(t.status().exit_code(), 2);
