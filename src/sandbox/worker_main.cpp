@@ -7,6 +7,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "common/sanitizers.h"
@@ -40,6 +41,14 @@ void arm_cpu_limit(int64_t seconds) {
 
 Status apply_worker_limits(const SandboxConfig& config, bool gpu) {
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  // A worker is the first process the kernel's OOM killer takes: a hostile compile (a template
+  // explosion within the compile timeout) or kernel must not cost a policy rank. GPU workers
+  // have no RLIMIT_AS (the driver reserves terabytes of address space), so for them this is the
+  // memory bound that remains. Raising one's own score needs no privilege; best effort.
+  if (FILE* f = std::fopen("/proc/self/oom_score_adj", "w")) {
+    std::fputs("1000", f);
+    std::fclose(f);
+  }
   // No PR_SET_PDEATHSIG: it fires when the spawning *thread* exits, and workers are respawned
   // from whichever thread saw the old one die. An orphaned worker sees end of file on its socket
   // instead (the supervisor's end closes when it exits) and stops after its current job.

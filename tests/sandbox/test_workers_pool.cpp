@@ -192,6 +192,11 @@ TEST(WorkersPool, WorkersRunUnderResourceLimits) {
   EXPECT_EQ(soft_limit(worker, "Max address space"),
             kShadowMemorySanitizer ? soft_limit("/proc/self/limits", "Max address space")
                               : std::to_string(int64_t{5000} << 20));
+  // The OOM killer takes a worker first, never a policy rank.
+  std::ifstream oom("/proc/" + std::to_string(pool->worker_pids().at(0)) + "/oom_score_adj");
+  int score = 0;
+  oom >> score;
+  EXPECT_EQ(score, 1000);
 }
 
 TEST(WorkersPool, ServesManyThreads) {
