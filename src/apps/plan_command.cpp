@@ -214,7 +214,7 @@ int run_plan(const std::vector<std::string>& args) {
               gib(plan.total).c_str());
   if (in.zero_stage >= 1 && in.backend != "cpu")
     std::printf("note: optim.zero_stage = %d on backend.name = %s uses NCCL's reduce-scatter and all-gather, "
-                "which have not run on a GPU yet (the same steps are checked over MPI on the CPU)\n",
+                "which have run on one GPU only, one rank (the same steps are checked over MPI on the CPU)\n",
                 in.zero_stage, in.backend.c_str());
   if (fits)
     std::printf("fits: yes, %s of %s GiB per device\n", gib(plan.total).c_str(), gib(limit).c_str());

@@ -84,7 +84,7 @@ print(("ok   " if ok else "FAIL ") + f"plan-zero-stage-2: gradients {z2['gradien
       f"(expected {want} by hand), {z0['gradients']} replicated")
 sys.exit(0 if ok else 1)
 PY
-check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda uses NCCL.*not run on a GPU" -- \
+check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda uses NCCL.*run on one GPU only, one rank" -- \
   "$LEAP" plan "${gpu[@]}" --model.path models/qwen2.5-coder-7b --optim.zero_stage 2
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes.*sandbox: 2 rank\\(s\\) per node x 2 worker" -- bash -c \
