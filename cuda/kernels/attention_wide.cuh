@@ -81,7 +81,8 @@ __device__ __forceinline__ void wide_scores(float (&acc)[4][4], const float* A, 
   for (int i = 0; i < 4; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0f;
-#pragma unroll 4
+  // No unroll pragma on the k loops: with a partial unroll NVCC 13.0 emitted different code run
+  // to run for the same source (docs/ptx_coverage.md could not be regenerated the same twice).
   for (int k = 0; k < K; k += 4) {
     float4 a[4], b[4];
 #pragma unroll
@@ -101,7 +102,6 @@ template <int D>
 __device__ __forceinline__ void wide_accumulate(float (&acc)[4][D / 16], const float* A,
                                                 const float* B, int ty, int tx) {
   constexpr int G = D / 64;
-#pragma unroll 2
   for (int k = 0; k < kWideTile; k += 4) {
     float4 a[4];
 #pragma unroll
