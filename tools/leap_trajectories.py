@@ -5,7 +5,8 @@
     run.steps      # one row per RL step
     run.samples    # one row per turn-sample; verdict/dcp as names, task as its id,
                    # and prompt/completion/feedback text columns
-    run.config     # the resolved config (INI text)
+    run.config     # the resolved config (INI text) of the run's first start
+    run.attempts   # every start (the first and each resume): first_step, version, git_commit, config
     trajectories(run)  # one row per (step, group, sample): first OK turn, last verdict, reward
     pass_rates(run)    # per step: pass by turn 1, 2, ..., final (as `leap analyze` shows them)
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import configparser
 import dataclasses
+import json
 import sys
 import warnings
 
@@ -35,6 +37,7 @@ class Run:
     version: str
     git_commit: str
     task_ids: list
+    attempts: list
 
 
 def _attr(f, name):
@@ -125,7 +128,12 @@ def load_run(path: str, with_text: bool = True, last: int | None = None) -> Run:
         if with_text:
             for col in ("prompt", "completion", "feedback"):
                 samples[col] = _texts(f["text/" + col], n, first)
-        return Run(steps, samples, _attr(f, "config"), _attr(f, "version"), _attr(f, "git_commit"), task_ids)
+        # Files from before the attribute existed: their first start, as the root attributes say.
+        attempts = json.loads(_attr(f, "attempts") or "null") or [
+            {"first_step": 0, "version": _attr(f, "version"), "git_commit": _attr(f, "git_commit"),
+             "config": _attr(f, "config")}]
+        return Run(steps, samples, _attr(f, "config"), _attr(f, "version"), _attr(f, "git_commit"), task_ids,
+                   attempts)
 
 
 def trajectories(run: Run) -> pd.DataFrame:

@@ -181,7 +181,8 @@ int run_train(const std::vector<std::string>& args) {
       // On resume, rows past the checkpoint's step are cut first: each step is in the file once.
       auto file = resume_state.is_null()
                       ? io::TrajectoryFile::create(path, {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids}, swmr)
-                      : io::TrajectoryFile::resume(path, fingerprint, resume_state["step"].get<int64_t>(), swmr);
+                      : io::TrajectoryFile::resume(path, {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids},
+                                                   resume_state["step"].get<int64_t>(), swmr);
       if (file) out = std::move(*file);
       else setup = file.status();
     }

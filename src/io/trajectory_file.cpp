@@ -3,6 +3,8 @@
 // types and the text slicing are shared with the reader (trajectory_schema.h).
 #include "io/trajectory_file.h"
 
+#include <nlohmann/json.hpp>
+
 #include <sys/vfs.h>
 
 #include <array>
@@ -15,6 +17,12 @@
 namespace leap::io {
 
 namespace {
+
+// One start of a run, for the `attempts` attribute.
+nlohmann::json attempt_json(int64_t first_step, const TrajectoryMeta& m) {
+  return {{"first_step", first_step}, {"version", m.version}, {"git_commit", m.git_commit},
+          {"config", m.config_ini}};
+}
 
 H5Id create_extendible(hid_t parent, const char* name, hid_t type, hsize_t chunk) {
   hsize_t dims = 0, maxdims = H5S_UNLIMITED;
@@ -168,6 +176,10 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::create(const std::stri
   write_string_attr(root, "git_commit", meta.git_commit);
   write_string_attr(root, "run_fingerprint", meta.run_fingerprint);
   write_string_attr(root, "schema_version", std::to_string(kTrajectorySchemaVersion));
+  write_string_attr(root, "attempts",
+                    meta.attempts_json.empty()
+                        ? nlohmann::json::array({attempt_json(0, meta)}).dump()
+                        : meta.attempts_json);
   im->steps = create_extendible(root, kStepsDataset, im->types.step.get(), 64);
   im->samples = create_extendible(root, kSamplesDataset, im->types.sample.get(), 1024);
   H5Id text(H5_CHECK(H5Gcreate2(root, "text", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)), H5Gclose);
@@ -181,9 +193,9 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::create(const std::stri
   return std::unique_ptr<TrajectoryFile>(new TrajectoryFile(std::move(im)));
 }
 
-Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::string& path,
-                                                                 const std::string& run_fingerprint,
+Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::string& path, const TrajectoryMeta& now,
                                                                  int64_t last_step, SwmrMode swmr) {
+  const std::string& run_fingerprint = now.run_fingerprint;
   if (!std::filesystem::exists(path)) return not_found("trajectory file '" + path + "' does not exist");
   // The old file is only read: its rows up to last_step are copied, step by step, into a fresh
   // file that then replaces it. A writer killed mid-append may have left the old file's
@@ -217,6 +229,12 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   meta.config_ini = read_string_attr(f, "config").value_or("");
   meta.version = read_string_attr(f, "version").value_or("");
   meta.git_commit = read_string_attr(f, "git_commit").value_or("");
+  // Every start so far (a file from before `attempts` existed: its first start, as its root
+  // attributes say), then this one.
+  nlohmann::json attempts = nlohmann::json::parse(read_string_attr(f, "attempts").value_or(""), nullptr, false);
+  if (!attempts.is_array()) attempts = nlohmann::json::array({attempt_json(0, meta)});
+  attempts.push_back(attempt_json(last_step + 1, now));
+  meta.attempts_json = attempts.dump();
   TrajectoryTypes types = make_trajectory_types();
   H5Id steps_d(H5Dopen2(f, kStepsDataset, H5P_DEFAULT), H5Dclose), samples_d(H5Dopen2(f, kSamplesDataset, H5P_DEFAULT), H5Dclose);
   TextColumn ids = open_text(f, kTaskIdGroup);

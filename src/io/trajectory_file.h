@@ -27,6 +27,10 @@ struct TrajectoryMeta {
   std::string git_commit;
   std::string run_fingerprint;  // identifies the run: resuming into another run's file is refused
   std::vector<std::string> task_ids;  // /tasks/id; SampleRow::task indexes it
+  // The root attribute `attempts`: a JSON array with one object per start of the run (the first
+  // and every resume): first_step (the first step it wrote), version, git_commit, config. Empty:
+  // create() writes this meta's start at step 0.
+  std::string attempts_json;
 };
 
 enum class SwmrMode { kAuto, kOn, kOff };
@@ -42,10 +46,11 @@ class TrajectoryFile {
   // Creates a new file (an existing file is an error: never overwrite a run's trajectories).
   static Expected<std::unique_ptr<TrajectoryFile>> create(const std::string& path, const TrajectoryMeta& meta,
                                                           SwmrMode swmr);
-  // Reopens a file for a resumed run: checks the fingerprint, cuts rows with step > last_step,
-  // then starts SWMR.
-  static Expected<std::unique_ptr<TrajectoryFile>> resume(const std::string& path,
-                                                          const std::string& run_fingerprint,
+  // Reopens a file for a resumed run: checks the fingerprint (`now.run_fingerprint`), cuts rows
+  // with step > last_step, adds this start (`now`'s version, git commit and config, from step
+  // last_step + 1) to `attempts`, then starts SWMR. The root config, version and git_commit stay
+  // the first start's.
+  static Expected<std::unique_ptr<TrajectoryFile>> resume(const std::string& path, const TrajectoryMeta& now,
                                                           int64_t last_step, SwmrMode swmr);
   ~TrajectoryFile();
 

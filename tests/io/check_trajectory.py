@@ -1,6 +1,8 @@
 """Reads a trajectory file written by test_trajectory with h5py (as users do) and checks it.
 
-usage: check_trajectory.py FILE N_STEPS SAMPLES_PER_STEP [--swmr-open]
+usage: check_trajectory.py [--attempts=STEP:COMMIT,...] FILE N_STEPS SAMPLES_PER_STEP [--swmr-open]
+--attempts: the run's starts (first step and git commit of each), as the `attempts` attribute
+lists them; by default one start at step 0.
 Each step s has SAMPLES_PER_STEP samples whose texts are f"prompt {s}.{i}" etc. (test contract).
 Exits non-zero with a message on any mismatch.
 """
@@ -10,9 +12,15 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
 from leap_trajectories import load_run  # noqa: E402
 
-path, n_steps, per_step = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+attempts_arg = [a for a in sys.argv[1:] if a.startswith("--attempts=")]
+args = [a for a in sys.argv[1:] if not a.startswith("--attempts=")]
+path, n_steps, per_step = args[0], int(args[1]), int(args[2])
 run = load_run(path)
 errors = []
+want_attempts = attempts_arg[0].split("=", 1)[1].split(",") if attempts_arg else ["0:abc123"]
+got_attempts = [f"{a['first_step']}:{a['git_commit']}" for a in run.attempts]
+if got_attempts != want_attempts:
+    errors.append(f"attempts {got_attempts}, wanted {want_attempts}")
 if len(run.steps) != n_steps:
     errors.append(f"steps: {len(run.steps)} rows, wanted {n_steps}")
 if list(run.steps["step"]) != list(range(n_steps)):

@@ -19,7 +19,13 @@ namespace {
 constexpr int kPerStep = 4;
 
 TrajectoryMeta meta(const std::string& fp = "run-A") {
-  return {"[rl]\ngroup_size = 4\n", "0.1.0", "abc123", fp, {"L1/task0", "L1/task1", "L1/task2"}};
+  return {"[rl]\ngroup_size = 4\n", "0.1.0", "abc123", fp, {"L1/task0", "L1/task1", "L1/task2"}, ""};
+}
+// The same run resumed by another build.
+TrajectoryMeta resumed_meta() {
+  TrajectoryMeta m = meta();
+  m.git_commit = "def456";
+  return m;
 }
 
 void append(TrajectoryFile& f, int64_t s) {
@@ -47,8 +53,8 @@ void append(TrajectoryFile& f, int64_t s) {
   ASSERT_TRUE(f.append_step(row, samples, texts).is_ok());
 }
 
-int check_with_h5py(const std::string& path, int steps) {
-  std::string cmd = "/usr/bin/python3 " LEAP_SOURCE_DIR "/tests/io/check_trajectory.py '" + path + "' " +
+int check_with_h5py(const std::string& path, int steps, const std::string& extra = "") {
+  std::string cmd = "/usr/bin/python3 " LEAP_SOURCE_DIR "/tests/io/check_trajectory.py " + extra + " '" + path + "' " +
                     std::to_string(steps) + " " + std::to_string(kPerStep);
   return std::system(cmd.c_str());
 }
@@ -81,13 +87,13 @@ TEST(Trajectory, ResumeCutsRowsPastTheCheckpoint) {
     ASSERT_TRUE(f.has_value());
     for (int s = 0; s < 5; ++s) append(**f, s);
   }
-  auto f = TrajectoryFile::resume(path, "run-A", /*last_step=*/2, SwmrMode::kOn);
+  auto f = TrajectoryFile::resume(path, resumed_meta(), /*last_step=*/2, SwmrMode::kOn);
   ASSERT_TRUE(f.has_value()) << f.status().message();
   EXPECT_EQ((*f)->steps_written(), 3);
   EXPECT_EQ((*f)->samples_written(), 3 * kPerStep);
   append(**f, 3);  // the resumed run writes step 3 again: exactly once in the file
   ASSERT_TRUE((*f)->close().is_ok());
-  EXPECT_EQ(check_with_h5py(path, 4), 0);
+  EXPECT_EQ(check_with_h5py(path, 4, "--attempts=0:abc123,3:def456"), 0);
 }
 
 TEST(Trajectory, ResumeAfterWriterWasKilled) {
@@ -102,11 +108,11 @@ TEST(Trajectory, ResumeAfterWriterWasKilled) {
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_TRUE(WIFSIGNALED(status));
-  auto f = TrajectoryFile::resume(path, "run-A", /*last_step=*/1, SwmrMode::kOn);
+  auto f = TrajectoryFile::resume(path, meta(), /*last_step=*/1, SwmrMode::kOn);
   ASSERT_TRUE(f.has_value()) << f.status().message();
   append(**f, 2);
   ASSERT_TRUE((*f)->close().is_ok());
-  EXPECT_EQ(check_with_h5py(path, 3), 0);
+  EXPECT_EQ(check_with_h5py(path, 3, "--attempts=0:abc123,2:abc123"), 0);
 }
 
 TEST(Trajectory, RefusesBadInput) {
@@ -120,7 +126,7 @@ TEST(Trajectory, RefusesBadInput) {
   ASSERT_FALSE(again.has_value());
   EXPECT_EQ(again.status().exit_code(), 2);
 
-  auto other = TrajectoryFile::resume(path, "run-B", 0, SwmrMode::kOff);
+  auto other = TrajectoryFile::resume(path, meta("run-B"), 0, SwmrMode::kOff);
   ASSERT_FALSE(other.has_value());
   EXPECT_NE(other.status().message().find("another run"), std::string::npos);
   EXPECT_EQ(other.status().exit_code(), 2);
@@ -128,10 +134,10 @@ TEST(Trajectory, RefusesBadInput) {
 
   auto junk = fresh("junk.h5");
   std::ofstream(junk) << "not hdf5";
-  auto bad = TrajectoryFile::resume(junk, "run-A", 0, SwmrMode::kOff);
+  auto bad = TrajectoryFile::resume(junk, meta(), 0, SwmrMode::kOff);
   ASSERT_FALSE(bad.has_value());
   EXPECT_EQ(bad.status().exit_code(), 2);
-  auto missing = TrajectoryFile::resume(fresh("none.h5"), "run-A", 0, SwmrMode::kOff);
+  auto missing = TrajectoryFile::resume(fresh("none.h5"), meta(), 0, SwmrMode::kOff);
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
