@@ -138,6 +138,30 @@ __device__ __forceinline__ float half_warp_sum(float x) {
   return x;
 }
 
+// The softmax's backward over a thread's 4 x 4 scores: the scores s = A . B and dP = dA . dB
+// (wide_scores, over D), then p = exp2(s * scale2 - lse2) and dS = p (dP - delta), both 0
+// where `at(i, j, &lse2, &delta)` says the score is masked (a key after its query, or past T);
+// `store(i, j, p, ds)` puts them in shared memory.
+template <int D, class At, class Store>
+__device__ __forceinline__ void wide_softmax_backward(const float* A, const float* B, const float* dA,
+                                                      const float* dB, int ty, int tx, float scale2,
+                                                      At at, Store store) {
+  float s[4][4], dp[4][4];
+  wide_scores<D>(s, A, D + 4, B, D + 4, ty, tx);
+  wide_scores<D>(dp, dA, D + 4, dB, D + 4, ty, tx);
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      float lse2 = 0.0f, delta = 0.0f, p = 0.0f, ds = 0.0f;
+      if (at(i, j, &lse2, &delta)) {
+        p = exp2f(s[i][j] * scale2 - lse2);
+        ds = p * (dp[i][j] - delta);
+      }
+      store(i, j, p, ds);
+    }
+}
+
 // Writes acc[i][4 g + e] * mul added to the output rows (row0 + ty + 16 i < T) of a
 // (T, ..., D) tensor at base with row stride `stride`.
 template <class S, int D>
@@ -247,7 +271,7 @@ __global__ void __launch_bounds__(kWideThreads)
                                  const float* delta, const S* q, const S* k, const S* v, int B,
                                  int T, int H, int Hkv) {
   static_assert(D == 64 || D == 128, "the wide kernels are for head dims 64 and 128");
-  constexpr int P = D + 4, PS = kWideScorePitch;
+  constexpr int PS = kWideScorePitch;
   extern __shared__ __align__(16) float smem[];  // float4 loads and stores
   float* Ks = smem;                      // (64 keys, D + 4)
   float* Vs = Ks + wide_tile_floats(D);  // (64 keys, D + 4)
@@ -284,25 +308,19 @@ __global__ void __launch_bounds__(kWideThreads)
         dlt[r] = ok ? delta[row_off + i0 + r] : 0.0f;
       }
       __syncthreads();
-      // Keys ty + 16 i against queries tx + 16 j: P, then dS = P (dP - delta), dP = dO . V.
-      float st[4][4], dpt[4][4];
-      wide_scores<D>(st, Ks, P, Qs, P, ty, tx);
-      wide_scores<D>(dpt, Vs, P, dOs, P, ty, tx);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int key = j0 + ty + 16 * i;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const int qc = tx + 16 * j, query = i0 + qc;
-          float p = 0.0f, ds = 0.0f;
-          if (query < T && key <= query) {
-            p = exp2f(st[i][j] * scale2 - lse2[qc]);
-            ds = p * (dpt[i][j] - dlt[qc]);
-          }
-          PTs[(ty + 16 * i) * PS + qc] = p;
-          dSTs[(ty + 16 * i) * PS + qc] = ds;
-        }
-      }
+      // Keys ty + 16 i against queries tx + 16 j: P, then dS = P (dP - delta), dP = V . dO.
+      wide_softmax_backward<D>(
+          Ks, Qs, Vs, dOs, ty, tx, scale2,
+          [&](int i, int j, float* l2, float* d) {
+            const int qc = tx + 16 * j, query = i0 + qc;
+            *l2 = lse2[qc];
+            *d = dlt[qc];
+            return query < T && j0 + ty + 16 * i <= query;
+          },
+          [&](int i, int j, float p, float ds) {
+            PTs[(ty + 16 * i) * PS + tx + 16 * j] = p;
+            dSTs[(ty + 16 * i) * PS + tx + 16 * j] = ds;
+          });
       __syncwarp();  // a key row of PTs and dSTs is written and read by the same half-warp
       wide_accumulate<D>(dv_acc, PTs, dOs, ty, tx);
       wide_accumulate<D>(dk_acc, dSTs, Qs, ty, tx);
@@ -317,7 +335,7 @@ __global__ void __launch_bounds__(kWideThreads)
     attention_backward_dq_wide(S* dq, const S* dout, const float* lse, const float* delta,
                                const S* q, const S* k, const S* v, int B, int T, int H, int Hkv) {
   static_assert(D == 64 || D == 128, "the wide kernels are for head dims 64 and 128");
-  constexpr int P = D + 4, PS = kWideScorePitch;
+  constexpr int PS = kWideScorePitch;
   extern __shared__ __align__(16) float smem[];  // float4 loads and stores
   float* Qs = smem;                       // (64, D + 4)
   float* dOs = Qs + wide_tile_floats(D);  // (64, D + 4)
@@ -353,23 +371,15 @@ __global__ void __launch_bounds__(kWideThreads)
     wide_load<S, D>(Ks, k + kv_off + static_cast<u64>(j0) * kstride, kstride, T - j0, 1.0f);
     wide_load<S, D>(Vs, v + kv_off + static_cast<u64>(j0) * kstride, kstride, T - j0, 1.0f);
     __syncthreads();
-    float s[4][4], dp[4][4];
-    wide_scores<D>(s, Qs, P, Ks, P, ty, tx);
-    wide_scores<D>(dp, dOs, P, Vs, P, ty, tx);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int row = i0 + ty + 16 * i;
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int col = j0 + tx + 16 * j;
-        float ds = 0.0f;
-        if (row < T && col <= row) {
-          const float p = exp2f(s[i][j] * scale2 - my_lse2[i]);
-          ds = p * (dp[i][j] - my_delta[i]);
-        }
-        dSs[(ty + 16 * i) * PS + tx + 16 * j] = ds;
-      }
-    }
+    wide_softmax_backward<D>(
+        Qs, Ks, dOs, Vs, ty, tx, scale2,
+        [&](int i, int j, float* l2, float* d) {
+          const int row = i0 + ty + 16 * i;
+          *l2 = my_lse2[i];
+          *d = my_delta[i];
+          return row < T && j0 + tx + 16 * j <= row;
+        },
+        [&](int i, int j, float, float ds) { dSs[(ty + 16 * i) * PS + tx + 16 * j] = ds; });
     __syncwarp();  // a row of dSs is written and read by the same half-warp
     wide_accumulate<D>(dq_acc, dSs, Ks, ty, tx);
   }
