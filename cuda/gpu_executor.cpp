@@ -284,18 +284,16 @@ class GpuExecutor final : public sandbox::Executor {
     cudaError_t e = cudaLaunchKernel(
         reinterpret_cast<const void*>(k.handle), dim3(l.grid[0], l.grid[1], l.grid[2]),
         dim3(l.block[0], l.block[1], l.block[2]), ptrs.data(), l.shared_bytes, stream_);
-    if (e == cudaErrorInvalidConfiguration || e == cudaErrorInvalidValue ||
-        e == cudaErrorLaunchOutOfResources || e == cudaErrorInvalidDeviceFunction) {
-      cudaGetLastError();
-      return {Verdict::kLaunchError, cuda_text(e) +
-                                         " (too many registers or too much shared memory "
-                                         "for this block size?)"};
-    }
-    // Any other error here is an earlier kernel's fault surfacing at this launch (an illegal
-    // address in the first kernel of a plan shows at the second one's launch): the context is
-    // lost, as in synchronize(), and the worker must be replaced.
-    if (e != cudaSuccess) return device_fault(e);
-    return {};
+    if (e == cudaSuccess) return {};
+    cudaGetLastError();
+    // An earlier kernel's fault can surface at this launch (an illegal address in the first
+    // kernel of a plan shows at the second one's): such an error is sticky, so the stream's
+    // synchronize fails too, the context is lost and the worker must be replaced. Otherwise it
+    // was this launch's own error (its configuration, resources, memory).
+    if (cudaError_t sticky = cudaStreamSynchronize(stream_); sticky != cudaSuccess)
+      return device_fault(sticky);
+    return {Verdict::kLaunchError,
+            cuda_text(e) + " (too many registers or too much shared memory for this block size?)"};
   }
 
   // A fault of the candidate's kernels that leaves the context unusable: the verdict, and the

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/check.h"
+#include "mpi/agree.h"
 #include "mpi/placement.h"
 
 namespace leap::mpi {
@@ -105,19 +106,6 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
   MPI_CHECK(MPI_Allgather(&local_rank, 1, MPI_INT, local_ranks.data(), 1, MPI_INT, t.world));
   MPI_CHECK(MPI_Allgather(&local_size, 1, MPI_INT, local_sizes.data(), 1, MPI_INT, t.world));
 
-  // Every rank places all ranks from its own GPU count, so the counts must agree: otherwise some
-  // ranks would fail the placement while the others wait in the next collective.
-  int gpus_min = gpus_per_node, gpus_max = gpus_per_node;
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &gpus_min, 1, MPI_INT, MPI_MIN, t.world));
-  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &gpus_max, 1, MPI_INT, MPI_MAX, t.world));
-  if (gpus_min != gpus_max) {
-    free_topology(&t);
-    return invalid_input(fmt::format(
-        "the ranks see different numbers of GPUs ({} to {}): give every node the same GPUs "
-        "(Slurm's --gpus-per-node; CUDA_VISIBLE_DEVICES the same on every node)",
-        gpus_min, gpus_max));
-  }
-
   // Node index: hosts in order of their first rank.
   PlacementInput in;
   in.local_rank = local_ranks;
@@ -133,10 +121,14 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
     if (idx == host_names.size()) host_names.push_back(h);
     in.node.push_back(static_cast<int>(idx));
   }
+  // Every rank places all ranks from its own GPU count, which may differ between nodes (a CPU
+  // node of sandbox ranks): a placement that fails on some ranks must stop every rank, not leave
+  // the others waiting in the next collective.
   auto placed = place_ranks(in);
-  if (!placed) {
+  const Status agreed = agree(placed.status(), t.world);
+  if (!agreed) {
     free_topology(&t);
-    return placed.status();
+    return agreed;
   }
   std::vector<char> cpus(static_cast<size_t>(size) * kCpus);
   const std::string mine = affinity_list();

@@ -86,7 +86,7 @@ def _committed(steps_arr, sample_rows):
 
 def load_run(path: str, with_text: bool = True, last: int | None = None) -> Run:
     """The committed steps of a run and their samples. `last`: only the last N steps (and their
-    samples and texts), as `leap analyze --last N`. For a long run, `with_text=False` (or a
+    samples and texts), as `leap analyze --last N` (0 or None: all). For a long run, `with_text=False` (or a
     small `last`) keeps the prompts and completions, the bulk of the file, out of memory."""
     with h5py.File(path, "r", libver="latest", swmr=True) as f:
         version = _attr(f, "schema_version")
@@ -101,7 +101,9 @@ def load_run(path: str, with_text: bool = True, last: int | None = None) -> Run:
         steps_arr = f["steps"][...]
         samples_arr = f["samples"][...]
         k, n = _committed(steps_arr, len(samples_arr))
-        first_step = max(0, k - last) if last is not None else 0
+        if last is not None and last < 0:
+            raise ValueError(f"last={last}: give a number of steps (0 or None: all of them)")
+        first_step = max(0, k - last) if last else 0
         first = int(steps_arr["n_samples"][:first_step].sum())
         steps_arr, samples_arr = steps_arr[first_step:k], samples_arr[first:n]
         # Each sample row belongs to the step whose count covers it, with a turn from 1: a row

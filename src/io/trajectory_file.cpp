@@ -233,6 +233,11 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   // attributes say), then this one.
   nlohmann::json attempts = nlohmann::json::parse(read_string_attr(f, "attempts").value_or(""), nullptr, false);
   if (!attempts.is_array()) attempts = nlohmann::json::array({attempt_json(0, meta)});
+  // A resume from an earlier checkpoint drops the starts whose steps it cuts off.
+  nlohmann::json kept = nlohmann::json::array();
+  for (const auto& a : attempts)
+    if (!a.is_object() || a.value("first_step", int64_t{0}) <= last_step) kept.push_back(a);
+  attempts = std::move(kept);
   attempts.push_back(attempt_json(last_step + 1, now));
   meta.attempts_json = attempts.dump();
   TrajectoryTypes types = make_trajectory_types();

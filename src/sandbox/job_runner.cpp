@@ -10,6 +10,7 @@
 #include <cstring>
 #include <set>
 
+#include "common/rng.h"
 #include "sandbox/answer.h"
 #include "sandbox/compare.h"
 #include "sandbox/marshal.h"
@@ -153,17 +154,21 @@ Expected<Staged> stage(const Answer& answer, const tasks::Task& task, const task
 // `inout` buffer an earlier run has already changed.
 class StagedState {
  public:
+  // `data` must outlive this object: the kept copies are checked against it.
   static Expected<StagedState> keep(TrialBuffers& device, const std::vector<tasks::BufferData>& data,
                                     const Staged& staged) {
     StagedState s;
+    size_t alloc = data.size() + staged.scratch.size();  // the kept copies follow the staged buffers
     for (size_t i = 0; i < data.size(); ++i) {
       if (data[i].role == tasks::Role::kIn) continue;
       LEAP_ASSIGN_OR_RETURN(uint64_t kept, device.add(data[i].bytes.data(), data[i].bytes.size()));
-      s.copies_.push_back({staged.buffers[i], kept, data[i].bytes.size()});
+      s.copies_.push_back({staged.buffers[i], kept, data[i].bytes.size(), alloc++, &data[i].bytes,
+                           data[i].name});
     }
     for (size_t j = 0; j < staged.scratch.size(); ++j) {
       LEAP_ASSIGN_OR_RETURN(uint64_t kept, device.add(nullptr, staged.plan.scratch[j].bytes));
-      s.copies_.push_back({staged.scratch[j], kept, staged.plan.scratch[j].bytes});
+      s.copies_.push_back({staged.scratch[j], kept, staged.plan.scratch[j].bytes, alloc++, nullptr,
+                           staged.plan.scratch[j].name});
     }
     return s;
   }
@@ -171,11 +176,32 @@ class StagedState {
     for (const Copy& c : copies_) LEAP_RETURN_IF_ERROR(ex.copy(c.live, c.kept, c.bytes));
     return Status::ok();
   }
+  // The kept copies as staged: a kernel that wrote into one (its results, so that every restore
+  // hands them back) has not computed them in the runs it was timed on.
+  ExecOutcome check(TrialBuffers& device) const {
+    for (const Copy& c : copies_) {
+      std::vector<uint8_t> bytes;
+      std::string damage;
+      Status st = device.read_back(c.alloc, &bytes, &damage);
+      if (!st) return infra("reading the staged copies back", st);
+      const bool same = c.expected ? bytes == *c.expected
+                                   : std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+      if (!damage.empty() || !same)
+        return {Verdict::kMemoryViolation,
+                fmt::format("the kernel wrote into the sandbox's staged copy of buffer '{}' (outside "
+                            "every buffer it was given)",
+                            c.name)};
+    }
+    return {};
+  }
 
  private:
   struct Copy {
     uint64_t live, kept;
     size_t bytes;
+    size_t alloc;                              // its index in TrialBuffers
+    const std::vector<uint8_t>* expected;      // the staged bytes; null: zeros (scratch)
+    std::string name;
   };
   std::vector<Copy> copies_;
 };
@@ -264,28 +290,51 @@ JobReport JobRunner::run(const JobRequest& req) {
     if (req.time && t == 0 && executor_.can_time()) {
       auto kept = StagedState::keep(device, data, *staged);
       if (!kept) return fail(infra("keeping the staged buffers for timing", kept.status()), 0);
+      // One of the first min_launches timed runs, chosen here where no kernel can predict it, is
+      // read back before the next run's restore (or after the last run): its results must be as
+      // right as the checked run's. A kernel that computes only on some launches (a __device__
+      // counter, results kept in a __device__ array) would otherwise be timed doing nothing.
+      uint64_t pick_state = static_cast<uint64_t>(
+          std::chrono::steady_clock::now().time_since_epoch().count());
+      const int sampled = timing_.warmups +
+                          static_cast<int>(Rng::splitmix64(&pick_state) %
+                                           static_cast<uint64_t>(std::max(1, timing_.min_launches)));
+      int runs_done = 0;
+      bool read_sampled = false;
+      ExecOutcome sampled_outcome;
+      std::vector<tasks::BufferData> sampled_outs;
+      auto read_back_sampled = [&] {
+        sampled_outcome = collect(device, data, *staged, &sampled_outs);
+        read_sampled = true;
+      };
       Timing cand;
       ExecOutcome timed = executor_.time(
           [&] {
             return run_plan(executor_, *compiled.program, staged->plan, staged->buffers,
                             staged->scratch);
           },
-          [&] { return kept->restore(executor_); }, timing_, &cand);
+          [&] {
+            if (runs_done++ == sampled + 1) read_back_sampled();
+            return kept->restore(executor_);
+          },
+          timing_, &cand);
       if (!timed.ok()) return fail(timed, 0);
-      // The last timed run's results must be as right as the checked run's: a kernel that
-      // computes only on its first launch (a __device__ counter, results kept in a __device__
-      // array) would otherwise be timed doing nothing.
-      std::vector<tasks::BufferData> timed_outs;
-      ExecOutcome after = collect(device, data, *staged, &timed_outs);
-      if (!after.ok()) {
-        after.message = "in the timed runs: " + after.message;
-        return fail(after, 0);
+      if (!read_sampled) read_back_sampled();  // the sampled run was the last one
+      if (!sampled_outcome.ok()) {
+        sampled_outcome.message = "in a timed run: " + sampled_outcome.message;
+        return fail(sampled_outcome, 0);
       }
-      const Comparison same = compare_outputs(req.task, params, timed_outs, report.outputs[0]);
+      if (ExecOutcome intact = kept->check(device); !intact.ok()) return fail(intact, 0);
+      // Both runs are within the task's tolerance of the reference, so within twice it of each
+      // other: an honest kernel whose sums run in another order each launch still passes.
+      tasks::Task twice = req.task;
+      twice.atol *= 2;
+      twice.rtol *= 2;
+      const Comparison same = compare_outputs(twice, params, sampled_outs, report.outputs[0]);
       if (!same.ok)
         return fail({Verdict::kWrongAnswer,
-                     "the results of the timed runs differ from the first run's (each launch "
-                     "must compute its results from the inputs alone): " +
+                     "the results of a timed run differ from the first run's (each launch must "
+                     "compute its results from the inputs alone): " +
                          same.message},
                     0);
       report.candidate_ms = cand.median_ms;

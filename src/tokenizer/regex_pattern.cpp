@@ -5,7 +5,6 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
-#include "common/check.h"
 #include "tokenizer/utf8.h"
 
 namespace leap::tokenizer {
@@ -120,14 +119,13 @@ void RegexPattern::find_all(std::string_view text,
     // The text was checked for valid UTF-8 once, before the pipeline; skip PCRE2's own check.
     int rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK, md, nullptr);
     // Only "no match" ends the text. Another error (the JIT's stack or a match limit, on a long
-    // run of one character class) must not leave the rest as one unsplit piece: the
-    // interpreter, which backtracks on the heap, tries again.
+    // run of one character class) would leave the rest as one unsplit piece: the interpreter,
+    // which backtracks on the heap, tries again. Should it fail too, the rest stays one piece
+    // (the text may be the policy's own, which must never stop a rank).
     if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
       rc = pcre2_match(code_->code, subject, text.size(), start, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT,
                        md, nullptr);
-    if (rc == PCRE2_ERROR_NOMATCH) break;
-    LEAP_CHECK(rc >= 0, "the pre-tokenizer's regex failed at byte " << start << " of a "
-                            << text.size() << "-byte text (PCRE2 error " << rc << ")");
+    if (rc < 0) break;
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     if (ov[1] > ov[0]) {
       out.emplace_back(ov[0], ov[1]);

@@ -94,6 +94,12 @@ TEST(Trajectory, ResumeCutsRowsPastTheCheckpoint) {
   append(**f, 3);  // the resumed run writes step 3 again: exactly once in the file
   ASSERT_TRUE((*f)->close().is_ok());
   EXPECT_EQ(check_with_h5py(path, 4, "--attempts=0:abc123,3:def456"), 0);
+  // Resumed again from an earlier checkpoint: the start it cuts off (at step 3) is dropped.
+  auto g = TrajectoryFile::resume(path, meta(), /*last_step=*/1, SwmrMode::kOff);
+  ASSERT_TRUE(g.has_value()) << g.status().message();
+  append(**g, 2);
+  ASSERT_TRUE((*g)->close().is_ok());
+  EXPECT_EQ(check_with_h5py(path, 3, "--attempts=0:abc123,2:abc123"), 0);
 }
 
 TEST(Trajectory, ResumeAfterWriterWasKilled) {
