@@ -2,13 +2,18 @@
 // kernel corpus of these tests, for the reference answers of tasks/level1.jsonl and
 // tasks/level2.jsonl, and for the device code of cuda/ (every kernel instantiation the backend
 // uses, from tests/cuda/kernels_nvcc_check.cu), must be implemented by the
-// interpreter: each module must parse and decode. The test also renders the coverage table and
-// fails when docs/ptx_coverage.md differs from it (the file is stale), unless that file was
-// generated with another NVRTC version (whose PTX differs), which it then only reports. With
+// interpreter: each module must parse and decode. The test also renders the coverage table into
+// docs/ptx_coverage.md. That file records a digest of the sources it was made from, and the test
+// fails when the digest of today's sources differs (the file is stale), unless the file was
+// generated with another NVRTC version, which it then only reports. It does not require the
+// table's counts to match: NVRTC 13.0 does not emit the same PTX on every machine (for the same
+// sources, a CI machine's run emitted 245 distinct opcodes where this project's development
+// machine emits 244, every time), so the differences are printed as a note. With
 // LEAP_PTX_COVERAGE_OUT=FILE set, it writes the table to FILE instead of comparing:
 //   LEAP_PTX_COVERAGE_OUT=docs/ptx_coverage.md build/tests/sandbox/test_ptx_coverage
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +23,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/fnv_hash.h"
 #include "sandbox/nvrtc_compiler.h"
 #include "sandbox/ptx/decoder.h"
 #include "sandbox/ptx/interpreter.h"
@@ -121,6 +127,32 @@ std::vector<Source> cuda_sources() {
   return {{"cuda", "kernels_nvcc_check.cu", code, {}}};
 }
 
+// FNV-1a over every file the table is made from (the corpus's test files, the two task suites,
+// the instantiation file and every kernel header under cuda/), each as its path and its text,
+// in path order, so that any change to a source changes it and nothing else does.
+std::string sources_digest() {
+  const fs::path root(LEAP_SOURCE_DIR);
+  std::vector<fs::path> files = {"tasks/level1.jsonl", "tasks/level2.jsonl",
+                                 "tests/cuda/kernels_nvcc_check.cu"};
+  for (const auto& entry : fs::directory_iterator(root / "tests/sandbox")) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind("test_ptx_", 0) == 0 && file != "test_ptx_coverage.cpp")
+      files.push_back(fs::relative(entry.path(), root));
+  }
+  for (const auto& entry : fs::recursive_directory_iterator(root / "cuda")) {
+    if (entry.path().extension() == ".cuh") files.push_back(fs::relative(entry.path(), root));
+  }
+  std::sort(files.begin(), files.end());
+  uint64_t h = kFnv1aBasis;
+  for (const fs::path& f : files) {
+    h = fnv1a_bytes(f.generic_string() + '\0', h);
+    h = fnv1a_bytes(read_file(root / f) + '\0', h);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::to_string(files.size()) + " files, FNV-1a " + hex;
+}
+
 // How docs/ptx_coverage.md is made (from the source folder, after scripts/build.sh).
 constexpr const char* kRegenerate =
     "LEAP_PTX_COVERAGE_OUT=docs/ptx_coverage.md build/tests/sandbox/test_ptx_coverage";
@@ -129,7 +161,7 @@ constexpr const char* kRegenerate =
 using Seen = std::map<std::string, std::map<std::string, int>>;
 
 std::string coverage_markdown(const Seen& seen, const std::map<std::string, int>& modules_per_group,
-                              size_t unsupported) {
+                              size_t unsupported, const std::string& digest) {
   std::ostringstream md;
   md << "# PTX coverage of the interpreter\n\n"
      << "Every opcode (with its modifiers and types) that NVRTC " << nvrtc_version()
@@ -148,6 +180,10 @@ std::string coverage_markdown(const Seen& seen, const std::map<std::string, int>
   }
   md << ". Distinct opcodes: " << seen.size() << "; not implemented: " << unsupported
      << " (the corpus's `wmma` kernel is the negative test of kUnsupported).\n\n"
+     << "Sources: " << digest << ". The test fails when the sources' digest differs from this "
+        "one. It does not compare the counts: NVRTC's output for the same sources is not the "
+        "same on every machine, so another machine's table can differ by an opcode or a count, "
+        "and the test prints such differences as a note.\n\n"
      << "| opcode | corpus | level1 | level2 | cuda | implemented |\n"
      << "|---|---:|---:|---:|---:|---|\n";
   for (const auto& [op, groups] : seen) {
@@ -168,18 +204,32 @@ std::string nvrtc_version_of(const std::string& markdown) {
   return std::regex_search(markdown, m, version) ? std::string(m[1]) : std::string();
 }
 
-// "line N: expected ... got ..." for the first line where two texts differ.
-std::string first_difference(const std::string& committed, const std::string& fresh) {
-  std::istringstream a(committed), b(fresh);
-  std::string la, lb;
-  for (int line = 1;; ++line) {
-    const bool more_a = static_cast<bool>(std::getline(a, la));
-    const bool more_b = static_cast<bool>(std::getline(b, lb));
-    if (!more_a && !more_b) return "the texts differ only in line endings";
-    if (!more_a || !more_b || la != lb)
-      return "first difference at line " + std::to_string(line) + ":\n  file:  " +
-             (more_a ? la : "(end of file)") + "\n  fresh: " + (more_b ? lb : "(end of file)");
+// The sources' digest a coverage file records ("Sources: N files, FNV-1a HEX"), or "".
+std::string digest_of(const std::string& markdown) {
+  std::smatch m;
+  static const std::regex digest(R"(Sources: ([0-9]+ files, FNV-1a [0-9a-f]{16})\.)");
+  return std::regex_search(markdown, m, digest) ? std::string(m[1]) : std::string();
+}
+
+// The lines of the table (`| opcode | ... |`) that are in one text and not in the other.
+std::string table_differences(const std::string& committed, const std::string& fresh) {
+  auto rows = [](const std::string& text) {
+    std::set<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("| `", 0) == 0) out.insert(line);
+    }
+    return out;
+  };
+  const auto a = rows(committed), b = rows(fresh);
+  std::string out;
+  for (const auto& line : a) {
+    if (!b.count(line)) out += "  file:  " + line + "\n";
   }
+  for (const auto& line : b) {
+    if (!a.count(line)) out += "  fresh: " + line + "\n";
+  }
+  return out;
 }
 
 TEST(PtxCoverage, EveryOpcodeNvrtcEmitsIsImplemented) {
@@ -238,7 +288,8 @@ TEST(PtxCoverage, EveryOpcodeNvrtcEmitsIsImplemented) {
   }();
   EXPECT_EQ(unsupported, 0u);
 
-  const std::string table = coverage_markdown(seen, modules_per_group, unsupported);
+  const std::string digest = sources_digest();
+  const std::string table = coverage_markdown(seen, modules_per_group, unsupported, digest);
   if (const char* out = std::getenv("LEAP_PTX_COVERAGE_OUT")) {
     std::ofstream md(out);
     md << table;
@@ -256,9 +307,13 @@ TEST(PtxCoverage, EveryOpcodeNvrtcEmitsIsImplemented) {
                 "compared\n", committed_nvrtc.c_str(), nvrtc_version().c_str());
     return;
   }
-  EXPECT_TRUE(committed == table)
-      << "docs/ptx_coverage.md is stale; " << first_difference(committed, table)
-      << "\nregenerate it from the source folder with\n  " << kRegenerate << "\n";
+  EXPECT_EQ(digest_of(committed), digest)
+      << "docs/ptx_coverage.md is stale: it was made from other sources (or names no digest); "
+         "regenerate it from the source folder with\n  " << kRegenerate << "\n";
+  if (const std::string diff = table_differences(committed, table); !diff.empty()) {
+    std::printf("note: for the same sources, this NVRTC emitted PTX whose table differs from "
+                "docs/ptx_coverage.md in these rows (not a failure):\n%s", diff.c_str());
+  }
 }
 }  // namespace
 }  // namespace leap::sandbox::ptx
