@@ -22,13 +22,16 @@ PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& 
                              PolicyReplicaOptions opts)
     : model_(model), tokenizer_(tokenizer), optimizer_(optimizer), opts_(std::move(opts)), sampler_(model, &tokenizer) {
   sampler_.set_eos_ids(opts_.eos_ids);
-  sampler_.set_max_batch(std::max(1, opts_.micro_batch_seqs));
+  sampler_.set_max_batch(generation_batch());
+  // A prefill runs the training forward: no more prompts at once than a training micro-batch,
+  // whose activations the arena (and leap plan) is sized for.
+  sampler_.set_prefill_batch(std::max(1, opts_.micro_batch_seqs));
   sampler_.set_context(opts_.context_tokens);
 }
 
 
 std::vector<Completion> PolicyReplica::generate(const std::vector<RolloutItem>& items) {
-  // Up to micro_batch_seqs sequences decode together; as one finishes, the next item takes its
+  // Up to generation_batch() sequences decode together; as one finishes, the next item takes its
   // KV-cache slot (continuous batching). Each item draws from its own seed, so its completion
   // does not depend on the batch or rank it landed in (the constructor set the batch size).
   std::vector<std::vector<int32_t>> prompts;

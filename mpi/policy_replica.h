@@ -47,7 +47,10 @@ class PolicyReplica final : public PolicyEngine {
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
   void generate_stream(WorkSource& source) override;
   void bind_calling_thread() override { model_.backend().bind_calling_thread(); }
-  int generation_batch() const override { return std::max(1, opts_.micro_batch_seqs); }
+  // sampler.batch_seqs sequences decode together (0: the training micro-batch's count).
+  int generation_batch() const override {
+    return std::max(1, opts_.sampler.batch_seqs > 0 ? opts_.sampler.batch_seqs : opts_.micro_batch_seqs);
+  }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
   bool supports_train_early() const override { return true; }
   void train_early(const std::vector<TrainSample>& samples) override;

@@ -102,6 +102,8 @@ std::vector<Remedy> remedies(const model::PlanInput& in) {
     add("train.activation_checkpointing", "true", [](model::PlanInput& x) { x.activation_checkpointing = true; });
   if (in.micro_batch_seqs > 1)
     add("train.micro_batch_seqs", "1", [](model::PlanInput& x) { x.micro_batch_seqs = 1; });
+  if (in.generation_batch_seqs > std::max(1, in.micro_batch_seqs))
+    add("sampler.batch_seqs", "0", [](model::PlanInput& x) { x.generation_batch_seqs = 0; });
   if (in.kl_reference && !in.kl_reference_bf16 && model::bf16_storable(model::ParameterLayout(in.model)))
     add("rl.kl_reference_dtype", "bf16", [](model::PlanInput& x) { x.kl_reference_bf16 = true; });
   if (!in.kv_bf16) add("sampler.kv_cache_dtype", "bf16", [](model::PlanInput& x) { x.kv_bf16 = true; });
@@ -133,6 +135,7 @@ int run_plan(const std::vector<std::string>& args) {
   in.model = *mc;
   in.backend = c.app.run.backend;
   in.micro_batch_seqs = c.train.micro_batch_seqs;
+  in.generation_batch_seqs = c.sampler.batch_seqs;
   in.prompt_tokens = prompt;
   in.max_new_tokens = new_tokens;
   in.kv_block_tokens = c.sampler.kv_block_tokens;
@@ -149,6 +152,7 @@ int run_plan(const std::vector<std::string>& args) {
   in.policy_ranks = p.ranks;
   in.grad_comm_bf16 = c.optim.grad_comm_dtype == "bf16";
   const model::MemoryPlan plan = model::plan_policy_rank(in);
+  const int generation_batch = std::max(1, in.generation_batch_seqs > 0 ? in.generation_batch_seqs : in.micro_batch_seqs);
   const uint64_t limit = static_cast<uint64_t>(p.gpu_memory_gib * 1073741824.0);
   const bool fits = plan.total <= limit;
 
@@ -169,6 +173,7 @@ int run_plan(const std::vector<std::string>& args) {
     j["zero_stage"] = in.zero_stage;
     j["activation_checkpointing"] = in.activation_checkpointing;
     j["micro_batch_seqs"] = in.micro_batch_seqs;
+    j["generation_batch_seqs"] = generation_batch;
     j["train_tokens"] = in.train_tokens;
     j["prompt_tokens"] = in.prompt_tokens;
     j["max_new_tokens"] = in.max_new_tokens;
@@ -203,8 +208,9 @@ int run_plan(const std::vector<std::string>& args) {
               "rank(s), ZeRO stage %d\n",
               c.model.path.c_str(), mc->model_type.c_str(),
               static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks, in.zero_stage);
-  std::printf("sequences: micro-batches of %d, up to %lld tokens (prompts up to %lld, answers up to %lld)\n\n",
-              in.micro_batch_seqs, static_cast<long long>(in.train_tokens),
+  std::printf("sequences: micro-batches of %d, decoding batches of %d, up to %lld tokens (prompts up to "
+              "%lld, answers up to %lld)\n\n",
+              in.micro_batch_seqs, generation_batch, static_cast<long long>(in.train_tokens),
               static_cast<long long>(in.prompt_tokens), static_cast<long long>(in.max_new_tokens));
   std::printf("  %-16s %16s %10s  %s\n", "kind", "bytes", "GiB", "what");
   for (const auto& item : plan.items)

@@ -140,6 +140,10 @@ int run_train(const std::vector<std::string>& args) {
              model::reference_dtype_name(policy.reference->dtype()),
              static_cast<double>(policy.reference->backend_floats()) * sizeof(float) / (1 << 20),
              policy.model->backend().host_memory() ? "" : " and the GEMMs' bf16 copies");
+  if (setup && !sft && topo->is_coordinator())
+    log.info("each policy rank decodes up to {} sequences at a time (sampler.batch_seqs), prefills and "
+             "trains {} at a time (train.micro_batch_seqs)",
+             c.sampler.batch_seqs > 0 ? c.sampler.batch_seqs : c.train.micro_batch_seqs, c.train.micro_batch_seqs);
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.sandbox);
     if (engine) sandbox = std::move(*engine);

@@ -135,16 +135,19 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
       in.prompt_tokens + in.max_new_tokens, c.max_position_embeddings));
   const uint64_t bs = std::max<uint64_t>(1, std::min<uint64_t>(maxT, static_cast<uint64_t>(std::max(1, in.kv_block_tokens))));
   const backend::KvDtype kv = in.kv_bf16 ? backend::KvDtype::kBf16 : backend::KvDtype::kF32;
+  // The decoding batch (sampler.batch_seqs) may exceed the micro-batch: its prompts are
+  // prefilled a micro-batch at a time, inside the activations above, so only the cache grows.
+  const uint64_t G = static_cast<uint64_t>(std::max(1, in.generation_batch_seqs > 0 ? in.generation_batch_seqs : in.micro_batch_seqs));
   add("kv_cache",
-      kv_cache_bytes(c, static_cast<int>(B), static_cast<int>(maxT), static_cast<int>(bs),
+      kv_cache_bytes(c, static_cast<int>(G), static_cast<int>(maxT), static_cast<int>(bs),
                      in.kv_keep_sequences, kv),
       fmt::format("{}, paged: {} blocks of {} positions ({} decoding + {} kept sequences of {}); "
                   "a group shares its prompt's blocks",
-                  backend::kv_dtype_name(kv), (B + in.kv_keep_sequences) * ((maxT + bs - 1) / bs),
-                  bs, B, in.kv_keep_sequences, maxT));
+                  backend::kv_dtype_name(kv), (G + in.kv_keep_sequences) * ((maxT + bs - 1) / bs),
+                  bs, G, in.kv_keep_sequences, maxT));
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
   // The sampler session's logits rows stay in backend memory (sampled where they are).
-  uint64_t workspace = 4 * (rope + B * V);
+  uint64_t workspace = 4 * (rope + G * V);
   std::string note = "RoPE tables, the sampler's logits";
   if (cuda) {
     // The GEMM operands rounded to bf16: slot 0 holds an input or an upstream gradient (the

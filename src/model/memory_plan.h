@@ -17,7 +17,7 @@
 //  - kl_reference: the frozen copy of the weights (rl.kl_beta > 0): fp32, plus its bf16 compute
 //    copies on CUDA; or bf16 with one layer's fp32 scratch and one for the LM head (and their
 //    compute copies on CUDA), as reference_policy.h keeps it;
-//  - kv_cache: the sampler's paged cache (kv_cache.h): blocks for micro_batch_seqs decoding
+//  - kv_cache: the sampler's paged cache (kv_cache.h): blocks for generation_batch_seqs decoding
 //    sequences and kv_keep_sequences kept ones, each of the longest prompt plus max_new_tokens,
 //    in fp32 or bf16, and its fp32 decode and extend scratch. It stays allocated;
 //  - workspace: the RoPE tables, the sampler's logits rows and, on CUDA, the cuBLASLt
@@ -41,7 +41,8 @@ namespace leap::model {
 struct PlanInput {
   ModelConfig model;
   std::string backend = "cpu";  // "cpu" or "cuda"
-  int micro_batch_seqs = 8;     // B of a training micro-batch and of a generation batch
+  int micro_batch_seqs = 8;     // B of a training micro-batch (and of a prefill)
+  int generation_batch_seqs = 0;  // sequences decoding together (sampler.batch_seqs); 0: micro_batch_seqs
   int64_t train_tokens = 0;     // T: the longest training sequence (prompt + completion)
   int64_t prompt_tokens = 0;    // the longest prompt a generation batch prefills
   int64_t max_new_tokens = 0;

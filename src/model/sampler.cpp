@@ -23,6 +23,11 @@ void SamplerConfig::declare(OptionSet& opts) {
            "Stop strings separated by '||' (\\n for a newline); the completion ends with the first "
            "one.");
   opts.add("sampler.stop_at_eos", &stop_at_eos, true, "End a completion at the EOS token.");
+  opts.add("sampler.batch_seqs", &batch_seqs, 0,
+           "Sequences a policy rank decodes together (the KV cache's slots); 0 = "
+           "train.micro_batch_seqs. Prompts are prefilled at most train.micro_batch_seqs at a time, "
+           "so a larger decoding batch costs only KV cache (leap plan counts it).",
+           {.min = 0});
   opts.add("sampler.kv_block_tokens", &kv_block_tokens, 16,
            "Positions per block of the paged KV cache.", {.min = 1});
   opts.add("sampler.kv_keep_sequences", &kv_keep_sequences, 8,

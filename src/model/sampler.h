@@ -36,6 +36,11 @@ struct SamplerConfig {
   std::string stop;  // stop strings separated by "||"; "\n" is a newline
   bool stop_at_eos = true;
   int kv_block_tokens = 16;  // positions per KV-cache block
+  // Sequences a policy rank decodes together (the KV cache's slots); 0: train.micro_batch_seqs.
+  // Prompts are still prefilled at most train.micro_batch_seqs at a time (Sampler::
+  // set_prefill_batch), so a decoding batch larger than the training micro-batch costs only its
+  // KV cache and decode scratch, not a larger activation arena.
+  int batch_seqs = 0;
   // A finished sequence keeps its KV blocks (while the pool has room) for a later prompt that
   // extends it (a later turn then runs only its new tokens) or starts like it (its whole blocks
   // are shared). Keep them only while the weights stay the same (Sampler::forget_kept). A prompt's
@@ -106,6 +111,10 @@ class Sampler {
   // the batch stays full while lengths differ. Sequences with their own generators (below) are
   // the same either way; the shared-generator generate() draws in another order.
   void set_max_batch(int n) { max_batch_ = n; }
+  // At most n prompts are prefilled in one forward (0: every prompt admitted at once). A prefill
+  // runs the training forward over (prompts, longest prompt), so this bounds the activation arena
+  // it needs when the decoding batch is larger than the training micro-batch.
+  void set_prefill_batch(int n) { prefill_batch_ = n; }
   // The longest sequence (prompt + answer) the run will make: the KV cache is sized for it when
   // first made, so that later, longer turns do not grow it (a grow drops what was kept).
   void set_context(int positions) { context_ = positions; }
@@ -169,6 +178,7 @@ class Sampler {
   int context_ = 0;
   bool share_prefill_ = true;
   int max_batch_ = 0;
+  int prefill_batch_ = 0;
 };
 
 // A session of continuous batching (Sampler::open). add() queues a prompt at any time; each step()

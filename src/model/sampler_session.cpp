@@ -155,9 +155,16 @@ Status Sampler::Session::admit() {
                                               fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
   };
   if (!to_prefill.empty()) {
+    // In forwards of at most prefill_batch_ prompts (Sampler::set_prefill_batch).
+    const size_t chunk = s_.prefill_batch_ > 0 ? static_cast<size_t>(s_.prefill_batch_) : to_prefill.size();
     std::vector<float> fresh(to_prefill.size() * V);
-    LEAP_RETURN_IF_ERROR(
-        s_.model_->prefill(TokenBatch::from_sequences(to_prefill), cache, fresh.data(), prefill_slots.data()));
+    for (size_t a = 0; a < to_prefill.size(); a += chunk) {
+      const size_t b = std::min(to_prefill.size(), a + chunk);
+      const std::vector<std::vector<int32_t>> part(to_prefill.begin() + static_cast<std::ptrdiff_t>(a),
+                                                   to_prefill.begin() + static_cast<std::ptrdiff_t>(b));
+      LEAP_RETURN_IF_ERROR(s_.model_->prefill(TokenBatch::from_sequences(part), cache, fresh.data() + a * V,
+                                              prefill_slots.data() + a));
+    }
     store(fresh, prefill_distinct);
   }
   if (!to_extend.empty()) {

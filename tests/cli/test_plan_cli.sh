@@ -89,10 +89,34 @@ check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes.*sandbox: 2 rank\\(s\\) per node x 2 worker" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80 | tr '\n' ' '"
-check plan-config-7b 0 "ZeRO stage 2.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 83.54 of 131.00 GiB" -- bash -c \
+check plan-config-7b 0 "ZeRO stage 2.*decoding batches of 32.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 90.36 of 131.00 GiB" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 131 | tr '\n' ' '"
-check plan-config-7b-80gib 0 "fits: NO, 3.54 GiB over" -- \
+check plan-config-7b-80gib 0 "fits: NO, 10.36 GiB over" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 80
+# The decoding batch (sampler.batch_seqs) changes the KV cache (its slots, by hand from config.json)
+# and the sampler's logits rows, never the activations, which a prefill of one micro-batch fits.
+"$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --sampler.batch_seqs 0 --format json > "$tmp/b1.json" &&
+  "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --sampler.batch_seqs 64 --format json > "$tmp/b64.json" &&
+  /usr/bin/python3 - "$tmp/b1.json" "$tmp/b64.json" models/qwen2.5-coder-7b/config.json <<'PY' || fail=1
+import json, sys
+b1, b64 = (json.load(open(p)) for p in sys.argv[1:3])
+c = json.load(open(sys.argv[3]))
+KD, L, V = c["num_key_value_heads"] * (c["hidden_size"] // c["num_attention_heads"]), c["num_hidden_layers"], c["vocab_size"]
+blocks = 63 * (4096 // 16)  # 63 more slots of 4096 positions in blocks of 16
+kv_pool = 2 * L * blocks * 16 * KD * 2  # keys and values, bf16
+d = {k: b64["per_rank"][k] - b1["per_rank"][k] for k in b1["per_rank"]}
+errors = []
+if (b1["generation_batch_seqs"], b64["generation_batch_seqs"]) != (1, 64):
+    errors.append(f"generation_batch_seqs {b1['generation_batch_seqs']}, {b64['generation_batch_seqs']}")
+if d["activations"] or d["logits"]:
+    errors.append(f"activations or logits changed: {d['activations']}, {d['logits']}")
+if not kv_pool < d["kv_cache"] < 1.02 * kv_pool:  # the pool, plus the decode scratch of 63 rows
+    errors.append(f"kv_cache grew {d['kv_cache']}, the pool alone {kv_pool}")
+if d["workspace"] != 4 * 63 * V:
+    errors.append(f"workspace grew {d['workspace']}, 63 logits rows are {4 * 63 * V}")
+print(("FAIL " if errors else "ok   ") + "plan-generation-batch: " + ("; ".join(errors) or f"kv_cache +{d['kv_cache']} bytes"))
+sys.exit(1 if errors else 0)
+PY
 # The KL reference's dtype: bf16 by default on CUDA (its matrices; norms and biases stay fp32), the fp32 scratch of one layer and of
 # the LM head with the final norm, and the GEMMs' bf16 copies of that scratch's matrices (by hand, from
 # config.json); fp32 when asked: the copy and the compute copies of its matrices (all but the untied embedding).
@@ -120,10 +144,10 @@ PY
 check plan-kl-bad-dtype 2 "rl.kl_reference_dtype" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --rl.kl_reference_dtype f16
 # The KV cache's dtype: bf16 by default on CUDA (above), fp32 when asked, and twice the bytes.
-check plan-kv-fp32 0 "kv_cache +4250003716 +3.96  fp32, paged" -- \
+check plan-kv-fp32 0 "kv_cache +18840879488 +17.55  fp32, paged" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --sampler.kv_cache_dtype fp32
 # bf16 gradient communication on CUDA: NCCL's staging of one 7B layer (233057792 values) in bf16.
-check plan-grad-comm-bf16 0 "workspace +967943168 .*NCCL's bf16 gradient staging" -- \
+check plan-grad-comm-bf16 0 "workspace +986799104 .*NCCL's bf16 gradient staging" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --optim.grad_comm_dtype bf16
 check plan-kv-cpu-auto 0 "kv_cache .*fp32, paged" -- "$LEAP" plan --config configs/demo_v1.ini
 check plan-kv-bad-dtype 2 "sampler.kv_cache_dtype" -- \
@@ -158,7 +182,8 @@ def total(extra):
 errors, every = [], []
 names = [r["option"] for r in plan["remedies"]]
 for want in ["optim.zero_stage", "train.activation_checkpointing", "train.micro_batch_seqs",
-             "rl.kl_reference_dtype", "sampler.kv_cache_dtype", "sampler.kv_keep_sequences"]:
+             "rl.kl_reference_dtype", "sampler.kv_cache_dtype", "sampler.kv_keep_sequences",
+             "sampler.batch_seqs"]:
     if want not in names:
         errors.append(f"{want} not suggested")
 for r in plan["remedies"]:

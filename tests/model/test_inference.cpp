@@ -172,7 +172,9 @@ TEST_F(Inference, RepeatedPromptsArePrefilledOnceAndSampleAsIfEachWas) {
 
 // Continuous batching: with 2 cache slots for 7 sequences of different lengths, each finished
 // sequence's slot takes the next prompt (prefilled there, or copied from a live slot holding the
-// same prompt), and every sequence samples what it samples when all decode together.
+// same prompt), and every sequence samples what it samples when all decode together; so does it
+// when the prompts admitted together are prefilled one or two at a time (set_prefill_batch: a
+// decoding batch larger than the training micro-batch).
 TEST_F(Inference, ContinuousBatchingRefillsSlotsWithoutChangingSamples) {
   auto m = make(tiny_config());
   const std::vector<std::vector<int32_t>> work = {prompts[0], prompts[1], prompts[0], prompts[0],
@@ -182,28 +184,33 @@ TEST_F(Inference, ContinuousBatchingRefillsSlotsWithoutChangingSamples) {
   sc.temperature = 1.3;
   std::vector<int32_t> eos;  // many end ids, so lengths differ widely
   for (int32_t id = 'a'; id < 'a' + 24; ++id) eos.push_back(id);
-  auto sample = [&](int max_batch, bool share) {
+  auto sample = [&](int max_batch, bool share, int prefill_batch) {
     Sampler s(*m, &tok);
     s.set_eos_ids(eos);
     s.set_max_batch(max_batch);
     s.set_share_prefill(share);
+    s.set_prefill_batch(prefill_batch);
     auto out = s.generate(work, sc, generators(21, work.size()));
     EXPECT_TRUE(out.has_value());
     return *out;
   };
-  const auto together = sample(0, true);
+  const auto together = sample(0, true, 0);
   std::set<size_t> lengths;
   for (const auto& c : together) lengths.insert(c.tokens.size());
   EXPECT_GE(lengths.size(), 4u) << "lengths must differ, or no slot is freed early";
-  for (int max_batch : {1, 2, 3}) {
+  for (int max_batch : {0, 1, 2, 3}) {
     for (bool share : {true, false}) {
-      const auto refilled = sample(max_batch, share);
-      for (size_t b = 0; b < work.size(); ++b) {
-        EXPECT_EQ(refilled[b].tokens, together[b].tokens) << "max_batch " << max_batch << " sequence " << b;
-        EXPECT_EQ(refilled[b].stop_reason, together[b].stop_reason);
-        ASSERT_EQ(refilled[b].logprobs.size(), together[b].logprobs.size());
-        for (size_t i = 0; i < together[b].logprobs.size(); ++i)
-          EXPECT_NEAR(refilled[b].logprobs[i], together[b].logprobs[i], 1e-5f) << "sequence " << b << " token " << i;
+      for (int prefill_batch : {0, 1, 2}) {
+        if (max_batch == 0 && share && prefill_batch == 0) continue;  // `together` itself
+        const auto refilled = sample(max_batch, share, prefill_batch);
+        for (size_t b = 0; b < work.size(); ++b) {
+          EXPECT_EQ(refilled[b].tokens, together[b].tokens)
+              << "max_batch " << max_batch << " prefill_batch " << prefill_batch << " sequence " << b;
+          EXPECT_EQ(refilled[b].stop_reason, together[b].stop_reason);
+          ASSERT_EQ(refilled[b].logprobs.size(), together[b].logprobs.size());
+          for (size_t i = 0; i < together[b].logprobs.size(); ++i)
+            EXPECT_NEAR(refilled[b].logprobs[i], together[b].logprobs[i], 1e-5f) << "sequence " << b << " token " << i;
+        }
       }
     }
   }

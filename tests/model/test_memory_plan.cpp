@@ -2,8 +2,9 @@
 // counts them (mallinfo2: bytes in use in every arena plus mmapped blocks), not through any
 // bookkeeping of ours. The plan must predict the CHANGE in allocated bytes from one config to
 // another within 10%: the model and optimizer appearing, the first training step, more tokens,
-// a larger micro-batch, a generation batch's KV cache, a larger generation batch, a bf16
-// cache instead of an fp32 one, and the KL reference in fp32 and in bf16.
+// a larger micro-batch, a generation batch's KV cache, a larger generation batch, one larger than
+// the training micro-batch, a bf16 cache instead of an fp32 one, and the KL reference in fp32
+// and in bf16.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -195,6 +196,42 @@ TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
   expect_within_10pct(bf16_measured, bf16_planned, "KV cache of 6 sequences, bf16");
   expect_within_10pct(fp32_total - bf16_measured, bytes_of(plans.back(), {"kv_cache"}) - bf16_planned,
                       "KV cache 6 sequences, fp32 -> bf16 saves");
+}
+
+// A decoding batch larger than the training micro-batch (sampler.batch_seqs): 8 sequences decode
+// after training steps of 2, and their prompts are prefilled 2 at a time (PolicyReplica's
+// set_prefill_batch), so generation adds the cache of 8 slots and nothing to the activations.
+// Prefilling the 8 prompts at once would grow the training arena to 8 prompts' rows (about twice
+// the cache here), which the plan does not count.
+TEST(MemoryPlan, PredictsAGenerationBatchLargerThanTheMicroBatch) {
+  backend::CpuBackend be(1);
+  Transformer model(config(), be);
+  model.init_random(2);
+  train_step(model, 2, 100);
+  Sampler sampler(model, nullptr);
+  sampler.set_max_batch(8);
+  sampler.set_prefill_batch(2);
+  SamplerConfig sc;
+  sc.temperature = 1.0;
+  sc.max_new_tokens = 30;
+  sc.stop_at_eos = false;
+  sc.batch_seqs = 8;
+  Rng rng(3);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int b = 0; b < 8; ++b) prompts.push_back(std::vector<int32_t>(70, 5 + b));  // distinct: 8 prefills
+  const int64_t before = heap_in_use();
+  ASSERT_TRUE(sampler.generate(prompts, sc, rng).has_value());
+  PlanInput pin = input(2, 100, 70, 30);
+  pin.generation_batch_seqs = sc.batch_seqs;
+  pin.kv_keep_sequences = sc.kv_keep_sequences;
+  const MemoryPlan plan = plan_policy_rank(pin);
+  expect_within_10pct(heap_in_use() - before, bytes_of(plan, {"kv_cache"}),
+                      "KV cache of 8 sequences, micro-batch 2");
+  // The plan's activations are the micro-batch's, whatever the decoding batch.
+  PlanInput same_batch = pin;
+  same_batch.generation_batch_seqs = 0;
+  EXPECT_EQ(bytes_of(plan, {"activations", "logits"}), bytes_of(plan_policy_rank(same_batch), {"activations", "logits"}));
+  EXPECT_GT(bytes_of(plan, {"kv_cache"}), bytes_of(plan_policy_rank(same_batch), {"kv_cache"}));
 }
 
 TEST(MemoryPlan, PredictsTheKlReferenceInFp32AndBf16) {

@@ -19,7 +19,8 @@ run() {  # run NAME NP ARGS...
 
 run four-ranks 4 --config "$src/configs/demo_v1.ini" "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run4"
 /usr/bin/python3 "$here/check_run.py" "$tmp/run4" 2 2 4 2 || fail=1
-run one-rank 1 "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run1"
+# One rank decoding its 8 samples together while prefilling and training 2 at a time.
+run one-rank 1 "${common[@]}" --train.steps 2 --train.micro_batch_seqs 2 --sampler.batch_seqs 8 --run.out_dir "$tmp/run1"
 /usr/bin/python3 "$here/check_run.py" "$tmp/run1" 2 2 4 1 || fail=1
 
 # An existing run is never overwritten.
