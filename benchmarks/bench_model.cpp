@@ -72,11 +72,14 @@ void BM_TrainStep(benchmark::State& state, int threads) {
 
 // block_tokens: positions per KV-cache block (sampler.kv_block_tokens); above kT, one block a
 // sequence, the contiguous layout the CPU's decode attention gathers paged blocks into.
-void BM_Sample(benchmark::State& state, int threads, int block_tokens) {
+// max_batch, prefill_batch: Sampler::set_max_batch and set_prefill_batch (0: all kB at once).
+void BM_Sample(benchmark::State& state, int threads, int block_tokens, int max_batch, int prefill_batch) {
   backend::CpuBackend be(threads);
   model::Transformer m(bench_config(), be);
   m.init_random(1);
   model::Sampler sampler(m, nullptr);
+  sampler.set_max_batch(max_batch);
+  sampler.set_prefill_batch(prefill_batch);
   model::SamplerConfig sc;
   sc.max_new_tokens = kT - kPrompt;
   sc.stop_at_eos = false;
@@ -263,16 +266,24 @@ void register_benchmarks(int threads) {
       ->Unit(benchmark::kMillisecond)
       ->MinTime(3.0)
       ->UseRealTime();
-  benchmark::RegisterBenchmark("BM_Sample", BM_Sample, threads, 16)
+  benchmark::RegisterBenchmark("BM_Sample", BM_Sample, threads, 16, 0, 0)
       ->Unit(benchmark::kMillisecond)
       ->MinTime(3.0)
       ->UseRealTime();
   // The paged layout's cost on the CPU (the decode attention gathers a row's blocks first)
   // beside one contiguous block a sequence.
-  benchmark::RegisterBenchmark("BM_Sample_contiguous_kv", BM_Sample, threads, 1 << 20)
+  benchmark::RegisterBenchmark("BM_Sample_contiguous_kv", BM_Sample, threads, 1 << 20, 0, 0)
       ->Unit(benchmark::kMillisecond)
       ->MinTime(3.0)
       ->UseRealTime();
+  // A rank that trains one sequence at a time (train.micro_batch_seqs = 1, the Qwen configs):
+  // its kB samples decoded one at a time (sampler.batch_seqs = 0) against together
+  // (sampler.batch_seqs = kB), prefilled one at a time in both.
+  for (auto [name, batch] : {std::pair{"BM_DecodingBatch/one_at_a_time", 1}, std::pair{"BM_DecodingBatch/together", kB}})
+    benchmark::RegisterBenchmark(name, BM_Sample, threads, 16, batch, 1)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(3.0)
+        ->UseRealTime();
   // Interleaved arms of one comparison: the same group with and without the shared prefill.
   for (bool share : {false, true})
     benchmark::RegisterBenchmark(share ? "BM_SampleGroup/shared_prefill" : "BM_SampleGroup/every_prefill",
