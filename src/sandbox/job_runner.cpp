@@ -14,6 +14,8 @@
 #include "sandbox/answer.h"
 #include "sandbox/compare.h"
 #include "sandbox/marshal.h"
+#include "tasks/inputs.h"
+#include "tasks/suite.h"
 
 namespace leap::sandbox {
 
@@ -243,7 +245,35 @@ ExecOutcome collect(TrialBuffers& device, const std::vector<tasks::BufferData>& 
   return {};
 }
 
+// What a trial's inputs are a function of: the task's buffers (names, dtypes, shapes, roles and
+// initialisations) and sizes, the seed and the trial. The task id only makes keys readable.
+std::string input_key(const tasks::Task& task, const tasks::Params& params, const TrialSpec& t) {
+  std::string key = fmt::format("{}|{}|{}", task.id, t.seed, t.trial);
+  for (const auto& b : task.buffers) {
+    key += fmt::format("|{}:{}:{}:{}", b.name, tasks::dtype_name(b.dtype), static_cast<int>(b.role),
+                       tasks::init_name(b.init));
+    for (const auto& d : b.shape) key += "," + d;
+  }
+  for (const auto& [name, value] : params)
+    key += "|" + name + "=" + std::visit([](auto v) { return fmt::format("{}", v); }, value);
+  return key;
+}
+
 }  // namespace
+
+Expected<std::shared_ptr<const std::vector<tasks::BufferData>>> JobRunner::trial_inputs(
+    const tasks::Task& task, const TrialSpec& trial) {
+  const tasks::Params& params = tasks::params_for(task, trial.sizes);
+  const std::string key = input_key(task, params, trial);
+  if (auto hit = inputs_.find(key)) return *hit;
+  LEAP_ASSIGN_OR_RETURN(std::vector<tasks::BufferData> generated,
+                        tasks::generate_inputs(task, params, trial.seed, trial.trial));
+  size_t bytes = key.size();
+  for (const auto& b : generated) bytes += b.bytes.size();
+  auto shared = std::make_shared<const std::vector<tasks::BufferData>>(std::move(generated));
+  inputs_.insert(key, shared, bytes);
+  return shared;
+}
 
 JobReport JobRunner::run(const JobRequest& req) {
   JobReport report;
@@ -265,9 +295,9 @@ JobReport JobRunner::run(const JobRequest& req) {
   for (size_t t = 0; t < req.trials.size(); ++t) {
     const TrialSpec& spec = req.trials[t];
     const tasks::Params& params = tasks::params_for(req.task, spec.sizes);
-    auto inputs = tasks::generate_inputs(req.task, params, spec.seed, spec.trial);
+    auto inputs = trial_inputs(req.task, spec);
     if (!inputs) return fail(infra("generating inputs", inputs.status()), static_cast<int>(t));
-    std::vector<tasks::BufferData> data = *inputs;
+    std::vector<tasks::BufferData> data = **inputs;  // the cached inputs stay as generated
     for (auto& b : data)
       if (b.role == tasks::Role::kOut) tasks::fill_poison(b);
 
@@ -340,7 +370,7 @@ JobReport JobRunner::run(const JobRequest& req) {
       report.candidate_ms = cand.median_ms;
       const std::string key = req.task.id + (spec.sizes == tasks::SizeSet::kGpu ? "|gpu" : "|cpu");
       if (!reference_ms_.count(key)) {
-        ExecOutcome ref = time_reference(req, params, *inputs, key);
+        ExecOutcome ref = time_reference(req, params, **inputs, key);
         if (!ref.ok()) return fail(ref, 0);
       }
       report.reference_ms = reference_ms_[key];

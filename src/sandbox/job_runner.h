@@ -2,22 +2,34 @@
 // inputs, lay out buffers (with guard zones where the executor asks for them), poison outputs
 // with NaN, run the launch plan, check guards and that `in` buffers are unchanged, and read the
 // outputs back. The first failure ends the job with the candidate's verdict.
+//
+// A trial's inputs are a pure function of the task's buffers and sizes, the seed and the trial,
+// and every candidate of a task (a group's G samples, their later turns, the reference itself)
+// runs the same trials: a worker keeps the inputs it generated in an LRU cache of
+// `input_cache_bytes` (sandbox.input_cache_mb), so that on a GPU, where one trial's inputs are
+// tens of millions of values drawn on the host, a task's later jobs on the worker skip that.
 #pragma once
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "sandbox/job.h"
+#include "sandbox/lru_cache.h"
 
 namespace leap::sandbox {
 
 class JobRunner {
  public:
-  explicit JobRunner(Executor& executor, TimingOptions timing = {})
-      : executor_(executor), timing_(timing) {}
+  explicit JobRunner(Executor& executor, TimingOptions timing = {}, size_t input_cache_bytes = 0)
+      : executor_(executor), timing_(timing), inputs_(input_cache_bytes) {}
   JobReport run(const JobRequest& request);
+  // The trial's inputs: from the cache, or generated (tasks::generate_inputs) and cached.
+  Expected<std::shared_ptr<const std::vector<tasks::BufferData>>> trial_inputs(const tasks::Task& task,
+                                                                               const TrialSpec& trial);
+  uint64_t input_cache_hits() const { return inputs_.hits(); }
   // Called once the candidate has compiled (successfully or not), before any trial runs: the
   // worker tells the supervisor, whose run timeout starts then.
   void set_compiled_callback(std::function<void()> callback) { on_compiled_ = std::move(callback); }
@@ -31,6 +43,7 @@ class JobRunner {
   TimingOptions timing_;
   std::function<void()> on_compiled_;
   std::map<std::string, double> reference_ms_;  // task id + sizes -> median reference time
+  LruCache<std::shared_ptr<const std::vector<tasks::BufferData>>> inputs_;
 };
 
 }  // namespace leap::sandbox

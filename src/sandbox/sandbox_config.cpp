@@ -41,6 +41,11 @@ void SandboxConfig::declare(OptionSet& o) {
         "A speedup above this is re-verified with new inputs before it is believed.", {.min = 1});
   o.add("sandbox.reference_cache_mb", &reference_cache_mb, int64_t{512},
         "Memory for cached reference outputs (per task, trial and sizes).", {.min = 0});
+  o.add("sandbox.input_cache_mb", &input_cache_mb, int64_t{1024},
+        "Memory each worker keeps for the trial inputs it generated (per task, sizes, seed and "
+        "trial), so a task's later jobs on the worker do not draw them again; 0 turns this off. "
+        "GPU-sized inputs are up to hundreds of MB a trial.",
+        {.min = 0});
   o.add("sandbox.result_cache_entries", &result_cache_entries, int64_t{4096},
         "Verdicts kept for answers already seen (same task, same code); 0 turns this off.",
         {.min = 0});
@@ -95,6 +100,7 @@ std::vector<std::string> SandboxConfig::to_args() const {
       fmt::format("--sandbox.noise_band={}", noise_band),
       fmt::format("--sandbox.reverify_speedup={}", reverify_speedup),
       fmt::format("--sandbox.reference_cache_mb={}", reference_cache_mb),
+      fmt::format("--sandbox.input_cache_mb={}", input_cache_mb),
       fmt::format("--sandbox.result_cache_entries={}", result_cache_entries),
       fmt::format("--sandbox.limit_cpu_s={}", limit_cpu_s),
       fmt::format("--sandbox.limit_file_mb={}", limit_file_mb),

@@ -26,6 +26,7 @@ struct SandboxConfig {
   double noise_band = 0.05;
   double reverify_speedup = 20.0;
   int64_t reference_cache_mb = 512;
+  int64_t input_cache_mb = 1024;  // per worker: the trials' generated inputs (job_runner.h)
   int64_t result_cache_entries = 4096;
   // Worker resource limits (setrlimit at the worker's start; 0 = leave as inherited).
   int64_t limit_cpu_s = 300;   // CPU seconds per job

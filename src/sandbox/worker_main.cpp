@@ -91,7 +91,7 @@ int serve_jobs(Executor& executor, int fd, const SandboxConfig& config,
                const std::string& confinement) {
   const std::string ready = std::string(executor.name()) + "; " + confinement;
   if (!wire::write_frame(fd, wire::FrameType::kReady, ready)) return 1;
-  JobRunner runner(executor);
+  JobRunner runner(executor, TimingOptions{}, static_cast<size_t>(config.input_cache_mb) << 20);
   runner.set_compiled_callback(
       [fd] { (void)wire::write_frame(fd, wire::FrameType::kCompiled, {}); });
   for (;;) {
