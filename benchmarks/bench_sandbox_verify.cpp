@@ -15,9 +15,10 @@
 //    repetitions, BM_VerifyFresh_confine_{on,off}/rep (2 workers, 4 clients, fresh answers) and
 //    BM_WorkerSpawn_confine_{on,off}/rep (one worker from posix_spawn to its ready frame: exec,
 //    the NVRTC warm-up and, when on, the user change, Landlock and seccomp).
-//  - BM_TrialInputs/{drawn,cached}: a worker's host work for one trial's inputs at the GPU sizes
-//    of L1/relu (16.7M normal floats), drawn (sandbox.input_cache_mb = 0: every job) against a
-//    hit of the worker's input cache (a task's later jobs), each with the copy a job makes.
+//  - BM_TrialInputs/{drawn_1_thread,drawn_2_threads,cached}: a worker's host work for one trial's
+//    inputs at the GPU sizes of L1/relu (16.7M normal floats and the output), drawn on 1 or 2
+//    threads (a miss of the worker's input cache) against a hit (a task's later jobs), each with
+//    the copy and the output's poisoning a job makes.
 //
 // items_per_second is verifications per second (wall clock). Run from the repository root.
 #include <benchmark/benchmark.h>
@@ -34,6 +35,7 @@
 #include "sandbox/job_runner.h"
 #include "sandbox/verifier.h"
 #include "sandbox/worker_pool.h"
+#include "tasks/inputs.h"
 #include "tasks/suite.h"
 
 namespace leap::sandbox {
@@ -177,7 +179,7 @@ void register_confinement_pairs() {
 
 namespace {
 
-void BM_TrialInputs(benchmark::State& state, bool cached) {
+void BM_TrialInputs(benchmark::State& state, bool cached, int threads) {
   auto suite = tasks::load_suite("tasks/level1.jsonl");
   if (!suite) {
     state.SkipWithError("run from the repository root (tasks/level1.jsonl)");
@@ -187,19 +189,22 @@ void BM_TrialInputs(benchmark::State& state, bool cached) {
   for (const auto& t : suite->tasks)
     if (t.id == "L1/relu") relu = &t;
   CpuExecutor cpu(std::make_shared<NvrtcCompiler>(), CpuExecutorOptions{});
-  JobRunner runner(cpu, TimingOptions{}, cached ? size_t{1} << 30 : 0);
+  JobRunner runner(cpu, TimingOptions{}, cached ? size_t{1} << 30 : 0, threads);
   TrialSpec trial;
   trial.sizes = tasks::SizeSet::kGpu;
   if (cached && !runner.trial_inputs(*relu, trial)) state.SkipWithError("generating inputs");
   for (auto _ : state) {
     auto inputs = runner.trial_inputs(*relu, trial);
     if (!inputs) std::abort();
-    std::vector<tasks::BufferData> data = **inputs;  // as JobRunner::run copies them
+    std::vector<tasks::BufferData> data = **inputs;  // as JobRunner::run copies and poisons them
+    for (auto& b : data)
+      if (b.role == tasks::Role::kOut) tasks::fill_poison(b);
     benchmark::DoNotOptimize(data.data());
   }
 }
-BENCHMARK_CAPTURE(BM_TrialInputs, drawn, false)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
-BENCHMARK_CAPTURE(BM_TrialInputs, cached, true)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK_CAPTURE(BM_TrialInputs, drawn_1_thread, false, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK_CAPTURE(BM_TrialInputs, drawn_2_threads, false, 2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK_CAPTURE(BM_TrialInputs, cached, true, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
 // Args: {workers, client threads}.
 BENCHMARK(BM_VerifyLevel1Fresh)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -36,8 +37,11 @@ struct StepScores {
   int64_t n_dropped_groups = 0;  // groups skipped for all-zero advantages
   int64_t n_samples = 0;         // valid samples (void ones excluded)
   int64_t n_turn_samples = 0;    // turns of the valid samples
-  double pass_turn1 = 0;         // fraction of valid samples that passed at turn 1
-  double pass_final = 0;         // fraction of valid samples that passed at any turn
+  // Fractions of the valid samples that passed at turn 1 and at any turn; NaN when every sample
+  // is void (a step with nothing to judge has no pass rate, and pandas' means skip NaN where a
+  // 0 would pull them down).
+  double pass_turn1 = std::numeric_limits<double>::quiet_NaN();
+  double pass_final = std::numeric_limits<double>::quiet_NaN();
   std::vector<TrainItem> train_items;
 };
 

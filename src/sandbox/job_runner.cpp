@@ -267,9 +267,12 @@ Expected<std::shared_ptr<const std::vector<tasks::BufferData>>> JobRunner::trial
   const std::string key = input_key(task, params, trial);
   if (auto hit = inputs_.find(key)) return *hit;
   LEAP_ASSIGN_OR_RETURN(std::vector<tasks::BufferData> generated,
-                        tasks::generate_inputs(task, params, trial.seed, trial.trial));
+                        tasks::generate_inputs(task, params, trial.seed, trial.trial, input_threads_));
   size_t bytes = key.size();
-  for (const auto& b : generated) bytes += b.bytes.size();
+  for (auto& b : generated) {
+    if (b.role == tasks::Role::kOut) std::vector<uint8_t>().swap(b.bytes);
+    bytes += b.bytes.size();
+  }
   auto shared = std::make_shared<const std::vector<tasks::BufferData>>(std::move(generated));
   inputs_.insert(key, shared, bytes);
   return shared;
@@ -299,7 +302,7 @@ JobReport JobRunner::run(const JobRequest& req) {
     if (!inputs) return fail(infra("generating inputs", inputs.status()), static_cast<int>(t));
     std::vector<tasks::BufferData> data = **inputs;  // the cached inputs stay as generated
     for (auto& b : data)
-      if (b.role == tasks::Role::kOut) tasks::fill_poison(b);
+      if (b.role == tasks::Role::kOut) tasks::fill_poison(b);  // sized here: cached without bytes
 
     TrialBuffers device(executor_);
     ExecOutcome failure;
@@ -370,7 +373,7 @@ JobReport JobRunner::run(const JobRequest& req) {
       report.candidate_ms = cand.median_ms;
       const std::string key = req.task.id + (spec.sizes == tasks::SizeSet::kGpu ? "|gpu" : "|cpu");
       if (!reference_ms_.count(key)) {
-        ExecOutcome ref = time_reference(req, params, **inputs, key);
+        ExecOutcome ref = time_reference(req, params, data, key);
         if (!ref.ok()) return fail(ref, 0);
       }
       report.reference_ms = reference_ms_[key];

@@ -8,6 +8,7 @@
 // runs the same trials: a worker keeps the inputs it generated in an LRU cache of
 // `input_cache_bytes` (sandbox.input_cache_mb), so that on a GPU, where one trial's inputs are
 // tens of millions of values drawn on the host, a task's later jobs on the worker skip that.
+// Inputs are drawn on `input_threads` threads (the values do not depend on it: tasks/inputs.h).
 #pragma once
 
 #include <functional>
@@ -23,10 +24,12 @@ namespace leap::sandbox {
 
 class JobRunner {
  public:
-  explicit JobRunner(Executor& executor, TimingOptions timing = {}, size_t input_cache_bytes = 0)
-      : executor_(executor), timing_(timing), inputs_(input_cache_bytes) {}
+  explicit JobRunner(Executor& executor, TimingOptions timing = {}, size_t input_cache_bytes = 0,
+                     int input_threads = 1)
+      : executor_(executor), timing_(timing), inputs_(input_cache_bytes), input_threads_(input_threads) {}
   JobReport run(const JobRequest& request);
-  // The trial's inputs: from the cache, or generated (tasks::generate_inputs) and cached.
+  // The trial's inputs: from the cache, or generated (tasks::generate_inputs) and cached. `out`
+  // buffers come without bytes (they would be zeros: a job sizes and poisons its own).
   Expected<std::shared_ptr<const std::vector<tasks::BufferData>>> trial_inputs(const tasks::Task& task,
                                                                                const TrialSpec& trial);
   uint64_t input_cache_hits() const { return inputs_.hits(); }
@@ -44,6 +47,7 @@ class JobRunner {
   std::function<void()> on_compiled_;
   std::map<std::string, double> reference_ms_;  // task id + sizes -> median reference time
   LruCache<std::shared_ptr<const std::vector<tasks::BufferData>>> inputs_;
+  int input_threads_ = 1;
 };
 
 }  // namespace leap::sandbox

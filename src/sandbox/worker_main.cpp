@@ -4,8 +4,11 @@
 // timeout of the supervisor were lost.
 #include "sandbox/worker_main.h"
 
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <cstring>
@@ -19,6 +22,15 @@
 namespace leap::sandbox {
 
 namespace {
+
+// Threads that draw a trial's inputs: the CPUs this worker may run on (its rank's binding), at
+// most 8. The values do not depend on it.
+int input_threads() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::clamp(CPU_COUNT(&set), 1, 8);
+}
 
 Status set_limit(int resource, rlim_t value, const char* name) {
   rlimit lim{};
@@ -91,7 +103,7 @@ int serve_jobs(Executor& executor, int fd, const SandboxConfig& config,
                const std::string& confinement) {
   const std::string ready = std::string(executor.name()) + "; " + confinement;
   if (!wire::write_frame(fd, wire::FrameType::kReady, ready)) return 1;
-  JobRunner runner(executor, TimingOptions{}, static_cast<size_t>(config.input_cache_mb) << 20);
+  JobRunner runner(executor, TimingOptions{}, static_cast<size_t>(config.input_cache_mb) << 20, input_threads());
   runner.set_compiled_callback(
       [fd] { (void)wire::write_frame(fd, wire::FrameType::kCompiled, {}); });
   for (;;) {

@@ -1,5 +1,6 @@
 // Input generation (inputs.h). Each value is drawn in double, then rounded once into the
-// buffer's dtype by write_element, so an f16 input is the nearest-even f16 of its draw.
+// buffer's dtype by write_element, so an f16 input is the nearest-even f16 of its draw. A buffer
+// is drawn in chunks of kInputChunk values, each from its own stream, so threads can share it.
 // randint(a,b) is inclusive of both bounds, drawn without modulo bias (Rng::below).
 #include "tasks/inputs.h"
 
@@ -7,7 +8,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <thread>
 
 #include "common/rng.h"
 #include "tasks/dtype_convert.h"
@@ -41,8 +44,63 @@ uint64_t input_stream_id(uint64_t trial, const std::string& buffer_name) {
   return Rng::splitmix64(&x);
 }
 
+uint64_t input_chunk_stream(uint64_t buffer_stream, uint64_t chunk) {
+  if (chunk == 0) return buffer_stream;
+  uint64_t x = buffer_stream ^ (chunk * 0xD1B54A32D192ED03ull);
+  return Rng::splitmix64(&x);
+}
+
+namespace {
+
+// Elements [begin, end) of a buffer from its init, drawn from `rng`.
+void draw(uint8_t* data, DType dtype, const Init& init, size_t begin, size_t end, Rng& rng) {
+  switch (init.kind) {
+    case Init::Kind::kZeros:
+      break;  // already zero bytes, which is 0 in every dtype
+    case Init::Kind::kOnes:
+      for (size_t i = begin; i < end; ++i) write_element(data, dtype, i, 1.0);
+      break;
+    case Init::Kind::kNormal:
+      for (size_t i = begin; i < end; ++i) write_element(data, dtype, i, rng.normal());
+      break;
+    case Init::Kind::kUniform:
+      for (size_t i = begin; i < end; ++i) write_element(data, dtype, i, rng.uniform(init.a, init.b));
+      break;
+    case Init::Kind::kRandint: {
+      const auto lo = static_cast<int64_t>(init.a);
+      const auto span = static_cast<uint64_t>(static_cast<int64_t>(init.b) - lo) + 1;  // inclusive
+      for (size_t i = begin; i < end; ++i)
+        write_element(data, dtype, i, static_cast<double>(lo + static_cast<int64_t>(rng.below(span))));
+      break;
+    }
+  }
+}
+
+// Chunk c of the buffer from its own stream; the chunks split over up to `threads` threads in
+// contiguous runs (each chunk is the same whichever thread draws it).
+void draw_chunks(uint8_t* data, const BufferSpec& spec, size_t n, uint64_t seed, uint64_t stream, int threads) {
+  const size_t chunks = (n + kInputChunk - 1) / kInputChunk;
+  auto run = [&](size_t c0, size_t c1) {
+    for (size_t c = c0; c < c1; ++c) {
+      Rng rng(seed, input_chunk_stream(stream, c));
+      draw(data, spec.dtype, spec.init, c * kInputChunk, std::min(n, (c + 1) * kInputChunk), rng);
+    }
+  };
+  const size_t t = std::min(chunks, static_cast<size_t>(std::max(1, threads)));
+  if (t <= 1) {
+    run(0, chunks);
+    return;
+  }
+  std::vector<std::thread> pool;
+  for (size_t k = 1; k < t; ++k) pool.emplace_back(run, chunks * k / t, chunks * (k + 1) / t);
+  run(0, chunks / t);
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
 Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params& params,
-                                                  uint64_t seed, uint64_t trial) {
+                                                  uint64_t seed, uint64_t trial, int threads) {
   std::vector<BufferData> out;
   out.reserve(task.buffers.size());
   for (const auto& spec : task.buffers) {
@@ -55,50 +113,29 @@ Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params
     if (static_cast<uint64_t>(b.elements) > std::numeric_limits<size_t>::max() / esize)
       return invalid_input(fmt::format("buffer '{}' is too large to allocate", spec.name));
     b.bytes.assign(static_cast<size_t>(b.elements) * esize, 0);
-    if (spec.role != Role::kOut) {
-      Rng rng(seed, input_stream_id(trial, spec.name));
-      const Init& init = spec.init;
-      const auto n = static_cast<size_t>(b.elements);
-      uint8_t* data = b.bytes.data();
-      switch (init.kind) {
-        case Init::Kind::kZeros:
-          break;  // already zero bytes, which is 0 in every dtype
-        case Init::Kind::kOnes:
-          for (size_t i = 0; i < n; ++i) write_element(data, spec.dtype, i, 1.0);
-          break;
-        case Init::Kind::kNormal:
-          for (size_t i = 0; i < n; ++i) write_element(data, spec.dtype, i, rng.normal());
-          break;
-        case Init::Kind::kUniform:
-          for (size_t i = 0; i < n; ++i)
-            write_element(data, spec.dtype, i, rng.uniform(init.a, init.b));
-          break;
-        case Init::Kind::kRandint: {
-          const auto lo = static_cast<int64_t>(init.a);
-          const auto span =
-              static_cast<uint64_t>(static_cast<int64_t>(init.b) - lo) + 1;  // inclusive
-          for (size_t i = 0; i < n; ++i)
-            write_element(data, spec.dtype, i,
-                          static_cast<double>(lo + static_cast<int64_t>(rng.below(span))));
-          break;
-        }
-      }
-    }
+    if (spec.role != Role::kOut && spec.init.kind != Init::Kind::kZeros)
+      draw_chunks(b.bytes.data(), spec, static_cast<size_t>(b.elements), seed,
+                  input_stream_id(trial, spec.name), threads);
     out.push_back(std::move(b));
   }
   return out;
 }
 
 void fill_poison(BufferData& buffer) {
-  const auto n = static_cast<size_t>(buffer.elements);
+  const size_t esize = dtype_size(buffer.dtype);
+  buffer.bytes.resize(static_cast<size_t>(buffer.elements) * esize);
   switch (buffer.dtype) {
     case DType::kF32:
     case DType::kF16:
-    case DType::kBF16:
-      for (size_t i = 0; i < n; ++i)
-        write_element(buffer.bytes.data(), buffer.dtype, i,
-                      std::numeric_limits<double>::quiet_NaN());
+    case DType::kBF16: {
+      // One NaN in the dtype, then copies of what is filled, doubling (GPU-sized outputs have
+      // tens of millions of elements).
+      if (buffer.bytes.empty()) break;
+      write_element(buffer.bytes.data(), buffer.dtype, 0, std::numeric_limits<double>::quiet_NaN());
+      for (size_t done = esize; done < buffer.bytes.size(); done *= 2)
+        std::memcpy(buffer.bytes.data() + done, buffer.bytes.data(), std::min(done, buffer.bytes.size() - done));
       break;
+    }
     default:
       std::fill(buffer.bytes.begin(), buffer.bytes.end(), uint8_t{0xFF});
   }

@@ -34,14 +34,21 @@ struct BufferData {
 
 // Every buffer of the task, in the task's order. `in` and `inout` buffers are filled from their
 // init; `out` buffers are zero bytes (the verifier poisons them before a launch: fill_poison).
+// A buffer is drawn in chunks of kInputChunk elements, each from its own stream (chunk 0 from
+// the buffer's stream, input_stream_id, as a buffer of one chunk always was), so the values do
+// not depend on `threads`, the threads that draw the chunks (GPU sizes: tens of millions of
+// values a trial).
 Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params& params,
-                                                  uint64_t seed, uint64_t trial);
+                                                  uint64_t seed, uint64_t trial, int threads = 1);
+inline constexpr size_t kInputChunk = size_t{1} << 16;
 
 // Fills with NaN (float dtypes) or 0xFF bytes (integers), so a kernel that writes nothing is
-// seen to have written nothing.
+// seen to have written nothing. Sizes the bytes to the buffer's elements first.
 void fill_poison(BufferData& buffer);
 
-// The Rng stream id of one buffer in one trial (exposed so tests can pin the keying).
+// The Rng stream id of one buffer in one trial (exposed so tests can pin the keying), and of its
+// chunk `chunk` (chunk 0: the buffer's own).
 uint64_t input_stream_id(uint64_t trial, const std::string& buffer_name);
+uint64_t input_chunk_stream(uint64_t buffer_stream, uint64_t chunk);
 
 }  // namespace leap::tasks

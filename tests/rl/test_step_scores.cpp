@@ -4,12 +4,14 @@
 // worked by hand in the comments.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "model/byte_tokenizer.h"
 #include "rl/prompt_builder.h"
 #include "rl/step_scores.h"
+#include "rl_test_util.h"
 
 namespace leap::rl {
 namespace {
@@ -94,6 +96,19 @@ TEST(StepScores, ScriptedStepEndToEnd) {
   EXPECT_EQ(scores.train_items.back().group, 3);
   for (const auto& item : scores.train_items)
     EXPECT_EQ(item.advantage, scores.groups[item.group].turn_advantage[item.sample][item.turn - 1]);
+}
+
+// A step whose every sample is void (prompts too long, say) has no pass rate: NaN, not 0.
+TEST(StepScores, AStepOfVoidSamplesHasNoPassRate) {
+  std::vector<GroupRecord> groups(2);
+  for (auto& rec : groups) rec.trajectories = {testing::void_sample(), testing::void_sample()};
+  auto scores = score_step(groups, {.mode = RewardMode::kRank}, {.mode = RewardMode::kRank});
+  EXPECT_EQ(scores.n_samples, 0);
+  EXPECT_TRUE(std::isnan(scores.pass_turn1));
+  EXPECT_TRUE(std::isnan(scores.pass_final));
+  groups[1].trajectories[0] = {{{Verdict::kOk, std::nullopt, 100}}};
+  scores = score_step(groups, {.mode = RewardMode::kRank}, {.mode = RewardMode::kRank});
+  EXPECT_EQ(scores.pass_turn1, 1.0);
 }
 
 TEST(DescribeResult, NamesTheVerdictAndKeepsTheSandboxText) {

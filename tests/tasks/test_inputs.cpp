@@ -216,6 +216,38 @@ TEST(Inputs, ReproduciblePerSeedTrialAndBuffer) {
   EXPECT_NE(input_stream_id(0, "x"), input_stream_id(0, "y"));
 }
 
+// A buffer longer than one chunk: the same values whatever the thread count; its first chunk is
+// the buffer's own stream as drawn before chunks (so every interpreter-sized buffer, all under one
+// chunk, keeps its values), and each later chunk starts a stream of its own.
+TEST(Inputs, ChunksAreTheSameOnAnyNumberOfThreads) {
+  Task t = make_task();
+  const int64_t n = 3 * static_cast<int64_t>(kInputChunk) + 17;
+  t.params["n"] = n;
+  auto one = generate_inputs(t, t.params, 5, 1, 1);
+  ASSERT_TRUE(one);
+  for (int threads : {2, 3, 8}) {
+    auto many = generate_inputs(t, t.params, 5, 1, threads);
+    ASSERT_TRUE(many);
+    for (size_t i = 0; i < one->size(); ++i) EXPECT_EQ((*many)[i].bytes, (*one)[i].bytes) << threads << " threads, buffer " << i;
+  }
+  const BufferData& x = (*one)[0];  // f32, normal
+  Rng rng(5, input_stream_id(1, "x"));
+  for (size_t i = 0; i < kInputChunk; ++i)
+    ASSERT_EQ(read_element(x.bytes.data(), x.dtype, i), static_cast<double>(static_cast<float>(rng.normal()))) << i;
+  // The next draw of that stream is not chunk 1's first value: chunk 1 has its own stream.
+  EXPECT_NE(read_element(x.bytes.data(), x.dtype, kInputChunk), static_cast<double>(static_cast<float>(rng.normal())));
+  Rng chunk1(5, input_chunk_stream(input_stream_id(1, "x"), 1));
+  EXPECT_EQ(read_element(x.bytes.data(), x.dtype, kInputChunk), static_cast<double>(static_cast<float>(chunk1.normal())));
+  double sum = 0, sq = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = read_element(x.bytes.data(), x.dtype, i);
+    sum += v;
+    sq += v * v;
+  }
+  EXPECT_NEAR(sum / static_cast<double>(n), 0.0, 0.01);  // sd of the mean: 0.002
+  EXPECT_NEAR(sq / static_cast<double>(n), 1.0, 0.02);
+}
+
 TEST(Inputs, PoisonAndBadShapes) {
   Task t = make_task();
   auto in = generate_inputs(t, t.cpu_params, 1, 0);
