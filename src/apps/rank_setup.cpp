@@ -171,6 +171,13 @@ Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_st
   // An answer's stop is where the sampler stopped: sampler.stop when it is set.
   if (!c.sampler.stop.empty()) p->prompt_format->set_stop_strings(c.sampler.stop_strings());
   log.info("prompts: {}", p->prompt_format->describe());
+  if (p->prompt_format->options().multi_turn == rl::MultiTurn::kAppend) {
+    if (auto d = p->prompt_format->append_difference())
+      log.warn("prompts: this chat template renders earlier turns otherwise than they were sampled ({}); a "
+               "later turn's prompt keeps them as sampled (prompt.multi_turn = append); prompt.multi_turn = "
+               "rerender gives the template's own rendering instead",
+               *d);
+  }
   return Status::ok();
 }
 

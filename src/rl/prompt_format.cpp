@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -178,6 +179,32 @@ size_t PromptFormat::sampled_overlap(const SplitAnswer& answer, std::string_view
        ++j)
     ++k;
   return k;
+}
+
+std::optional<std::string> PromptFormat::append_difference() const {
+  nlohmann::ordered_json head = nlohmann::ordered_json::array();
+  head.push_back({{"role", "system"}, {"content", "s"}});
+  head.push_back({{"role", "user"}, {"content", "u"}});
+  nlohmann::ordered_json after = nlohmann::ordered_json::array();
+  after.push_back({{"role", "user"}, {"content", "f"}});
+  nlohmann::ordered_json whole = head;
+  whole.push_back({{"role", "assistant"}, {"content", "a"}});
+  whole.push_back(after[0]);
+  auto turn1 = render(head, true);
+  auto rest = render_after_answer(head, "a", after, true);
+  auto full = render(whole, true);
+  if (!turn1 || !rest || !full) return std::nullopt;  // make_prompt_format refuses such templates
+  const std::string appended = turn1->text + "a" + rest->text;
+  if (appended == full->text) return std::nullopt;
+  const size_t at = static_cast<size_t>(
+      std::mismatch(appended.begin(), appended.end(), full->text.begin(), full->text.end()).first - appended.begin());
+  auto shown = [&](const std::string& s) {
+    std::string out;
+    for (char c : s.substr(at, 32)) out += c == '\n' ? std::string("\\n") : std::string(1, c);
+    return out;
+  };
+  return fmt::format("after byte {} of a probe conversation, appending gives \"{}\" where the template renders \"{}\"",
+                     at, shown(appended), shown(full->text));
 }
 
 std::string PromptFormat::describe() const {

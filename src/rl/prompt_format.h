@@ -76,6 +76,13 @@ class PromptFormat {
   // whatever of its last token ran past the stop, where the template's text goes on the same
   // way). 0 when the template's text does not begin with that stop.
   size_t sampled_overlap(const SplitAnswer& answer, std::string_view rest) const;
+  // Whether appending (MultiTurn::kAppend) gives a later turn the text the template itself renders
+  // for the conversation: a probe (system, user, an answer, feedback) rendered turn by turn and
+  // whole. nullopt when they agree (Qwen2.5, Llama-3.1); else where they first differ, e.g.
+  // Qwen3, whose rendering drops an earlier answer's think block that the policy saw. Not an
+  // error: the policy then trains on what it saw; prompt.multi_turn = rerender gives the
+  // template's own rendering.
+  std::optional<std::string> append_difference() const;
   // Plain text (an answer given as text): special-token strings stay text.
   std::vector<int32_t> encode_text(std::string_view text) const;
 

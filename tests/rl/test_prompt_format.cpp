@@ -182,6 +182,19 @@ TEST(PromptFormat, Qwen3RerenderDropsTheThinkBlockThatAppendKeeps) {
   EXPECT_EQ(count_id(r.ids, append.id("<think>")), 1u);  // only the new generation prompt's
 }
 
+// The start-up check of append mode against the template's own rendering: silent for the
+// append-only templates, and for Qwen3 it points at the dropped think block.
+TEST(PromptFormat, AppendDifferenceIsFoundForQwen3Only) {
+  for (const char* dir : {"/models/tiny-qwen2", "/models/tiny-llama3"}) {
+    Policy p(kRoot + dir, MultiTurn::kAppend);
+    EXPECT_EQ(p.format->append_difference(), std::nullopt) << dir << ": " << p.format->append_difference().value_or("");
+  }
+  Policy qwen3(kRoot + "/models/tiny-qwen2", MultiTurn::kAppend, kRoot + "/tests/chat/templates/qwen3");
+  const auto d = qwen3.format->append_difference();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NE(d->find("<think>"), std::string::npos) << *d;
+}
+
 TEST(PromptFormat, FeedbackQuotingTheSentinelOrInvalidUtf8StaysInItsPlace) {
   Policy p(kRoot + "/models/tiny-qwen2", MultiTurn::kAppend);
   auto turn1 = p.build({});
