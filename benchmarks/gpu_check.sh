@@ -13,7 +13,8 @@
 #      the sandbox's GPU executor with its timing, a one-rank NCCL communicator;
 #   4. runs the benchmarks: cuBLASLt GEMM throughput, training-step MFU (~124M parameters,
 #      T = 1024; and a 1.5B-class step at T = 2048 with leap plan's memory beside the measured),
-#      decode at batch 64 against the HBM-bandwidth bound, and PyTorch eager on the same model;
+#      decode at batch 64 against the HBM-bandwidth bound (and at batch 1), and PyTorch eager on
+#      the same model;
 #   5. leaves two files in RESULTS_DIR: summary.txt and gpu_check.tar.gz (every step's JSON
 #      and log, the environment, the build logs, figures.json; not the op reference tensors).
 #      The archive is rewritten after every step, so a run cut short still leaves one.
@@ -213,6 +214,9 @@ note "== benchmarks"
 run_step gemm 45 "$CHECK" gemm
 run_step train 90 "$CHECK" train
 run_step decode 60 "$CHECK" decode
+# One sequence at a time, as a rank decoded when sampler.batch_seqs followed train.micro_batch_seqs = 1
+# (the Qwen configs' training micro-batch): what the decoding batch buys, per token.
+run_step decode_batch1 30 "$CHECK" decode --batch=1
 if torch_ok; then
   run_step torch_eager 120 "$PY" "$ROOT/benchmarks/gpu/torch_eager.py"
 else

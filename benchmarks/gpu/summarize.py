@@ -22,6 +22,7 @@ def load(name):
 
 info, ops, ex, nccl = load("info"), load("ops"), load("executor"), load("nccl")
 train, decode, torch_eager = load("train"), load("decode"), load("torch_eager")
+decode1 = load("decode_batch1")
 train_1p5b = load("train_1p5b")
 rows = []
 if info:
@@ -66,6 +67,9 @@ if decode:
         line += "; PyTorch eager %.3f ms (host, with the logits): %.2fx (goal >= 1.2x)" % (
             td["step_ms"], td["step_ms"] / ours)
     rows.append(("decode, batch %d" % decode["batch"], line))
+if decode and decode1:
+    rows.append(("decode, batch 1", "%.3f ms/step on the device, %.0f tok/s; batch %d gives %.1fx the tokens/s" % (
+        decode1["step_ms"], decode1["tokens_per_s"], decode["batch"], decode["tokens_per_s"] / decode1["tokens_per_s"])))
 print("== figures")
 for k, v in rows:
     print("%-28s %s" % (k, v))
