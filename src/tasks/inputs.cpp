@@ -87,13 +87,17 @@ void draw_chunks(uint8_t* data, const BufferSpec& spec, size_t n, uint64_t seed,
     }
   };
   const size_t t = std::min(chunks, static_cast<size_t>(std::max(1, threads)));
-  if (t <= 1) {
-    run(0, chunks);
-    return;
-  }
+  // Run k of t: chunks [chunks * k / t, chunks * (k + 1) / t). A thread that cannot start (a
+  // process or thread limit) leaves its runs to this thread, which gives the same values.
   std::vector<std::thread> pool;
-  for (size_t k = 1; k < t; ++k) pool.emplace_back(run, chunks * k / t, chunks * (k + 1) / t);
+  size_t started = 1;
+  try {
+    pool.reserve(t - 1);
+    for (; started < t; ++started) pool.emplace_back(run, chunks * started / t, chunks * (started + 1) / t);
+  } catch (const std::exception&) {
+  }
   run(0, chunks / t);
+  run(chunks * started / t, chunks);
   for (auto& th : pool) th.join();
 }
 

@@ -142,7 +142,7 @@ for _, st in steps.iterrows():
         name = "pass_t1" if k == 1 else f"pass_by_t{k}"
         w[name] = nan_to_none(float(rates.loc[s, name]))
     w["pass_final"] = nan_to_none(float(rates.loc[s, "pass_final"]))
-    if w["pass_t1"] is not None:  # the trainer's own pass rates (0 where it had nothing to count)
+    if w["pass_t1"] is not None:  # the trainer's own pass rates (NaN where it had nothing to count)
         if not close(w["pass_t1"], float(st["pass_turn1"])) or not close(w["pass_final"], float(st["pass_final"])):
             errors.append(f"step {s}: pandas pass rates {w['pass_t1']}, {w['pass_final']} differ from /steps "
                           f"{st['pass_turn1']}, {st['pass_final']}")

@@ -58,7 +58,8 @@ std::vector<Source> corpus_sources() {
   const std::regex global(R"(__global__\s+void\s+([A-Za-z_][A-Za-z0-9_]*))");
   for (const auto& entry : fs::directory_iterator(fs::path(LEAP_SOURCE_DIR) / "tests/sandbox")) {
     const std::string file = entry.path().filename().string();
-    if (file.rfind("test_ptx_", 0) != 0 || file == "test_ptx_coverage.cpp") continue;
+    if (file.rfind("test_ptx_", 0) != 0 || !file.ends_with(".cpp") || file == "test_ptx_coverage.cpp")
+      continue;
     const std::string text = read_file(entry.path());
     int n = 0;
     for (size_t a = text.find("R\"("); a != std::string::npos; a = text.find("R\"(", a + 3)) {
@@ -127,20 +128,20 @@ std::vector<Source> cuda_sources() {
   return {{"cuda", "kernels_nvcc_check.cu", code, {}}};
 }
 
-// FNV-1a over every file the table is made from (the corpus's test files, the two task suites,
-// the instantiation file and every kernel header under cuda/), each as its path and its text,
-// in path order, so that any change to a source changes it and nothing else does.
+// FNV-1a over every file the table is made from, each as its path and its text, in path order,
+// so that any change to a source changes it: the corpus's test files and this test (which
+// extracts the kernels), the two task suites, the instantiation file, every file of
+// cuda/kernels/ (what it includes) and the compiler's options (src/sandbox/nvrtc_compiler.cpp).
 std::string sources_digest() {
   const fs::path root(LEAP_SOURCE_DIR);
   std::vector<fs::path> files = {"tasks/level1.jsonl", "tasks/level2.jsonl",
-                                 "tests/cuda/kernels_nvcc_check.cu"};
+                                 "tests/cuda/kernels_nvcc_check.cu", "src/sandbox/nvrtc_compiler.cpp"};
   for (const auto& entry : fs::directory_iterator(root / "tests/sandbox")) {
     const std::string file = entry.path().filename().string();
-    if (file.rfind("test_ptx_", 0) == 0 && file != "test_ptx_coverage.cpp")
-      files.push_back(fs::relative(entry.path(), root));
+    if (file.rfind("test_ptx_", 0) == 0 && file.ends_with(".cpp")) files.push_back(fs::relative(entry.path(), root));
   }
-  for (const auto& entry : fs::recursive_directory_iterator(root / "cuda")) {
-    if (entry.path().extension() == ".cuh") files.push_back(fs::relative(entry.path(), root));
+  for (const auto& entry : fs::recursive_directory_iterator(root / "cuda/kernels")) {
+    if (entry.is_regular_file()) files.push_back(fs::relative(entry.path(), root));
   }
   std::sort(files.begin(), files.end());
   uint64_t h = kFnv1aBasis;
