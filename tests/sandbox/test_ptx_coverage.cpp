@@ -6,9 +6,10 @@
 // docs/ptx_coverage.md. That file records a digest of the sources it was made from, and the test
 // fails when the digest of today's sources differs (the file is stale), unless the file was
 // generated with another NVRTC version, which it then only reports. It does not require the
-// table's counts to match: NVRTC 13.0 does not emit the same PTX on every machine (for the same
-// sources, a CI machine's run emitted 245 distinct opcodes where this project's development
-// machine emits 244, every time), so the differences are printed as a note. With
+// table's counts to match: NVRTC 13.0 does not emit the same PTX every time (for the same
+// sources a CI run emitted 245 distinct opcodes where six runs here gave 244; a later run here
+// gave 245 too: one `ld.shared.v2.f32` more in cuda/'s kernels), so the differences are printed as
+// a note. With
 // LEAP_PTX_COVERAGE_OUT=FILE set, it writes the table to FILE instead of comparing:
 //   LEAP_PTX_COVERAGE_OUT=docs/ptx_coverage.md build/tests/sandbox/test_ptx_coverage
 #include <gtest/gtest.h>
