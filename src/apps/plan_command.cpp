@@ -6,6 +6,7 @@
 // buffers, since their memory is one job per worker and not the policy's. When the plan does not
 // fit, it lists the memory settings the run does not use yet, what each would save and what all
 // of them together would give.
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -84,6 +85,14 @@ struct Remedy {
 // The memory settings the run does not use yet, each applied alone to `in`: what a user can
 // change without touching the model, the sequences or the training itself (rl.kl_beta) when the
 // plan does not fit.
+uint64_t mib(int64_t n) { return static_cast<uint64_t>(std::max<int64_t>(0, n)) << 20; }
+
+// A sandbox rank's caches at their bounds (docs/design.md, the sandbox's Cache): the supervisor's
+// reference outputs and each worker's trial inputs, host memory beside the worker processes.
+uint64_t sandbox_cache_bytes(const sandbox::SandboxConfig& s) {
+  return mib(s.reference_cache_mb) + static_cast<uint64_t>(std::max(0, s.workers)) * mib(s.input_cache_mb);
+}
+
 std::vector<Remedy> remedies(const model::PlanInput& in) {
   std::vector<Remedy> out;
   const uint64_t now = model::plan_policy_rank(in).total;
@@ -197,6 +206,7 @@ int run_plan(const std::vector<std::string>& args) {
                                  {"per_node", c.app.mpi.sandbox_per_node},
                                  {"workers_per_rank", c.sandbox.workers},
                                  {"device", c.sandbox.device}};
+    sb["cache_bytes"] = sandbox_cache_bytes(c.sandbox);
     if (largest) sb["largest_task"] = {{"id", largest->id}, {"buffer_bytes", largest->bytes}};
     else sb["largest_task_error"] = largest.status().message();  // the table prints it too
     j["sandbox"] = sb;
@@ -252,6 +262,10 @@ int run_plan(const std::vector<std::string>& args) {
                 fmt::format("{:.1f}", largest->bytes / 1048576.0).c_str());
   else
     std::printf(" (suite %s not read: %s)\n", c.tasks.suite.c_str(), largest.status().message().c_str());
+  std::printf("sandbox host memory: up to %s GiB a sandbox rank for caches: reference outputs %s GiB "
+              "(sandbox.reference_cache_mb), its workers' trial inputs %d x %s GiB (sandbox.input_cache_mb)\n",
+              gib(sandbox_cache_bytes(c.sandbox)).c_str(), gib(mib(c.sandbox.reference_cache_mb)).c_str(),
+              c.sandbox.workers, gib(mib(c.sandbox.input_cache_mb)).c_str());
   return 0;
 }
 

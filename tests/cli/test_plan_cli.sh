@@ -91,6 +91,12 @@ check plan-config-1.5b 0 "fits: yes.*sandbox: 2 rank\\(s\\) per node x 2 worker"
   "'$LEAP' plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80 | tr '\n' ' '"
 check plan-config-7b 0 "ZeRO stage 2.*decoding batches of 32.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 90.36 of 131.00 GiB" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 131 | tr '\n' ' '"
+# A sandbox rank's caches: the config's 6 GiB of reference outputs and 2 workers' 1 GiB of inputs;
+# the options move them, in the text and the JSON.
+check plan-sandbox-caches 0 "sandbox host memory: up to 8.00 GiB a sandbox rank for caches: reference outputs 6.00 GiB.*2 x 1.00 GiB" -- \
+  "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8
+check plan-sandbox-caches-json 0 '"cache_bytes": 1610612736' -- "$LEAP" plan --config configs/qwen2.5-coder-7b.ini \
+  --ranks 8 --sandbox.reference_cache_mb 512 --sandbox.workers 4 --sandbox.input_cache_mb 256 --format json
 check plan-config-7b-80gib 0 "fits: NO, 10.36 GiB over" -- \
   "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 80
 # The decoding batch (sampler.batch_seqs) changes the KV cache (its slots, by hand from config.json)
