@@ -5,15 +5,13 @@
 
 #include <fmt/format.h>
 
+#include "cuda/device_lock.h"
 #include "cuda/device_probe.h"
 
 #include <cuda_runtime_api.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-#include <cerrno>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <vector>
 
@@ -76,43 +74,6 @@ class CubinProgram final : public sandbox::Program {
  private:
   cudaLibrary_t lib_;
   mutable std::map<std::string, Kernel> kernels_;
-};
-
-// An advisory lock per device, shared across this machine's worker processes: held shared
-// while running, exclusive while timing.
-class DeviceLock {
- public:
-  // Keyed by the PCI bus id, so ranks that see the same GPU under different indices (their
-  // CUDA_VISIBLE_DEVICES differ) share one lock, and different GPUs never do.
-  explicit DeviceLock(const std::string& pci_bus_id) {
-    std::string name = pci_bus_id;
-    for (char& c : name)
-      if (c == ':' || c == '.') c = '_';
-    std::string path = "/tmp/leap-sandbox-gpu-" + name + ".lock";
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  }
-  ~DeviceLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void shared() { take(LOCK_SH); }
-  void exclusive() { take(LOCK_EX); }
-  void release() {
-    if (fd_ >= 0 && held_) ::flock(fd_, LOCK_UN);
-    held_ = false;
-  }
-
- private:
-  void take(int op) {
-    if (fd_ < 0 || (held_ && mode_ == op)) return;  // kept across the launches of one plan
-    if (held_) ::flock(fd_, LOCK_UN);  // flock converts non-atomically anyway: be explicit
-    while (::flock(fd_, op) != 0 && errno == EINTR) {
-    }
-    held_ = true;
-    mode_ = op;
-  }
-  int fd_ = -1;
-  bool held_ = false;
-  int mode_ = 0;
 };
 
 class GpuExecutor final : public sandbox::Executor {
@@ -259,7 +220,7 @@ class GpuExecutor final : public sandbox::Executor {
     if (timing_) return launch_kernel(*k, l, args);
     // Held shared while this job's kernels run; released by synchronize(), or here when the
     // launch fails (then no synchronize follows).
-    lock_.shared();
+    if (!lock_.shared(deadline_)) return lock_wait_error();
     ExecOutcome r = launch_kernel(*k, l, args);
     if (!r.ok()) lock_.release();
     return r;
@@ -325,7 +286,7 @@ class GpuExecutor final : public sandbox::Executor {
   ExecOutcome time(const std::function<ExecOutcome()>& run_once,
                    const std::function<Status()>& prepare, const sandbox::TimingOptions& o,
                    sandbox::Timing* out) override {
-    lock_.exclusive();
+    if (!lock_.exclusive(deadline_)) return lock_wait_error();
     timing_ = true;
     ExecOutcome result = timed_runs(run_once, prepare, o, out);
     timing_ = false;
@@ -333,7 +294,16 @@ class GpuExecutor final : public sandbox::Executor {
     return result;
   }
 
+  void set_deadline(std::chrono::steady_clock::time_point deadline) override { deadline_ = deadline; }
+
  private:
+  // The device was held past this job's deadline by another job (a kernel that hangs keeps it
+  // until its worker is killed): not the candidate's fault, and retried.
+  static ExecOutcome lock_wait_error() {
+    return {Verdict::kSandboxError,
+            "the GPU was held by another sandbox job's kernels until this job's deadline (a kernel that hangs "
+            "holds it until its worker is killed): retry"};
+  }
   // A failure of the executor's own timing calls: not the candidate's fault.
   static ExecOutcome sandbox_error(const char* what, cudaError_t e) {
     cudaGetLastError();
@@ -377,6 +347,7 @@ class GpuExecutor final : public sandbox::Executor {
   std::shared_ptr<sandbox::NvrtcCompiler> compiler_;
   int sm_;
   DeviceLock lock_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   void* flush_ = nullptr;
   size_t flush_bytes_ = 0;
   cudaStream_t stream_ = nullptr;

@@ -11,6 +11,7 @@
 //    worker then exits after replying, and the supervisor starts a fresh one.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -109,6 +110,10 @@ class Executor {
   }
 
   virtual bool broken() const { return false; }
+  // The latest time this job's runs may wait for the device (another job's kernels holding it):
+  // past it they answer SANDBOX_ERROR, before the supervisor's run timeout would judge the
+  // candidate TIMEOUT for the wait. JobRunner sets it when the candidate has compiled.
+  virtual void set_deadline(std::chrono::steady_clock::time_point deadline) { (void)deadline; }
 };
 
 }  // namespace leap::sandbox

@@ -294,6 +294,12 @@ JobReport JobRunner::run(const JobRequest& req) {
   report.compile_cache_hit = compiled.cache_hit;
   if (on_compiled_) on_compiled_();
   if (!compiled.outcome.ok()) return fail(compiled.outcome, -1);
+  // Half the run timeout for waits on the device, so that a wait behind another job's hung
+  // kernel ends as a retried SANDBOX_ERROR with time to spare, never as this candidate's TIMEOUT.
+  executor_.set_deadline(run_timeout_s_ > 0 ? std::chrono::steady_clock::now() +
+                                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                      std::chrono::duration<double>(run_timeout_s_ / 2))
+                                            : std::chrono::steady_clock::time_point::max());
 
   for (size_t t = 0; t < req.trials.size(); ++t) {
     const TrialSpec& spec = req.trials[t];

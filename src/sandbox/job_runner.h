@@ -36,6 +36,9 @@ class JobRunner {
   // Called once the candidate has compiled (successfully or not), before any trial runs: the
   // worker tells the supervisor, whose run timeout starts then.
   void set_compiled_callback(std::function<void()> callback) { on_compiled_ = std::move(callback); }
+  // The supervisor's run timeout (sandbox.run_timeout_s), which starts when the candidate has
+  // compiled: the executor may wait for the device for half of it (Executor::set_deadline).
+  void set_run_timeout(double seconds) { run_timeout_s_ = seconds; }
 
  private:
   // Times the task's reference on the trial's inputs and caches it under `key`.
@@ -48,6 +51,7 @@ class JobRunner {
   std::map<std::string, double> reference_ms_;  // task id + sizes -> median reference time
   LruCache<std::shared_ptr<const std::vector<tasks::BufferData>>> inputs_;
   int input_threads_ = 1;
+  double run_timeout_s_ = 0;  // 0: no deadline
 };
 
 }  // namespace leap::sandbox

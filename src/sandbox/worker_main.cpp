@@ -104,6 +104,7 @@ int serve_jobs(Executor& executor, int fd, const SandboxConfig& config,
   const std::string ready = std::string(executor.name()) + "; " + confinement;
   if (!wire::write_frame(fd, wire::FrameType::kReady, ready)) return 1;
   JobRunner runner(executor, TimingOptions{}, static_cast<size_t>(config.input_cache_mb) << 20, input_threads());
+  runner.set_run_timeout(config.run_timeout_s);
   runner.set_compiled_callback(
       [fd] { (void)wire::write_frame(fd, wire::FrameType::kCompiled, {}); });
   for (;;) {

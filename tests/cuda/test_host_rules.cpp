@@ -1,12 +1,17 @@
 // Host-side rules of the CUDA backend that need no device: which bf16 weight copies a write
-// makes stale (for_each_overlap) and which drivers run a build (CUDA's minor-version
-// compatibility). Hand-worked cases.
+// makes stale (for_each_overlap), which drivers run a build (CUDA's minor-version
+// compatibility) and the sandbox workers' device lock (DeviceLock). Hand-worked cases.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <map>
 #include <vector>
 
+#include "cuda/device_lock.h"
 #include "cuda/device_probe.h"
 #include "cuda/range_overlap.h"
 
@@ -63,6 +68,38 @@ TEST(DriverRule, SameMajorRunsAnyMinorOlderMajorDoesNot) {
   EXPECT_FALSE(driver_runs_build(0, 12000));      // no driver
   EXPECT_EQ(minimum_driver(13), "580");
   EXPECT_EQ(minimum_driver(12), "525.60.13");
+}
+
+// The device lock between sandbox workers (flock: two opens of the lock file conflict even in one
+// process). Shared holders share; an exclusive one waits for them. A wait with a deadline gives up
+// when it passes (a job behind another job's hung kernel), and succeeds once the holder lets go.
+TEST(DeviceLock, WaitsGiveUpAtTheirDeadline) {
+  char dir_template[] = "/tmp/leap-lock-test-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  ASSERT_NE(dir, nullptr);
+  using Clock = std::chrono::steady_clock;
+  auto in = [](int ms) { return Clock::now() + std::chrono::milliseconds(ms); };
+  {
+    DeviceLock running("0000:1b:00.0", dir), other_job("0000:1b:00.0", dir), other_gpu("0000:2c:00.0", dir);
+    ASSERT_TRUE(running.shared());
+    EXPECT_TRUE(other_gpu.exclusive(in(50))) << "another GPU's lock is another file";
+    other_gpu.release();
+    EXPECT_TRUE(other_job.shared(in(50))) << "shared holders share";
+    other_job.release();
+    const auto t0 = Clock::now();
+    EXPECT_FALSE(other_job.exclusive(in(200))) << "an exclusive wait behind a running job's kernels";
+    const double waited = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    EXPECT_GE(waited, 190);
+    EXPECT_LT(waited, 2000);
+    EXPECT_FALSE(other_job.held());
+    running.release();
+    EXPECT_TRUE(other_job.exclusive(in(200)));
+    EXPECT_TRUE(other_job.held());
+    EXPECT_FALSE(running.shared(in(100))) << "no kernel runs beside a timed one";
+    other_job.release();
+    EXPECT_TRUE(running.shared(in(100)));
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -36,6 +36,8 @@ class WallClockExecutor final : public Executor {
     return cpu_.launch(p, l, args);
   }
   ExecOutcome synchronize() override { return cpu_.synchronize(); }
+  void set_deadline(std::chrono::steady_clock::time_point d) override { deadline = d; }
+  std::chrono::steady_clock::time_point deadline{};
   size_t guard_bytes() const override { return cpu_.guard_bytes(); }
   bool can_time() const override { return true; }
   ExecOutcome time(const std::function<ExecOutcome()>& run_once,
@@ -131,6 +133,28 @@ TEST(VerifyTimedRuns, AnInoutBufferStartsEachTimedRunAsStaged) {
   VerifyResult r = verify(t, answer(body, "// launch: k<<<cdiv(n, 256), 256>>>(x, y, alpha, n)\n"));
   EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
   EXPECT_TRUE(r.speedup.has_value()) << r.feedback;
+}
+
+// The job's deadline for waits on the device: half the run timeout after the candidate compiled,
+// set before any run (so a wait behind another job's hung kernel ends as SANDBOX_ERROR first).
+TEST(VerifyTimedRuns, RunsMayWaitForTheDeviceHalfTheRunTimeout) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  WallClockExecutor ex;
+  JobRunner runner(ex, TimingOptions{1, 3, 0.0, 3});
+  runner.set_run_timeout(10);
+  std::chrono::steady_clock::time_point compiled;
+  runner.set_compiled_callback([&] { compiled = std::chrono::steady_clock::now(); });
+  JobRequest req;
+  req.task = small(testing::relu_scale_task());
+  req.code = std::string(testing::kGoodKernel) + "\n" + testing::kGoodLaunch;
+  TrialSpec t;
+  t.sizes = tasks::SizeSet::kCpu;
+  req.trials = {t};
+  const JobReport r = runner.run(req);
+  ASSERT_TRUE(r.outcome.ok()) << r.outcome.message;
+  const double after_compile_s = std::chrono::duration<double>(ex.deadline - compiled).count();
+  EXPECT_GT(after_compile_s, 4.9);
+  EXPECT_LT(after_compile_s, 5.5);
 }
 
 }  // namespace
