@@ -19,18 +19,25 @@
 //    inputs at the GPU sizes of L1/relu (16.7M normal floats and the output), drawn on 1 or 2
 //    threads (a miss of the worker's input cache) against a hit (a task's later jobs), each with
 //    the copy and the output's poisoning a job makes.
+//  - BM_CompareOutputs: the supervisor's element-wise check of one trial's output at that size
+//    against the reference's (a candidate is compared three times a verification on a GPU: two
+//    trials at GPU sizes and one timed run against the checked one).
 //
 // items_per_second is verifications per second (wall clock). Run from the repository root.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "sandbox/compare.h"
 #include "sandbox/cpu_executor.h"
 #include "sandbox/job_runner.h"
 #include "sandbox/verifier.h"
@@ -202,6 +209,35 @@ void BM_TrialInputs(benchmark::State& state, bool cached, int threads) {
     benchmark::DoNotOptimize(data.data());
   }
 }
+void BM_CompareOutputs(benchmark::State& state) {
+  auto suite = tasks::load_suite("tasks/level1.jsonl");
+  if (!suite) {
+    state.SkipWithError("run from the repository root (tasks/level1.jsonl)");
+    return;
+  }
+  const tasks::Task* relu = nullptr;
+  for (const auto& t : suite->tasks)
+    if (t.id == "L1/relu") relu = &t;
+  auto inputs = tasks::generate_inputs(*relu, relu->params, 1, 0, 2);
+  if (!inputs) std::abort();
+  // The reference's output, and a candidate's equal to it but for rounding in the last bit.
+  std::vector<tasks::BufferData> ref = {(*inputs)[1]}, cand = {(*inputs)[1]};
+  const auto n = static_cast<size_t>(ref[0].elements);
+  std::vector<float> x(n);
+  std::memcpy(x.data(), (*inputs)[0].bytes.data(), n * 4);
+  for (size_t i = 0; i < n; ++i) {
+    const float r = std::max(x[i], 0.f), c = std::nextafter(r, 1.f);
+    std::memcpy(ref[0].bytes.data() + 4 * i, &r, 4);
+    std::memcpy(cand[0].bytes.data() + 4 * i, &c, 4);
+  }
+  for (auto _ : state) {
+    Comparison c = compare_outputs(*relu, relu->params, cand, ref);
+    if (!c.ok) std::abort();
+    benchmark::DoNotOptimize(c.max_abs_err);
+  }
+}
+BENCHMARK(BM_CompareOutputs)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+
 BENCHMARK_CAPTURE(BM_TrialInputs, drawn_1_thread, false, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK_CAPTURE(BM_TrialInputs, drawn_2_threads, false, 2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK_CAPTURE(BM_TrialInputs, cached, true, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);

@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "tasks/dtype_convert.h"
@@ -39,6 +41,63 @@ const tasks::BufferSpec* find_spec(const tasks::Task& task, const std::string& n
     if (b.name == name) return &b;
   return nullptr;
 }
+
+template <typename T>
+T load(const uint8_t* p, size_t i) {
+  T v;
+  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+// Calls f with a reader of `dtype` elements as double (tasks::read_element's values), a type of
+// its own per dtype, so that the scan below is compiled per pair of dtypes with the loads inline
+// (GPU-sized outputs have tens of millions of elements).
+template <typename F>
+void with_reader(tasks::DType dtype, F&& f) {
+  switch (dtype) {
+    case tasks::DType::kF32: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<float>(p, i)); });
+    case tasks::DType::kF16:
+      return f([](const uint8_t* p, size_t i) { return tasks::f16_bits_to_double(load<uint16_t>(p, i)); });
+    case tasks::DType::kBF16:
+      return f([](const uint8_t* p, size_t i) { return tasks::bf16_bits_to_double(load<uint16_t>(p, i)); });
+    case tasks::DType::kI32: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<int32_t>(p, i)); });
+    case tasks::DType::kI64: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<int64_t>(p, i)); });
+    case tasks::DType::kU8: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<uint8_t>(p, i)); });
+  }
+}
+
+struct Scan {
+  size_t mismatches = 0, first = 0, unwritten = 0;
+  double max_abs_err = 0;
+  bool all_zero_cand = true, all_zero_ref = true;
+};
+
+// Every element of one output: the tolerance rule, the first mismatch, NaNs never written.
+template <typename ReadC, typename ReadR>
+void scan(const uint8_t* c, const uint8_t* r, size_t n, double atol, double rtol, ReadC read_c, ReadR read_r,
+          Scan* s) {
+  for (size_t i = 0; i < n; ++i) {
+    const double cv = read_c(c, i);
+    const double rv = read_r(r, i);
+    s->all_zero_cand = s->all_zero_cand && std::fabs(cv) <= atol;
+    s->all_zero_ref = s->all_zero_ref && std::fabs(rv) <= atol;
+    double err;
+    bool bad;
+    if (std::isnan(rv)) {
+      err = std::isnan(cv) ? 0.0 : std::numeric_limits<double>::infinity();
+      bad = !std::isnan(cv);
+    } else if (std::isnan(cv) || std::isinf(cv) || std::isinf(rv)) {
+      bad = !(cv == rv);
+      err = bad ? std::numeric_limits<double>::infinity() : 0.0;
+      s->unwritten += std::isnan(cv);
+    } else {
+      err = std::fabs(cv - rv);
+      bad = err > atol + rtol * std::fabs(rv);
+    }
+    s->max_abs_err = std::max(s->max_abs_err, err);
+    if (bad && s->mismatches++ == 0) s->first = i;
+  }
+}
 }  // namespace
 
 Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
@@ -55,28 +114,19 @@ Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
     const auto& c = candidate[b];
     const auto& r = reference[b];
     const size_t n = static_cast<size_t>(std::min(c.elements, r.elements));
-    size_t mismatches = 0, first = 0, unwritten = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const double cv = tasks::read_element(c.bytes.data(), c.dtype, i);
-      const double rv = tasks::read_element(r.bytes.data(), r.dtype, i);
-      all_zero_cand = all_zero_cand && std::fabs(cv) <= task.atol;
-      all_zero_ref = all_zero_ref && std::fabs(rv) <= task.atol;
-      double err;
-      bool bad;
-      if (std::isnan(rv)) {
-        err = std::isnan(cv) ? 0.0 : std::numeric_limits<double>::infinity();
-        bad = !std::isnan(cv);
-      } else if (std::isnan(cv) || std::isinf(cv) || std::isinf(rv)) {
-        bad = !(cv == rv);
-        err = bad ? std::numeric_limits<double>::infinity() : 0.0;
-        unwritten += std::isnan(cv);
-      } else {
-        err = std::fabs(cv - rv);
-        bad = err > task.atol + task.rtol * std::fabs(rv);
-      }
-      result.max_abs_err = std::max(result.max_abs_err, err);
-      if (bad && mismatches++ == 0) first = i;
-    }
+    Scan s;
+    s.max_abs_err = result.max_abs_err;
+    s.all_zero_cand = all_zero_cand;
+    s.all_zero_ref = all_zero_ref;
+    with_reader(c.dtype, [&](auto read_c) {
+      with_reader(r.dtype, [&](auto read_r) {
+        scan(c.bytes.data(), r.bytes.data(), n, task.atol, task.rtol, read_c, read_r, &s);
+      });
+    });
+    result.max_abs_err = s.max_abs_err;
+    all_zero_cand = s.all_zero_cand;
+    all_zero_ref = s.all_zero_ref;
+    const size_t mismatches = s.mismatches, first = s.first, unwritten = s.unwritten;
     if (mismatches && result.ok) {
       result.ok = false;
       const double cv = tasks::read_element(c.bytes.data(), c.dtype, first);
