@@ -186,15 +186,20 @@ void register_confinement_pairs() {
 
 namespace {
 
+// L1/relu of tasks/level1.jsonl (kept in `suite`), or null with the benchmark skipped.
+const tasks::Task* relu_task(benchmark::State& state, Expected<tasks::Suite>* suite) {
+  *suite = tasks::load_suite("tasks/level1.jsonl");
+  if (*suite)
+    for (const auto& t : (*suite)->tasks)
+      if (t.id == "L1/relu") return &t;
+  state.SkipWithError("run from the repository root (tasks/level1.jsonl with L1/relu)");
+  return nullptr;
+}
+
 void BM_TrialInputs(benchmark::State& state, bool cached, int threads) {
-  auto suite = tasks::load_suite("tasks/level1.jsonl");
-  if (!suite) {
-    state.SkipWithError("run from the repository root (tasks/level1.jsonl)");
-    return;
-  }
-  const tasks::Task* relu = nullptr;
-  for (const auto& t : suite->tasks)
-    if (t.id == "L1/relu") relu = &t;
+  Expected<tasks::Suite> suite = invalid_input("not loaded");
+  const tasks::Task* relu = relu_task(state, &suite);
+  if (!relu) return;
   CpuExecutor cpu(std::make_shared<NvrtcCompiler>(), CpuExecutorOptions{});
   JobRunner runner(cpu, TimingOptions{}, cached ? size_t{1} << 30 : 0, threads);
   TrialSpec trial;
@@ -210,14 +215,9 @@ void BM_TrialInputs(benchmark::State& state, bool cached, int threads) {
   }
 }
 void BM_CompareOutputs(benchmark::State& state) {
-  auto suite = tasks::load_suite("tasks/level1.jsonl");
-  if (!suite) {
-    state.SkipWithError("run from the repository root (tasks/level1.jsonl)");
-    return;
-  }
-  const tasks::Task* relu = nullptr;
-  for (const auto& t : suite->tasks)
-    if (t.id == "L1/relu") relu = &t;
+  Expected<tasks::Suite> suite = invalid_input("not loaded");
+  const tasks::Task* relu = relu_task(state, &suite);
+  if (!relu) return;
   auto inputs = tasks::generate_inputs(*relu, relu->params, 1, 0, 2);
   if (!inputs) std::abort();
   // The reference's output, and a candidate's equal to it but for rounding in the last bit.

@@ -42,27 +42,20 @@ const tasks::BufferSpec* find_spec(const tasks::Task& task, const std::string& n
   return nullptr;
 }
 
-template <typename T>
-T load(const uint8_t* p, size_t i) {
-  T v;
-  std::memcpy(&v, p + i * sizeof(T), sizeof(T));
-  return v;
-}
-
 // Calls f with a reader of `dtype` elements as double (tasks::read_element's values), a type of
 // its own per dtype, so that the scan below is compiled per pair of dtypes with the loads inline
 // (GPU-sized outputs have tens of millions of elements).
 template <typename F>
 void with_reader(tasks::DType dtype, F&& f) {
   switch (dtype) {
-    case tasks::DType::kF32: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<float>(p, i)); });
+    case tasks::DType::kF32: return f([](const uint8_t* p, size_t i) { return static_cast<double>(tasks::load<float>(p, i)); });
     case tasks::DType::kF16:
-      return f([](const uint8_t* p, size_t i) { return tasks::f16_bits_to_double(load<uint16_t>(p, i)); });
+      return f([](const uint8_t* p, size_t i) { return tasks::f16_bits_to_double(tasks::load<uint16_t>(p, i)); });
     case tasks::DType::kBF16:
-      return f([](const uint8_t* p, size_t i) { return tasks::bf16_bits_to_double(load<uint16_t>(p, i)); });
-    case tasks::DType::kI32: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<int32_t>(p, i)); });
-    case tasks::DType::kI64: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<int64_t>(p, i)); });
-    case tasks::DType::kU8: return f([](const uint8_t* p, size_t i) { return static_cast<double>(load<uint8_t>(p, i)); });
+      return f([](const uint8_t* p, size_t i) { return tasks::bf16_bits_to_double(tasks::load<uint16_t>(p, i)); });
+    case tasks::DType::kI32: return f([](const uint8_t* p, size_t i) { return static_cast<double>(tasks::load<int32_t>(p, i)); });
+    case tasks::DType::kI64: return f([](const uint8_t* p, size_t i) { return static_cast<double>(tasks::load<int64_t>(p, i)); });
+    case tasks::DType::kU8: return f([](const uint8_t* p, size_t i) { return static_cast<double>(tasks::load<uint8_t>(p, i)); });
   }
 }
 

@@ -64,13 +64,6 @@ double widen_float_bits(uint32_t bits, int ebits, int mbits) {
 }
 
 template <class T>
-T load(const uint8_t* data, size_t index) {
-  T v;
-  std::memcpy(&v, data + index * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <class T>
 void store(uint8_t* data, size_t index, T v) {
   std::memcpy(data + index * sizeof(T), &v, sizeof(T));
 }

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "tasks/task.h"
 
@@ -16,6 +17,14 @@ uint16_t f16_bits_from_double(double x);
 uint16_t bf16_bits_from_double(double x);
 double f16_bits_to_double(uint16_t bits);
 double bf16_bits_to_double(uint16_t bits);
+
+// Element `index` of a buffer of T at `data` (which need not be aligned for T), as stored.
+template <class T>
+T load(const uint8_t* data, size_t index) {
+  T v;
+  std::memcpy(&v, data + index * sizeof(T), sizeof(T));
+  return v;
+}
 
 // Element `index` of a buffer of `dtype` at `data`, widened to double (exact for every dtype
 // except i64 beyond 2^53).

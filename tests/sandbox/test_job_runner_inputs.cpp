@@ -15,15 +15,7 @@
 namespace leap::sandbox {
 namespace {
 
-tasks::Task axpy() {
-  tasks::Task t;
-  t.id = "T/axpy";
-  t.params = {{"n", int64_t{900}}, {"alpha", 0.5}};
-  t.cpu_params = {{"n", int64_t{300}}, {"alpha", 0.5}};
-  t.buffers = {{"x", tasks::DType::kF32, {"n"}, tasks::Role::kIn, {}},
-               {"y", tasks::DType::kF32, {"n"}, tasks::Role::kInOut, {}}};
-  return t;
-}
+tasks::Task axpy() { return testing::axpy_task(900); }
 
 constexpr const char* kAxpy = R"(__global__ void k(const float* x, float* y, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

@@ -115,12 +115,7 @@ __global__ void k(const float* x, float* out, float alpha, int n) {
 
 TEST(VerifyTimedRuns, AnInoutBufferStartsEachTimedRunAsStaged) {
   LEAP_SKIP_WITHOUT_NVRTC();
-  tasks::Task t;
-  t.id = "T/axpy";
-  t.params = {{"n", int64_t{700}}, {"alpha", 0.5}};
-  t.cpu_params = {{"n", int64_t{300}}, {"alpha", 0.5}};
-  t.buffers = {{"x", tasks::DType::kF32, {"n"}, tasks::Role::kIn, {}},
-               {"y", tasks::DType::kF32, {"n"}, tasks::Role::kInOut, {}}};
+  tasks::Task t = testing::axpy_task(700);
   const char* body = R"(__global__ void k(const float* x, float* y, float alpha, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] = alpha * x[i] + y[i];

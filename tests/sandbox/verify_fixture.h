@@ -1,5 +1,5 @@
-// Shared by the verification and worker tests: a small task built in code (out = relu(x) * alpha
-// over n elements, with ragged CPU sizes) and answers for it.
+// Shared by the verification and worker tests: small tasks built in code (out = relu(x) * alpha
+// over n elements, with ragged CPU sizes, and an in-place axpy) and answers for them.
 #pragma once
 
 #include <string>
@@ -8,6 +8,17 @@
 #include "tasks/task.h"
 
 namespace leap::sandbox::testing {
+
+// y = alpha * x + y in place (an `inout` buffer), at n_gpu for the GPU sizes and 300 for the CPU's.
+inline tasks::Task axpy_task(int64_t n_gpu) {
+  tasks::Task t;
+  t.id = "T/axpy";
+  t.params = {{"n", n_gpu}, {"alpha", 0.5}};
+  t.cpu_params = {{"n", int64_t{300}}, {"alpha", 0.5}};
+  t.buffers = {{"x", tasks::DType::kF32, {"n"}, tasks::Role::kIn, {}},
+               {"y", tasks::DType::kF32, {"n"}, tasks::Role::kInOut, {}}};
+  return t;
+}
 
 inline tasks::Task relu_scale_task() {
   tasks::Task t;
