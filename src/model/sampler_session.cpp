@@ -155,15 +155,31 @@ Status Sampler::Session::admit() {
                                               fresh.begin() + static_cast<std::ptrdiff_t>((j + 1) * V));
   };
   if (!to_prefill.empty()) {
-    // In forwards of at most prefill_batch_ prompts (Sampler::set_prefill_batch).
-    const size_t chunk = s_.prefill_batch_ > 0 ? static_cast<size_t>(s_.prefill_batch_) : to_prefill.size();
-    std::vector<float> fresh(to_prefill.size() * V);
-    for (size_t a = 0; a < to_prefill.size(); a += chunk) {
-      const size_t b = std::min(to_prefill.size(), a + chunk);
-      const std::vector<std::vector<int32_t>> part(to_prefill.begin() + static_cast<std::ptrdiff_t>(a),
-                                                   to_prefill.begin() + static_cast<std::ptrdiff_t>(b));
-      LEAP_RETURN_IF_ERROR(s_.model_->prefill(TokenBatch::from_sequences(part), cache, fresh.data() + a * V,
-                                              prefill_slots.data() + a));
+    // In forwards of at most prefill_batch_ prompts (Sampler::set_prefill_batch). When that takes
+    // more than one forward, the prompts go longest first, so that each forward pads its prompts
+    // to lengths close to their own (one forward keeps the admission order, as before).
+    const size_t n_prefill = to_prefill.size();
+    const size_t chunk = s_.prefill_batch_ > 0 ? static_cast<size_t>(s_.prefill_batch_) : n_prefill;
+    std::vector<size_t> order(n_prefill);
+    std::iota(order.begin(), order.end(), size_t{0});
+    if (chunk < n_prefill)
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t x, size_t y) { return to_prefill[x].size() > to_prefill[y].size(); });
+    std::vector<float> fresh(n_prefill * V), part_logits;
+    for (size_t a = 0; a < n_prefill; a += chunk) {
+      const size_t b = std::min(n_prefill, a + chunk);
+      std::vector<std::vector<int32_t>> part;
+      std::vector<int32_t> part_slots;
+      for (size_t k = a; k < b; ++k) {
+        part.push_back(to_prefill[order[k]]);
+        part_slots.push_back(prefill_slots[order[k]]);
+      }
+      part_logits.resize(part.size() * V);
+      LEAP_RETURN_IF_ERROR(
+          s_.model_->prefill(TokenBatch::from_sequences(part), cache, part_logits.data(), part_slots.data()));
+      for (size_t k = a; k < b; ++k)
+        std::copy_n(part_logits.begin() + static_cast<std::ptrdiff_t>((k - a) * V), V,
+                    fresh.begin() + static_cast<std::ptrdiff_t>(order[k] * V));
     }
     store(fresh, prefill_distinct);
   }

@@ -238,7 +238,12 @@ ExecOutcome collect(TrialBuffers& device, const std::vector<tasks::BufferData>& 
       }
       continue;
     }
-    tasks::BufferData out = data[i];
+    // The buffer's description with the bytes read back (not a copy of the staged bytes first).
+    tasks::BufferData out;
+    out.name = data[i].name;
+    out.dtype = data[i].dtype;
+    out.role = data[i].role;
+    out.elements = data[i].elements;
     out.bytes = std::move(bytes);
     outs->push_back(std::move(out));
   }
