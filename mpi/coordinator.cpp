@@ -150,6 +150,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   // What expanding every group with a failure would have cost: each failed turn-1 sample of a
   // group that was not expanded would have taken up to max_turns - 1 more jobs.
   report.jobs_if_unpruned = stats.sandbox_jobs;
+  report.reference_runs = times.reference_runs;
   for (const auto& g : state.groups()) {
     if (g.dcp.label == rl::DcpLabel::kExpanded) continue;
     for (const auto& s : g.samples) {

@@ -48,6 +48,7 @@ struct CoordinatorOptions {
 struct StepReport {
   io::StepRow row;
   int64_t jobs_if_unpruned = 0;  // sandbox jobs had every group with a failure been expanded
+  int64_t reference_runs = 0;    // sandbox jobs that ran their task's reference first (not cached)
 };
 
 class Coordinator {

@@ -39,6 +39,7 @@ Expected<std::vector<SandboxOutcome>> JobDispatcher::dispatch(const std::vector<
   std::vector<SandboxOutcome> done;
   auto accept = [&](const SandboxOutcome& o) {
     slot_seconds_ += o.slot_ms / 1000;
+    reference_runs_ += o.reference_ran;
     if (retries.retry(o)) queue.push_back(*by_uid.at(o.uid));
     else done.push_back(o);
   };

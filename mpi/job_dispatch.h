@@ -40,6 +40,8 @@ class JobDispatcher {
   int slots_seen() const;
   // Seconds jobs have held sandbox slots, over every dispatch (retried attempts included).
   double slot_seconds() const { return slot_seconds_; }
+  // Jobs whose task's reference ran first (its outputs were not in the sandbox's cache).
+  int64_t reference_runs() const { return reference_runs_; }
 
  private:
   const Topology& topo_;
@@ -49,6 +51,7 @@ class JobDispatcher {
   std::vector<int> sandbox_ranks_;
   std::map<int, int32_t> slots_of_rank_;  // the most free slots each rank has reported
   double slot_seconds_ = 0;
+  int64_t reference_runs_ = 0;
 };
 
 }  // namespace leap::mpi

@@ -22,7 +22,7 @@ template <class IO> void fields(IO& io, RolloutResult& m) { io(m.completions, m.
 template <class IO> void fields(IO& io, SandboxJob& m) { io(m.uid, m.task, m.answer); }
 template <class IO> void fields(IO& io, SandboxJobs& m) { io(m.jobs); }
 template <class IO> void fields(IO& io, SandboxOutcome& m) {
-  io(m.uid, m.verdict, m.max_abs_err, m.compile_ms, m.exec_ms, m.speedup, m.feedback, m.slot_ms);
+  io(m.uid, m.verdict, m.max_abs_err, m.compile_ms, m.exec_ms, m.speedup, m.feedback, m.slot_ms, m.reference_ran);
 }
 template <class IO> void fields(IO& io, SandboxResults& m) { io(m.results, m.free_slots); }
 template <class IO> void fields(IO& io, TrainSample& m) {

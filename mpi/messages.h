@@ -90,6 +90,7 @@ struct SandboxOutcome {
   double speedup = -1;  // < 0: not timed
   std::string feedback;
   double slot_ms = 0;  // how long the job held its sandbox slot (the busy-time accounting)
+  int32_t reference_ran = 0;  // 1: the task's reference ran first (its outputs were not cached)
 };
 // A sandbox rank's pull: the results of its last jobs (none on its first pull of a turn) and
 // how many jobs it can start now. One message type for both, so the coordinator serves pulls

@@ -16,6 +16,7 @@ inline SandboxOutcome to_outcome(int64_t uid, const sandbox::VerifyResult& r) {
   o.exec_ms = r.exec_ms;
   o.speedup = r.speedup ? *r.speedup : -1;  // < 0: not timed
   o.slot_ms = r.slot_ms;
+  o.reference_ran = r.reference_ran ? 1 : 0;
   o.feedback = r.feedback;
   return o;
 }

@@ -275,6 +275,7 @@ class Phase {
 
   Status file_verdict(const SandboxOutcome& o, TurnTimes* times) {
     times->sandbox_busy_s += o.slot_ms / 1000;
+    times->reference_runs += o.reference_ran;
     if (retries_.retry(o)) {
       queue_job(job_of_uid_.at(o.uid), true);
       return Status::ok();

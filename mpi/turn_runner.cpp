@@ -76,12 +76,14 @@ Status TurnRunner::run_turns(StepState& state, const tasks::Suite& suite,
     times->gen_s += seconds_since(t0);
     t0 = t_last_gen = std::chrono::steady_clock::now();
     const double slot_seconds_before = dispatcher_.slot_seconds();
+    const int64_t reference_runs_before = dispatcher_.reference_runs();
     LEAP_ASSIGN_OR_RETURN(auto outcomes, dispatcher_.dispatch(state.sandbox_jobs(), step, turn));
     LEAP_RETURN_IF_ERROR(state.add_outcomes(outcomes));
     const double verifying = seconds_since(t0);
     times->sandbox_s += verifying;
     times->policy_wait_s += verifying * static_cast<double>(policy_ranks_.size());  // all of them wait
     times->sandbox_busy_s += dispatcher_.slot_seconds() - slot_seconds_before;
+    times->reference_runs += static_cast<int>(dispatcher_.reference_runs() - reference_runs_before);
     if (turn == 1)
       state.apply_dcp(dcp);
     else

@@ -32,6 +32,7 @@ struct TurnTimes {
   // could come from anywhere but the sandbox's outstanding verdicts (the drain included).
   double policy_gen_s = 0, policy_wait_s = 0;
   double sandbox_busy_s = 0;  // summed over the jobs: seconds each held a sandbox slot
+  int reference_runs = 0;     // jobs whose task's reference ran first (outputs not cached)
   int sandbox_slots = 0;      // slots of every sandbox rank (or of the in-process verifier)
   // Sandbox jobs sent while some policy rank was generating: 0 in the synchronous pipeline, where
   // verification starts after a turn's generation; the streaming pipeline's overlap, counted.

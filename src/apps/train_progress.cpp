@@ -52,8 +52,9 @@ void TrainProgress::summary() const {
     log_.info("summary: no steps were run");
     return;
   }
-  int64_t easy = 0, hopeless = 0, expanded = 0, jobs = 0, unpruned = 0;
+  int64_t easy = 0, hopeless = 0, expanded = 0, jobs = 0, unpruned = 0, reference_runs = 0;
   for (const auto& s : steps_) {
+    reference_runs += s.reference_runs;
     easy += s.row.n_easy;
     hopeless += s.row.n_hopeless;
     expanded += s.row.n_expanded;
@@ -68,6 +69,11 @@ void TrainProgress::summary() const {
   log_.info("  groups by DCP class: easy {}, hopeless {}, expanded {}", easy, hopeless, expanded);
   log_.info("  sandbox jobs: {} run; expanding every group with a failure would have run {} ({:.0f}% saved)", jobs,
             unpruned, unpruned > 0 ? 100.0 * static_cast<double>(unpruned - jobs) / static_cast<double>(unpruned) : 0.0);
+  // A task's reference runs when its outputs for the trials are not in the sandbox rank's cache:
+  // once per task and rank when they fit, again after each eviction when they do not.
+  log_.info("  task references run: {} (once per task and sandbox rank while their outputs fit "
+            "sandbox.reference_cache_mb)",
+            reference_runs);
 }
 
 }  // namespace leap::app

@@ -40,6 +40,9 @@ struct VerifyResult {
   double compile_ms = 0.0;
   double exec_ms = 0.0;
   double slot_ms = 0.0;  // how long the job held a SandboxService slot (0 outside submit())
+  // This verification ran the task's reference first: its outputs for these trials were not in
+  // the reference cache (sandbox.reference_cache_mb). Counted in leap train's summary.
+  bool reference_ran = false;
   std::string feedback;  // bounded text for the next turn (docs/design.md: at most 2 KB by default)
 };
 

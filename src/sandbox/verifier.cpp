@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <future>
+#include <mutex>
+
 #include "sandbox/compare.h"
 #include "sandbox/nvrtc_compiler.h"
 
@@ -54,18 +57,50 @@ std::vector<TrialSpec> Verifier::trials_for(uint64_t round) const {
 
 ExecOutcome Verifier::reference_outputs(const tasks::Task& task,
                                         const std::vector<TrialSpec>& trials,
-                                        std::vector<std::shared_ptr<const Outputs>>* out) {
+                                        std::vector<std::shared_ptr<const Outputs>>* out, bool* ran) {
   out->assign(trials.size(), nullptr);
+  bool all_cached = true;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    (*out)[i] = cache_.find(ReferenceCache::key(task, trials[i]));
+    all_cached = all_cached && (*out)[i];
+  }
+  if (all_cached) return {};
+  // Candidates of one task arrive together (a group's G samples), one per slot: the first runs
+  // the reference, the others wait for its outputs instead of running it again.
+  std::string key = task.id + "|" + std::to_string(std::hash<std::string>{}(task.reference));
+  for (const auto& t : trials) key += fmt::format("|{}:{}:{}", static_cast<int>(t.sizes), t.seed, t.trial);
+  std::promise<ReferenceRun> mine;
+  {
+    std::unique_lock lock(inflight_mutex_);
+    if (auto it = inflight_.find(key); it != inflight_.end()) {
+      std::shared_future<ReferenceRun> theirs = it->second;
+      lock.unlock();
+      const ReferenceRun& r = theirs.get();
+      if (r.outcome.ok()) *out = r.outputs;
+      return r.outcome;
+    }
+    inflight_.emplace(key, mine.get_future().share());
+  }
+  ReferenceRun run;
+  run.outcome = run_reference(task, trials, out, ran);
+  run.outputs = *out;
+  mine.set_value(run);
+  std::lock_guard lock(inflight_mutex_);
+  inflight_.erase(key);
+  return run.outcome;
+}
+
+ExecOutcome Verifier::run_reference(const tasks::Task& task, const std::vector<TrialSpec>& trials,
+                                    std::vector<std::shared_ptr<const Outputs>>* out, bool* ran) {
   JobRequest req;
   std::vector<size_t> missing;
   for (size_t i = 0; i < trials.size(); ++i) {
-    (*out)[i] = cache_.find(ReferenceCache::key(task, trials[i]));
     if (!(*out)[i]) {
       missing.push_back(i);
       req.trials.push_back(trials[i]);
     }
   }
-  if (missing.empty()) return {};
+  if (ran) *ran = true;
   auto code = extract_code_block(task.reference);
   if (!code)
     return {Verdict::kSandboxError,
@@ -90,7 +125,7 @@ void Verifier::run_and_compare(const tasks::Task& task, const Answer& answer,
                                const std::vector<TrialSpec>& trials, bool time,
                                VerifyResult* result, JobReport* report) {
   std::vector<std::shared_ptr<const Outputs>> refs;
-  ExecOutcome ref = reference_outputs(task, trials, &refs);
+  ExecOutcome ref = reference_outputs(task, trials, &refs, &result->reference_ran);
   if (!ref.ok()) {
     result->verdict = ref.verdict;
     result->feedback = ref.message;
@@ -141,7 +176,10 @@ VerifyResult Verifier::verify(const tasks::Task& task, std::string_view completi
     return result;
   }
   const std::string cache_key = ResultCache::key(task, answer->source);
-  if (auto cached = results_.find(cache_key)) return *cached;
+  if (auto cached = results_.find(cache_key)) {
+    cached->reference_ran = false;  // judged from the verdict cache: nothing ran now
+    return *cached;
+  }
   const std::vector<TrialSpec> trials = trials_for(0);
   // Launch lines are checked over every size set before any worker is asked.
   for (const auto& t : trials) {

@@ -6,6 +6,10 @@
 // Thread-safe: many threads may call verify() at once; the channel bounds the concurrency.
 #pragma once
 
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
 #include <string_view>
 
 #include "sandbox/job_channel.h"
@@ -29,8 +33,13 @@ class Verifier {
  private:
   std::vector<TrialSpec> trials_for(uint64_t round) const;
   // Reference outputs of each trial (cached); SANDBOX_ERROR outcome when the reference fails.
+  // *ran becomes true when this call ran the reference (some trial's outputs were not cached and
+  // no other verification of the task was already running it: then this one waits for that).
   ExecOutcome reference_outputs(const tasks::Task& task, const std::vector<TrialSpec>& trials,
-                                std::vector<std::shared_ptr<const Outputs>>* out);
+                                std::vector<std::shared_ptr<const Outputs>>* out, bool* ran);
+  // Runs the reference on the trials whose outputs `out` lacks, and caches them.
+  ExecOutcome run_reference(const tasks::Task& task, const std::vector<TrialSpec>& trials,
+                            std::vector<std::shared_ptr<const Outputs>>* out, bool* ran);
   // Runs the candidate on `trials` and compares; fills verdict, feedback, errors and times.
   void run_and_compare(const tasks::Task& task, const Answer& answer,
                        const std::vector<TrialSpec>& trials, bool time, VerifyResult* result,
@@ -40,6 +49,14 @@ class Verifier {
   SandboxConfig config_;
   ReferenceCache cache_;
   ResultCache results_;
+  // The reference runs in flight, by task and trials: what a verification of the same task
+  // waits for (the service's slots verify on several threads).
+  struct ReferenceRun {
+    ExecOutcome outcome;
+    std::vector<std::shared_ptr<const Outputs>> outputs;
+  };
+  std::mutex inflight_mutex_;
+  std::map<std::string, std::shared_future<ReferenceRun>> inflight_;
 };
 
 // Cuts `text` to at most `max_bytes` bytes on a UTF-8 boundary, marking the cut.

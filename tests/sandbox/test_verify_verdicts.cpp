@@ -2,6 +2,8 @@
 // plan, NVRTC, the PTX interpreter, comparison against the reference), in this process.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include <memory>
 
 #include "sandbox/cpu_executor.h"
@@ -51,6 +53,47 @@ TEST_F(VerifyVerdicts, CorrectAnswerPasses) {
   EXPECT_LE(r.max_abs_err, 1e-6);
   EXPECT_FALSE(r.speedup.has_value());
   EXPECT_GT(r.compile_ms + r.exec_ms, 0.0);
+}
+
+// The first verification of a task runs its reference (the outputs are then cached), later ones
+// do not, nor does a repeated answer judged from the verdict cache; a verifier without room for
+// the outputs runs it every time (what leap train's summary counts).
+TEST_F(VerifyVerdicts, TheReferenceRunsOnceWhileItsOutputsAreCached) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  SandboxConfig config;
+  config.device = "cpu";
+  Verifier v(*channel_, config);
+  const std::string good = answer(kGoodKernel, kGoodLaunch);
+  const std::string other = answer(std::string(kGoodKernel) + "\n// another answer\n", kGoodLaunch);
+  EXPECT_TRUE(v.verify(task_, good).reference_ran);
+  EXPECT_FALSE(v.verify(task_, good).reference_ran) << "a repeated answer";
+  EXPECT_FALSE(v.verify(task_, other).reference_ran);
+  config.reference_cache_mb = 0;
+  Verifier no_room(*channel_, config);
+  EXPECT_TRUE(no_room.verify(task_, good).reference_ran);
+  EXPECT_TRUE(no_room.verify(task_, other).reference_ran);
+}
+
+// Four different answers to one task verified at once, as a group's samples reach a sandbox
+// rank's slots together: the reference runs once, and the others wait for its outputs (before,
+// every verification that missed the cache ran it).
+TEST_F(VerifyVerdicts, ConcurrentVerificationsOfATaskRunItsReferenceOnce) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  SandboxConfig config;
+  config.device = "cpu";
+  Verifier v(*channel_, config);
+  std::vector<std::future<VerifyResult>> results;
+  for (int i = 0; i < 4; ++i)
+    results.push_back(std::async(std::launch::async, [&, i] {
+      return v.verify(task_, answer(std::string(kGoodKernel) + "\n// answer " + std::to_string(i) + "\n", kGoodLaunch));
+    }));
+  int ran = 0;
+  for (auto& f : results) {
+    const VerifyResult r = f.get();
+    EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
+    ran += r.reference_ran;
+  }
+  EXPECT_EQ(ran, 1);
 }
 
 TEST_F(VerifyVerdicts, TemplateKernelsAndMultiLaunchPlansWithScratch) {
