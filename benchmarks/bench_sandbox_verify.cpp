@@ -22,6 +22,12 @@
 //  - BM_CompareOutputs: the supervisor's element-wise check of one trial's output at that size
 //    against the reference's (a candidate is compared three times a verification on a GPU: two
 //    trials at GPU sizes and one timed run against the checked one).
+//  - BM_JobHostWork: a worker's host work for one GPU job of an honest L1/relu answer, as on a
+//    GPU (two trials at GPU sizes, the first timed: 1 warm-up and 3 runs; the reference's time
+//    is cached by a first job), with the device's side cut to what a device does: an executor whose
+//    memory is host memory, with a GPU's 4 KiB guard zones, whose kernels are a host loop. The
+//    input cache is warm (a task's later jobs). What is left is the staging, read-backs, checks
+//    and copies of JobRunner: the part this benchmark follows from one commit to the next.
 //
 // items_per_second is verifications per second (wall clock). Run from the repository root.
 #include <benchmark/benchmark.h>
@@ -30,6 +36,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <thread>
@@ -237,6 +244,102 @@ void BM_CompareOutputs(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_CompareOutputs)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+
+// Host memory standing in for a GPU's (see BM_JobHostWork): allocations are zero-filled (calloc
+// maps zero pages, as a device's memset costs the host nothing), copies are memcpy, and a launch
+// of a kernel with the arguments (x, out, n) computes relu(x) on the host. Compilation is
+// NVRTC's, cached.
+class HostMemoryExecutor final : public Executor {
+ public:
+  HostMemoryExecutor() : cpu_(std::make_shared<NvrtcCompiler>(), CpuExecutorOptions{}) {}
+  ~HostMemoryExecutor() override {
+    for (auto& [p, n] : sizes_) std::free(reinterpret_cast<void*>(p));
+  }
+  const char* name() const override { return "host"; }
+  CompileOutcome compile(const std::string& source, const std::vector<std::string>& names) override {
+    return cpu_.compile(source, names);
+  }
+  Expected<uint64_t> allocate(size_t bytes) override {
+    void* p = std::calloc(bytes, 1);
+    if (!p) return internal_error("out of host memory");
+    sizes_[reinterpret_cast<uint64_t>(p)] = bytes;
+    return reinterpret_cast<uint64_t>(p);
+  }
+  void release(uint64_t address) override {
+    sizes_.erase(address);
+    std::free(reinterpret_cast<void*>(address));
+  }
+  Status write(uint64_t a, const void* d, size_t n) override {
+    std::memcpy(reinterpret_cast<void*>(a), d, n);
+    return Status::ok();
+  }
+  Status read(uint64_t a, void* d, size_t n) override {
+    std::memcpy(d, reinterpret_cast<const void*>(a), n);
+    return Status::ok();
+  }
+  Status copy(uint64_t to, uint64_t from, size_t n) override { return write(to, reinterpret_cast<const void*>(from), n); }
+  ExecOutcome launch(const Program&, const PlannedLaunch&, const std::vector<std::vector<uint8_t>>& args) override {
+    uint64_t x = 0, out = 0;
+    int32_t n = 0;
+    std::memcpy(&x, args[0].data(), 8);
+    std::memcpy(&out, args[1].data(), 8);
+    std::memcpy(&n, args[2].data(), 4);
+    const float* xs = reinterpret_cast<const float*>(x);
+    float* os = reinterpret_cast<float*>(out);
+    for (int32_t i = 0; i < n; ++i) os[i] = std::max(xs[i], 0.f);
+    return {};
+  }
+  ExecOutcome synchronize() override { return {}; }
+  size_t guard_bytes() const override { return 4096; }
+  bool can_time() const override { return true; }
+  ExecOutcome time(const std::function<ExecOutcome()>& run_once, const std::function<Status()>& prepare,
+                   const TimingOptions& o, Timing* out) override {
+    for (int i = 0; i < o.warmups + o.min_launches; ++i) {
+      if (Status st = prepare(); !st) return {Verdict::kSandboxError, st.message()};
+      if (ExecOutcome r = run_once(); !r.ok()) return r;
+    }
+    out->launches = o.min_launches;
+    out->median_ms = 1.0;
+    return {};
+  }
+
+ private:
+  CpuExecutor cpu_;
+  std::map<uint64_t, size_t> sizes_;
+};
+
+void BM_JobHostWork(benchmark::State& state) {
+  Expected<tasks::Suite> suite = invalid_input("not loaded");
+  const tasks::Task* relu = relu_task(state, &suite);
+  if (!relu) return;
+  HostMemoryExecutor host;
+  JobRunner runner(host, TimingOptions{1, 3, 0.0, 3}, size_t{1} << 30, 1);
+  JobRequest req;
+  req.task = *relu;
+  req.code = R"(__global__ void k(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f);
+}
+// launch: k<<<cdiv(n, 256), 256>>>(x, out, n))";
+  req.time = true;
+  for (int t = 0; t < 2; ++t) {
+    TrialSpec spec;
+    spec.sizes = tasks::SizeSet::kGpu;
+    spec.trial = t;
+    req.trials.push_back(spec);
+  }
+  // Warm: the compile cache, the input cache and the reference's time (cached per task).
+  if (JobReport r = runner.run(req); !r.outcome.ok()) {
+    state.SkipWithError(r.outcome.message.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    JobReport r = runner.run(req);
+    if (!r.outcome.ok()) std::abort();
+    benchmark::DoNotOptimize(r.outputs.data());
+  }
+}
+BENCHMARK(BM_JobHostWork)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
 BENCHMARK_CAPTURE(BM_TrialInputs, drawn_1_thread, false, 1)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK_CAPTURE(BM_TrialInputs, drawn_2_threads, false, 2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);

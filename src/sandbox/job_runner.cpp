@@ -32,54 +32,93 @@ ExecOutcome infra(const std::string& what, const Status& st) {
 }
 
 // The device side of one trial: every task buffer and scratch buffer, each inside a guard zone.
+// Bodies go to and from the device directly, never through a framed host copy: at a GPU task's
+// sizes (tens of MB a buffer) each host pass over a buffer costs more than its transfer.
 class TrialBuffers {
  public:
-  explicit TrialBuffers(Executor& ex) : ex_(ex), guard_(ex.guard_bytes()) {}
+  explicit TrialBuffers(Executor& ex) : ex_(ex), guard_(ex.guard_bytes(), kGuardByte) {}
   ~TrialBuffers() {
     for (uint64_t base : bases_) ex_.release(base);
   }
   TrialBuffers(const TrialBuffers&) = delete;
   TrialBuffers& operator=(const TrialBuffers&) = delete;
 
-  // Allocates and uploads `bytes` (or zeros when null) inside guard zones; returns the address
-  // the kernel sees.
+  // Allocates `size` bytes inside guard zones and uploads `bytes` (null: the allocation's zeros
+  // stay); returns the address the kernel sees.
   Expected<uint64_t> add(const uint8_t* bytes, size_t size) {
-    std::vector<uint8_t> host(size + 2 * guard_, kGuardByte);
-    if (bytes)
-      std::memcpy(host.data() + guard_, bytes, size);
-    else
-      std::memset(host.data() + guard_, 0, size);
-    LEAP_ASSIGN_OR_RETURN(uint64_t base, ex_.allocate(host.size()));
+    const size_t g = guard_.size();
+    LEAP_ASSIGN_OR_RETURN(uint64_t base, ex_.allocate(size + 2 * g));
     bases_.push_back(base);
     sizes_.push_back(size);
-    LEAP_RETURN_IF_ERROR(ex_.write(base, host.data(), host.size()));
-    return base + guard_;
+    if (g > 0) {
+      LEAP_RETURN_IF_ERROR(ex_.write(base, guard_.data(), g));
+      LEAP_RETURN_IF_ERROR(ex_.write(base + g + size, guard_.data(), g));
+    }
+    if (bytes && size > 0) LEAP_RETURN_IF_ERROR(ex_.write(base + g, bytes, size));
+    return base + g;
   }
 
-  // Reads allocation `i` back: its body into `out`, and whether its guards are intact.
+  // Reads allocation `i`'s body into `out`; `guard_damage` says how its guards were changed
+  // (empty: intact).
   Status read_back(size_t i, std::vector<uint8_t>* out, std::string* guard_damage) {
-    std::vector<uint8_t> host(sizes_[i] + 2 * guard_);
-    LEAP_RETURN_IF_ERROR(ex_.read(bases_[i], host.data(), host.size()));
-    out->assign(host.begin() + guard_, host.begin() + guard_ + sizes_[i]);
-    for (size_t g = 0; g < guard_; ++g) {
-      if (host[g] != kGuardByte) {
-        *guard_damage = fmt::format("wrote {} bytes before its start", guard_ - g);
+    out->resize(sizes_[i]);
+    if (!out->empty()) LEAP_RETURN_IF_ERROR(ex_.read(body(i), out->data(), out->size()));
+    return check_guards(i, guard_damage);
+  }
+
+  // Compares allocation `i`'s body with `expected` (null: zeros), reading it back in pieces, so
+  // that no host copy of the whole buffer is made. *first_difference: the offset of the first
+  // byte that differs, or the size when none does.
+  Status compare(size_t i, const uint8_t* expected, size_t* first_difference, std::string* guard_damage) {
+    const size_t n = sizes_[i];
+    std::vector<uint8_t> piece(std::min(n, kPieceBytes));
+    *first_difference = n;
+    for (size_t at = 0; at < n; at += piece.size()) {
+      const size_t len = std::min(piece.size(), n - at);
+      LEAP_RETURN_IF_ERROR(ex_.read(body(i) + at, piece.data(), len));
+      const bool same = expected ? std::memcmp(piece.data(), expected + at, len) == 0
+                                 : std::all_of(piece.begin(), piece.begin() + static_cast<long>(len),
+                                               [](uint8_t b) { return b == 0; });
+      if (!same) {
+        size_t k = 0;
+        while (piece[k] == (expected ? expected[at + k] : 0)) ++k;
+        *first_difference = at + k;
         break;
       }
     }
-    for (size_t g = host.size(); g-- > guard_ + sizes_[i];) {
-      if (host[g] != kGuardByte) {
-        *guard_damage =
-            fmt::format("wrote up to {} bytes past its end", g + 1 - guard_ - sizes_[i]);
-        break;
+    return check_guards(i, guard_damage);
+  }
+
+  // Whether allocation `i`'s guards are intact (`guard_damage` empty) or how they were changed.
+  Status check_guards(size_t i, std::string* guard_damage) {
+    guard_damage->clear();
+    const size_t g = guard_.size();
+    if (g == 0) return Status::ok();
+    std::vector<uint8_t> before(g), after(g);
+    LEAP_RETURN_IF_ERROR(ex_.read(bases_[i], before.data(), g));
+    LEAP_RETURN_IF_ERROR(ex_.read(body(i) + sizes_[i], after.data(), g));
+    for (size_t k = g; k-- > 0;) {
+      if (after[k] != kGuardByte) {
+        *guard_damage = fmt::format("wrote up to {} bytes past its end", k + 1);
+        return Status::ok();
+      }
+    }
+    for (size_t k = 0; k < g; ++k) {
+      if (before[k] != kGuardByte) {
+        *guard_damage = fmt::format("wrote {} bytes before its start", g - k);
+        return Status::ok();
       }
     }
     return Status::ok();
   }
 
  private:
+  static constexpr size_t kPieceBytes = size_t{4} << 20;
+
+  uint64_t body(size_t i) const { return bases_[i] + guard_.size(); }
+
   Executor& ex_;
-  size_t guard_;
+  std::vector<uint8_t> guard_;  // guard_bytes() bytes of the pattern
   std::vector<uint64_t> bases_;
   std::vector<size_t> sizes_;
 };
@@ -122,8 +161,8 @@ struct Staged {
 
 // Plans `answer` over `params` and places the task's buffers (`data`) and the plan's scratch.
 Expected<Staged> stage(const Answer& answer, const tasks::Task& task, const tasks::Params& params,
-                       const PlanLimits& limits, const std::vector<tasks::BufferData>& data,
-                       TrialBuffers& device, ExecOutcome* failure) {
+                       const PlanLimits& limits, const BufferRefs& data, TrialBuffers& device,
+                       ExecOutcome* failure) {
   Staged s;
   auto plan = make_launch_plan(answer, task, params, limits);
   if (!plan) {
@@ -131,10 +170,10 @@ Expected<Staged> stage(const Answer& answer, const tasks::Task& task, const task
     return plan.status();
   }
   s.plan = std::move(*plan);
-  for (const auto& b : data) {
-    auto addr = device.add(b.bytes.data(), b.bytes.size());
+  for (const tasks::BufferData* b : data) {
+    auto addr = device.add(b->bytes.data(), b->bytes.size());
     if (!addr) {
-      *failure = infra("allocating buffer " + b.name, addr.status());
+      *failure = infra("allocating buffer " + b->name, addr.status());
       return addr.status();
     }
     s.buffers.push_back(*addr);
@@ -157,15 +196,14 @@ Expected<Staged> stage(const Answer& answer, const tasks::Task& task, const task
 class StagedState {
  public:
   // `data` must outlive this object: the kept copies are checked against it.
-  static Expected<StagedState> keep(TrialBuffers& device, const std::vector<tasks::BufferData>& data,
-                                    const Staged& staged) {
+  static Expected<StagedState> keep(TrialBuffers& device, const BufferRefs& data, const Staged& staged) {
     StagedState s;
     size_t alloc = data.size() + staged.scratch.size();  // the kept copies follow the staged buffers
     for (size_t i = 0; i < data.size(); ++i) {
-      if (data[i].role == tasks::Role::kIn) continue;
-      LEAP_ASSIGN_OR_RETURN(uint64_t kept, device.add(data[i].bytes.data(), data[i].bytes.size()));
-      s.copies_.push_back({staged.buffers[i], kept, data[i].bytes.size(), alloc++, &data[i].bytes,
-                           data[i].name});
+      if (data[i]->role == tasks::Role::kIn) continue;
+      LEAP_ASSIGN_OR_RETURN(uint64_t kept, device.add(data[i]->bytes.data(), data[i]->bytes.size()));
+      s.copies_.push_back({staged.buffers[i], kept, data[i]->bytes.size(), alloc++, &data[i]->bytes,
+                           data[i]->name});
     }
     for (size_t j = 0; j < staged.scratch.size(); ++j) {
       LEAP_ASSIGN_OR_RETURN(uint64_t kept, device.add(nullptr, staged.plan.scratch[j].bytes));
@@ -182,13 +220,11 @@ class StagedState {
   // hands them back) has not computed them in the runs it was timed on.
   ExecOutcome check(TrialBuffers& device) const {
     for (const Copy& c : copies_) {
-      std::vector<uint8_t> bytes;
+      size_t first_difference = 0;
       std::string damage;
-      Status st = device.read_back(c.alloc, &bytes, &damage);
+      Status st = device.compare(c.alloc, c.expected ? c.expected->data() : nullptr, &first_difference, &damage);
       if (!st) return infra("reading the staged copies back", st);
-      const bool same = c.expected ? bytes == *c.expected
-                                   : std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
-      if (!damage.empty() || !same)
+      if (!damage.empty() || first_difference != c.bytes)
         return {Verdict::kMemoryViolation,
                 fmt::format("the kernel wrote into the sandbox's staged copy of buffer '{}' (outside "
                             "every buffer it was given)",
@@ -210,26 +246,29 @@ class StagedState {
 
 // Reads back the task's buffers and the scratch after a run: guard zones intact, inputs
 // unchanged, and the `out`/`inout` buffers into `outs`.
-ExecOutcome collect(TrialBuffers& device, const std::vector<tasks::BufferData>& data,
-                    const Staged& staged, std::vector<tasks::BufferData>* outs) {
+ExecOutcome collect(TrialBuffers& device, const BufferRefs& data, const Staged& staged,
+                    std::vector<tasks::BufferData>* outs) {
   const size_t n_alloc = data.size() + staged.scratch.size();
   for (size_t i = 0; i < n_alloc; ++i) {
-    std::vector<uint8_t> bytes;
-    std::string damage;
-    Status st = device.read_back(i, &bytes, &damage);
-    if (!st) return infra("reading results", st);
     const bool is_task_buffer = i < data.size();
-    const std::string& name =
-        is_task_buffer ? data[i].name : staged.plan.scratch[i - data.size()].name;
+    const bool is_input = is_task_buffer && data[i]->role == tasks::Role::kIn;
+    std::vector<uint8_t> bytes;
+    size_t first_difference = 0;
+    std::string damage;
+    // An input is compared piece by piece, an output comes back whole, scratch only has its
+    // guards checked (the kernel may leave anything in it).
+    Status st = is_input         ? device.compare(i, data[i]->bytes.data(), &first_difference, &damage)
+                : is_task_buffer ? device.read_back(i, &bytes, &damage)
+                                 : device.check_guards(i, &damage);
+    if (!st) return infra("reading results", st);
+    const std::string& name = is_task_buffer ? data[i]->name : staged.plan.scratch[i - data.size()].name;
     if (!damage.empty())
       return {Verdict::kMemoryViolation,
               fmt::format("the kernel {} of buffer '{}' (guard zone overwritten)", damage, name)};
     if (!is_task_buffer) continue;
-    if (data[i].role == tasks::Role::kIn) {
-      if (bytes != data[i].bytes) {
-        size_t first = 0;
-        while (first < bytes.size() && bytes[first] == data[i].bytes[first]) ++first;
-        const size_t elem = first / tasks::dtype_size(data[i].dtype);
+    if (is_input) {
+      if (first_difference != data[i]->bytes.size()) {
+        const size_t elem = first_difference / tasks::dtype_size(data[i]->dtype);
         return {Verdict::kWrongAnswer,
                 fmt::format("the kernel modified input buffer '{}' (first change at element "
                             "{}); inputs are read-only: write results only to the output "
@@ -240,10 +279,10 @@ ExecOutcome collect(TrialBuffers& device, const std::vector<tasks::BufferData>& 
     }
     // The buffer's description with the bytes read back (not a copy of the staged bytes first).
     tasks::BufferData out;
-    out.name = data[i].name;
-    out.dtype = data[i].dtype;
-    out.role = data[i].role;
-    out.elements = data[i].elements;
+    out.name = data[i]->name;
+    out.dtype = data[i]->dtype;
+    out.role = data[i]->role;
+    out.elements = data[i]->elements;
     out.bytes = std::move(bytes);
     outs->push_back(std::move(out));
   }
@@ -311,9 +350,20 @@ JobReport JobRunner::run(const JobRequest& req) {
     const tasks::Params& params = tasks::params_for(req.task, spec.sizes);
     auto inputs = trial_inputs(req.task, spec);
     if (!inputs) return fail(infra("generating inputs", inputs.status()), static_cast<int>(t));
-    std::vector<tasks::BufferData> data = **inputs;  // the cached inputs stay as generated
-    for (auto& b : data)
-      if (b.role == tasks::Role::kOut) tasks::fill_poison(b);  // sized here: cached without bytes
+    // The inputs as cached (never copied: they stay as generated), the outputs poisoned here
+    // (cached without bytes).
+    std::vector<tasks::BufferData> poisoned;
+    poisoned.reserve((*inputs)->size());  // `data` points into it
+    BufferRefs data;
+    for (const tasks::BufferData& b : **inputs) {
+      if (b.role != tasks::Role::kOut) {
+        data.push_back(&b);
+        continue;
+      }
+      poisoned.push_back(b);
+      tasks::fill_poison(poisoned.back());
+      data.push_back(&poisoned.back());
+    }
 
     TrialBuffers device(executor_);
     ExecOutcome failure;
@@ -394,7 +444,7 @@ JobReport JobRunner::run(const JobRequest& req) {
 }
 
 ExecOutcome JobRunner::time_reference(const JobRequest& req, const tasks::Params& params,
-                                      const std::vector<tasks::BufferData>& data,
+                                      const BufferRefs& data,
                                       const std::string& key) {
   auto code = extract_code_block(req.task.reference);
   if (!code) return infra("the task's reference", code.status());

@@ -22,6 +22,10 @@
 
 namespace leap::sandbox {
 
+// A trial's buffers, in the task's order: the cached inputs themselves and the job's own
+// poisoned outputs, so that no input is copied per job.
+using BufferRefs = std::vector<const tasks::BufferData*>;
+
 class JobRunner {
  public:
   explicit JobRunner(Executor& executor, TimingOptions timing = {}, size_t input_cache_bytes = 0,
@@ -42,8 +46,8 @@ class JobRunner {
 
  private:
   // Times the task's reference on the trial's inputs and caches it under `key`.
-  ExecOutcome time_reference(const JobRequest& request, const tasks::Params& params,
-                             const std::vector<tasks::BufferData>& inputs, const std::string& key);
+  ExecOutcome time_reference(const JobRequest& request, const tasks::Params& params, const BufferRefs& inputs,
+                             const std::string& key);
 
   Executor& executor_;
   TimingOptions timing_;

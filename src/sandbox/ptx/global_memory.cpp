@@ -47,8 +47,10 @@ uint8_t* GlobalMemory::host_pointer(uint64_t address) {
 }
 
 size_t GlobalMemory::size_of(uint64_t address) const {
-  auto it = impl_->allocations.find(address);
-  return it == impl_->allocations.end() ? 0 : it->second.size;
+  auto it = impl_->allocations.upper_bound(address);
+  if (it == impl_->allocations.begin()) return 0;
+  --it;
+  return address - it->first <= it->second.size ? it->second.size - (address - it->first) : 0;
 }
 
 }  // namespace leap::sandbox::ptx

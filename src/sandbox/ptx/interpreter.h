@@ -80,6 +80,8 @@ class GlobalMemory {
   uint64_t allocate(size_t bytes);           // zero-filled; returns its device address
   void release(uint64_t address);
   uint8_t* host_pointer(uint64_t address);   // the allocation's bytes, for filling and reading
+  // Bytes from `address` to the end of the allocation it is in (the whole allocation at its
+  // base; a guarded buffer's body inside it); 0 when it is in none.
   size_t size_of(uint64_t address) const;
 
   struct Impl;
