@@ -7,6 +7,7 @@
 // launch_plan.h's job (LAUNCH_ERROR).
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,8 @@ Expected<std::string> extract_code_block(std::string_view completion);
 // cudaMemcpy, ...), a `<<<` launch in code, and #include of headers other than the CUDA device
 // headers NVRTC resolves. Comments and string literals are ignored.
 Status check_device_only(std::string_view code);
+// The headers check_device_only lets an answer #include (each compiles under NVRTC: tested).
+std::span<const std::string_view> allowed_device_headers();
 
 // The code with comments and the contents of string/char literals replaced by spaces (newlines
 // kept), so scans for names and constructs see code only.

@@ -30,6 +30,8 @@ constexpr std::array<std::string_view, 14> kHostCalls = {
 
 }  // namespace
 
+std::span<const std::string_view> allowed_device_headers() { return kAllowedHeaders; }
+
 std::string blank_comments_and_strings(std::string_view code) {
   std::string out(code);
   size_t i = 0;

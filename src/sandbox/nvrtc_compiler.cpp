@@ -178,6 +178,9 @@ CompileResult NvrtcCompiler::compile_uncached(std::string_view source,
     opts.push_back("--gpu-architecture=sm_" + std::to_string(options.sm_arch));
   }
   if (!include_dir_.empty()) opts.push_back("-I" + include_dir_);
+  // CUDA 13 keeps the CUDA C++ library (cuda/std/..., and what cooperative_groups.h includes)
+  // in include/cccl; without it an allowed header fails to compile.
+  if (!cccl_dir_.empty()) opts.push_back("-I" + cccl_dir_);
   opts.insert(opts.end(), options.extra_options.begin(), options.extra_options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());
@@ -241,6 +244,9 @@ CompileResult NvrtcCompiler::compile_uncached(std::string_view, const CompileOpt
 NvrtcCompiler::NvrtcCompiler(CompilerConfig config) : config_(std::move(config)) {
   include_dir_ =
       config_.cuda_include_dir.empty() ? find_cuda_include_dir() : config_.cuda_include_dir;
+  std::error_code ec;
+  if (!include_dir_.empty() && std::filesystem::is_directory(include_dir_ + "/cccl", ec))
+    cccl_dir_ = include_dir_ + "/cccl";
 }
 
 std::string NvrtcCompiler::make_key(std::string_view source, const CompileOptions& options) const {

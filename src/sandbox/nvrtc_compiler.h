@@ -108,6 +108,7 @@ class NvrtcCompiler {
 
   CompilerConfig config_;
   std::string include_dir_;
+  std::string cccl_dir_;  // include_dir_/cccl where the toolkit has it (CUDA 13), else empty
 
   struct Entry {
     std::string key;

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "sandbox/answer.h"
 #include "sandbox/nvrtc_compiler.h"
 
 namespace leap::sandbox {
@@ -72,6 +73,28 @@ __global__ void cvt(const float* a, __half* h, __nv_bfloat16* b, int n) {
   auto r = compiler.compile(src, ptx_for({"cvt"}));
   ASSERT_TRUE(r->ok) << r->log;
   EXPECT_NE(r->ptx.find("cvt.rn.f16.f32"), std::string::npos);
+}
+
+// Every header an answer may include (check_device_only) compiles, for the interpreter's PTX
+// and for a GPU's cubin: CUDA 13 moved the CUDA C++ library that cuda/std/* and
+// cooperative_groups.h need into include/cccl, and an allowed header that does not compile would
+// make every answer using it a COMPILE_ERROR.
+TEST(NvrtcCompiler, CompilesEveryHeaderAnAnswerMayInclude) {
+  if (!nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  NvrtcCompiler compiler;
+  ASSERT_FALSE(allowed_device_headers().empty());
+  for (std::string_view header : allowed_device_headers()) {
+    const std::string src = "#include <" + std::string(header) + ">\n" +
+                            "__global__ void k(int* p) { p[threadIdx.x] = 1; }\n";
+    ASSERT_TRUE(check_device_only(src)) << header;
+    auto ptx = compiler.compile(src, ptx_for({"k"}));
+    EXPECT_TRUE(ptx->ok) << header << ": " << ptx->log;
+    CompileOptions cubin = ptx_for({"k"});
+    cubin.target = CompileTarget::kCubin;
+    cubin.sm_arch = 90;
+    auto bin = compiler.compile(src, cubin);
+    EXPECT_TRUE(bin->ok) << header << ": " << bin->log;
+  }
 }
 
 TEST(NvrtcCompiler, CompilesToCubin) {
