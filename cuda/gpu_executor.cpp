@@ -219,10 +219,14 @@ class GpuExecutor final : public sandbox::Executor {
     if (!k) return {Verdict::kLaunchError, "no kernel named " + l.kernel};
     if (timing_) return launch_kernel(*k, l, args);
     // Held shared while this job's kernels run; released by synchronize(), or here when the
-    // launch fails (then no synchronize follows).
+    // launch fails (then no synchronize follows), once the plan's earlier kernels are done, so
+    // that no timed run of another worker overlaps them.
     if (!lock_.shared(deadline_)) return lock_wait_error();
     ExecOutcome r = launch_kernel(*k, l, args);
-    if (!r.ok()) lock_.release();
+    if (!r.ok()) {
+      cudaStreamSynchronize(stream_);
+      lock_.release();
+    }
     return r;
   }
 

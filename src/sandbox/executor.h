@@ -82,7 +82,9 @@ class Executor {
   }
 
   // Runs one launch; `args` is laid out by marshal_args. May be asynchronous (GPU): errors of
-  // a launch may surface at the next synchronize().
+  // a launch may surface at the next synchronize(). Every successful launch is followed by a
+  // synchronize() before the job ends (a GPU's executor holds the device until then); a launch
+  // that fails has waited for the job's earlier kernels and holds nothing.
   virtual ExecOutcome launch(const Program& program, const PlannedLaunch& launch,
                              const std::vector<std::vector<uint8_t>>& args) = 0;
   virtual ExecOutcome synchronize() = 0;

@@ -131,24 +131,34 @@ std::vector<std::string> kernel_names(const Answer& answer) {
   return names;
 }
 
-// Launches every line of `plan` in order; the first failure stops it.
+// Launches every line of `plan` in order; the first failure stops it. A plan that stops at a
+// later line still synchronizes what it launched: a GPU's executor holds the device for a job's
+// kernels until synchronize() (cuda/gpu_executor.cpp), and a worker that returned without it
+// would keep every other worker's timing waiting while it idles. A fault of the launched kernels
+// that the wait reports came first, so it is the verdict.
 ExecOutcome run_plan(Executor& ex, const Program& program, const LaunchPlan& plan,
                      const std::vector<uint64_t>& buffers, const std::vector<uint64_t>& scratch) {
+  bool launched = false;
+  auto stop = [&](ExecOutcome o) {
+    if (!launched) return o;
+    ExecOutcome waited = ex.synchronize();
+    return waited.ok() ? o : waited;
+  };
   for (const auto& l : plan.launches) {
     const auto* params = program.params_of(l.kernel);
     if (!params)
-      return {Verdict::kLaunchError,
-              fmt::format("line {}: the code defines no __global__ kernel '{}' (declare it "
-                          "__global__, and spell it as in the code)",
-                          l.line, l.kernel)};
+      return stop({Verdict::kLaunchError,
+                   fmt::format("line {}: the code defines no __global__ kernel '{}' (declare it "
+                               "__global__, and spell it as in the code)",
+                               l.line, l.kernel)});
     auto args = marshal_args(l, *params, buffers, scratch);
-    if (!args)
-      return {Verdict::kLaunchError, fmt::format("line {}: {}", l.line, args.status().message())};
+    if (!args) return stop({Verdict::kLaunchError, fmt::format("line {}: {}", l.line, args.status().message())});
     ExecOutcome o = ex.launch(program, l, *args);
     if (!o.ok()) {
       o.message = fmt::format("launch of {} (line {}): {}", l.kernel, l.line, o.message);
-      return o;
+      return o;  // the executor's failed launch has let the device go (Executor::launch)
     }
+    launched = true;
   }
   return ex.synchronize();
 }

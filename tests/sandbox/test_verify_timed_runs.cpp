@@ -105,5 +105,34 @@ TEST(VerifyTimedRuns, RunsMayWaitForTheDeviceHalfTheRunTimeout) {
   EXPECT_LT(after_compile_s, 5.5);
 }
 
+// A plan that stops at a later line (here one whose arguments do not match its kernel) still
+// synchronizes the kernels it launched: a GPU's executor holds the device until then, and a
+// worker idling after such a job would hold every other worker's timing.
+TEST(VerifyTimedRuns, APlanThatStopsAtALaterLineSynchronizesWhatItLaunched) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  const char* body = R"(__global__ void first(float* out, int n) { if (threadIdx.x == 0) out[0] = 0.f; }
+__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
+})";
+  {
+    const char* second = "// launch: k<<<1, 1>>>(x, out, n)\n";
+    WallClockExecutor ex;
+    JobRunner runner(ex, TimingOptions{1, 3, 0.0, 3});
+    JobRequest req;
+    req.task = small(testing::relu_scale_task());
+    req.code = std::string(body) + "\n// launch: first<<<1, 32>>>(out, n)\n" + second;
+    TrialSpec t;
+    t.sizes = tasks::SizeSet::kGpu;
+    req.trials = {t};
+    req.time = true;
+    const JobReport r = runner.run(req);
+    EXPECT_EQ(verdict_name(r.outcome.verdict), "LAUNCH_ERROR") << second << r.outcome.message;
+    EXPECT_NE(r.outcome.message.find("takes 4 parameters but the launch line passes 3"), std::string::npos)
+        << r.outcome.message;
+    EXPECT_EQ(ex.unsynchronized, 0) << second;
+  }
+}
+
 }  // namespace
 }  // namespace leap::sandbox

@@ -30,9 +30,17 @@ class WallClockExecutor final : public Executor {
   Status read(uint64_t a, void* d, size_t n) override { return cpu_.read(a, d, n); }
   ExecOutcome launch(const Program& p, const PlannedLaunch& l,
                      const std::vector<std::vector<uint8_t>>& args) override {
-    return cpu_.launch(p, l, args);
+    ExecOutcome o = cpu_.launch(p, l, args);
+    if (o.ok()) ++unsynchronized;
+    return o;
   }
-  ExecOutcome synchronize() override { return cpu_.synchronize(); }
+  ExecOutcome synchronize() override {
+    unsynchronized = 0;
+    return cpu_.synchronize();
+  }
+  // Successful launches since the last synchronize(): a GPU's executor holds the device for
+  // them, so a job must never end with any.
+  int unsynchronized = 0;
   void set_deadline(std::chrono::steady_clock::time_point d) override { deadline = d; }
   std::chrono::steady_clock::time_point deadline{};
   size_t guard_bytes() const override { return guard_; }
