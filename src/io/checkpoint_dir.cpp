@@ -40,6 +40,24 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const std::string& ru
   return out;
 }
 
+// A step's earlier checkpoint set aside by finish_checkpoint (".old_step_N") whose replacement
+// never arrived (a crash between the two renames): the only complete copy of that step.
+std::vector<std::pair<int64_t, fs::path>> orphaned_old_checkpoints(const fs::path& root) {
+  std::vector<std::pair<int64_t, fs::path>> out;
+  std::error_code ec;
+  const std::string old_prefix = std::string(".old_") + kPrefix;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.rfind(old_prefix, 0) != 0) continue;
+    if (fs::exists(root / name.substr(5), ec) || !fs::exists(e.path() / "state.json", ec)) continue;
+    try {
+      out.emplace_back(std::stoll(name.substr(old_prefix.size())), e.path());
+    } catch (...) {
+    }
+  }
+  return out;
+}
+
 // The keys of state.json its readers take a value of a given type from (train_command.cpp,
 // train_rl_loop.cpp, train_sft_run.cpp): a value of another type would throw there, so it is an
 // error here, naming the file and the key. Objects' own keys (dcp, kl_reference) are checked by
@@ -114,6 +132,9 @@ Expected<std::string> begin_checkpoint(const std::string& run_dir, int64_t step)
   const fs::path root = fs::path(run_dir) / "checkpoints";
   const fs::path tmp = root / (".tmp_" + checkpoint_dir_name(step));
   std::error_code ec;
+  // A step's only complete copy, left set aside by a crash, goes back to its name first.
+  for (const auto& [n, dir] : orphaned_old_checkpoints(root)) fs::rename(dir, root / checkpoint_dir_name(n), ec);
+  ec.clear();
   // A crashed attempt's unfinished folders, of this step or of any other (a schedule by the
   // clock need not checkpoint the same steps again): at 7B each is about a hundred GB.
   for (const auto& e : fs::directory_iterator(root, ec)) {
@@ -182,7 +203,11 @@ std::string describe_checkpoint(const std::string& run_dir, int64_t step) {
 }
 
 Expected<std::string> latest_checkpoint(const std::string& run_dir) {
+  // Read-only (every rank may call it): a step's copy left set aside by a crash counts where it
+  // lies, and the next begin_checkpoint (rank 0's) puts it back.
   auto all = list_checkpoints(run_dir);
+  for (auto& orphan : orphaned_old_checkpoints(fs::path(run_dir) / "checkpoints")) all.push_back(std::move(orphan));
+  std::sort(all.begin(), all.end());
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     if (fs::exists(it->second / "state.json")) return it->second.string();
   }

@@ -181,6 +181,31 @@ TEST(CheckpointDir, AResumedBranchSetsLaterCheckpointsAsideAndCleansUp) {
   EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(2));
 }
 
+// A crash between finish_checkpoint's two renames (the earlier step_N set aside, the new one not
+// yet in place) leaves .old_step_N as that step's only complete copy: resuming finds it, and the
+// next checkpoint puts it back under its name instead of deleting it with the crash's leftovers.
+TEST(CheckpointDir, AStepLeftSetAsideByACrashIsResumedAndRestored) {
+  Trained t;
+  const std::string run = fresh_dir("set_aside");
+  for (int64_t step : {1, 2}) ASSERT_TRUE(save_checkpoint({run, step, {{"x", step}}, 5, ""}, t.model, t.opt).is_ok());
+  const std::string root = run + "/checkpoints/";
+  fs::rename(root + checkpoint_dir_name(2), root + ".old_" + checkpoint_dir_name(2));
+  fs::create_directories(root + ".tmp_" + checkpoint_dir_name(2));  // the replacement, unfinished
+  auto latest = latest_checkpoint(run);
+  ASSERT_TRUE(latest.has_value()) << latest.status().message();
+  EXPECT_EQ(fs::path(*latest).filename(), ".old_" + checkpoint_dir_name(2));
+  Fresh fresh;
+  auto state = load_checkpoint(*latest, fresh.model, fresh.opt);
+  ASSERT_TRUE(state.has_value()) << state.status().message();
+  EXPECT_EQ((*state)["x"], 2);
+  auto tmp = begin_checkpoint(run, 3);
+  ASSERT_TRUE(tmp.has_value()) << tmp.status().message();
+  EXPECT_TRUE(fs::exists(root + checkpoint_dir_name(2) + "/state.json"));
+  EXPECT_FALSE(fs::exists(root + ".old_" + checkpoint_dir_name(2)));
+  EXPECT_FALSE(fs::exists(root + ".tmp_" + checkpoint_dir_name(2)));
+  EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(2));
+}
+
 TEST(CheckpointDir, TheOlderLayoutStillLoads) {
   Trained t;
   const std::string dir = fresh_dir("older");
