@@ -6,7 +6,10 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
+#include <cstring>
 #include <thread>
 
 namespace leap::cuda {
@@ -15,8 +18,17 @@ DeviceLock::DeviceLock(const std::string& pci_bus_id, const std::string& dir) {
   std::string name = pci_bus_id;
   for (char& c : name)
     if (c == ':' || c == '.' || c == '/') c = '_';
-  const std::string path = dir + "/leap-sandbox-gpu-" + name + ".lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  path_ = dir + "/leap-sandbox-gpu-" + name + ".lock";
+  // flock needs no write access: a file another user (or root) created stays usable read-only.
+  // It is created world-writable whatever the umask, so that ranks of other users can share it;
+  // O_CREAT on another user's file in a sticky /tmp fails under fs.protected_regular, so an
+  // existing file is opened without it.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0 && errno == ENOENT) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ >= 0) ::fchmod(fd_, 0666);
+  }
+  if (fd_ < 0) open_error_ = std::strerror(errno);
 }
 
 DeviceLock::~DeviceLock() {

@@ -18,7 +18,8 @@ namespace leap::cuda {
 class DeviceLock {
  public:
   using Deadline = std::chrono::steady_clock::time_point;
-  // The lock file is DIR/leap-sandbox-gpu-<bus id>.lock (created if missing).
+  // The lock file is DIR/leap-sandbox-gpu-<bus id>.lock (created if missing, mode 0666 whatever
+  // the umask, and opened read-only: ranks of other users share it).
   explicit DeviceLock(const std::string& pci_bus_id, const std::string& dir = "/tmp");
   ~DeviceLock();
   DeviceLock(const DeviceLock&) = delete;
@@ -32,9 +33,14 @@ class DeviceLock {
   bool exclusive(Deadline deadline = Deadline::max());
   void release();
   bool held() const { return held_; }
+  // Why the lock file could not be opened (then nothing is ever locked); empty when it is open.
+  const std::string& unusable_reason() const { return open_error_; }
+  const std::string& path() const { return path_; }
 
  private:
   bool take(int op, Deadline deadline);
+  std::string path_;
+  std::string open_error_;
   int fd_ = -1;
   bool held_ = false;
   int mode_ = 0;

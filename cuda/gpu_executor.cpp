@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <map>
 #include <vector>
@@ -93,6 +94,11 @@ class GpuExecutor final : public sandbox::Executor {
 
   // The stream, the events and the L2-flush buffer; a failure here means no executor.
   Status init() {
+    if (!lock_.unusable_reason().empty())
+      std::fprintf(stderr,
+                   "leap worker: warning: the GPU lock file %s cannot be opened (%s): timed runs may share "
+                   "the device with other workers' kernels; make it readable or remove it\n",
+                   lock_.path().c_str(), lock_.unusable_reason().c_str());
     cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaEventCreate(&start_);
     if (e == cudaSuccess) e = cudaEventCreate(&stop_);

@@ -131,8 +131,11 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
     return agreed;
   }
   std::vector<char> cpus(static_cast<size_t>(size) * kCpus);
-  const std::string mine = affinity_list();
-  MPI_CHECK(MPI_Allgather(mine.c_str(), kCpus, MPI_CHAR, cpus.data(), kCpus, MPI_CHAR, t.world));
+  // A fixed-size, zero-padded field: the allgather reads kCpus bytes, more than the list holds.
+  char mine[kCpus] = {};
+  const std::string list = affinity_list();
+  list.copy(mine, kCpus - 1);
+  MPI_CHECK(MPI_Allgather(mine, kCpus, MPI_CHAR, cpus.data(), kCpus, MPI_CHAR, t.world));
   for (int r = 0; r < size; ++r) {
     const Placement& p = (*placed)[static_cast<size_t>(r)];
     RankInfo ri{r, host_names[static_cast<size_t>(in.node[static_cast<size_t>(r)])],

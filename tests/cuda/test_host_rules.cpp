@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -98,6 +99,36 @@ TEST(DeviceLock, WaitsGiveUpAtTheirDeadline) {
     other_job.release();
     EXPECT_TRUE(running.shared(in(100)));
   }
+  std::filesystem::remove_all(dir);
+}
+
+// The lock file is made world-writable whatever the umask and opened read-only (flock needs no
+// write access), so that workers of other users share it; a lock that cannot be opened says why
+// and locks nothing.
+TEST(DeviceLock, TheFileIsSharedAcrossUsersOrSaysWhyNot) {
+  char dir_template[] = "/tmp/leap-lock-test-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  ASSERT_NE(dir, nullptr);
+  const mode_t old_mask = umask(022);
+  {
+    DeviceLock first("0000:1b:00.0", dir);
+    EXPECT_TRUE(first.unusable_reason().empty()) << first.unusable_reason();
+    struct stat st {};
+    ASSERT_EQ(stat(first.path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0666u);
+    ASSERT_EQ(chmod(first.path().c_str(), 0444), 0);  // as another user's file looks to this one
+    DeviceLock second("0000:1b:00.0", dir);
+    EXPECT_TRUE(second.unusable_reason().empty()) << second.unusable_reason();
+    ASSERT_TRUE(first.exclusive());
+    EXPECT_FALSE(second.shared(std::chrono::steady_clock::now())) << "a read-only open still locks";
+    first.release();
+    EXPECT_TRUE(second.shared(std::chrono::steady_clock::now()));
+    DeviceLock nowhere("0000:1b:00.0", std::string(dir) + "/missing");
+    EXPECT_NE(nowhere.unusable_reason(), "");
+    EXPECT_TRUE(nowhere.exclusive());
+    EXPECT_FALSE(nowhere.held());
+  }
+  umask(old_mask);
   std::filesystem::remove_all(dir);
 }
 
