@@ -2,6 +2,7 @@
 #include "model/kv_cache.h"
 
 #include <algorithm>
+#include <array>
 
 #include "common/check.h"
 
@@ -10,38 +11,48 @@ namespace {
 
 int blocks_for(int positions, int block_size) { return (positions + block_size - 1) / block_size; }
 
+// The scratch's pieces before the logits, in carve order (x, ln, tmp, rstd, q, atty, k, v, gu,
+// h), each rounded up to kKvScratchAlign floats: a piece is a GEMM's output or operand, which a
+// GPU's GEMM library wants aligned (cuBLASLt's vectorised kernels need 16 bytes), and with an odd
+// row count an unrounded rstd (one float a row) would leave every later piece 4-byte aligned.
+std::array<size_t, 10> kv_scratch_pieces(const ModelConfig& c, size_t R) {
+  const size_t C = c.hidden_size, I = c.intermediate_size;
+  const size_t HD = static_cast<size_t>(c.num_attention_heads) * c.head_dim;
+  const size_t KD = static_cast<size_t>(c.num_key_value_heads) * c.head_dim;
+  std::array<size_t, 10> n = {R * C, R * C, R * C, R, R * HD, R * HD, R * KD, R * KD, R * 2 * I, R * I};
+  for (size_t& k : n) k = (k + kKvScratchAlign - 1) / kKvScratchAlign * kKvScratchAlign;
+  return n;
+}
+
 }  // namespace
 
 size_t kv_scratch_floats(const ModelConfig& c, int rows, int logit_rows) {
-  const size_t HD = static_cast<size_t>(c.num_attention_heads) * c.head_dim;
-  const size_t KD = static_cast<size_t>(c.num_key_value_heads) * c.head_dim;
-  const size_t per_row = 3 * static_cast<size_t>(c.hidden_size) + 1 + 2 * HD + 2 * KD +
-                         3 * static_cast<size_t>(c.intermediate_size);
-  return per_row * rows + static_cast<size_t>(c.vocab_size) * logit_rows;
+  size_t total = 0;
+  for (size_t n : kv_scratch_pieces(c, static_cast<size_t>(rows))) total += n;
+  return total + static_cast<size_t>(c.vocab_size) * logit_rows;
 }
 
 KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
-  const size_t R = rows, C = c.hidden_size, I = c.intermediate_size;
-  const size_t HD = static_cast<size_t>(c.num_attention_heads) * c.head_dim;
-  const size_t KD = static_cast<size_t>(c.num_key_value_heads) * c.head_dim;
+  const std::array<size_t, 10> n = kv_scratch_pieces(c, static_cast<size_t>(rows));
   KvScratch d;
   float* p = base;
-  auto next = [&](size_t n) {
+  size_t i = 0;
+  auto next = [&] {
     float* r = p;
-    p += n;
+    p += n[i++];
     return r;
   };
-  d.x = next(R * C);
-  d.ln = next(R * C);
-  d.tmp = next(R * C);
-  d.rstd = next(R);
-  d.q = next(R * HD);
-  d.atty = next(R * HD);
-  d.k = next(R * KD);
-  d.v = next(R * KD);
-  d.gu = next(R * 2 * I);
-  d.h = next(R * I);
-  d.logits = next(0);  // the rest: logit_rows * V
+  d.x = next();
+  d.ln = next();
+  d.tmp = next();
+  d.rstd = next();
+  d.q = next();
+  d.atty = next();
+  d.k = next();
+  d.v = next();
+  d.gu = next();
+  d.h = next();
+  d.logits = p;  // the rest: logit_rows * V
   return d;
 }
 

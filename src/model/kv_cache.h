@@ -40,6 +40,8 @@ uint64_t kv_cache_bytes(const ModelConfig& cfg, int slots, int maxT, int block_s
                         backend::KvDtype dtype);
 
 // The scratch's activations for `rows` rows, the logits for the first `logit_rows` of them.
+// Every piece starts kKvScratchAlign floats (64 bytes) after an aligned base, whatever `rows`.
+constexpr size_t kKvScratchAlign = 16;
 struct KvScratch {
   float *x, *ln, *rstd, *q, *k, *v, *atty, *tmp, *gu, *h, *logits;
 };

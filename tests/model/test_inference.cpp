@@ -526,6 +526,29 @@ TEST_F(Inference, Bf16KvCacheHoldsRoundedValuesAndDecodesThem) {
 
 // The paged cache's block accounting: whole blocks are shared, a partial one copied, kept blocks
 // outlive their slot, and a full pool reclaims kept ones.
+// Every piece of the decode scratch is 64-byte aligned whatever the row count (an odd one made
+// every piece after the per-row rstd 4-byte aligned: GEMM outputs a GPU's cuBLASLt wants aligned),
+// the pieces do not overlap, and they end within kv_scratch_floats.
+TEST(KvCacheTest, ScratchPiecesAreAlignedForAnyRowCount) {
+  const ModelConfig cfg = tiny_config();
+  for (int rows : {1, 7, 65, 66}) {
+    const size_t total = kv_scratch_floats(cfg, rows, 3);
+    std::vector<float> buf(total + kKvScratchAlign);
+    float* base = buf.data();
+    while (reinterpret_cast<uintptr_t>(base) % 64 != 0) ++base;
+    const KvScratch d = carve_kv_scratch(cfg, base, rows);
+    const std::vector<float*> pieces = {d.x, d.ln, d.tmp, d.rstd, d.q, d.atty, d.k, d.v, d.gu, d.h, d.logits};
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(pieces[i]) % 64, 0u) << "piece " << i << " rows " << rows;
+      if (i > 0) {
+        EXPECT_GT(pieces[i], pieces[i - 1]);
+      }
+    }
+    EXPECT_EQ(d.rstd + rows <= d.q, true);
+    EXPECT_LE(d.logits + static_cast<size_t>(cfg.vocab_size) * 3, base + total) << rows;
+  }
+}
+
 TEST(KvCacheTest, SharesWholeBlocksCopiesPartialOnesAndCountsHolders) {
   backend::CpuBackend be(1);
   const ModelConfig c = tiny_config();
