@@ -51,6 +51,10 @@ failed=0
 note() { echo "$*" | tee -a "$SUMMARY"; }
 have() { command -v "$1" > /dev/null 2>&1; }
 left() { echo $(( DEADLINE - $(date +%s) )); }
+# clip N: N seconds, or what is left of the budget less 15 s to pack when that is less (at least 1).
+clip() { local a=$(( $(left) - 15 )); (( a < 1 )) && a=1; echo $(( $1 < a ? $1 : a )); }
+# Every step runs under `timeout -k 10`: a child stuck in a driver call that ignores SIGTERM is
+# killed 10 s later instead of holding the script past its budget.
 # The archive and summary.txt into RESULTS_DIR, without the op reference tensors (tens of MB,
 # remade from op_reference.py's seed on any machine).
 pack() {
@@ -72,7 +76,7 @@ note "== gpu_check: budget ${BUDGET} s; rerun with: scripts/stage_gpu_deps.sh &&
   if have nvcc; then echo "nvcc: $(nvcc --version | tail -n 2 | head -n 1)"; else echo "nvcc: MISSING"; fi
   if have cmake; then echo "cmake: $(cmake --version | head -n 1)"; else echo "cmake: MISSING"; fi
   if have "$PY"; then
-    "$PY" - <<'PYEOF' 2>&1
+    timeout -k 5 60 "$PY" - <<'PYEOF' 2>&1
 import importlib.util, sys
 print("python:", sys.version.split()[0])
 try:
@@ -118,9 +122,9 @@ cmake_args=(-S "$ROOT" -B "$BUILD" -DLEAP_GPU_ONLY=ON -DCMAKE_BUILD_TYPE=Release
 if have "$PY"; then
   # Some PyTorch wheels ship fmt headers, and most ship NCCL; they stand in where neither
   # Debian's packages nor the staged folder have them.
-  torch_include="$("$PY" -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])' 2>/dev/null)"
+  torch_include="$(timeout -k 5 60 "$PY" -c 'import torch.utils.cpp_extension as c; print(c.include_paths()[0])' 2>/dev/null)"
   [[ -n "$torch_include" ]] && cmake_args+=(-DLEAP_EXTRA_INCLUDE="$torch_include")
-  nccl_dir="$("$PY" -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if nvidia.nccl.__file__ else list(nvidia.nccl.__path__)[0])' 2>/dev/null)"
+  nccl_dir="$(timeout -k 5 60 "$PY" -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__) if nvidia.nccl.__file__ else list(nvidia.nccl.__path__)[0])' 2>/dev/null)"
   if [[ ! -e /usr/local/cuda/include/nccl.h && ! -e /usr/include/nccl.h && -n "$nccl_dir" ]]; then
     cmake_args+=(-DNCCL_ROOT="$nccl_dir")
   fi
@@ -134,7 +138,7 @@ fi
 grep "LEAP" "$WORK/configure.log" | tee -a "$SUMMARY"
 # The build may use the budget less a minute, so that at least the device report runs.
 build_limit=$(( $(left) > 90 ? $(left) - 60 : 30 ))
-timeout "$build_limit" cmake --build "$BUILD" -j "$JOBS" --target leap_gpu_check > "$WORK/build.log" 2>&1
+timeout -k 10 "$build_limit" cmake --build "$BUILD" -j "$JOBS" --target leap_gpu_check > "$WORK/build.log" 2>&1
 rc=$?
 if (( rc == 124 )); then
   note "FAILED build: not done within ${build_limit} s of the ${BUDGET} s budget (see build.log;" \
@@ -164,27 +168,27 @@ run_step() {
     note "SKIPPED $name: the ${BUDGET} s budget is spent"; return
   fi
   (( limit > avail )) && limit=$avail
-  timeout "$limit" "$@" > "$WORK/$name.json" 2> "$WORK/$name.log"
+  timeout -k 10 "$limit" "$@" > "$WORK/$name.json" 2> "$WORK/$name.log"
   rc=$?
   local dt=$(( $(date +%s) - t0 ))
   case $rc in
     0) note "ok      $name (${dt}s): $(head -c 600 "$WORK/$name.json")" ;;
     3) note "SKIPPED $name: $(tail -n 1 "$WORK/$name.log")" ;;
-    124) note "FAILED  $name: timed out after ${limit}s"; failed=1 ;;
+    124|137) note "FAILED  $name: timed out after ${limit}s"; failed=1 ;;
     *) note "FAILED  $name (exit $rc): $(tail -n 3 "$WORK/$name.log" | tr '\n' ' ')"
        [[ -s "$WORK/$name.json" ]] && note "        $(head -c 600 "$WORK/$name.json")"
        failed=1 ;;
   esac
   pack
 }
-torch_ok() { have "$PY" && "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
+torch_ok() { have "$PY" && timeout -k 5 "$(clip 60)" "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; }
 
 # ---- 3. checks -------------------------------------------------------------------------------
 note "== checks"
 run_step info 30 "$CHECK" info
 if torch_ok; then
   refdir="$WORK/op_reference"
-  if timeout 120 "$PY" "$ROOT/benchmarks/gpu/op_reference.py" "$refdir" > "$WORK/op_reference.log" 2>&1; then
+  if timeout -k 10 "$(clip 120)" "$PY" "$ROOT/benchmarks/gpu/op_reference.py" "$refdir" > "$WORK/op_reference.log" 2>&1; then
     run_step ops 60 "$CHECK" ops --ref="$refdir"
   else
     note "FAILED  op_reference.py (see op_reference.log)"; failed=1

@@ -72,8 +72,15 @@ GemmRunner::Plan& GemmRunner::plan_for(const GemmProblem& p, Alignments align) {
   }
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(ctx_->lt(), plan.desc, plan.a, plan.b, plan.cd,
-                                              plan.cd, pref, 1, &result, &found));
+  // NOT_SUPPORTED is how the heuristic says "no algorithm" for some problems: the check below
+  // then names the shapes and alignments, which a bare status would not.
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(ctx_->lt(), plan.desc, plan.a, plan.b, plan.cd,
+                                                           plan.cd, pref, 1, &result, &found);
+  if (st == CUBLAS_STATUS_NOT_SUPPORTED) {
+    found = 0;
+  } else {
+    CUBLAS_CHECK(st);
+  }
   cublasLtMatmulPreferenceDestroy(pref);
   LEAP_CHECK(found > 0, "cuBLASLt has no algorithm for m=" << p.m << " n=" << p.n << " k=" << p.k
                                                            << " (alignments " << align.a << "/"

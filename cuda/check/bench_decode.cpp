@@ -38,7 +38,11 @@ Expected<JsonRecord> run_decode(const CheckArgs& args) {
   const model::ModelConfig cfg = bench_model_config();
   model::Transformer m(cfg, be);
   m.init_random(2);
-  const int maxT = static_cast<int>(prompt + steps + 1);
+  // Positions: the prompt, the warm-up token, then the host-clock and the event-timed steps
+  // (at least one each, however few --tokens asks for).
+  const long long host_steps = std::max(1LL, steps / 2);
+  const long long device_steps = std::max(1LL, steps - host_steps);
+  const int maxT = static_cast<int>(prompt + 1 + host_steps + device_steps);
   // The sampler's paged layout and its cache dtype on this backend.
   const backend::KvDtype kv_dtype = backend::KvDtype::kBf16;
   model::KvCache cache(cfg, be, static_cast<int>(B), maxT, 16, 0, kv_dtype);
@@ -58,8 +62,6 @@ Expected<JsonRecord> run_decode(const CheckArgs& args) {
   m.decode(tokens.data(), slots.data(), static_cast<int>(B), cache, logits.data());  // warm-up
   // Half the steps as the sampler runs them (host clock, logits downloaded), half with the
   // logits left on the device between two events; the download timed alone with events.
-  const long long host_steps = std::max(1LL, steps / 2);
-  const long long device_steps = std::max(1LL, steps - host_steps);
   const auto t0 = std::chrono::steady_clock::now();
   for (long long i = 0; i < host_steps; ++i) {
     next_tokens();

@@ -31,6 +31,7 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
   LEAP_ASSIGN_OR_RETURN(long long B, args.integer("batch"));
   LEAP_ASSIGN_OR_RETURN(long long T, args.integer("seq"));
   LEAP_ASSIGN_OR_RETURN(long long steps, args.integer("steps"));
+  if (steps < 1) return invalid_input("--steps must be at least 1 (the median of the timed steps)");
   LEAP_ASSIGN_OR_RETURN(double peak_tflops, args.number("peak_tflops"));
   const std::string& config_path = args.str("config");
   model::ModelConfig cfg = bench_model_config();

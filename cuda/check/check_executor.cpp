@@ -14,6 +14,7 @@
 #include "cuda/check/checks.h"
 #include "cuda/device_probe.h"
 #include "cuda/gpu_executor.h"
+#include "sandbox/confinement.h"
 #include "sandbox/verifier.h"
 #include "sandbox/worker_main.h"
 #include "tasks/suite.h"
@@ -33,6 +34,10 @@ Expected<JsonRecord> verify_references(const CheckArgs& args, bool confine) {
   config.device = "gpu";
   JsonRecord r;
   if (confine) {
+    // A machine whose kernel lacks Landlock or seccomp cannot show confinement: not a failure
+    // of the check (a production worker there refuses to start unless sandbox.confine=off).
+    if (const sandbox::ConfinementSupport support = sandbox::probe_confinement(); !support.complete())
+      return unsupported("this kernel cannot confine a worker: " + support.describe());
     LEAP_RETURN_IF_ERROR(sandbox::warm_up(*executor));
     LEAP_ASSIGN_OR_RETURN(std::string how,
                           sandbox::confine_worker(config, true, compiler->cuda_include_dir()));
