@@ -112,7 +112,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   double train_s = seconds_since(t0);
   if (opts_.check_replicas_every > 0 && (step + 1) % opts_.check_replicas_every == 0) {
     announce(Control::Kind::kCheckReplicas, step, 0, topo_.world);
-    LEAP_RETURN_IF_ERROR(check_replicas_identical(policy_.params(), policy_.num_params(), topo_.role_comm));
+    LEAP_RETURN_IF_ERROR(check_replicas_identical(policy_.params_checksum(), topo_.role_comm));
   }
   announce(Control::Kind::kCpuTime, step, 0, topo_.world);
   const double cpu_s = job_cpu_seconds(topo_.world);
@@ -203,7 +203,7 @@ Status serve_policy(const Topology& topo, PolicyEngine& policy) {
         break;
       }
       case Control::Kind::kCheckReplicas:
-        LEAP_RETURN_IF_ERROR(check_replicas_identical(policy.params(), policy.num_params(), topo.role_comm));
+        LEAP_RETURN_IF_ERROR(check_replicas_identical(policy.params_checksum(), topo.role_comm));
         break;
       case Control::Kind::kCpuTime:
         job_cpu_seconds(topo.world);

@@ -63,9 +63,8 @@ class PolicyEngine {
     (void)policy, (void)req;
     return unsupported("this policy engine holds no model to checkpoint");
   }
-  // The flat parameters, for the replica checksum.
-  virtual const float* params() const = 0;
-  virtual size_t num_params() const = 0;
+  // The checksum of the flat parameters (mpi::checksum's), compared across the policy ranks.
+  virtual uint64_t params_checksum() const = 0;
 };
 
 // Verifies candidates; `slots` of them at a time.

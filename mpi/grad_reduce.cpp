@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "common/check.h"
 #include "common/fnv_hash.h"
@@ -25,11 +26,24 @@ double allreduce_sum(double value, MPI_Comm comm) {
 
 uint64_t checksum(const float* data, size_t n) { return fnv1a_floats(data, n); }
 
+uint64_t backend_checksum(backend::Backend& backend, const float* data, size_t n, size_t chunk_floats) {
+  std::vector<float> host(std::min(n, chunk_floats));
+  uint64_t h = kFnv1aBasis;
+  for (size_t at = 0; at < n; at += host.size()) {
+    const size_t len = std::min(host.size(), n - at);
+    backend.download(host.data(), data + at, len);
+    h = fnv1a_floats(host.data(), len, h);
+  }
+  return h;
+}
+
 Status check_replicas_identical(const float* params, size_t n, MPI_Comm comm) {
-  int size = 0, rank = 0;
+  return check_replicas_identical(checksum(params, n), comm);
+}
+
+Status check_replicas_identical(uint64_t mine, MPI_Comm comm) {
+  int size = 0;
   MPI_CHECK(MPI_Comm_size(comm, &size));
-  MPI_CHECK(MPI_Comm_rank(comm, &rank));
-  uint64_t mine = checksum(params, n);
   std::vector<uint64_t> all(static_cast<size_t>(size));
   MPI_CHECK(MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, comm));
   std::string bad;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "backend/backend.h"
 #include "common/status.h"
 
 namespace leap::mpi {
@@ -26,6 +27,12 @@ double allreduce_sum(double value, MPI_Comm comm);
 // must be bit-identical after every step; on a mismatch this returns an internal error naming
 // the ranks that disagree with rank 0 of `comm`.
 Status check_replicas_identical(const float* params, size_t n, MPI_Comm comm);
+// The same with this rank's checksum already taken (checksum(), or backend_checksum()).
+Status check_replicas_identical(uint64_t mine, MPI_Comm comm);
 uint64_t checksum(const float* data, size_t n);
+// checksum() of n floats in `backend`'s memory, downloaded `chunk_floats` at a time into one
+// host buffer: a device's 7B weights are never copied to the host whole (28 GiB a rank).
+uint64_t backend_checksum(backend::Backend& backend, const float* data, size_t n,
+                          size_t chunk_floats = size_t{1} << 24);
 
 }  // namespace leap::mpi

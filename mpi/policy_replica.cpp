@@ -254,11 +254,8 @@ Status PolicyReplica::write_checkpoint(MPI_Comm policy, const io::CheckpointRequ
   return mpi::write_checkpoint(policy, req, model_, optimizer_, opts_.zero ? opts_.zero->plan : nullptr);
 }
 
-const float* PolicyReplica::params() const {
-  if (model_.backend().host_memory()) return model_.params();
-  host_params_.resize(model_.num_params());
-  model_.backend().download(host_params_.data(), model_.params(), host_params_.size());
-  return host_params_.data();
+uint64_t PolicyReplica::params_checksum() const {
+  return backend_checksum(model_.backend(), model_.params(), model_.num_params());
 }
 
 }  // namespace leap::mpi

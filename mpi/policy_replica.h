@@ -57,9 +57,8 @@ class PolicyReplica final : public PolicyEngine {
   Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.
   void set_reference(model::ReferencePolicy* reference) { reference_ = reference; }
-  // Host memory: the model's own buffer on the CPU backend, a downloaded copy otherwise.
-  const float* params() const override;
-  size_t num_params() const override { return model_.num_params(); }
+  // Over the model's weights wherever they are (a device's downloaded a chunk at a time).
+  uint64_t params_checksum() const override;
 
  private:
   model::Transformer& model_;
@@ -68,7 +67,6 @@ class PolicyReplica final : public PolicyEngine {
   PolicyReplicaOptions opts_;
   model::ReferencePolicy* reference_ = nullptr;
   model::Sampler sampler_;
-  mutable std::vector<float> host_params_;  // params() on a device backend
   // What train_early() put into the gradient since the last step: the local loss normaliser of
   // its sequences and their figures (the loss summed under 1).
   struct EarlyGradient {

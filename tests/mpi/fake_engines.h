@@ -66,8 +66,7 @@ class FakePolicy : public PolicyEngine {
   }
   bool train_early_ok = true;
   double early_[2] = {0, 0};
-  const float* params() const override { return params_; }
-  size_t num_params() const override { return 2; }
+  uint64_t params_checksum() const override { return checksum(params_, 2); }
   float params_[2] = {0, 0};
   model::ByteTokenizer tok_;
   int delay_ms = 0;  // per item generated

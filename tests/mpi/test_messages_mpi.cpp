@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "backend/cpu_backend.h"
 #include "mpi/agree.h"
 #include "mpi/grad_reduce.h"
 #include "mpi/messages.h"
@@ -66,6 +67,19 @@ TEST(GradReduceMpi, SumMatchesHandComputed) {
   const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
   for (size_t i = 0; i < n; ++i) ASSERT_FLOAT_EQ(g[i], ranks_sum * static_cast<float>(i % 7)) << i;
   EXPECT_DOUBLE_EQ(allreduce_sum(0.5 * rank, MPI_COMM_WORLD), 0.5 * size * (size - 1) / 2);
+}
+
+// The checksum of a backend's weights, downloaded a chunk at a time (a device's are never copied
+// to the host whole), is the checksum of the whole buffer, for chunks that divide it or not.
+TEST(GradReduceMpi, AChunkedBackendChecksumIsTheWholeBuffersChecksum) {
+  backend::CpuBackend cpu(1);
+  std::vector<float> p(1000);
+  for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<float>(i) * 0.37f - 11.0f;
+  const uint64_t whole = checksum(p.data(), p.size());
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{500}, size_t{1000}, size_t{4096}})
+    EXPECT_EQ(backend_checksum(cpu, p.data(), p.size(), chunk), whole) << chunk;
+  p[999] = std::nextafter(p[999], 0.f);
+  EXPECT_NE(backend_checksum(cpu, p.data(), p.size(), 7), whole);
 }
 
 TEST(GradReduceMpi, DivergedReplicaIsNamed) {
