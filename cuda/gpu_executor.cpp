@@ -128,6 +128,7 @@ class GpuExecutor final : public sandbox::Executor {
     const uint64_t hits = compiler_->cache_stats().hits;
     auto cubin = compiler_->compile(source, opts);
     opts.target = sandbox::CompileTarget::kPtx;
+    opts.ptx_arch = sm_;  // the parameter lists of kernels this GPU alone can run
     auto ptx = compiler_->compile(source, opts);
     out.cache_hit = compiler_->cache_stats().hits >= hits + 2;
     out.compile_ms = (out.cache_hit ? 0.0 : cubin->compile_ms + ptx->compile_ms);

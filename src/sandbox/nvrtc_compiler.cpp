@@ -173,7 +173,7 @@ CompileResult NvrtcCompiler::compile_uncached(std::string_view source,
 
   std::vector<std::string> opts = {"-std=c++17"};
   if (options.target == CompileTarget::kPtx) {
-    opts.push_back("--gpu-architecture=compute_" + std::to_string(kPtxComputeArch));
+    opts.push_back("--gpu-architecture=compute_" + std::to_string(options.ptx_arch));
   } else {
     opts.push_back("--gpu-architecture=sm_" + std::to_string(options.sm_arch));
   }
@@ -258,7 +258,7 @@ std::string NvrtcCompiler::make_key(std::string_view source, const CompileOption
     key += field;
   };
   add(options.target == CompileTarget::kPtx ? "ptx" : "cubin");
-  add(options.target == CompileTarget::kPtx ? std::to_string(kPtxComputeArch)
+  add(options.target == CompileTarget::kPtx ? std::to_string(options.ptx_arch)
                                             : std::to_string(options.sm_arch));
   add(include_dir_);
   for (const auto& e : options.name_expressions) add(e);

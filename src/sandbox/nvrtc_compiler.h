@@ -32,7 +32,11 @@ inline constexpr int kPtxComputeArch = 80;
 
 struct CompileOptions {
   CompileTarget target = CompileTarget::kPtx;
-  int sm_arch = 90;  // the CUBIN's sm_XX; ignored for PTX (always compute_80)
+  int sm_arch = 90;  // the CUBIN's sm_XX; ignored for PTX
+  // The PTX's compute_XX: the interpreter's fixed one, or a GPU's own (its executor reads the
+  // kernels' parameter lists from PTX, and a kernel for that GPU alone, a Hopper cluster kernel
+  // say, does not compile for compute_80).
+  int ptx_arch = kPtxComputeArch;
   // Kernels to resolve, as written in launch lines: "relu", "scale<128>", "ns::k<float, 4>".
   std::vector<std::string> name_expressions;
   // Appended after the project's options ("-DTILE=16", "--use_fast_math", ...).

@@ -10,6 +10,7 @@
 
 #include "sandbox/answer.h"
 #include "sandbox/nvrtc_compiler.h"
+#include "sandbox/ptx/parser.h"
 
 namespace leap::sandbox {
 namespace {
@@ -95,6 +96,38 @@ TEST(NvrtcCompiler, CompilesEveryHeaderAnAnswerMayInclude) {
     auto bin = compiler.compile(src, cubin);
     EXPECT_TRUE(bin->ok) << header << ": " << bin->log;
   }
+}
+
+// A GPU's executor reads the kernels' parameter lists from PTX at the GPU's own arch: a kernel
+// for Hopper alone (a thread-block cluster) does not compile for the interpreter's compute_80,
+// compiles at compute_90, and its entry's parameters parse.
+TEST(NvrtcCompiler, AHopperOnlyKernelCompilesToPtxAtItsOwnArch) {
+  if (!nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  NvrtcCompiler compiler;
+  const char* src = R"(
+__global__ void __cluster_dims__(2, 1, 1) k(const float* x, float* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i];
+}
+)";
+  EXPECT_FALSE(compiler.compile(src, ptx_for({"k"}))->ok) << "compute_80 has no clusters";
+  CompileOptions at90 = ptx_for({"k"});
+  at90.ptx_arch = 90;
+  auto r = compiler.compile(src, at90);
+  ASSERT_TRUE(r->ok) << r->log;
+  auto parsed = ptx::parse_ptx(r->ptx);
+  ASSERT_TRUE(parsed.has_value()) << parsed.status().message();
+  const std::string* lowered = r->lowered_name("k");
+  ASSERT_NE(lowered, nullptr);
+  bool found = false;
+  for (const auto& f : parsed->functions) {
+    if (!f.is_entry || f.name != *lowered) continue;
+    found = true;
+    ASSERT_EQ(f.params.size(), 3u);
+    EXPECT_EQ(f.params[0].type, ".u64");
+    EXPECT_EQ(f.params[2].type, ".u32");
+  }
+  EXPECT_TRUE(found) << r->ptx;
 }
 
 TEST(NvrtcCompiler, CompilesToCubin) {
