@@ -172,7 +172,14 @@ class GpuExecutor final : public sandbox::Executor {
   // Every copy and fill goes on stream_, the stream the kernels run on: the legacy default
   // stream does not order against a cudaStreamNonBlocking stream, so a kernel could otherwise
   // read its inputs or guard bytes before they land.
+  //
+  // And every one of them, as every launch, runs under the shared lock: another worker's timed
+  // run holds it exclusively, so no zeroing, upload, read-back or scrub of this job lands inside
+  // its timed window (processes share a GPU by time-slicing, and a cached reference time
+  // measured beside one would skew every later speedup of its task). The lock is kept while
+  // work is queued and let go once the stream is idle (read, release, synchronize).
   Expected<uint64_t> allocate(size_t bytes) override {
+    LEAP_RETURN_IF_ERROR(hold_device());
     void* p = nullptr;
     cudaError_t e = cudaMalloc(&p, bytes);
     if (e == cudaSuccess) e = cudaMemsetAsync(p, 0, bytes, stream_);
@@ -186,8 +193,10 @@ class GpuExecutor final : public sandbox::Executor {
   }
   // Scrubbed before it is freed: a later job's kernel reading out of bounds in reused device
   // memory must not find a reference's outputs there. The wait makes the scrub complete before
-  // the memory can be handed out again.
+  // the memory can be handed out again. The scrub runs even when the lock cannot be had by the
+  // deadline: no job's data may outlive it.
   void release(uint64_t address) override {
+    (void)hold_device();
     auto it = sizes_.find(address);
     if (it != sizes_.end()) {
       cudaMemsetAsync(reinterpret_cast<void*>(address), 0, it->second, stream_);
@@ -196,24 +205,29 @@ class GpuExecutor final : public sandbox::Executor {
     // An error here is a sticky one a kernel left behind: the context is lost.
     if (cudaStreamSynchronize(stream_) != cudaSuccess) broken_ = true;
     cudaFree(reinterpret_cast<void*>(address));
+    let_device_go();
   }
   // From pageable host memory the call returns once `data` has been staged, so the caller may
   // reuse it; the copy itself is ordered before the kernels that follow on stream_.
   Status write(uint64_t address, const void* data, size_t bytes) override {
+    LEAP_RETURN_IF_ERROR(hold_device());
     cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(address), data, bytes,
                                     cudaMemcpyHostToDevice, stream_);
     return e == cudaSuccess ? Status::ok()
                             : internal_error("cudaMemcpy to device: " + cuda_text(e));
   }
   Status read(uint64_t address, void* data, size_t bytes) override {
+    LEAP_RETURN_IF_ERROR(hold_device());
     cudaError_t e = cudaMemcpyAsync(data, reinterpret_cast<const void*>(address), bytes,
                                     cudaMemcpyDeviceToHost, stream_);
     if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
+    let_device_go();
     return e == cudaSuccess ? Status::ok()
                             : internal_error("cudaMemcpy from device: " + cuda_text(e));
   }
 
   Status copy(uint64_t to, uint64_t from, size_t bytes) override {
+    LEAP_RETURN_IF_ERROR(hold_device());
     cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from),
                                     bytes, cudaMemcpyDeviceToDevice, stream_);
     return e == cudaSuccess ? Status::ok()
@@ -297,6 +311,8 @@ class GpuExecutor final : public sandbox::Executor {
   ExecOutcome time(const std::function<ExecOutcome()>& run_once,
                    const std::function<Status()>& prepare, const sandbox::TimingOptions& o,
                    sandbox::Timing* out) override {
+    // This job's queued uploads finish under its shared hold, before another job could time.
+    if (cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) return device_fault(e);
     if (!lock_.exclusive(deadline_)) return lock_wait_error();
     timing_ = true;
     ExecOutcome result = timed_runs(run_once, prepare, o, out);
@@ -310,6 +326,15 @@ class GpuExecutor final : public sandbox::Executor {
  private:
   // The device was held past this job's deadline by another job (a kernel that hangs keeps it
   // until its worker is killed): not the candidate's fault, and retried.
+  // The shared lock for this job's device work (already held while timing, exclusively).
+  Status hold_device() {
+    if (timing_ || lock_.shared(deadline_)) return Status::ok();
+    return internal_error(lock_wait_error().message);
+  }
+  // Once the stream is idle: nothing of this job's is on the device.
+  void let_device_go() {
+    if (!timing_) lock_.release();
+  }
   static ExecOutcome lock_wait_error() {
     return {Verdict::kSandboxError,
             "the GPU was held by another sandbox job's kernels until this job's deadline (a kernel that hangs "
