@@ -21,14 +21,31 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(int device, size_t wo
   }
   std::unique_ptr<CudaContext> ctx(new CudaContext());
   ctx->device_ = device;
-  CUDA_CHECK(cudaSetDevice(device));
-  CUDA_CHECK(cudaGetDeviceProperties(&ctx->props_, device));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->compute_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->comm_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaEventCreateWithFlags(&ctx->compute_done_, cudaEventDisableTiming));
-  CUBLAS_CHECK(cublasLtCreate(&ctx->lt_));
+  // The first calls that can fail on a busy or full GPU (a device in exclusive-process mode
+  // that another process holds; no memory left for the workspace) are the user's to fix: a
+  // Status naming the device, not an abort.
+  const std::string on = "CUDA device " + std::to_string(device) + ": ";
+  auto cuda_failed = [&](const char* what, cudaError_t e) {
+    cudaGetLastError();
+    return invalid_input(on + what + " failed: " + cudaGetErrorString(e) +
+                       " (is it in exclusive-process mode and taken by another process, or out of memory? "
+                       "see nvidia-smi)");
+  };
+  cudaError_t e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaGetDeviceProperties(&ctx->props_, device);
+  if (e != cudaSuccess) return cuda_failed("selecting it", e);
+  e = cudaStreamCreateWithFlags(&ctx->compute_, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&ctx->comm_, cudaStreamNonBlocking);
+  if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ctx->compute_done_, cudaEventDisableTiming);
+  if (e != cudaSuccess) return cuda_failed("creating its streams", e);
+  if (cublasStatus_t st = cublasLtCreate(&ctx->lt_); st != CUBLAS_STATUS_SUCCESS)
+    return invalid_input(on + "cublasLtCreate failed: " + cublasLtGetStatusString(st));
   ctx->workspace_bytes_ = workspace_bytes;
-  if (workspace_bytes > 0) CUDA_CHECK(cudaMalloc(&ctx->workspace_, workspace_bytes));
+  if (workspace_bytes > 0) {
+    e = cudaMalloc(&ctx->workspace_, workspace_bytes);
+    if (e != cudaSuccess) return cuda_failed(("allocating the " + std::to_string(workspace_bytes >> 20) +
+                                              " MiB GEMM workspace").c_str(), e);
+  }
   return ctx;
 }
 

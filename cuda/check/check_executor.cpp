@@ -28,10 +28,13 @@ Expected<JsonRecord> verify_references(const CheckArgs& args, bool confine) {
   LEAP_ASSIGN_OR_RETURN(DeviceInfo dev, probe_devices());
   if (dev.count == 0) return unsupported("no CUDA device: " + dev.reason);
   LEAP_ASSIGN_OR_RETURN(tasks::Suite suite, tasks::load_suite(args.str("suite")));
-  auto compiler = std::make_shared<sandbox::NvrtcCompiler>();
-  LEAP_ASSIGN_OR_RETURN(auto executor, make_gpu_executor(compiler, 0));
   sandbox::SandboxConfig config;
   config.device = "gpu";
+  // Confined as a `leap worker --sandbox.device=gpu` is: its resource limits (open files, file
+  // size, no core dumps) before the driver starts, then Landlock and seccomp after the warm-up.
+  if (confine) LEAP_RETURN_IF_ERROR(sandbox::apply_worker_limits(config, true));
+  auto compiler = std::make_shared<sandbox::NvrtcCompiler>();
+  LEAP_ASSIGN_OR_RETURN(auto executor, make_gpu_executor(compiler, 0));
   JsonRecord r;
   if (confine) {
     // A machine whose kernel lacks Landlock or seccomp cannot show confinement: not a failure

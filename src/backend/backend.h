@@ -29,6 +29,8 @@ enum class KvDtype { kF32, kBf16 };
 inline size_t kv_dtype_bytes(KvDtype d) { return d == KvDtype::kBf16 ? 2 : 4; }
 inline const char* kv_dtype_name(KvDtype d) { return d == KvDtype::kBf16 ? "bf16" : "fp32"; }
 
+// One thread uses a backend at a time (its caches and the CUDA backend's stream are not
+// synchronised): a thread that takes over calls bind_calling_thread() first.
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -52,7 +54,8 @@ class Backend {
   virtual float* alloc_floats(size_t n) = 0;
   virtual void free_floats(float* p) = 0;
   virtual void zero(float* p, size_t n) = 0;
-  virtual void copy(float* dst, const float* src, size_t n) = 0;  // within backend memory
+  // Within backend memory; [dst, dst + n) and [src, src + n) must not overlap.
+  virtual void copy(float* dst, const float* src, size_t n) = 0;
   virtual void upload(float* dst, const float* host, size_t n) = 0;
   virtual void download(float* host, const float* src, size_t n) = 0;
   // Weights kept in bf16 (a frozen KL reference): dst holds n bf16 values, src's n fp32 values
