@@ -8,6 +8,9 @@
 // at that job's run timeout, and a job waiting behind it must not run into its own timeout and
 // be judged TIMEOUT for it. Past the deadline the wait gives up and the job answers
 // SANDBOX_ERROR (the infrastructure's fault, retried), never a verdict on the candidate.
+//
+// A waiting timer has priority: once it waits, no new shared holder gets in (a second file, the
+// gate), so a busy GPU's stream of shared work cannot keep a timer out until its deadline.
 #pragma once
 
 #include <chrono>
@@ -42,6 +45,7 @@ class DeviceLock {
   std::string path_;
   std::string open_error_;
   int fd_ = -1;
+  int gate_fd_ = -1;  // path_ + ".gate": gives a waiting timer priority (device_lock.cpp)
   bool held_ = false;
   int mode_ = 0;
 };

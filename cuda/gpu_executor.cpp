@@ -177,7 +177,8 @@ class GpuExecutor final : public sandbox::Executor {
   // run holds it exclusively, so no zeroing, upload, read-back or scrub of this job lands inside
   // its timed window (processes share a GPU by time-slicing, and a cached reference time
   // measured beside one would skew every later speedup of its task). The lock is kept while
-  // work is queued and let go once the stream is idle (read, release, synchronize).
+  // work is queued and let go once the stream is idle (read, release, synchronize, a failed
+  // allocation). Not covered: loading and unloading a compiled module (kilobytes).
   Expected<uint64_t> allocate(size_t bytes) override {
     LEAP_RETURN_IF_ERROR(hold_device());
     void* p = nullptr;
@@ -186,6 +187,10 @@ class GpuExecutor final : public sandbox::Executor {
     if (e != cudaSuccess) {
       cudaGetLastError();
       if (p) cudaFree(p);
+      // Nothing of this job's may stay queued holding the device: a job that stops here releases
+      // no buffer (which would let it go), and its worker would idle holding it.
+      cudaStreamSynchronize(stream_);
+      let_device_go();
       return internal_error("cudaMalloc of " + std::to_string(bytes) + " bytes: " + cuda_text(e));
     }
     sizes_[reinterpret_cast<uint64_t>(p)] = bytes;
@@ -245,7 +250,9 @@ class GpuExecutor final : public sandbox::Executor {
     if (!lock_.shared(deadline_)) return lock_wait_error();
     ExecOutcome r = launch_kernel(*k, l, args);
     if (!r.ok()) {
-      cudaStreamSynchronize(stream_);
+      // An earlier kernel's fault that the wait reports came first: it is the verdict.
+      if (cudaError_t s = cudaStreamSynchronize(stream_); s != cudaSuccess && r.verdict == Verdict::kLaunchError)
+        r = device_fault(s);
       lock_.release();
     }
     return r;

@@ -2,6 +2,7 @@
 // rows start on cache lines and vector loads never split them.
 #include <omp.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -43,7 +44,8 @@ void CpuBackend::zero(float* p, size_t n) {
 void CpuBackend::copy(float* dst, const float* src, size_t n) {
   // The contract is disjoint ranges (a device copy of overlapping ones is undefined): checked
   // here, where every test runs, so that no caller comes to depend on memmove.
-  LEAP_CHECK(dst == src || dst + n <= src || src + n <= dst, "Backend::copy of overlapping ranges");
+  const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src), bytes = n * sizeof(float);
+  LEAP_CHECK(d == s || d + bytes <= s || s + bytes <= d, "Backend::copy of overlapping ranges");
   std::memmove(dst, src, n * sizeof(float));
 }
 void CpuBackend::upload(float* dst, const float* host, size_t n) {

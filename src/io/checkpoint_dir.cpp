@@ -216,9 +216,13 @@ Expected<std::string> latest_checkpoint(const std::string& run_dir) {
 
 Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string& run_dir, int64_t step) {
   std::vector<std::string> moved;
-  for (const auto& [n, dir] : list_checkpoints(run_dir)) {
+  // A later step's copy left set aside by a crash is of the abandoned branch too: the next
+  // checkpoint must not bring it back.
+  auto all = list_checkpoints(run_dir);
+  for (auto& orphan : orphaned_old_checkpoints(fs::path(run_dir) / "checkpoints")) all.push_back(std::move(orphan));
+  for (const auto& [n, dir] : all) {
     if (n <= step) continue;
-    const fs::path aside = dir.parent_path() / ("abandoned_" + dir.filename().string());
+    const fs::path aside = dir.parent_path() / ("abandoned_" + checkpoint_dir_name(n));
     std::error_code ec;
     fs::remove_all(aside, ec);  // an earlier abandoned branch's of the same step
     fs::rename(dir, aside, ec);

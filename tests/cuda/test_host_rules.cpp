@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "cuda/device_lock.h"
@@ -102,6 +103,33 @@ TEST(DeviceLock, WaitsGiveUpAtTheirDeadline) {
   std::filesystem::remove_all(dir);
 }
 
+// flock does not queue, so without the gate a timer waiting for the exclusive lock would wait
+// behind an endless stream of shared holders: once it waits, a new shared taker is kept out, and
+// the timer gets the lock as soon as the holders already in let go.
+TEST(DeviceLock, AWaitingTimerKeepsNewSharedHoldersOut) {
+  char dir_template[] = "/tmp/leap-lock-test-XXXXXX";
+  const char* dir = mkdtemp(dir_template);
+  ASSERT_NE(dir, nullptr);
+  using Clock = std::chrono::steady_clock;
+  auto in = [](int ms) { return Clock::now() + std::chrono::milliseconds(ms); };
+  {
+    DeviceLock holder("0000:1b:00.0", dir), timer("0000:1b:00.0", dir), newcomer("0000:1b:00.0", dir);
+    ASSERT_TRUE(holder.shared());
+    bool timed = false;
+    std::thread waiting([&] { timed = timer.exclusive(in(5000)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the timer is waiting now
+    EXPECT_FALSE(newcomer.shared(in(100))) << "a new shared holder got in while a timer waited";
+    holder.release();
+    waiting.join();
+    EXPECT_TRUE(timed);
+    EXPECT_FALSE(newcomer.shared(in(50))) << "nothing beside a timed run";
+    timer.release();
+    EXPECT_TRUE(newcomer.shared(in(500)));
+    EXPECT_TRUE(holder.shared(in(500))) << "shared holders share again";
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The lock file is made world-writable whatever the umask and opened read-only (flock needs no
 // write access), so that workers of other users share it; a lock that cannot be opened says why
 // and locks nothing.
@@ -116,7 +144,10 @@ TEST(DeviceLock, TheFileIsSharedAcrossUsersOrSaysWhyNot) {
     struct stat st {};
     ASSERT_EQ(stat(first.path().c_str(), &st), 0);
     EXPECT_EQ(st.st_mode & 0777, 0666u);
-    ASSERT_EQ(chmod(first.path().c_str(), 0444), 0);  // as another user's file looks to this one
+    // As another user's file looks to this one (as root, which the tests may run as, the mode
+    // does not stop a read-write open, so this shows the read-only open locks, not that a
+    // read-write one would have failed).
+    ASSERT_EQ(chmod(first.path().c_str(), 0444), 0);
     DeviceLock second("0000:1b:00.0", dir);
     EXPECT_TRUE(second.unusable_reason().empty()) << second.unusable_reason();
     ASSERT_TRUE(first.exclusive());

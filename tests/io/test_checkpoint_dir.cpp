@@ -204,6 +204,17 @@ TEST(CheckpointDir, AStepLeftSetAsideByACrashIsResumedAndRestored) {
   EXPECT_FALSE(fs::exists(root + ".old_" + checkpoint_dir_name(2)));
   EXPECT_FALSE(fs::exists(root + ".tmp_" + checkpoint_dir_name(2)));
   EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(2));
+  // A later step's set-aside copy belongs to the branch a resume from an earlier step abandons:
+  // it is set aside with that branch, and the next checkpoint does not bring it back.
+  ASSERT_TRUE(save_checkpoint({run, 9, {}, 5, ""}, t.model, t.opt).is_ok());
+  fs::rename(root + checkpoint_dir_name(9), root + ".old_" + checkpoint_dir_name(9));
+  auto moved = set_aside_newer_checkpoints(run, 2);
+  ASSERT_TRUE(moved.has_value()) << moved.status().message();
+  ASSERT_EQ(moved->size(), 1u);
+  EXPECT_EQ((*moved)[0], root + "abandoned_" + checkpoint_dir_name(9));
+  ASSERT_TRUE(begin_checkpoint(run, 3).has_value());
+  EXPECT_FALSE(fs::exists(root + checkpoint_dir_name(9)));
+  EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(2));
 }
 
 TEST(CheckpointDir, TheOlderLayoutStillLoads) {

@@ -524,8 +524,6 @@ TEST_F(Inference, Bf16KvCacheHoldsRoundedValuesAndDecodesThem) {
   EXPECT_LE(max_diff, 0.15);
 }
 
-// The paged cache's block accounting: whole blocks are shared, a partial one copied, kept blocks
-// outlive their slot, and a full pool reclaims kept ones.
 // Every piece of the decode scratch is 64-byte aligned whatever the row count (an odd one made
 // every piece after the per-row rstd 4-byte aligned: GEMM outputs a GPU's cuBLASLt wants aligned),
 // the pieces do not overlap, and they end within kv_scratch_floats.
@@ -549,6 +547,8 @@ TEST(KvCacheTest, ScratchPiecesAreAlignedForAnyRowCount) {
   }
 }
 
+// The paged cache's block accounting: whole blocks are shared, a partial one copied, kept blocks
+// outlive their slot, and a full pool reclaims kept ones.
 TEST(KvCacheTest, SharesWholeBlocksCopiesPartialOnesAndCountsHolders) {
   backend::CpuBackend be(1);
   const ModelConfig c = tiny_config();
