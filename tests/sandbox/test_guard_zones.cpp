@@ -22,23 +22,8 @@ using testing::answer;
 
 constexpr size_t kGuard = 256;
 
-class GuardedChannel final : public JobChannel {
- public:
-  GuardedChannel() : executor_(kGuard), runner_(executor_, TimingOptions{1, 3, 0.0, 3}) {}
-  JobReport run(const JobRequest& request) override { return runner_.run(request); }
-  bool on_gpu() const override { return true; }
-
- private:
-  testing::WallClockExecutor executor_;
-  JobRunner runner_;
-};
-
 VerifyResult verify(const tasks::Task& task, const std::string& completion) {
-  GuardedChannel channel;
-  SandboxConfig config;
-  config.device = "gpu";
-  Verifier v(channel, config);
-  return v.verify(task, completion);
+  return testing::verify_timed(task, completion, kGuard);
 }
 
 tasks::Task sized(int64_t n) {

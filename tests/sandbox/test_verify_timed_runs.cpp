@@ -19,23 +19,8 @@ using testing::WallClockExecutor;
 
 // One warm-up and three timed runs: the candidate's plan runs as launch 1 (trial 0), 2 to 5
 // (timing), then 6 and 7 (trials 1 and 2).
-class TimedChannel final : public JobChannel {
- public:
-  TimedChannel() : runner_(executor_, TimingOptions{1, 3, 0.0, 3}) {}
-  JobReport run(const JobRequest& request) override { return runner_.run(request); }
-  bool on_gpu() const override { return true; }
-
- private:
-  WallClockExecutor executor_;
-  JobRunner runner_;
-};
-
 VerifyResult verify(const tasks::Task& task, const std::string& completion) {
-  TimedChannel channel;
-  SandboxConfig config;
-  config.device = "gpu";
-  Verifier v(channel, config);
-  return v.verify(task, completion);
+  return testing::verify_timed(task, completion);
 }
 
 tasks::Task small(tasks::Task t) {

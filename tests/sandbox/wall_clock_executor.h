@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "sandbox/cpu_executor.h"
+#include "sandbox/job_runner.h"
+#include "sandbox/verifier.h"
 
 namespace leap::sandbox::testing {
 
@@ -69,5 +71,26 @@ class WallClockExecutor final : public Executor {
   CpuExecutor cpu_;
   size_t guard_;
 };
+
+// A GPU-like channel over that executor: one warm-up and three timed runs per timed job.
+class TimedChannel final : public JobChannel {
+ public:
+  explicit TimedChannel(size_t guard = 0) : executor_(guard), runner_(executor_, TimingOptions{1, 3, 0.0, 3}) {}
+  JobReport run(const JobRequest& request) override { return runner_.run(request); }
+  bool on_gpu() const override { return true; }
+
+ private:
+  WallClockExecutor executor_;
+  JobRunner runner_;
+};
+
+// Verifies `completion` as a GPU sandbox would (device gpu: GPU-size trials, timed).
+inline VerifyResult verify_timed(const tasks::Task& task, const std::string& completion, size_t guard = 0) {
+  TimedChannel channel(guard);
+  SandboxConfig config;
+  config.device = "gpu";
+  Verifier v(channel, config);
+  return v.verify(task, completion);
+}
 
 }  // namespace leap::sandbox::testing
