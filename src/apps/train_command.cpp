@@ -25,6 +25,7 @@
 #include "mpi/agree.h"
 #include "mpi/coordinator.h"
 #include "mpi/sandbox_engine.h"
+#include "mpi/zero_shard.h"
 #include "rl/dcp.h"
 #include "tasks/suite.h"
 
@@ -159,7 +160,9 @@ int run_train(const std::vector<std::string>& args) {
                               MPI_COMM_WORLD);
     if (setup) setup = dir.status();
     if (setup && !dir->empty() && role == mpi::Role::kPolicy) {
-      auto state = io::load_checkpoint(*dir, *policy.model, *policy.optimizer);
+      // Under ZeRO each policy rank reads the weights of its own shard only (its own rank-state
+      // file when the rank count is the same): the all-gather below fills in the rest.
+      auto state = io::load_checkpoint(*dir, *policy.model, *policy.optimizer, policy.zero != nullptr);
       if (state) resume_state = std::move(*state);
       else setup = state.status().with_context("resuming from " + *dir);
       if (setup) setup = check_checkpoint_mode(resume_state, *dir, c.train.mode);
@@ -170,6 +173,10 @@ int run_train(const std::vector<std::string>& args) {
   }
   if (setup && topo->is_coordinator()) setup = build_prompt_format(c, resume_state, &policy, log);
   setup = mpi::agree(setup, MPI_COMM_WORLD);
+  // Every policy rank resumed (the agreement says so): the shards' weights to every rank, the
+  // all-gather each ZeRO optimizer step ends with.
+  if (setup && role == mpi::Role::kPolicy && !resume_state.is_null() && policy.zero)
+    mpi::allgather_weights(*policy.model, *policy.zero, *policy.shard_comm);
   std::unique_ptr<io::TrajectoryFile> out;
   if (setup && topo->is_coordinator() && !sft) {
     std::error_code ec;

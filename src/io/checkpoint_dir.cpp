@@ -232,13 +232,14 @@ Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string
   return moved;
 }
 
-Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer) {
+Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer,
+                                         bool weights_of_shard_only) {
   auto cfg = model::read_model_config(dir + "/config.json");
   if (!cfg) return cfg.status();
   LEAP_RETURN_IF_ERROR(same_function(*cfg, model.config(), dir + "/config.json"));
   if (has_rank_states(dir)) {
     LEAP_RETURN_IF_ERROR(model::check_weights(dir, model));  // the export: present, of this model
-    LEAP_RETURN_IF_ERROR(load_rank_states(dir, model, optimizer));
+    LEAP_RETURN_IF_ERROR(load_rank_states(dir, model, optimizer, weights_of_shard_only));
     return read_state(dir, optimizer);
   }
   // A checkpoint from before the rank-state files: fp32 weights, and every moment in one file.

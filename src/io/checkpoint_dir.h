@@ -67,7 +67,8 @@ Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string
 // export is opened and checked against the model; the weights and moments come from the rank
 // states. A sharded optimizer (ZeRO) takes the moments of its shard, whatever the number of ranks
 // that wrote them. Corrupt, truncated or mismatched files are invalid_input naming
-// the file.
-Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer);
+// the file. `weights_of_shard_only`: see load_rank_states (the caller all-gathers the weights).
+Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer,
+                                         bool weights_of_shard_only = false);
 
 }  // namespace leap::io

@@ -91,7 +91,8 @@ Status write_rank_state(const std::string& dir, int rank, int world, const model
       });
 }
 
-Status load_rank_states(const std::string& dir, model::Transformer& model, model::AdamW& optimizer) {
+Status load_rank_states(const std::string& dir, model::Transformer& model, model::AdamW& optimizer,
+                        bool weights_of_shard_only) {
   const std::vector<RankFile> files = list_rank_files(dir);
   if (files.empty()) return not_found(dir + ": no optimizer-rank*-of-*.safetensors files");
   const int world = files.front().world;
@@ -151,6 +152,7 @@ Status load_rank_states(const std::string& dir, model::Transformer& model, model
   // parts of the ranges this shard holds on a sharded one.
   backend::Backend& be = model.backend();
   const bool replicated = optimizer.state_floats() == P;
+  weights_of_shard_only = weights_of_shard_only && !replicated;  // a shard of everything (1 rank)
   const auto& shard = optimizer.shard();
   std::vector<float> stage;
   for (const auto& s : stored) {
@@ -158,7 +160,7 @@ Status load_rank_states(const std::string& dir, model::Transformer& model, model
     for (int kind = 0; kind < 3; ++kind) {
       const std::string name = fmt::format("{}{}", kKinds[kind], s.offset);
       float* base = kind == 0 ? model.params() : kind == 1 ? optimizer.m() : optimizer.v();
-      if (kind == 0 || replicated) {
+      if (kind == 0 ? !weights_of_shard_only : replicated) {
         if (be.host_memory()) {
           LEAP_RETURN_IF_ERROR(s.file->read_f32(name, shape, base + s.offset));
           continue;
@@ -178,7 +180,9 @@ Status load_rank_states(const std::string& dir, model::Transformer& model, model
           LEAP_RETURN_IF_ERROR(s.file->read_f32(name, shape, stage.data()));
           read = true;
         }
-        be.upload(base + optimizer.state_offset(k) + (lo - off), stage.data() + (lo - s.offset), hi - lo);
+        // The weights at their place in the flat buffer; the moments compact, range after range.
+        float* to = kind == 0 ? base + lo : base + optimizer.state_offset(k) + (lo - off);
+        be.upload(to, stage.data() + (lo - s.offset), hi - lo);
       }
     }
   }

@@ -39,7 +39,11 @@ bool has_rank_states(const std::string& dir);
 // Reads every rank-state file of DIR: the fp32 weights into `model` (all of them) and the
 // moments this optimizer holds (its shard, or all). The files must be one complete set
 // (0..N-1 of N) whose ranges cover the buffer exactly once, or it is invalid_input naming the
-// file and the fix.
-Status load_rank_states(const std::string& dir, model::Transformer& model, model::AdamW& optimizer);
+// file and the fix. With `weights_of_shard_only` (a sharded optimizer: ZeRO) the weights too are
+// read at the shard's ranges only, and only the stored ranges that overlap the shard are read at
+// all: resumed onto as many ranks, each rank reads its own file, 1/N of the checkpoint, instead
+// of every rank reading every file; the caller all-gathers the rest (mpi::allgather_weights).
+Status load_rank_states(const std::string& dir, model::Transformer& model, model::AdamW& optimizer,
+                        bool weights_of_shard_only = false);
 
 }  // namespace leap::io

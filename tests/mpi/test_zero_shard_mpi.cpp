@@ -251,6 +251,34 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
       EXPECT_TRUE(std::equal(sub + other_opt.state_offset(k), sub + other_opt.state_offset(k) + n, got + off));
     }
   }
+  // Resumed onto as many ranks as wrote it, as `leap train` resumes under ZeRO: each rank reads
+  // the weights of its own shard only (nothing else of them reaches the model), then the
+  // all-gather fills in the rest, bit for bit.
+  {
+    model::Transformer own(tiny_config(), be);
+    model::AdamW own_opt(t.oc, own, t.plan.owned());
+    auto st = io::load_checkpoint(dir, own, own_opt, /*weights_of_shard_only=*/true);
+    ASSERT_TRUE(st.has_value()) << st.status().message();
+    std::vector<char> mine(own.num_params(), 0);
+    for (const auto& [off, n] : t.plan.owned()) std::fill(mine.begin() + off, mine.begin() + off + n, 1);
+    size_t owned_same = 0, others_zero = 0, others = 0;
+    for (size_t i = 0; i < own.num_params(); ++i) {
+      if (mine[i]) {
+        owned_same += own.params()[i] == t.sharded.params()[i];
+      } else {
+        ++others;
+        others_zero += own.params()[i] == 0.0f;
+      }
+    }
+    EXPECT_EQ(owned_same, own_opt.state_floats());
+    EXPECT_EQ(others_zero, others) << "weights outside the shard were read";
+    if (world > 1) {
+      EXPECT_GT(others, 0u);
+    }
+    allgather_weights(own, t.plan, t.collectives);
+    EXPECT_TRUE(std::equal(own.params(), own.params() + own.num_params(), t.sharded.params()));
+    EXPECT_TRUE(std::equal(own_opt.m(), own_opt.m() + own_opt.state_floats(), t.shard.m()));
+  }
   EXPECT_GT(ref2, 0);
   EXPECT_LE(std::sqrt(diff2 / ref2), 1e-5);
   if (world <= 2) {
