@@ -26,19 +26,28 @@ void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const
 
 }  // namespace
 
-GemmRunner::~GemmRunner() {
+GemmRunner::~GemmRunner() { drop_plans(); }
+
+// Descriptors are host objects that cublasLtMatmul reads when it enqueues, so dropping them never
+// disturbs a matmul in flight.
+void GemmRunner::drop_plans() {
   for (auto& [key, plan] : plans_) {
     cublasLtMatrixLayoutDestroy(plan.a);
     cublasLtMatrixLayoutDestroy(plan.b);
     cublasLtMatrixLayoutDestroy(plan.cd);
     cublasLtMatmulDescDestroy(plan.desc);
   }
+  plans_.clear();
 }
 
 GemmRunner::Plan& GemmRunner::plan_for(const GemmProblem& p, Alignments align) {
   Key key{p.key(), align.a, align.b, align.d};
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
+  // RL batches change the row count N = B*T from micro-batch to micro-batch, each a new problem
+  // for every GEMM of the model: a long run would keep adding plans. Past the bound they are all
+  // dropped and made again as used (a heuristic query each, microseconds).
+  if (plans_.size() >= kMaxPlans) drop_plans();
 
   Plan plan;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));

@@ -57,7 +57,9 @@ class GemmRunner {
     uint32_t a, b, d;
   };
   using Key = std::tuple<decltype(GemmProblem{}.key()), uint32_t, uint32_t, uint32_t>;
+  static constexpr size_t kMaxPlans = 4096;
   Plan& plan_for(const GemmProblem& p, Alignments align);
+  void drop_plans();
 
   CudaContext* ctx_;
   std::map<Key, Plan> plans_;
