@@ -191,7 +191,13 @@ void StepState::close_turn(int turn) {
 void StepState::close_sample_turn(int group, int sample_index, int turn) {
   SampleState& s = groups_[static_cast<size_t>(group)].samples[static_cast<size_t>(sample_index)];
   if (!s.active) return;
-  s.active = turn < opts_.max_turns && !s.trajectory().succeeded() && !s.turns.empty() && s.turns.back().turn == turn;
+  // A turn that still ends in SANDBOX_ERROR after the retries makes the sample void (rl/trajectory.h)
+  // at whatever turn: it stops there. Going on would show the policy an infrastructure error as
+  // feedback and let a later verdict turn a void trajectory into a judged one, trained at the
+  // reward of turns the sandbox never judged.
+  const rl::Trajectory outcome = s.trajectory();
+  s.active = turn < opts_.max_turns && !outcome.succeeded() && !outcome.is_void() && !s.turns.empty() &&
+             s.turns.back().turn == turn;
 }
 
 bool StepState::any_active() const {

@@ -113,6 +113,43 @@ TEST(StepState, StaticDcpExpandsOnlyHardGroupsAndStopsAtSuccess) {
   EXPECT_EQ(row.n_dropped_groups, 1);
 }
 
+// A debugging turn whose verdict is still SANDBOX_ERROR after the retries makes the sample void,
+// as at turn 1: it gets no further turn (whose feedback would be the infrastructure's error), and
+// it plays no match and trains nothing.
+TEST(StepState, ASandboxErrorAtALaterTurnEndsTheSampleVoid) {
+  auto suite = tiny_suite();
+  model::ByteTokenizer tok;
+  auto format = *rl::make_prompt_format("plain", "", tok, {}, rl::MultiTurn::kAppend, 0);
+  rl::PromptBuilder pb(rl::PromptOptions{}, format);
+  StepOptions so{.group_size = 4, .max_turns = 3, .seed = 1};
+  StepState st(0, {0}, so);
+  run_turn(st, 1, suite, pb, [](int, int s, int) { return s < 2; });  // 2 of 4 fail: expanded
+  rl::DcpController dcp(rl::DcpOptions{});
+  st.apply_dcp(dcp);
+  ASSERT_EQ(st.groups()[0].dcp.label, rl::DcpLabel::kExpanded);
+  auto items2 = *st.make_turn(2, suite, pb);
+  ASSERT_EQ(items2.size(), 2u);
+  std::vector<Completion> comps;
+  for (const auto& it : items2) comps.push_back({it.uid, "answer 2", {1}, {5, 5}, {-1, -1}});
+  ASSERT_TRUE(st.add_completions(comps, 0).is_ok());
+  // Sample 2's turn 2 never got a verdict; sample 3's was wrong.
+  ASSERT_TRUE(st.add_outcomes({{StepState::make_uid(0, 2, 2), static_cast<int32_t>(Verdict::kSandboxError), 0, 1, 1, -1, "lost"},
+                               {StepState::make_uid(0, 3, 2), static_cast<int32_t>(Verdict::kWrongAnswer), 0, 1, 1, -1, "x"}})
+                  .is_ok());
+  st.close_turn(2);
+  auto items3 = *st.make_turn(3, suite, pb);
+  ASSERT_EQ(items3.size(), 1u);
+  EXPECT_EQ(items3[0].uid, StepState::make_uid(0, 3, 3));
+  ASSERT_TRUE(st.add_completions({{items3[0].uid, "answer 3", {1}, {5}, {-1}}}, 0).is_ok());
+  ASSERT_TRUE(st.add_outcomes({{items3[0].uid, static_cast<int32_t>(Verdict::kOk), 0, 1, 1, -1, ""}}).is_ok());
+  st.close_turn(3);
+  EXPECT_FALSE(st.any_active());
+  st.score(rl::RewardOptions{}, rl::AdvantageOptions{});
+  const auto& adv = st.groups()[0].advantages;
+  EXPECT_EQ(adv.rewards[2], 0.0) << "a void sample gets reward 0";
+  for (const auto& item : st.train_items()) EXPECT_NE(item.sample, 2) << "a void sample trains nothing";
+}
+
 TEST(StepState, SingleTurnNeverExpands) {
   auto suite = tiny_suite();
   model::ByteTokenizer tok;
