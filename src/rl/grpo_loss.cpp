@@ -11,6 +11,11 @@ namespace leap::rl {
 namespace {
 
 constexpr double kMaxLogRatio = 20.0;
+// The k3 estimate per token is clamped too (as veRL's low_var_kl): a token the reference finds
+// far likelier than the policy now does (d = 15 nats: k3 about 3.3e6) would otherwise rule the
+// gradient's norm, and clipping by it would shrink every other token's update. Beyond the clamp
+// the term is constant: no gradient.
+constexpr double kMaxKl = 10.0;
 
 void check_inputs(const LossInputs& in, const LossOptions* opts) {
   const size_t n = in.logp.size();
@@ -67,9 +72,10 @@ TokenTerm token_term(double logp, double old_logp, double ref_logp, double adv,
   }
   if (o.kl_beta > 0) {
     const double d = ref_logp - logp;
-    const double kl = std::exp(d) - d - 1.0;
+    const double k3 = std::exp(std::min(d, 2 * kMaxLogRatio)) - d - 1.0;
+    const double kl = std::min(k3, kMaxKl);
     term.loss += o.kl_beta * kl;
-    term.grad += o.kl_beta * (1.0 - std::exp(d));
+    if (k3 < kMaxKl) term.grad += o.kl_beta * (1.0 - std::exp(d));
     st->kl_sum += kl;
   }
   st->tokens += 1;

@@ -109,6 +109,20 @@ TEST(GrpoLoss, HandWorkedK3Kl) {
   EXPECT_NEAR(out.stats.kl_mean(), std::exp(0.5) - 1.5, 1e-7);
 }
 
+// k3 = e^d - d - 1 with d = ref - logp grows as e^d: a token the reference finds 15 nats likelier
+// than the policy would give 3.3e6 and rule the gradient's norm. It is clamped at 10, with no
+// gradient beyond; below the clamp it is the hand-worked value.
+TEST(GrpoLoss, TheK3TermIsClampedAtTen) {
+  Batch b;
+  b.add_sequence(0.0f, {-16.0f, -1.0f}, {-16.0f, -1.0f}, {1, 1}, {-1.0f, 0.0f});  // d = 15, then 1
+  LossOptions o{.kl_beta = 0.1};
+  auto out = grpo_loss(b.view(), o, 2);
+  EXPECT_NEAR(out.loss, 0.1 * (10.0 + (std::exp(1.0) - 2.0)) / 2, 1e-7);
+  EXPECT_EQ(out.dlogp[0], 0.0f);
+  EXPECT_NEAR(out.dlogp[1], 0.1 * (1 - std::exp(1.0)) / 2, 1e-7);
+  EXPECT_NEAR(out.stats.kl_mean(), (10.0 + std::exp(1.0) - 2.0) / 2, 1e-7);
+}
+
 TEST(GrpoLoss, ExtremeLogRatioStaysFinite) {
   Batch b;
   // A stale token 200 nats more likely now: exp would overflow; the clamp at 20 keeps it finite.
