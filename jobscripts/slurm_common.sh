@@ -137,7 +137,9 @@ leap_job_launch() {
 # ranks filled socket by socket (ppr:N:socket; Open MPI 4.1 knows no 'package' there) so that
 # a rank shares the package of its GPU (LEAP gives a
 # node's GPUs to its ranks in local order, and GPUs are numbered by package). Slurm counts
-# hardware threads as CPUs on nodes with hyperthreading, so Open MPI is told to count them too.
+# hardware threads as CPUs on nodes with hyperthreading, so Open MPI is told to count them too,
+# and then binds to hardware threads: Open MPI 4.1 refuses PE with --use-hwthread-cpus and
+# --bind-to core ("a conflicting binding policy").
 # --report-bindings logs where every rank landed. LEAP_BIND=none leaves placement to the
 # operating system, e.g. when tasks outnumber cores.
 leap_bind_options() {
@@ -145,16 +147,16 @@ leap_bind_options() {
   per_node="${per_node%%(*}"  # Slurm may write "4(x2)"
   packages=$(lscpu -p=SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l)
   threads=$(lscpu 2>/dev/null | awk -F: '/^Thread\(s\) per core/ {gsub(/ /, "", $2); print $2}')
-  local hw=""
-  [ "${threads:-1}" -gt 1 ] 2>/dev/null && hw="--use-hwthread-cpus"
+  local bind="--bind-to core"
+  [ "${threads:-1}" -gt 1 ] 2>/dev/null && bind="--use-hwthread-cpus --bind-to hwthread"
   if [ "${LEAP_BIND:-core}" = none ]; then
     echo "--bind-to none"
   elif [ -n "$per_node" ] && [ "${packages:-0}" -gt 0 ] && [ $((per_node % packages)) = 0 ]; then
-    echo "--map-by ppr:$((per_node / packages)):socket:PE=$pe --bind-to core $hw --report-bindings"
+    echo "--map-by ppr:$((per_node / packages)):socket:PE=$pe $bind --report-bindings"
   elif [ -n "$per_node" ]; then
-    echo "--map-by ppr:${per_node}:node:PE=$pe --bind-to core $hw --report-bindings"
+    echo "--map-by ppr:${per_node}:node:PE=$pe $bind --report-bindings"
   else
-    echo "--map-by slot:PE=$pe --bind-to core $hw --report-bindings"
+    echo "--map-by slot:PE=$pe $bind --report-bindings"
   fi
 }
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The jobscripts' mpirun placement (jobscripts/slurm_common.sh, leap_bind_options) is accepted by
+# this machine's Open MPI, with lscpu standing in for a node with and without hyperthreads: on a
+# hyperthreaded node the options count hardware threads, and Open MPI 4.1 refuses PE with
+# hardware threads bound by core, so every GPU jobscript failed to start there. Each case runs
+# `mpirun -np 2 <options> true` (two ranks of one CPU on one socket, as this machine can host).
+set -u
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+here="$(cd "$(dirname "$0")" && pwd)"
+mkdir -p "$tmp/bin"
+cat > "$tmp/bin/lscpu" <<'SH'
+#!/usr/bin/env bash
+if [ "${1:-}" = "-p=SOCKET" ]; then printf '# socket\n0\n0\n'; exit 0; fi
+echo "Thread(s) per core:  $FAKE_THREADS"
+SH
+chmod +x "$tmp/bin/lscpu"
+if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+fail=0
+for threads in 1 2; do
+  for per_node in 2 ""; do
+    opts=$(PATH="$tmp/bin:$PATH" FAKE_THREADS=$threads SLURM_NTASKS_PER_NODE=$per_node SLURM_CPUS_PER_TASK=1 \
+      bash -c "source '$here/../../jobscripts/slurm_common.sh'; leap_bind_options")
+    # shellcheck disable=SC2086
+    if out=$(mpirun -np 2 --mca btl self,vader $opts true 2>&1); then
+      echo "ok: $threads thread(s) a core, tasks per node '${per_node}': $opts"
+    else
+      echo "FAIL: $threads thread(s) a core, tasks per node '${per_node}': mpirun $opts: $(echo "$out" | head -n 5)"
+      fail=1
+    fi
+  done
+done
+case "$(PATH="$tmp/bin:$PATH" FAKE_THREADS=2 SLURM_NTASKS_PER_NODE=2 bash -c "source '$here/../../jobscripts/slurm_common.sh'; leap_bind_options")" in
+  *"--bind-to hwthread"*) ;;
+  *) echo "FAIL: a hyperthreaded node's options do not bind to hardware threads"; fail=1 ;;
+esac
+exit "$fail"
