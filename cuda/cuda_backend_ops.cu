@@ -22,6 +22,16 @@
 
 namespace leap::cuda {
 
+namespace {
+// No work: whether it has an image for the device is the question (probe_kernel_image).
+__global__ void leap_kernel_image_probe() {}
+}  // namespace
+
+cudaError_t probe_kernel_image() {
+  cudaFuncAttributes attr{};
+  return cudaFuncGetAttributes(&attr, leap_kernel_image_probe);
+}
+
 namespace kn = kernels;
 
 namespace {

@@ -34,6 +34,14 @@ Expected<std::unique_ptr<CudaContext>> CudaContext::create(int device, size_t wo
   cudaError_t e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaGetDeviceProperties(&ctx->props_, device);
   if (e != cudaSuccess) return cuda_failed("selecting it", e);
+  if (cudaError_t img = probe_kernel_image(); img != cudaSuccess) {
+    cudaGetLastError();
+    return invalid_input(on + "this leap has no kernels for its architecture sm_" +
+                         std::to_string(ctx->props_.major) + std::to_string(ctx->props_.minor) + " (built for " +
+                         LEAP_CUDA_ARCHS_BUILT + "; " + cudaGetErrorString(img) +
+                         "): rebuild with LEAP_CUDA_ARCHS=\"" + std::to_string(ctx->props_.major) +
+                         std::to_string(ctx->props_.minor) + "\" scripts/build.sh (or CMAKE_CUDA_ARCHITECTURES)");
+  }
   e = cudaStreamCreateWithFlags(&ctx->compute_, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&ctx->comm_, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = cudaEventCreateWithFlags(&ctx->compute_done_, cudaEventDisableTiming);

@@ -17,6 +17,10 @@
 
 namespace leap::cuda {
 
+// Whether this build holds a kernel image the current device can run (cudaSuccess), or
+// cudaErrorNoKernelImageForDevice when its architecture is not among CMAKE_CUDA_ARCHITECTURES.
+cudaError_t probe_kernel_image();
+
 class CudaContext {
  public:
   // Fails (no device, or a device index out of range) with a message that says which.

@@ -45,7 +45,7 @@ leap_job_init() {
   # ${a[@]+"${a[@]}"}: an empty array is no error under set -u on bash 4.2.
   leap_extra=(${args[@]+"${args[@]}"} "$@")
   if [ ! -x "$LEAP_BIN" ]; then
-    echo "leap job: $LEAP_BIN is not an executable; build it (scripts/build.sh) or set LEAP_BIN" >&2
+    echo "leap job: $LEAP_BIN is not an executable; build it for your GPUs (LEAP_CUDA_ARCHS=\"80;90\" scripts/build.sh) or set LEAP_BIN" >&2
     exit 2
   fi
   if [ ! -f "$LEAP_CONFIG" ]; then

@@ -7,4 +7,7 @@ scripts/setup_deps.sh
 scripts/build.sh
 out="runs/demo-$(date +%Y%m%d-%H%M%S)"
 scripts/mpirun_local.sh 4 build/src/apps/leap train --config configs/demo.ini --run.out_dir "$out" "$@"
-echo "trajectories: $out/trajectories.h5 (tables: build/src/apps/leap analyze $out; pandas: tools/leap_trajectories.py)"
+# runs/demo: the newest demo run, the folder the README's examples read (a folder of that name
+# that is not a link, from a run started by hand, is left alone).
+if [ ! -e runs/demo ] || [ -L runs/demo ]; then ln -sfn "$(basename "$out")" runs/demo; fi
+echo "trajectories: $out/trajectories.h5, also runs/demo (tables: build/src/apps/leap analyze runs/demo; pandas: tools/leap_trajectories.py)"
