@@ -29,6 +29,9 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   state["seed"] = c.app.run.seed;
   record_prompt_now(ctx.policy, &state);
   if (ctx.policy.reference) state["kl_reference"] = kl_reference_json(*ctx.policy.reference);
+  // The trajectory rows of every step up to this one reach the disk before the checkpoint does:
+  // resuming from it needs them (io::TrajectoryFile::resume).
+  if (ctx.out) LEAP_RETURN_IF_ERROR(ctx.out->sync().with_context("syncing the trajectory file"));
   return coord.save_checkpoint({c.app.run.out_dir, step, state, c.train.keep_checkpoints, c.model.path,
                                c.model.max_shard_bytes()});
 }

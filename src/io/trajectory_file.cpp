@@ -6,9 +6,12 @@
 #include <nlohmann/json.hpp>
 
 #include <sys/vfs.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "io/h5_check.h"
@@ -251,6 +254,14 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   auto id_offs = read_all_rows<int64_t>(ids.offsets.get(), H5T_NATIVE_INT64);
   auto task_ids = id_offs ? read_text_rows(ids.data.get(), *id_offs, 0, id_offs->size(), &id_cursor) : std::nullopt;
   if (!task_ids) return invalid_input("'" + path + "': /tasks/id is damaged");
+  // /samples' task column indexes this list: a suite edited between the stop and the resume
+  // would name the wrong tasks for every later row (the run's fingerprint has the suite's path,
+  // not its contents).
+  if (*task_ids != now.task_ids)
+    return invalid_input("'" + path + "' lists " + std::to_string(task_ids->size()) +
+                         " tasks in /tasks/id, not the " + std::to_string(now.task_ids.size()) +
+                         " of this run's suite (tasks.suite) in the same order: the suite changed since the run "
+                         "started; resume with the suite it started with, or start a new run");
   meta.task_ids = std::move(*task_ids);
   auto steps = read_all_rows<StepRow>(steps_d.get(), types.step.get());
   auto samples = read_all_rows<SampleRow>(samples_d.get(), types.sample.get());
@@ -261,6 +272,7 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   std::filesystem::remove(tmp);
   LEAP_ASSIGN_OR_RETURN(auto fresh, create(tmp, meta, SwmrMode::kOff));
   size_t row = 0;
+  int64_t last_copied = -1;
   std::array<int64_t, 3> cursor{0, 0, 0};
   std::array<std::vector<int64_t>, 3> offs;
   for (size_t i = 0; i < 3; ++i) {
@@ -289,8 +301,21 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
     std::vector<SampleText> texts;
     for (size_t k = 0; k < rows.size(); ++k) texts.push_back({cols[0][k], cols[1][k], cols[2][k]});
     LEAP_RETURN_IF_ERROR(fresh->append_step(st, rows, texts));
+    last_copied = st.step;
   }
   LEAP_RETURN_IF_ERROR(fresh->close());
+  // The checkpoint's step and every one before it must be in the file, or the resumed run would
+  // leave a gap no reader could see.
+  if (last_copied != last_step) {
+    std::filesystem::remove(tmp);
+    return invalid_input(
+        "'" + path + "' holds the steps up to " + std::to_string(last_copied) + ", not up to the checkpoint's step " +
+        std::to_string(last_step) +
+        " (a crash lost its last rows before they reached the disk, or a row is damaged): resume from a checkpoint "
+        "of step " + std::to_string(last_copied) +
+        " or earlier if there is one (--resume RUN/checkpoints/step_NNNNNN), or move the file aside and resume, "
+        "which starts a new trajectory file at step " + std::to_string(last_step + 1));
+  }
   old.reset();
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
@@ -330,6 +355,18 @@ Status TrajectoryFile::append_step(const StepRow& step, const std::vector<Sample
   LEAP_RETURN_IF_ERROR(im.flush_samples());
   append_rows(im.steps.get(), im.types.step.get(), &step, 1);
   return im.flush();
+}
+
+Status TrajectoryFile::sync() {
+  Impl& im = *impl_;
+  if (!im.file.valid()) return Status::ok();
+  LEAP_RETURN_IF_ERROR(im.flush());
+  void* handle = nullptr;
+  if (H5Fget_vfd_handle(im.file.get(), H5P_DEFAULT, &handle) < 0 || handle == nullptr)
+    return io_error("cannot reach the file descriptor of '" + im.path + "' to sync it");
+  if (::fsync(*static_cast<int*>(handle)) != 0)
+    return io_error("fsync of '" + im.path + "' failed: " + std::strerror(errno));
+  return Status::ok();
 }
 
 int64_t TrajectoryFile::steps_written() const { return static_cast<int64_t>(extent_of(impl_->steps.get())); }

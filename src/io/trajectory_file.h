@@ -57,6 +57,9 @@ class TrajectoryFile {
   // Appends one step and its samples (rows and texts must be the same length) and flushes.
   Status append_step(const StepRow& step, const std::vector<SampleRow>& samples,
                      const std::vector<SampleText>& texts);
+  // Flushes and fsyncs the file: called before a checkpoint is written, so that a checkpoint on
+  // disk never outlives the trajectory rows of its steps (resume() refuses a file that lacks them).
+  Status sync();
   int64_t steps_written() const;
   int64_t samples_written() const;
   bool swmr() const;

@@ -138,6 +138,34 @@ TEST(Trajectory, RefusesBadInput) {
   EXPECT_EQ(other.status().exit_code(), 2);
   EXPECT_EQ(check_with_h5py(path, 1), 0);  // refused resumes leave the file as it was
 
+  // A file that ends before the checkpoint's step (a crash lost its last rows): resuming would
+  // leave a gap, so it is refused, naming the fix, and the file is left as it was.
+  auto short_file = TrajectoryFile::resume(path, meta(), /*last_step=*/3, SwmrMode::kOff);
+  ASSERT_FALSE(short_file.has_value());
+  EXPECT_EQ(short_file.status().exit_code(), 2);
+  EXPECT_NE(short_file.status().message().find("holds the steps up to 0, not up to the checkpoint's step 3"),
+            std::string::npos)
+      << short_file.status().message();
+  EXPECT_FALSE(std::filesystem::exists(path + ".resume.tmp"));
+  EXPECT_EQ(check_with_h5py(path, 1), 0);
+  // Another suite (its task list differs): /samples' task column would name the wrong tasks.
+  TrajectoryMeta edited = meta();
+  edited.task_ids.push_back("L1/task3");
+  auto other_suite = TrajectoryFile::resume(path, edited, 0, SwmrMode::kOff);
+  ASSERT_FALSE(other_suite.has_value());
+  EXPECT_EQ(other_suite.status().exit_code(), 2);
+  EXPECT_NE(other_suite.status().message().find("the suite changed since the run started"), std::string::npos)
+      << other_suite.status().message();
+  EXPECT_EQ(check_with_h5py(path, 1), 0);
+  // A checkpoint's sync: the rows are on disk, and appending goes on.
+  auto synced = TrajectoryFile::resume(path, meta(), 0, SwmrMode::kOff);
+  ASSERT_TRUE(synced.has_value()) << synced.status().message();
+  append(**synced, 1);
+  EXPECT_TRUE((*synced)->sync().is_ok());
+  append(**synced, 2);
+  ASSERT_TRUE((*synced)->close().is_ok());
+  EXPECT_EQ(check_with_h5py(path, 3, "--attempts=0:abc123,1:abc123"), 0);
+
   auto junk = fresh("junk.h5");
   std::ofstream(junk) << "not hdf5";
   auto bad = TrajectoryFile::resume(junk, meta(), 0, SwmrMode::kOff);
