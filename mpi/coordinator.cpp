@@ -2,6 +2,7 @@
 #include "mpi/coordinator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 
 #include "common/check.h"
@@ -140,10 +141,14 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   r.sandbox_idle_s = std::max(0.0, times.sandbox_slots * r.time_s - times.sandbox_busy_s);
   r.n_jobs_overlapped = times.jobs_during_generation;
   r.loss = tr.loss;
-  r.kl = tr.tokens > 0 ? tr.kl_sum / tr.tokens : 0;
-  r.entropy = tr.tokens > 0 ? tr.neg_logp_sum / tr.tokens : 0;
-  r.clip_frac = tr.tokens > 0 ? tr.clipped / tr.tokens : 0;
-  r.ratio_mean = tr.tokens > 0 ? tr.ratio_sum / tr.tokens : 0;
+  // Means over the trained tokens: NaN when the step trained none (every group dropped for
+  // all-zero advantages), as the pass rates are NaN when every trajectory was void; a 0 would
+  // plot as a ratio_mean far from 1.
+  const double none = std::nan("");
+  r.kl = tr.tokens > 0 ? tr.kl_sum / tr.tokens : none;
+  r.entropy = tr.tokens > 0 ? tr.neg_logp_sum / tr.tokens : none;
+  r.clip_frac = tr.tokens > 0 ? tr.clipped / tr.tokens : none;
+  r.ratio_mean = tr.tokens > 0 ? tr.ratio_sum / tr.tokens : none;
   r.ratio_max = tr.ratio_max;
   r.grad_norm = tr.grad_norm;
   r.lr = tr.lr;

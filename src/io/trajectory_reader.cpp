@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "io/trajectory_schema.h"
+#include "sandbox/verdict.h"
 
 namespace leap::io {
 
@@ -196,6 +197,14 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
       if (s.task < 0 || static_cast<size_t>(s.task) >= run.task_ids.size())
         return damaged("/samples row " + std::to_string(first + at) + " (task index " +
                        std::to_string(s.task) + " outside /tasks/id)");
+      // Both index tables (run_summary.cpp): a value outside the enums is damage, or a file of a
+      // leap with more verdicts than this one knows.
+      if (s.verdict < 0 || s.verdict >= sandbox::kVerdictCount)
+        return damaged("/samples row " + std::to_string(first + at) + " (verdict " + std::to_string(s.verdict) +
+                       ", not one of the " + std::to_string(sandbox::kVerdictCount) + " this leap knows)");
+      if (static_cast<int>(s.dcp) < 0 || static_cast<int>(s.dcp) > static_cast<int>(DcpClass::kExpanded))
+        return damaged("/samples row " + std::to_string(first + at) + " (dcp class " +
+                       std::to_string(static_cast<int>(s.dcp)) + ")");
     }
   }
   return run;

@@ -20,7 +20,8 @@ std::string fresh(const std::string& name) {
 }
 
 // Step `s` with `rows` sample rows (turn 1, sample i, task i % 2) whose StepRow claims `claimed`.
-void append(TrajectoryFile& f, int64_t s, int rows, int claimed) {
+void append(TrajectoryFile& f, int64_t s, int rows, int claimed,
+            int8_t verdict = static_cast<int8_t>(sandbox::Verdict::kWrongAnswer)) {
   StepRow st;
   st.step = s;
   st.time_s = 1.0 + static_cast<double>(s);
@@ -35,7 +36,7 @@ void append(TrajectoryFile& f, int64_t s, int rows, int claimed) {
     r.sample = i;
     r.turn = 1;
     r.completion_tokens = static_cast<int32_t>(10 * s + i);
-    r.verdict = static_cast<int8_t>(sandbox::Verdict::kWrongAnswer);
+    r.verdict = verdict;
     samples.push_back(r);
     texts.push_back({"p", "c", ""});
   }
@@ -111,6 +112,23 @@ TEST(TrajectoryReader, StepsAndSamplesThatDisagreeAreDamage) {
             std::string::npos)
       << run.status().message();
   EXPECT_NE(run.status().message().find(path), std::string::npos);
+}
+
+// A verdict outside the enum (a damaged byte, or a file of a leap that knows more verdicts)
+// indexes the summary's tables: it is damage, named, not a count written out of bounds.
+TEST(TrajectoryReader, AVerdictOutsideTheEnumIsDamage) {
+  const std::string path = fresh("reader_verdict.h5");
+  {
+    auto f = create(path);
+    ASSERT_TRUE(f.has_value());
+    append(**f, 0, 2, 2);
+    append(**f, 1, 2, 2, /*verdict=*/12);
+  }
+  auto run = read_trajectory_run(path);
+  ASSERT_FALSE(run.has_value());
+  EXPECT_EQ(run.status().exit_code(), 2);
+  EXPECT_NE(run.status().message().find("/samples row 2 (verdict 12, not one of the"), std::string::npos)
+      << run.status().message();
 }
 
 TEST(TrajectoryReader, ARunFolderResolvesToItsFile) {
