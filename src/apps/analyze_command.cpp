@@ -315,9 +315,11 @@ int run_analyze(const std::vector<std::string>& args) {
                                                    io::configured_max_turns(run->config_ini));
   const bool empty = run->steps.empty();
 
-  // Tables in output order; a run without steps has only its "run" facts.
+  // Tables in output order. A run without steps prints only its "run" facts as text, but JSON
+  // and CSV keep every table, with its header and no rows, so that a script polling a job before
+  // its first step reads the same shape as later (pandas.read_csv of nothing fails).
   std::vector<Table> tables = {run_table(*run, summary)};
-  if (!empty)
+  if (!empty || o.format != "text")
     for (auto make : {steps_table, step_verdicts_table, verdicts_table, tokens_table})
       tables.push_back(make(summary));
   std::string table = o.table;

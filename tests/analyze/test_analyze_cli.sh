@@ -108,6 +108,8 @@ check not-leap 2 "other.h5' is an HDF5 file but not a LEAP trajectory file \(it 
 check missing-field 2 "lacks /steps field pass_final" -- "$LEAP" analyze "$tmp/nofield.h5"
 check zero-steps 0 "no steps written yet" -- "$LEAP" analyze "$tmp/empty.h5"
 check zero-steps-json 0 '"steps_in_file": 0' -- "$LEAP" analyze "$tmp/empty.h5" --format json
+check zero-steps-json-tables 0 '"steps": \[\]' -- "$LEAP" analyze "$tmp/empty.h5" --format json
+check zero-steps-csv 0 '^step,' -- "$LEAP" analyze "$tmp/empty.h5" --format csv
 # Rows a reader sees before their data (a running job's extended datasets read as zeros), and a
 # step with no sample rows (every prompt stopped before turn 1): leap analyze and the Python
 # loader keep the same committed steps, by one rule.
