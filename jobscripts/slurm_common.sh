@@ -140,6 +140,9 @@ leap_job_launch() {
 # hardware threads as CPUs on nodes with hyperthreading, so Open MPI is told to count them too,
 # and then binds to hardware threads: Open MPI 4.1 refuses PE with --use-hwthread-cpus and
 # --bind-to core ("a conflicting binding policy").
+# Socket filling assumes the job owns every CPU of the node (the GPU jobscripts ask for
+# --exclusive): where Slurm gave it fewer (SLURM_CPUS_ON_NODE below the node's count; a shared
+# CPU node), its CPUs need not split evenly over the sockets, and the ranks are mapped per node.
 # --report-bindings logs where every rank landed. LEAP_BIND=none leaves placement to the
 # operating system, e.g. when tasks outnumber cores.
 leap_bind_options() {
@@ -149,9 +152,12 @@ leap_bind_options() {
   threads=$(lscpu 2>/dev/null | awk -F: '/^Thread\(s\) per core/ {gsub(/ /, "", $2); print $2}')
   local bind="--bind-to core"
   [ "${threads:-1}" -gt 1 ] 2>/dev/null && bind="--use-hwthread-cpus --bind-to hwthread"
+  local node_cpus whole=1
+  node_cpus=$(lscpu -p=CPU 2>/dev/null | grep -vc '^#')
+  [ -n "${SLURM_CPUS_ON_NODE:-}" ] && [ "${node_cpus:-0}" -gt 0 ] && [ "$SLURM_CPUS_ON_NODE" -lt "$node_cpus" ] && whole=0
   if [ "${LEAP_BIND:-core}" = none ]; then
     echo "--bind-to none"
-  elif [ -n "$per_node" ] && [ "${packages:-0}" -gt 0 ] && [ $((per_node % packages)) = 0 ]; then
+  elif [ "$whole" = 1 ] && [ -n "$per_node" ] && [ "${packages:-0}" -gt 0 ] && [ $((per_node % packages)) = 0 ]; then
     echo "--map-by ppr:$((per_node / packages)):socket:PE=$pe $bind --report-bindings"
   elif [ -n "$per_node" ]; then
     echo "--map-by ppr:${per_node}:node:PE=$pe $bind --report-bindings"

@@ -11,6 +11,7 @@ mkdir -p "$tmp/bin"
 cat > "$tmp/bin/lscpu" <<'SH'
 #!/usr/bin/env bash
 if [ "${1:-}" = "-p=SOCKET" ]; then printf '# socket\n0\n0\n'; exit 0; fi
+if [ "${1:-}" = "-p=CPU" ]; then printf '# cpu\n0\n1\n'; exit 0; fi
 echo "Thread(s) per core:  $FAKE_THREADS"
 SH
 chmod +x "$tmp/bin/lscpu"
@@ -32,5 +33,11 @@ done
 case "$(PATH="$tmp/bin:$PATH" FAKE_THREADS=2 SLURM_NTASKS_PER_NODE=2 bash -c "source '$here/../../jobscripts/slurm_common.sh'; leap_bind_options")" in
   *"--bind-to hwthread"*) ;;
   *) echo "FAIL: a hyperthreaded node's options do not bind to hardware threads"; fail=1 ;;
+esac
+# A job that does not own the whole node (Slurm gave it 1 of the node's 2 CPUs): its CPUs need
+# not split evenly over the sockets, so the ranks are mapped per node, not per socket.
+case "$(PATH="$tmp/bin:$PATH" FAKE_THREADS=1 SLURM_NTASKS_PER_NODE=2 SLURM_CPUS_ON_NODE=1 bash -c "source '$here/../../jobscripts/slurm_common.sh'; leap_bind_options")" in
+  *"ppr:2:node"*) echo "ok: a job on part of a node maps its ranks per node" ;;
+  *) echo "FAIL: a job on part of a node still maps its ranks per socket"; fail=1 ;;
 esac
 exit "$fail"
