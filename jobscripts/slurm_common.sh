@@ -141,8 +141,9 @@ leap_job_launch() {
 # and then binds to hardware threads: Open MPI 4.1 refuses PE with --use-hwthread-cpus and
 # --bind-to core ("a conflicting binding policy").
 # Socket filling assumes the job owns every CPU of the node (the GPU jobscripts ask for
-# --exclusive): where Slurm gave it fewer (SLURM_CPUS_ON_NODE below the node's count; a shared
-# CPU node), its CPUs need not split evenly over the sockets, and the ranks are mapped per node.
+# --exclusive): where Slurm gave it fewer than the node's physical cores (SLURM_CPUS_ON_NODE,
+# which counts hardware threads or cores as slurm.conf says; a shared CPU node), its CPUs need
+# not split evenly over the sockets, and the ranks are mapped per node.
 # --report-bindings logs where every rank landed. LEAP_BIND=none leaves placement to the
 # operating system, e.g. when tasks outnumber cores.
 leap_bind_options() {
@@ -152,9 +153,9 @@ leap_bind_options() {
   threads=$(lscpu 2>/dev/null | awk -F: '/^Thread\(s\) per core/ {gsub(/ /, "", $2); print $2}')
   local bind="--bind-to core"
   [ "${threads:-1}" -gt 1 ] 2>/dev/null && bind="--use-hwthread-cpus --bind-to hwthread"
-  local node_cpus whole=1
-  node_cpus=$(lscpu -p=CPU 2>/dev/null | grep -vc '^#')
-  [ -n "${SLURM_CPUS_ON_NODE:-}" ] && [ "${node_cpus:-0}" -gt 0 ] && [ "$SLURM_CPUS_ON_NODE" -lt "$node_cpus" ] && whole=0
+  local node_cores whole=1
+  node_cores=$(lscpu -p=CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l)
+  [ -n "${SLURM_CPUS_ON_NODE:-}" ] && [ "${node_cores:-0}" -gt 0 ] && [ "$SLURM_CPUS_ON_NODE" -lt "$node_cores" ] && whole=0
   if [ "${LEAP_BIND:-core}" = none ]; then
     echo "--bind-to none"
   elif [ "$whole" = 1 ] && [ -n "$per_node" ] && [ "${packages:-0}" -gt 0 ] && [ $((per_node % packages)) = 0 ]; then

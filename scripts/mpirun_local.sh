@@ -13,13 +13,12 @@ extra=()
 if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
-# Open MPI gives a machine one slot per physical core (not per hardware thread, which nproc
-# counts): on a 4-vCPU VM of 2 hyperthreaded cores, 4 ranks need --oversubscribe. The physical
-# cores lscpu lists are the whole host's, more than a container limited to some CPUs may use:
-# the smaller of the two counts.
-cores=$(nproc)
-physical=$(lscpu -p=CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l)
-[ "${physical:-0}" -gt 0 ] && [ "$physical" -lt "$cores" ] && cores=$physical
+# Open MPI gives a machine one slot per physical core it may use (not per hardware thread, which
+# nproc counts): on a 4-vCPU VM of 2 hyperthreaded cores, 4 ranks need --oversubscribe.
+# shellcheck source=scripts/cpu_count.sh
+source "$(dirname -- "$(readlink -f -- "$0")")/cpu_count.sh"
+cores=$(leap_physical_cores)
+[ "${cores:-0}" -gt 0 ] || cores=$(nproc)
 if [ "$np" -gt "$cores" ]; then
   extra+=(--oversubscribe --mca mpi_yield_when_idle 1)
   export OPENBLAS_NUM_THREADS=1

@@ -190,10 +190,17 @@ int run_train(const std::vector<std::string>& args) {
     if (resume_state.is_null() && c.train.resume == "auto") setup = set_aside_unresumable(path, log);
     if (setup) {
       // On resume, rows past the checkpoint's step are cut first: each step is in the file once.
-      auto file = resume_state.is_null()
-                      ? io::TrajectoryFile::create(path, {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids}, swmr)
-                      : io::TrajectoryFile::resume(path, {opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids},
-                                                   resume_state["step"].get<int64_t>(), swmr);
+      // A resumed run whose file is gone (moved aside, say, when it lacked the checkpoint's
+      // steps) starts a new one after the checkpoint's step, and says so.
+      const io::TrajectoryMeta meta{opts.to_ini(), LEAP_VERSION, LEAP_GIT_COMMIT, fingerprint, ids, ""};
+      const bool fresh = resume_state.is_null() || !fs::exists(path);
+      const int64_t from = resume_state.is_null() ? 0 : resume_state["step"].get<int64_t>() + 1;
+      if (fresh && from > 0)
+        log.warn("{} does not exist: this resumed run writes a new trajectory file from step {} (the rows of "
+                 "earlier steps are wherever the old file went)",
+                 path, from);
+      auto file = fresh ? io::TrajectoryFile::create(path, meta, swmr, from)
+                        : io::TrajectoryFile::resume(path, meta, from - 1, swmr);
       if (file) out = std::move(*file);
       else setup = file.status();
     }

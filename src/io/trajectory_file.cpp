@@ -158,7 +158,7 @@ TrajectoryFile::TrajectoryFile(std::unique_ptr<Impl> impl) : impl_(std::move(imp
 TrajectoryFile::~TrajectoryFile() { (void)close(); }
 
 Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::create(const std::string& path, const TrajectoryMeta& meta,
-                                                                 SwmrMode swmr) {
+                                                                 SwmrMode swmr, int64_t first_step) {
   if (std::filesystem::exists(path))
     return invalid_input("trajectory file '" + path + "' already exists: resume the run with --resume, or choose "
                          "another run.out_dir");
@@ -181,7 +181,7 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::create(const std::stri
   write_string_attr(root, "schema_version", std::to_string(kTrajectorySchemaVersion));
   write_string_attr(root, "attempts",
                     meta.attempts_json.empty()
-                        ? nlohmann::json::array({attempt_json(0, meta)}).dump()
+                        ? nlohmann::json::array({attempt_json(first_step, meta)}).dump()
                         : meta.attempts_json);
   im->steps = create_extendible(root, kStepsDataset, im->types.step.get(), 64);
   im->samples = create_extendible(root, kSamplesDataset, im->types.sample.get(), 1024);
@@ -313,8 +313,8 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
         std::to_string(last_step) +
         " (a crash lost its last rows before they reached the disk, or a row is damaged): resume from a checkpoint "
         "of step " + std::to_string(last_copied) +
-        " or earlier if there is one (--resume RUN/checkpoints/step_NNNNNN), or move the file aside and resume, "
-        "which starts a new trajectory file at step " + std::to_string(last_step + 1));
+        " or earlier if there is one (--resume RUN/checkpoints/step_NNNNNN), or move the file aside and resume: "
+        "the run then writes a new trajectory file from step " + std::to_string(last_step + 1));
   }
   old.reset();
   std::error_code ec;
@@ -361,10 +361,15 @@ Status TrajectoryFile::sync() {
   Impl& im = *impl_;
   if (!im.file.valid()) return Status::ok();
   LEAP_RETURN_IF_ERROR(im.flush());
+  // The handle is a file descriptor only under the POSIX (sec2) driver, the one this file is
+  // opened with unless HDF5_DRIVER names another: then the flush is all there is.
+  H5Id fapl(H5Fget_access_plist(im.file.get()), H5Pclose);
+  if (!fapl.valid() || H5Pget_driver(fapl.get()) != H5FD_SEC2) return Status::ok();
   void* handle = nullptr;
-  if (H5Fget_vfd_handle(im.file.get(), H5P_DEFAULT, &handle) < 0 || handle == nullptr)
+  if (H5Fget_vfd_handle(im.file.get(), fapl.get(), &handle) < 0 || handle == nullptr)
     return io_error("cannot reach the file descriptor of '" + im.path + "' to sync it");
-  if (::fsync(*static_cast<int*>(handle)) != 0)
+  // A file system without fsync (some FUSE mounts) keeps what the flush gave it.
+  if (::fsync(*static_cast<int*>(handle)) != 0 && errno != EINVAL && errno != ENOTSUP)
     return io_error("fsync of '" + im.path + "' failed: " + std::strerror(errno));
   return Status::ok();
 }

@@ -29,7 +29,7 @@ struct TrajectoryMeta {
   std::vector<std::string> task_ids;  // /tasks/id; SampleRow::task indexes it
   // The root attribute `attempts`: a JSON array with one object per start of the run (the first
   // and every resume): first_step (the first step it wrote), version, git_commit, config. Empty:
-  // create() writes this meta's start at step 0.
+  // create() writes this meta's start at its first_step (0 for a new run).
   std::string attempts_json;
 };
 
@@ -44,8 +44,10 @@ bool swmr_supported_on(long fs_type);
 class TrajectoryFile {
  public:
   // Creates a new file (an existing file is an error: never overwrite a run's trajectories).
+  // first_step: the step its first start writes first (a resumed run whose file was moved aside
+  // starts a new one after the checkpoint's step), when meta.attempts_json is empty.
   static Expected<std::unique_ptr<TrajectoryFile>> create(const std::string& path, const TrajectoryMeta& meta,
-                                                          SwmrMode swmr);
+                                                          SwmrMode swmr, int64_t first_step = 0);
   // Reopens a file for a resumed run: checks the fingerprint (`now.run_fingerprint`), cuts rows
   // with step > last_step, adds this start (`now`'s version, git commit and config, from step
   // last_step + 1) to `attempts`, then starts SWMR. The root config, version and git_commit stay

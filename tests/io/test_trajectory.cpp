@@ -175,6 +175,23 @@ TEST(Trajectory, RefusesBadInput) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+// A resumed run whose file was moved aside (it lacked the checkpoint's steps) starts a new file
+// whose first start is the step after the checkpoint's, and its rows begin there.
+TEST(Trajectory, ANewFileCanStartAfterACheckpointsStep) {
+  auto path = fresh("t_after.h5");
+  {
+    auto f = TrajectoryFile::create(path, meta(), SwmrMode::kOff, /*first_step=*/5);
+    ASSERT_TRUE(f.has_value()) << f.status().message();
+    append(**f, 5);
+    append(**f, 6);
+  }
+  const std::string cmd =
+      "/usr/bin/python3 -c \"import h5py, json, sys; f = h5py.File(sys.argv[1], 'r'); "
+      "a = json.loads(f.attrs['attempts']); s = [int(x) for x in f['steps']['step']]; "
+      "sys.exit(0 if [x['first_step'] for x in a] == [5] and s == [5, 6] else 1)\" '" + path + "'";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+}
+
 TEST(Trajectory, SwmrModes) {
   SwmrMode m;
   EXPECT_TRUE(parse_swmr_mode("auto", &m));

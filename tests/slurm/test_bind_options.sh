@@ -11,7 +11,7 @@ mkdir -p "$tmp/bin"
 cat > "$tmp/bin/lscpu" <<'SH'
 #!/usr/bin/env bash
 if [ "${1:-}" = "-p=SOCKET" ]; then printf '# socket\n0\n0\n'; exit 0; fi
-if [ "${1:-}" = "-p=CPU" ]; then printf '# cpu\n0\n1\n'; exit 0; fi
+if [ "${1:-}" = "-p=CORE,SOCKET" ]; then printf '# core,socket\n0,0\n1,0\n'; exit 0; fi
 echo "Thread(s) per core:  $FAKE_THREADS"
 SH
 chmod +x "$tmp/bin/lscpu"
