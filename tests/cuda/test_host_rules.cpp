@@ -3,8 +3,11 @@
 // compatibility) and the sandbox workers' device lock (DeviceLock). Hand-worked cases.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -116,8 +119,15 @@ TEST(DeviceLock, AWaitingTimerKeepsNewSharedHoldersOut) {
     DeviceLock holder("0000:1b:00.0", dir), timer("0000:1b:00.0", dir), newcomer("0000:1b:00.0", dir);
     ASSERT_TRUE(holder.shared());
     bool timed = false;
-    std::thread waiting([&] { timed = timer.exclusive(in(5000)); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the timer is waiting now
+    std::thread waiting([&] { timed = timer.exclusive(in(30000)); });
+    // Until the timer is waiting: it holds the gate, so a probe of the gate fails.
+    const int probe = ::open((holder.path() + ".gate").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(probe, 0);
+    while (::flock(probe, LOCK_SH | LOCK_NB) == 0) {
+      ::flock(probe, LOCK_UN);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::close(probe);
     EXPECT_FALSE(newcomer.shared(in(100))) << "a new shared holder got in while a timer waited";
     holder.release();
     waiting.join();
