@@ -122,13 +122,13 @@ class TimedBackend final : public backend::Backend {
   void add_forward(float* o, const float* a, const float* b, size_t n) override {
     timed(OpKind::kMemory, [&] { in_.add_forward(o, a, b, n); });
   }
-  void logprob_forward(float* lp, float* lse, const float* z, const int32_t* t, int N,
-                       int V) override {
-    timed(OpKind::kLogprob, [&] { in_.logprob_forward(lp, lse, z, t, N, V); });
+  void logprob_forward(float* lp, float* lse, const float* z, const int32_t* t, int N, int V,
+                       float s) override {
+    timed(OpKind::kLogprob, [&] { in_.logprob_forward(lp, lse, z, t, N, V, s); });
   }
   void logprob_backward(float* dz, const float* d, const float* z, const float* lse,
-                        const int32_t* t, int N, int V) override {
-    timed(OpKind::kLogprob, [&] { in_.logprob_backward(dz, d, z, lse, t, N, V); });
+                        const int32_t* t, int N, int V, float s) override {
+    timed(OpKind::kLogprob, [&] { in_.logprob_backward(dz, d, z, lse, t, N, V, s); });
   }
   // Token selection: counted with the LM head's tail.
   void sample_rows(int32_t* ids, float* lps, const float* z, const double* u, int N, int V,

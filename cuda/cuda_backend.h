@@ -87,9 +87,10 @@ class CudaBackend final : public backend::Backend {
   void add_forward(float* out, const float* a, const float* b, size_t n) override;
 
   void logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets,
-                       int N, int V) override;
+                       int N, int V, float inv_temp) override;
   void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
-                        const float* lse, const int32_t* targets, int N, int V) override;
+                        const float* lse, const int32_t* targets, int N, int V,
+                        float inv_temp) override;
 
   void sample_rows(int32_t* ids, float* logprobs, const float* logits, const double* uniforms,
                    int N, int V, const backend::TokenRule& rule, int sample_below) override;

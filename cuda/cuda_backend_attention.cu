@@ -190,21 +190,22 @@ void CudaBackend::attention_decode(float* out, const float* q, const float* k_ca
 }
 
 void CudaBackend::logprob_forward(float* logprobs, float* lse, const float* logits,
-                                  const int32_t* targets, int N, int V) {
+                                  const int32_t* targets, int N, int V, float inv_temp) {
   if (N == 0) return;
   const int32_t* dev_targets = stage(0, targets, N);
-  kn::logprob_forward<float>
-      <<<N, kn::kLogprobThreads, 0, ctx_->compute()>>>(logprobs, lse, logits, dev_targets, N, V);
+  kn::logprob_forward<float><<<N, kn::kLogprobThreads, 0, ctx_->compute()>>>(
+      logprobs, lse, logits, dev_targets, N, V, inv_temp);
   check_launch();
 }
 
 void CudaBackend::logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
-                                   const float* lse, const int32_t* targets, int N, int V) {
+                                   const float* lse, const int32_t* targets, int N, int V,
+                                   float inv_temp) {
   if (N == 0) return;
   const int32_t* dev_targets = stage(0, targets, N);
   dim3 grid(N, static_cast<unsigned>(kn::cdiv(V, kn::kLogprobBackwardChunk)));
   kn::logprob_backward<float><<<grid, kn::kLogprobThreads, 0, ctx_->compute()>>>(
-      dlogits, dlogprobs, logits, lse, dev_targets, N, V);
+      dlogits, dlogprobs, logits, lse, dev_targets, N, V, inv_temp);
   check_launch();
 }
 

@@ -27,6 +27,9 @@ PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& 
   // whose activations the arena (and leap plan) is sized for.
   sampler_.set_prefill_batch(std::max(1, opts_.micro_batch_seqs));
   sampler_.set_context(opts_.context_tokens);
+  // The training forward's log-probs (and the KL reference's) at the temperature the sampler
+  // draws and records at, so that the update is the tempered policy's on-policy gradient.
+  model_.set_logprob_temperature(model::logprob_temperature(opts_.sampler));
 }
 
 

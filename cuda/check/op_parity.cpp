@@ -183,8 +183,8 @@ Status check_logprob(const ReferenceDir& ref, backend::Backend& be, OpComparison
   Buffers buf(be);
   float *gl = buf.up(logits), *gg = buf.up(g), *glp = buf.zeros(lp.size()),
         *glse = buf.zeros(static_cast<size_t>(N)), *gdl = buf.zeros(dlogits.size());
-  be.logprob_forward(glp, glse, gl, targets.data(), N, V);
-  be.logprob_backward(gdl, gg, gl, glse, targets.data(), N, V);
+  be.logprob_forward(glp, glse, gl, targets.data(), N, V, 1.0f);
+  be.logprob_backward(gdl, gg, gl, glse, targets.data(), N, V, 1.0f);
   cmp.add("logprob_forward", buf.down(glp, lp.size()), lp, kFp32);
   cmp.add("logprob_dlogits", buf.down(gdl, dlogits.size()), dlogits, kFp32);
   return Status::ok();

@@ -2,7 +2,8 @@
 // that only the chosen id and its log-probability leave the GPU (the host path downloads N x V
 // fp32 logits a token and sorts them for top-p). The rule, per row, with n = the ids that may be
 // drawn (n_draw) and m = the row's maximum over all V:
-//   lse = m + log(sum over all V of exp(x - m)) (a double sum, an fp32 result);
+//   s = 1 / temperature (1 when greedy), the log-probability's inverse temperature;
+//   lse = s*m + log(sum over all V of exp(s*x - s*m)) (a double sum, an fp32 result);
 //   greedy (temperature <= 0): the first maximum among ids below n;
 //   otherwise weights w = exp((x - m) / temperature) (double) over the candidates
 //     - every id below n, in id order, when nothing truncates; or, in the order logit
@@ -11,7 +12,8 @@
 //     - the shortest prefix holding top_p of their weight (when top_p < 1);
 //   and the draw is the first candidate, in that order, whose running weight exceeds
 //   uniform * total (the last candidate when rounding leaves none).
-//   The log-probability is x[chosen] - lse.
+//   The log-probability is s*x[chosen] - lse: the tempered distribution over all V, not
+//   truncated by top-k or top-p (the training forward's).
 //
 // Without a sort: each candidate order is the descending order of a 64-bit key (the logit's
 // order-preserving bits above the complemented id; or the complemented id alone), and "the
@@ -205,11 +207,13 @@ __global__ void sample_rows(int* ids, float* logprobs, const T* logits, const do
   float m = neg_inf();
   for (int v = threadIdx.x; v < V; v += blockDim.x) m = fmaxf(m, to_float(z[v]));
   m = block_max_f(m, sh.fmax);
+  const float s = temperature > 0.0 ? static_cast<float>(1.0 / temperature) : 1.0f;
+  const float sm = __fmul_rn(s, m);
   double sum = 0.0;
   for (int v = threadIdx.x; v < V; v += blockDim.x)
-    sum += exp(static_cast<double>(to_float(z[v]) - m));
+    sum += exp(static_cast<double>(__fmul_rn(s, to_float(z[v])) - sm));
   sum = block_sum(sum, sh.dsum);
-  const float lse = m + static_cast<float>(log(sum));
+  const float lse = sm + static_cast<float>(log(sum));
 
   int chosen = 0;
   if (temperature <= 0.0) {
@@ -241,7 +245,7 @@ __global__ void sample_rows(int* ids, float* logprobs, const T* logits, const do
   }
   if (threadIdx.x == 0) {
     ids[row] = chosen;
-    logprobs[row] = to_float(z[chosen]) - lse;
+    logprobs[row] = __fmul_rn(s, to_float(z[chosen])) - lse;
   }
 }
 

@@ -133,13 +133,17 @@ class Backend {
   virtual void add_forward(float* out, const float* a, const float* b, size_t n) = 0;
 
   // ---- LM head tail: fused log-softmax and gather ----------------------------------------------
-  // logits (N, V). For rows with targets[n] >= 0: logprobs[n] = logits[n, t] - lse[n], where
-  // lse[n] = logsumexp(logits[n, :]); rows with targets[n] < 0 get logprobs[n] = 0.
+  // logits (N, V), read as z = s * logits with s = inv_temp (1 / the sampling temperature; 1:
+  // the model's own distribution, and then bit for bit what no scaling gives). For rows with
+  // targets[n] >= 0: logprobs[n] = z[n, t] - lse[n], where lse[n] = logsumexp(z[n, :]); rows
+  // with targets[n] < 0 get logprobs[n] = 0.
   virtual void logprob_forward(float* logprobs, float* lse, const float* logits,
-                               const int32_t* targets, int N, int V) = 0;
-  // dlogits[n, v] += dlogprobs[n] * (1[v == t] - softmax(logits[n])[v]) for rows with t >= 0.
+                               const int32_t* targets, int N, int V, float inv_temp) = 0;
+  // dlogits[n, v] += s * dlogprobs[n] * (1[v == t] - softmax(z[n])[v]) for rows with t >= 0,
+  // with lse from logprob_forward at the same s.
   virtual void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
-                                const float* lse, const int32_t* targets, int N, int V) = 0;
+                                const float* lse, const int32_t* targets, int N, int V,
+                                float inv_temp) = 0;
   // Cross-entropy is -sum(mask * logprobs) / normaliser; its gradient wrt logprobs is
   // -mask / normaliser, fed to logprob_backward (see model/transformer.h).
 

@@ -64,9 +64,10 @@ class CpuBackend final : public Backend {
   void add_forward(float* out, const float* a, const float* b, size_t n) override;
 
   void logprob_forward(float* logprobs, float* lse, const float* logits, const int32_t* targets,
-                       int N, int V) override;
+                       int N, int V, float inv_temp) override;
   void logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
-                        const float* lse, const int32_t* targets, int N, int V) override;
+                        const float* lse, const int32_t* targets, int N, int V,
+                        float inv_temp) override;
 
   double sum_squares(const float* x, size_t n) override;
   void adamw_update(float* params, float* m, float* v, const float* grads, size_t n, float lr,

@@ -10,25 +10,27 @@
 namespace leap::backend {
 
 void CpuBackend::logprob_forward(float* logprobs, float* lse, const float* logits,
-                                 const int32_t* targets, int N, int V) {
+                                 const int32_t* targets, int N, int V, float inv_temp) {
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * V * 4))
   for (int n = 0; n < N; ++n) {
     const float* z = logits + static_cast<size_t>(n) * V;
-    lse[n] = rows::logsumexp(z, V);
-    logprobs[n] = targets[n] >= 0 ? z[targets[n]] - lse[n] : 0.0f;
+    lse[n] = rows::logsumexp(z, V, inv_temp);
+    logprobs[n] = targets[n] >= 0 ? inv_temp * z[targets[n]] - lse[n] : 0.0f;
   }
 }
 
 void CpuBackend::logprob_backward(float* dlogits, const float* dlogprobs, const float* logits,
-                                  const float* lse, const int32_t* targets, int N, int V) {
+                                  const float* lse, const int32_t* targets, int N, int V,
+                                  float inv_temp) {
 #pragma omp parallel for schedule(static) if (worth_threads(static_cast <size_t>(N) * V * 4))
   for (int n = 0; n < N; ++n) {
     if (targets[n] < 0) continue;
-    const float g = dlogprobs[n];
-    if (g == 0.0f) continue;  // masked tokens: nothing flows back
+    if (dlogprobs[n] == 0.0f) continue;  // masked tokens: nothing flows back
+    // d/dlogits = s * d/dz for z = s * logits.
+    const float g = inv_temp * dlogprobs[n];
     const float* z = logits + static_cast<size_t>(n) * V;
     float* dz = dlogits + static_cast<size_t>(n) * V;
-    rows::softmax_scaled_sub(dz, z, lse[n], g, V);
+    rows::softmax_scaled_sub(dz, z, lse[n], g, V, inv_temp);
     dz[targets[n]] += g;
   }
 }

@@ -54,18 +54,21 @@ LEAP_ROW_CLONES void swiglu_backward(float* dg, float* du, const float* dy, cons
   }
 }
 
-LEAP_ROW_CLONES float logsumexp(const float* z, int V) {
+LEAP_ROW_CLONES float logsumexp(const float* z, int V, float s) {
   float mx = z[0];
 #pragma omp simd reduction(max : mx)
   for (int v = 1; v < V; ++v) mx = z[v] > mx ? z[v] : mx;
+  // s > 0 and rounding is monotone, so s*mx is the largest s*z[v].
+  const float smx = s * mx;
   float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-  for (int v = 0; v < V; ++v) sum += exp_fast(z[v] - mx);
-  return mx + std::log(sum);
+  for (int v = 0; v < V; ++v) sum += exp_fast(s * z[v] - smx);
+  return smx + std::log(sum);
 }
 
-LEAP_ROW_CLONES void softmax_scaled_sub(float* dz, const float* z, float lse, float g, int V) {
-  for (int v = 0; v < V; ++v) dz[v] -= g * exp_fast(z[v] - lse);
+LEAP_ROW_CLONES void softmax_scaled_sub(float* dz, const float* z, float lse, float g, int V,
+                                        float s) {
+  for (int v = 0; v < V; ++v) dz[v] -= g * exp_fast(s * z[v] - lse);
 }
 
 }  // namespace leap::backend::rows

@@ -15,9 +15,9 @@ void softmax_backward(float* dr, const float* p, int n, float scale);
 void swiglu_forward(float* y, const float* g, const float* u, int I);
 // dg += dy * u * silu'(g); du += dy * silu(g).
 void swiglu_backward(float* dg, float* du, const float* dy, const float* g, const float* u, int I);
-// log(sum exp z[0..V)).
-float logsumexp(const float* z, int V);
-// dz[v] -= g * exp(z[v] - lse).
-void softmax_scaled_sub(float* dz, const float* z, float lse, float g, int V);
+// log(sum exp s*z[0..V)) (s > 0; s = 1 computes exactly what no scaling would).
+float logsumexp(const float* z, int V, float s);
+// dz[v] -= g * exp(s*z[v] - lse).
+void softmax_scaled_sub(float* dz, const float* z, float lse, float g, int V, float s);
 
 }  // namespace leap::backend::rows

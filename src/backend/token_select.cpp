@@ -11,14 +11,16 @@ namespace leap::backend {
 
 int32_t select_token(const float* logits, int V, const TokenRule& rule, double uniform,
                      float* logprob, int sample_below) {
-  // Log-probabilities are over all V rows (what the training forward computes); only ids below
-  // sample_below can be drawn.
+  // Log-probabilities are over all V rows at the rule's temperature, untruncated (what the
+  // training forward computes: z = s * logits); only ids below sample_below can be drawn.
   const int n = sample_below > 0 ? std::min(sample_below, V) : V;
+  const float s = logprob_inv_temperature(rule);
   float mx = logits[0];
   for (int v = 1; v < V; ++v) mx = std::max(mx, logits[v]);
+  const float smx = s * mx;  // s > 0: the largest s * logits[v]
   double sum = 0.0;
-  for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v] - mx));
-  const float lse = mx + static_cast<float>(std::log(sum));
+  for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(s * logits[v] - smx));
+  const float lse = smx + static_cast<float>(std::log(sum));
   int32_t chosen = 0;
   if (rule.temperature <= 0.0) {
     chosen = static_cast<int32_t>(std::max_element(logits, logits + n) - logits);  // first maximum
@@ -67,7 +69,7 @@ int32_t select_token(const float* logits, int V, const TokenRule& rule, double u
       }
     }
   }
-  *logprob = logits[chosen] - lse;
+  *logprob = s * logits[chosen] - lse;
   return chosen;
 }
 

@@ -3,13 +3,14 @@
 // top-p, max new tokens, stop strings and EOS end a sequence; the stop string (or EOS) is kept
 // as the last completion tokens.
 //
-// Recorded log-probs: for each sampled token, log p(token) under the model itself (temperature
-// 1, before top-k/top-p truncation), which is exactly what Transformer::forward recomputes for
-// the same sequence: the PPO ratio's old log-prob. Reproducibility: the only randomness is one
-// rng.uniform() per sampled token, drawn in sequence order within a step, so the same seed,
-// prompts, config and thread count give the same completions, given the same kept sequences
-// (SamplerConfig::reuse_kv: extending a kept cache rounds differently from a prefill). Greedy
-// (temperature 0) draws none.
+// Recorded log-probs: for each sampled token, log p(token) under the model's distribution at
+// the sampling temperature (log softmax(logits / T); T = 1 when greedy), before top-k/top-p
+// truncation, which is what Transformer::forward recomputes for the same sequence at
+// set_logprob_temperature(logprob_temperature(cfg)): the PPO ratio's old log-prob.
+// Reproducibility: the only randomness is one rng.uniform() per sampled token, drawn in sequence
+// order within a step, so the same seed, prompts, config and thread count give the same
+// completions, given the same kept sequences (SamplerConfig::reuse_kv: extending a kept cache
+// rounds differently from a prefill). Greedy (temperature 0) draws none.
 #pragma once
 
 #include <functional>
@@ -60,6 +61,10 @@ struct SamplerConfig {
 inline backend::TokenRule token_rule(const SamplerConfig& c) {
   return {.temperature = c.temperature, .top_p = c.top_p, .top_k = c.top_k};
 }
+// The temperature of the recorded log-probs: sampler.temperature, or 1 when greedy.
+inline double logprob_temperature(const SamplerConfig& c) {
+  return c.temperature > 0.0 ? c.temperature : 1.0;
+}
 // The KV cache's storage for a backend: sampler.kv_cache_dtype, with "auto" bf16 where the
 // backend's memory is a device's (the CUDA backend, whose GEMMs already read bf16) and fp32 on
 // the CPU, where the cache is small and fp32 keeps the CPU's results as they were.
@@ -91,7 +96,7 @@ struct Completion {
 };
 
 // Draws one token from a row of logits (V), among ids below sample_below (0: all). Writes
-// log p(token) at temperature 1 over all V to *logprob.
+// log p(token) at logprob_temperature(cfg) over all V to *logprob.
 int32_t sample_token(const float* logits, int V, const SamplerConfig& cfg, Rng& rng,
                      float* logprob, int sample_below = 0);
 

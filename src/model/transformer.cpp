@@ -251,6 +251,15 @@ RestViews Transformer::forward_blocks(WeightSource& weights, const TokenBatch& b
   return head;
 }
 
+void Transformer::set_logprob_temperature(double t) {
+  // The same float as backend::logprob_inv_temperature, which the sampler records with.
+  const float scale = static_cast<float>(1.0 / t);
+  LEAP_CHECK(t > 0 && std::isfinite(scale), "log-prob temperature must be > 0 with a finite "
+                                            "1/T, got " << t);
+  logprob_temperature_ = t;
+  logit_scale_ = scale;
+}
+
 Status Transformer::forward(const TokenBatch& batch, float* logprobs) {
   FlatWeights own(layout_, params_);
   return forward_with(own, batch, logprobs);
@@ -269,8 +278,10 @@ Status Transformer::forward_with(WeightSource& weights, const TokenBatch& batch,
     const int n = std::min(N - r0, static_cast<int>(a.logit_rows));
     be_->matmul_forward(a.logits, a.lnf + static_cast<size_t>(r0) * C, head.lm_head, nullptr, n,
                         C, V);
-    be_->logprob_forward(a.lp + r0, a.lse + r0, a.logits, a.targets.data() + r0, n, V);
+    be_->logprob_forward(a.lp + r0, a.lse + r0, a.logits, a.targets.data() + r0, n, V,
+                         logit_scale_);
   }
+  a.logit_scale = logit_scale_;
   // Row t predicts token t+1: shift by one into the caller's token-aligned convention.
   std::vector<float> lp(static_cast<size_t>(N));
   be_->download(lp.data(), a.lp, lp.size());
@@ -312,7 +323,8 @@ void Transformer::backward(const float* dlogprobs) {
     const float* lnf = a.lnf + static_cast<size_t>(r0) * C;
     if (!kept) be_->matmul_forward(a.logits, lnf, w.lm_head, nullptr, n, C, V);
     be_->zero(a.dlogits, static_cast<size_t>(n) * V);
-    be_->logprob_backward(a.dlogits, a.dlp + r0, a.logits, a.lse + r0, a.targets.data() + r0, n, V);
+    be_->logprob_backward(a.dlogits, a.dlp + r0, a.logits, a.lse + r0, a.targets.data() + r0, n,
+                          V, a.logit_scale);
     be_->matmul_backward(a.dln + static_cast<size_t>(r0) * C, g.lm_head, nullptr, a.dlogits, lnf,
                          w.lm_head, n, C, V);
   }
@@ -362,7 +374,13 @@ Expected<float> Transformer::sft_step(const TokenBatch& batch, const float* mask
                                       float normaliser) {
   if (!(normaliser > 0)) return invalid_input("SFT normaliser must be > 0");
   std::vector<float> lp(static_cast<size_t>(batch.B) * batch.T), dlp(lp.size(), 0.0f);
-  LEAP_RETURN_IF_ERROR(forward(batch, lp.data()));
+  // The model's own distribution, also on a policy whose RL log-probs are tempered (the SFT
+  // mode builds the same replica as RL, which sets sampler.temperature).
+  const float rl_scale = logit_scale_;
+  logit_scale_ = 1.0f;
+  const Status st = forward(batch, lp.data());
+  logit_scale_ = rl_scale;
+  LEAP_RETURN_IF_ERROR(st);
   double loss = 0.0;
   for (int b = 0; b < batch.B; ++b) {
     for (int t = 1; t < batch.lengths[b]; ++t) {

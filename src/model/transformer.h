@@ -94,7 +94,7 @@ class Transformer {
   void set_layer_grads_done(std::function<void(int layer)> fn) {
     layer_grads_done_ = std::move(fn);
   }
-  // (3) SFT cross-entropy: loss = -sum(mask * logprobs) / normaliser (normaliser > 0; pass the
+  // (3) SFT cross-entropy (at temperature 1): loss = -sum(mask * logprobs) / normaliser (normaliser > 0; pass the
   // global token count so micro-batches and ranks sum to the mean). Runs forward and backward,
   // returns the loss. mask (B*T) follows the log-prob convention (mask[b, 0] is ignored).
   Expected<float> sft_step(const TokenBatch& batch, const float* mask, float normaliser);
@@ -106,6 +106,15 @@ class Transformer {
   size_t logits_chunk_bytes() const { return logits_chunk_bytes_; }
   // Rows of one LM-head chunk for a (B, T) batch (all N rows when they fit one chunk).
   size_t logit_rows(int B, int T) const;
+
+  // The temperature T of forward()'s log-probabilities (and so of backward()'s):
+  // log softmax(logits / T). 1 (the default) is the model's own distribution (`leap score`).
+  // The RL trainer sets sampler.temperature, so that its log-probs, the reference's and the
+  // sampler's recorded ones are of the distribution the tokens were drawn from (as veRL and
+  // TRL do); backward() differentiates that distribution. sft_step() is at 1 whatever this says.
+  // T > 0, with 1/T a finite float.
+  void set_logprob_temperature(double t);
+  double logprob_temperature() const { return logprob_temperature_; }
 
   // Per-layer activation checkpointing: the forward keeps only each layer's input (the residual
   // stream) and one layer's activations; the backward computes each layer's again before its
@@ -175,6 +184,8 @@ class Transformer {
   std::unique_ptr<Activations> acts_;
   std::function<void(int layer)> layer_grads_done_;
   size_t logits_chunk_bytes_ = size_t{256} << 20;
+  double logprob_temperature_ = 1.0;
+  float logit_scale_ = 1.0f;  // 1 / logprob_temperature_
   bool checkpoint_layers_ = false;
 };
 

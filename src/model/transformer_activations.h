@@ -35,7 +35,8 @@ struct Transformer::Activations {
   float* rstdf = nullptr;    // (N)
   size_t logit_rows = 0;     // rows of one LM-head chunk (Transformer::logit_rows)
   float* logits = nullptr;   // (logit_rows, V): one chunk
-  float* lse = nullptr;      // (N)
+  float* lse = nullptr;      // (N) of the logits times logit_scale
+  float logit_scale = 1.0f;  // the inverse temperature of the forward's log-probs
   float* lp = nullptr;       // (N) log-prob of the next token, row-aligned (row t predicts t+1)
   float* tmp = nullptr;      // (N, C) branch output before the residual add
   // backward scratch, reused by every layer

@@ -39,13 +39,14 @@ namespace leap::cuda::kernels {
   template __global__ void adamw_update<S>(float*, float*, float*, const float*, S*, u64, float,  \
                                            float, float, float, float, float, int);               \
   template __global__ void sum_squares_partial<S>(double*, const S*, u64);                        \
-  template __global__ void logprob_forward<S>(float*, float*, const S*, const int*, int, int);    \
+  template __global__ void logprob_forward<S>(float*, float*, const S*, const int*, int, int,     \
+                                              float);                                             \
   template __global__ void logprob_backward<S>(S*, const float*, const S*, const float*,          \
-                                               const int*, int, int);                             \
+                                               const int*, int, int, float);                      \
   template __global__ void logprob_chunk_forward<S>(float*, float*, float*, const S*, const int*, \
-                                                    int, int, int, int, int);                     \
+                                                    int, int, int, int, int, float);              \
   template __global__ void logprob_chunk_backward<S>(S*, const float*, const S*, const float*,    \
-                                                     const int*, int, int, int, int);             \
+                                                     const int*, int, int, int, int, float);      \
   template __global__ void sample_rows<S>(int*, float*, const S*, const double*, int, int, int,   \
                                           double, int, double);                                   \
   template __global__ void kv_cache_write<S>(S*, S*, const S*, const S*, const int*, const int*,  \

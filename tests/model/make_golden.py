@@ -10,6 +10,9 @@ For each tiny configuration this writes, under OUT/<name>/:
       normaliser (1,)       loss = -sum(weights * logprobs) / normaliser
       logits (B, T, V)      real rows only (padding rows are zero)
       logprobs (B, T)       [b, t] = log p(tokens[b, t] | tokens[b, <t]); 0 at t = 0 and padding
+      tempered.temperature (1,), tempered.logprobs (B, T), tempered.grad.<HF name>
+                            the same at a sampling temperature: log softmax(logits / T), and the
+                            gradients of the loss over those log-probs (fresh, not accumulated)
       loss (1,)
       grad.<HF name>        every parameter's gradient of the loss
       adamw_losses (5,)     the loss before each of 5 AdamW steps (clipping at 1.0)
@@ -30,6 +33,7 @@ import sys
 import torch
 
 GOLDEN_VERSION = 1
+TEMPERATURE = 0.7
 
 CONFIGS = {
     # Qwen2: GQA (4 query heads on 2 KV heads), biases on q/k/v, untied LM head.
@@ -163,14 +167,15 @@ def forward_logits(cfg, p, ids):
     return x @ head.t()
 
 
-def batch_loss(cfg, p, seqs, weights, normaliser):
+def batch_loss(cfg, p, seqs, weights, normaliser, temperature=1.0):
     B, T = len(seqs), max(len(s) for s in seqs)
     logits_out = torch.zeros(B, T, cfg["vocab_size"])
     lp_out = torch.zeros(B, T)
     loss = 0.0
     for b, ids in enumerate(seqs):
         logits = forward_logits(cfg, p, torch.tensor(ids))
-        lp = torch.log_softmax(logits[:-1], dim=-1).gather(1, torch.tensor(ids[1:])[:, None])[:, 0]
+        lp = torch.log_softmax(logits[:-1] / temperature, dim=-1).gather(
+            1, torch.tensor(ids[1:])[:, None])[:, 0]
         loss = loss - (weights[b, 1: len(ids)] * lp).sum() / normaliser
         logits_out[b, : len(ids)] = logits.detach()
         lp_out[b, 1: len(ids)] = lp.detach()
@@ -208,6 +213,15 @@ def make_one(name, cfg, out_dir, seed):
     }
     for k, v in p.items():
         golden["grad." + k] = v.grad.detach().clone()
+        v.grad = None
+    # The RL trainer's log-probs at a sampling temperature (veRL divides the logits likewise).
+    loss_t, _, lp_t = batch_loss(cfg, p, seqs, weights, normaliser, temperature=TEMPERATURE)
+    loss_t.backward()
+    golden["tempered.temperature"] = torch.tensor([TEMPERATURE])
+    golden["tempered.logprobs"] = lp_t
+    for k, v in p.items():
+        golden["tempered.grad." + k] = v.grad.detach().clone()
+        v.grad = None
 
     # Five AdamW steps: decay on matrices only, global-norm clipping, constant lr.
     decay = [v for k, v in p.items() if v.dim() >= 2]

@@ -303,27 +303,31 @@ TEST_F(Ops, SwigluBackward) {
   check_fd("swiglu dinp", x, dx, loss);
 }
 
+// At inverse temperatures 1 and 2 (sampling at 0.5) and 1/1.3.
 TEST_F(Ops, LogprobBackwardAndIgnoredRows) {
   const int N = 4, V = 11;
-  auto z = randn(N * V, 21, 2.0f), g = randn(N, 22);
-  std::vector<int32_t> tgt = {3, -1, 10, 0};
-  std::vector<float> lp(N), lse(N), dz(z.size(), 0.0f);
-  auto loss = [&] {
-    be.logprob_forward(lp.data(), lse.data(), z.data(), tgt.data(), N, V);
-    return dot(lp, g);
-  };
-  loss();
-  EXPECT_EQ(lp[1], 0.0f);
-  // Against a direct log-softmax in double.
-  for (int n : {0, 2, 3}) {
-    double mx = -1e30, s = 0;
-    for (int v = 0; v < V; ++v) mx = std::fmax(mx, z[n * V + v]);
-    for (int v = 0; v < V; ++v) s += std::exp(z[n * V + v] - mx);
-    EXPECT_NEAR(lp[n], z[n * V + tgt[n]] - mx - std::log(s), 1e-5);
+  for (const float scale : {1.0f, 2.0f, 1.0f / 1.3f}) {
+    SCOPED_TRACE(::testing::Message() << "inverse temperature " << scale);
+    auto z = randn(N * V, 21, 2.0f), g = randn(N, 22);
+    std::vector<int32_t> tgt = {3, -1, 10, 0};
+    std::vector<float> lp(N), lse(N), dz(z.size(), 0.0f);
+    auto loss = [&] {
+      be.logprob_forward(lp.data(), lse.data(), z.data(), tgt.data(), N, V, scale);
+      return dot(lp, g);
+    };
+    loss();
+    EXPECT_EQ(lp[1], 0.0f);
+    // Against a direct log-softmax of scale * z in double.
+    for (int n : {0, 2, 3}) {
+      double mx = -1e30, s = 0;
+      for (int v = 0; v < V; ++v) mx = std::fmax(mx, scale * double(z[n * V + v]));
+      for (int v = 0; v < V; ++v) s += std::exp(scale * double(z[n * V + v]) - mx);
+      EXPECT_NEAR(lp[n], scale * double(z[n * V + tgt[n]]) - mx - std::log(s), 1e-5);
+    }
+    be.logprob_backward(dz.data(), g.data(), z.data(), lse.data(), tgt.data(), N, V, scale);
+    for (int v = 0; v < V; ++v) EXPECT_EQ(dz[V + v], 0.0f);
+    check_fd("logprob dlogits", z, dz, loss);
   }
-  be.logprob_backward(dz.data(), g.data(), z.data(), lse.data(), tgt.data(), N, V);
-  for (int v = 0; v < V; ++v) EXPECT_EQ(dz[V + v], 0.0f);
-  check_fd("logprob dlogits", z, dz, loss);
 }
 
 TEST_F(Ops, AdamWMatchesHandWorkedStep) {

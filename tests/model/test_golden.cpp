@@ -1,7 +1,7 @@
 // The CPU transformer against PyTorch (make_golden.py): logits, log-probs, the loss, every
-// parameter gradient, five AdamW steps, and a bit-identical rerun. Two configurations: Qwen2
-// with GQA, q/k/v biases and an untied head; Llama with tied embeddings, one KV head, explicit
-// head_dim, q/k/v/o biases and rope_parameters.
+// parameter gradient (also at a sampling temperature), five AdamW steps, and a bit-identical
+// rerun. Two configurations: Qwen2 with GQA, q/k/v biases and an untied head; Llama with tied
+// embeddings, one KV head, explicit head_dim, q/k/v/o biases and rope_parameters.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -93,6 +93,31 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
     ASSERT_EQ(want.size(), t.numel) << t.name;
     expect_close("grad." + t.name, m.grads() + t.offset, want.data(), t.numel);
   }
+
+  // At a sampling temperature T: log softmax(logits / T) and its gradients (the RL trainer's).
+  const float temperature = read_all(c.golden, "tempered.temperature").at(0);
+  m.set_logprob_temperature(temperature);
+  ASSERT_TRUE(m.forward(c.batch, lp.data()).is_ok());
+  auto want_tlp = read_all(c.golden, "tempered.logprobs");
+  expect_close("tempered logprobs", lp.data(), want_tlp.data(), lp.size());
+  weighted_loss(lp, c.weights, c.normaliser, &dlp);
+  m.zero_grad();
+  m.backward(dlp.data());
+  for (const TensorInfo& t : m.layout().tensors()) {
+    auto want = read_all(c.golden, "tempered.grad." + t.name);
+    ASSERT_EQ(want.size(), t.numel) << t.name;
+    expect_close("tempered grad." + t.name, m.grads() + t.offset, want.data(), t.numel);
+  }
+  // SFT is the cross-entropy of the model's own distribution, whatever temperature RL set.
+  m.zero_grad();
+  auto sft_loss = m.sft_step(c.batch, c.weights.data(), c.normaliser);
+  ASSERT_TRUE(sft_loss.has_value());
+  expect_close("sft_step loss at a set temperature", &*sft_loss, &want_loss, 1);
+  for (const TensorInfo& t : m.layout().tensors()) {
+    auto want = read_all(c.golden, "grad." + t.name);
+    expect_close("sft_step grad." + t.name, m.grads() + t.offset, want.data(), t.numel);
+  }
+  m.set_logprob_temperature(1.0);
 
   OptimConfig oc;
   oc.lr = read_all(c.golden, "adamw.lr").at(0);

@@ -53,33 +53,47 @@ class Inference : public ::testing::Test {
                                                tok.encode("__global__ void", false)};
 };
 
+// At temperature 1 and at 0.5 (with top-k, which the log-prob ignores): the recorded log-probs
+// are the training forward's at the same temperature, and at 0.5 far from the untempered ones.
 TEST_F(Inference, DecodeLogprobsEqualFullForward) {
   auto m = make(tiny_config());
   Sampler s(*m, &tok);
-  SamplerConfig sc;
-  sc.max_new_tokens = 20;
-  sc.stop_at_eos = false;
-  Rng rng(42);
-  auto out = s.generate(prompts, sc, rng);
-  ASSERT_TRUE(out.has_value()) << out.status().message();
-  std::vector<std::vector<int32_t>> full;
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    ASSERT_EQ((*out)[b].tokens.size(), 20u);
-    EXPECT_EQ((*out)[b].stop_reason, StopReason::kMaxTokens);
-    full.push_back(prompts[b]);
-    full.back().insert(full.back().end(), (*out)[b].tokens.begin(), (*out)[b].tokens.end());
-  }
-  TokenBatch batch = TokenBatch::from_sequences(full);
-  std::vector<float> lp(static_cast<size_t>(batch.B) * batch.T);
-  ASSERT_TRUE(m->forward(batch, lp.data()).is_ok());
-  double max_diff = 0;
-  for (size_t b = 0; b < prompts.size(); ++b)
-    for (size_t i = 0; i < 20; ++i) {
-      float want = lp[b * batch.T + prompts[b].size() + i];
-      max_diff = std::fmax(max_diff, std::fabs(want - (*out)[b].logprobs[i]));
+  for (const double temperature : {1.0, 0.5}) {
+    SCOPED_TRACE(::testing::Message() << "temperature " << temperature);
+    SamplerConfig sc;
+    sc.max_new_tokens = 20;
+    sc.stop_at_eos = false;
+    sc.temperature = temperature;
+    if (temperature != 1.0) sc.top_k = 50;
+    Rng rng(42);
+    auto out = s.generate(prompts, sc, rng);
+    ASSERT_TRUE(out.has_value()) << out.status().message();
+    std::vector<std::vector<int32_t>> full;
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      ASSERT_EQ((*out)[b].tokens.size(), 20u);
+      EXPECT_EQ((*out)[b].stop_reason, StopReason::kMaxTokens);
+      full.push_back(prompts[b]);
+      full.back().insert(full.back().end(), (*out)[b].tokens.begin(), (*out)[b].tokens.end());
     }
-  std::printf("  decode vs full forward: max|diff| of log-probs %.3e\n", max_diff);
-  EXPECT_LE(max_diff, 1e-4);
+    TokenBatch batch = TokenBatch::from_sequences(full);
+    std::vector<float> lp(static_cast<size_t>(batch.B) * batch.T), lp1(lp.size());
+    ASSERT_TRUE(m->forward(batch, lp1.data()).is_ok());
+    m->set_logprob_temperature(logprob_temperature(sc));
+    ASSERT_TRUE(m->forward(batch, lp.data()).is_ok());
+    m->set_logprob_temperature(1.0);
+    double max_diff = 0, max_untempered = 0;
+    for (size_t b = 0; b < prompts.size(); ++b)
+      for (size_t i = 0; i < 20; ++i) {
+        const size_t at = b * batch.T + prompts[b].size() + i;
+        max_diff = std::fmax(max_diff, std::fabs(lp[at] - (*out)[b].logprobs[i]));
+        max_untempered = std::fmax(max_untempered, std::fabs(lp1[at] - (*out)[b].logprobs[i]));
+      }
+    std::printf("  temperature %.1f: decode vs full forward: max|diff| of log-probs %.3e "
+                "(against temperature 1: %.3e)\n",
+                temperature, max_diff, max_untempered);
+    EXPECT_LE(max_diff, 1e-4);
+    if (temperature != 1.0) EXPECT_GT(max_untempered, 0.1);
+  }
 }
 
 // Activation buffers are reused across batch shapes: results must not depend on what ran before.
@@ -719,28 +733,40 @@ TEST(SampleToken, FrequenciesFollowTemperatureTopKTopP) {
   hot.temperature = 1000.0;  // nearly uniform
   f = freq(hot);
   EXPECT_NEAR(f[3], 0.25, 0.015);
-  // The recorded log-prob is the model's (temperature 1, untruncated).
+  // The recorded log-prob is of the tempered distribution over all V, untruncated by top-k:
+  // at temperature 1 the model's own (these logits are log-probabilities), at 0.5 log
+  // softmax(2 * logits) (what the training forward differentiates at that temperature).
   Rng rng(5);
   float lp = 0;
   int32_t t = sample_token(logits.data(), 4, k2, rng, &lp);
   EXPECT_NEAR(lp, logits[t], 1e-6);
+  SamplerConfig cold = k2;
+  cold.temperature = 0.5;
+  double z = 0;
+  for (float l : logits) z += std::exp(2.0 * l);
+  for (int i = 0; i < 50; ++i) {
+    t = sample_token(logits.data(), 4, cold, rng, &lp);
+    ASSERT_LT(t, 2);
+    EXPECT_NEAR(lp, 2.0 * logits[t] - std::log(z), 1e-6);
+  }
 }
 
 TEST(SampleToken, PaddedIdsAreNeverDrawnButCountInTheLogProb) {
   // Ids 4 and 5 are padding rows (vocab_size above the tokenizer's 4 ids) with the largest logits.
   const std::vector<float> logits = {0.0f, 1.0f, 0.5f, -1.0f, 9.0f, 8.0f};
-  double lse = 0;
-  for (float l : logits) lse += std::exp(static_cast<double>(l));
-  lse = std::log(lse);
   for (double temperature : {0.0, 1.0, 5.0}) {
     SamplerConfig sc;
     sc.temperature = temperature;
+    const double s = temperature > 0 ? 1.0 / temperature : 1.0;  // greedy records temperature 1
+    double lse = 0;
+    for (float l : logits) lse += std::exp(s * l);
+    lse = std::log(lse);
     Rng rng(11);
     for (int i = 0; i < 2000; ++i) {
       float lp = 0;
       int32_t t = sample_token(logits.data(), 6, sc, rng, &lp, /*sample_below=*/4);
       ASSERT_LT(t, 4) << "temperature " << temperature;
-      EXPECT_NEAR(lp, logits[static_cast<size_t>(t)] - lse, 1e-5);  // over all six rows
+      EXPECT_NEAR(lp, s * logits[static_cast<size_t>(t)] - lse, 1e-5);  // over all six rows
     }
   }
 }

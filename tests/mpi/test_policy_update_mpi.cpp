@@ -59,12 +59,14 @@ struct Replica {
   model::ByteTokenizer tok;
   model::AdamW opt;
   PolicyReplica engine;
-  explicit Replica(rl::LossAggregation agg, double kl_beta = 0)
-      : opt(model::OptimConfig{.lr = 1e-2, .grad_clip = 1.0}, model), engine(model, tok, opt, options(agg, kl_beta)) {
+  explicit Replica(rl::LossAggregation agg, double kl_beta = 0, double temperature = 1.0)
+      : opt(model::OptimConfig{.lr = 1e-2, .grad_clip = 1.0}, model),
+        engine(model, tok, opt, options(agg, kl_beta, temperature)) {
     model.init_random(5);
   }
-  static PolicyReplicaOptions options(rl::LossAggregation agg, double kl_beta) {
+  static PolicyReplicaOptions options(rl::LossAggregation agg, double kl_beta, double temperature) {
     PolicyReplicaOptions o;
+    o.sampler.temperature = temperature;
     o.loss.kl_beta = kl_beta;
     o.loss.aggregation = agg;
     o.loss.loss_norm_tokens = 16;
@@ -387,6 +389,34 @@ TEST(PolicyGenerate, SampleDoesNotDependOnItsBatchOrRank) {
   MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   EXPECT_EQ(lo, hi);
+}
+
+// Sampled at temperature 0.5, a first update's ratio is 1: the training forward takes its
+// log-probs at the temperature the sampler recorded them at (at 1 they would differ by far more).
+TEST(PolicyGenerate, FirstUpdateRatioIsOneAtTheSamplingTemperature) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  Replica r(rl::LossAggregation::kTokenMean, /*kl_beta=*/0, /*temperature=*/0.5);
+  EXPECT_EQ(r.model.logprob_temperature(), 0.5);
+  std::vector<RolloutItem> items = {{1, 0, r.tok.encode("write a kernel", false), 42},
+                                    {2, 0, r.tok.encode("another prompt", false), 7}};
+  TrainWork work;
+  for (const Completion& c : r.engine.generate(items)) {
+    TrainSample s;
+    s.tokens = c.prompt_tokens;
+    s.tokens.insert(s.tokens.end(), c.completion_tokens.begin(), c.completion_tokens.end());
+    s.prompt_len = static_cast<int32_t>(c.prompt_tokens.size());
+    s.old_logprobs = c.logprobs;
+    s.advantage = 1.0f;
+    work.samples.push_back(std::move(s));
+  }
+  const TrainReport rep = r.engine.train(work, MPI_COMM_SELF);
+  ASSERT_GT(rep.tokens, 0);
+  std::printf("first update at temperature 0.5: ratio mean %.7f, max %.7f\n",
+              rep.ratio_sum / rep.tokens, rep.ratio_max);
+  EXPECT_NEAR(rep.ratio_sum / rep.tokens, 1.0, 1e-4);
+  EXPECT_NEAR(rep.ratio_max, 1.0, 1e-4);
 }
 
 }  // namespace
