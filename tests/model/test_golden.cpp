@@ -58,6 +58,16 @@ float weighted_loss(const std::vector<float>& lp, const std::vector<float>& w, f
   return static_cast<float>(loss / norm);
 }
 
+// Every parameter gradient of the model against the golden's `prefix` + HF name.
+void expect_grads(const std::string& label, Transformer& m, const SafetensorsFile& golden,
+                  const std::string& prefix) {
+  for (const TensorInfo& t : m.layout().tensors()) {
+    auto want = read_all(golden, prefix + t.name);
+    ASSERT_EQ(want.size(), t.numel) << t.name;
+    expect_close(label + t.name, m.grads() + t.offset, want.data(), t.numel);
+  }
+}
+
 class Golden : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
@@ -88,11 +98,7 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
 
   m.zero_grad();
   m.backward(dlp.data());
-  for (const TensorInfo& t : m.layout().tensors()) {
-    auto want = read_all(c.golden, "grad." + t.name);
-    ASSERT_EQ(want.size(), t.numel) << t.name;
-    expect_close("grad." + t.name, m.grads() + t.offset, want.data(), t.numel);
-  }
+  expect_grads("grad.", m, c.golden, "grad.");
 
   // At a sampling temperature T: log softmax(logits / T) and its gradients (the RL trainer's).
   const float temperature = read_all(c.golden, "tempered.temperature").at(0);
@@ -103,20 +109,13 @@ TEST_P(Golden, ForwardBackwardAndAdamWMatchPyTorch) {
   weighted_loss(lp, c.weights, c.normaliser, &dlp);
   m.zero_grad();
   m.backward(dlp.data());
-  for (const TensorInfo& t : m.layout().tensors()) {
-    auto want = read_all(c.golden, "tempered.grad." + t.name);
-    ASSERT_EQ(want.size(), t.numel) << t.name;
-    expect_close("tempered grad." + t.name, m.grads() + t.offset, want.data(), t.numel);
-  }
+  expect_grads("tempered grad.", m, c.golden, "tempered.grad.");
   // SFT is the cross-entropy of the model's own distribution, whatever temperature RL set.
   m.zero_grad();
   auto sft_loss = m.sft_step(c.batch, c.weights.data(), c.normaliser);
   ASSERT_TRUE(sft_loss.has_value());
   expect_close("sft_step loss at a set temperature", &*sft_loss, &want_loss, 1);
-  for (const TensorInfo& t : m.layout().tensors()) {
-    auto want = read_all(c.golden, "grad." + t.name);
-    expect_close("sft_step grad." + t.name, m.grads() + t.offset, want.data(), t.numel);
-  }
+  expect_grads("sft_step grad.", m, c.golden, "grad.");
   m.set_logprob_temperature(1.0);
 
   OptimConfig oc;
