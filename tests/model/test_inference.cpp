@@ -92,7 +92,9 @@ TEST_F(Inference, DecodeLogprobsEqualFullForward) {
                 "(against temperature 1: %.3e)\n",
                 temperature, max_diff, max_untempered);
     EXPECT_LE(max_diff, 1e-4);
-    if (temperature != 1.0) EXPECT_GT(max_untempered, 0.1);
+    if (temperature != 1.0) {
+      EXPECT_GT(max_untempered, 0.1);
+    }
   }
 }
 
