@@ -11,7 +11,8 @@
 namespace leap::model {
 
 void SamplerConfig::declare(OptionSet& opts) {
-  opts.add("sampler.temperature", &temperature, 1.0, "Sampling temperature; 0 = greedy. RL also takes the recorded and the training "
+  opts.add("sampler.temperature", &temperature, 1.0,
+           "Sampling temperature; 0 = greedy. RL also takes the recorded and the training "
            "log-probabilities at this temperature (log softmax(logits / T)).",
            {.min = 0.0});
   opts.add("sampler.top_p", &top_p, 1.0,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backend/token_select.h"
 #include "common/check.h"
 #include "common/rng.h"
 #include "model/transformer_activations.h"
@@ -252,8 +253,8 @@ RestViews Transformer::forward_blocks(WeightSource& weights, const TokenBatch& b
 }
 
 void Transformer::set_logprob_temperature(double t) {
-  // The same float as backend::logprob_inv_temperature, which the sampler records with.
-  const float scale = static_cast<float>(1.0 / t);
+  // The sampler records with this same float.
+  const float scale = backend::logprob_inv_temperature({.temperature = t});
   LEAP_CHECK(t > 0 && std::isfinite(scale), "log-prob temperature must be > 0 with a finite "
                                             "1/T, got " << t);
   logprob_temperature_ = t;

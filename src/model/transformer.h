@@ -94,9 +94,9 @@ class Transformer {
   void set_layer_grads_done(std::function<void(int layer)> fn) {
     layer_grads_done_ = std::move(fn);
   }
-  // (3) SFT cross-entropy (at temperature 1): loss = -sum(mask * logprobs) / normaliser (normaliser > 0; pass the
-  // global token count so micro-batches and ranks sum to the mean). Runs forward and backward,
-  // returns the loss. mask (B*T) follows the log-prob convention (mask[b, 0] is ignored).
+  // (3) SFT cross-entropy, at temperature 1: loss = -sum(mask * logprobs) / normaliser
+  // (normaliser > 0; pass the global token count so micro-batches and ranks sum to the mean).
+  // Runs forward and backward, returns the loss. mask (B*T) follows the log-prob convention (mask[b, 0] is ignored).
   Expected<float> sft_step(const TokenBatch& batch, const float* mask, float normaliser);
 
   // The LM head runs over chunks of rows whose logits take at most this many bytes (at least
