@@ -138,6 +138,7 @@ int run_eval(const std::vector<std::string>& args) {
   spec.turns = c.eval.turns;
   Status valid = c.eval.validate(&spec.ks, &spec.ps);
   if (valid) valid = c.run.rl.validate();
+  if (valid) valid = c.run.sampler.validate();
   // Its latency would be reported as if GPU trials had taken it: never in an evaluation.
   if (valid && c.run.sandbox.simulated_exec_ms > 0)
     valid = invalid_input(fmt::format("option 'sandbox.simulated_exec_ms' = {} is for throughput benchmarks of "

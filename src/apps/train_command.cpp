@@ -100,6 +100,7 @@ int run_train(const std::vector<std::string>& args) {
   if (int rc = parse_or_exit("train", "[--config FILE.ini] [--section.key=value ...]", args, opts); rc >= 0)
     return rc;
   if (Status st = c.rl.validate(); !st) return report_error("train", st);
+  if (Status st = c.sampler.validate(); !st) return report_error("train", st);
   // Before MPI_Init: a USR1 that Slurm sends while the ranks start must not kill one. From here
   // SIGUSR1/SIGTERM stop an RL run at the next step boundary.
   const StopSignal& stop = StopSignal::install();

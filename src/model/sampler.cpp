@@ -45,6 +45,14 @@ void SamplerConfig::declare(OptionSet& opts) {
            "extends it (token-append prompts), so that turn runs only its new tokens.");
 }
 
+Status SamplerConfig::validate() const {
+  if (temperature > 0.0 && temperature < kMinTemperature)
+    return invalid_input(fmt::format(
+        "option 'sampler.temperature' = {} is below {}: use 0 for greedy decoding, or at least {}",
+        temperature, kMinTemperature, kMinTemperature));
+  return Status::ok();
+}
+
 backend::KvDtype kv_cache_dtype(const SamplerConfig& c, bool device_backend) {
   LEAP_CHECK(c.kv_cache_dtype == "auto" || c.kv_cache_dtype == "fp32" || c.kv_cache_dtype == "bf16",
              "sampler.kv_cache_dtype = " << c.kv_cache_dtype << ": use auto, fp32 or bf16");

@@ -54,6 +54,12 @@ struct SamplerConfig {
 
   // Section [sampler].
   void declare(OptionSet& opts);
+  // What one option's range cannot say: a temperature is 0 (greedy) or at least
+  // kMinTemperature.
+  Status validate() const;
+  // Below it 1 / T leaves the float range the samplers and the trainer compute in (about 3e-39),
+  // and long before that the distribution is argmax in all but name: use 0.
+  static constexpr double kMinTemperature = 1e-3;
   std::vector<std::string> stop_strings() const;
 };
 

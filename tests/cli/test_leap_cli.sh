@@ -37,6 +37,9 @@ check missing-config 2 "cannot open config file" -- "$LEAP" train --config "$tmp
 check bad-pipeline 2 "rl.pipeline.*one of stream\|sync" -- "$LEAP" train --rl.pipeline=async
 # The benchmark-only sandbox latency never reaches an evaluation's results.
 check eval-simulated-latency 2 "sandbox.simulated_exec_ms' = 50 .*leap eval refuses it" -- "$LEAP" eval --model nope --suite nope --sandbox.simulated_exec_ms=50
+# A temperature between 0 (greedy) and 1e-3: 1/T would leave the float range well before 0.
+check train-tiny-temperature 2 "sampler.temperature' = 1e-05 is below 0.001: use 0 for greedy" -- "$LEAP" train --sampler.temperature=1e-5
+check eval-tiny-temperature 2 "sampler.temperature' = 1e-40 is below 0.001" -- "$LEAP" eval --model nope --suite nope --sampler.temperature=1e-40
 # Nothing is written when the config is bad.
 [ -z "$(ls -A "$tmp" | grep -v typo.ini)" ] || { echo "FAIL: files written on bad config"; fail=1; }
 
