@@ -101,6 +101,15 @@ for n, t in [("lp_logits", logits), ("lp_targets", targets), ("lp_g", g), ("lp_o
              ("lp_dlogits", ld.grad)]:
     save(n, t)
 shapes.append("logprob N=%d V=%d" % (N, V))
+# The same rows at RL's sampling temperature 0.7: log softmax(s * logits) with s the float32 1/0.7
+# the backends take (the recorded, training and reference log-probabilities of a tempered run).
+s = torch.tensor([1.0 / 0.7], dtype=torch.float32)
+(ld,) = d64(logits)
+lp = torch.log_softmax(ld * s.double().item(), -1).gather(1, targets.clamp(min=0).to(dev)[:, None])[:, 0]
+lp = torch.where(targets.to(dev) >= 0, lp, torch.zeros_like(lp))
+lp.backward(g.to(dev, torch.float64))
+for n, t in [("lpt_s", s), ("lpt_out", lp), ("lpt_dlogits", ld.grad)]:
+    save(n, t)
 
 # RoPE, rotate-half (HF): x (N, H, D), row n at position pos[n], tables (maxT, D/2) from theta.
 N, H, D, maxT = 97, 6, 64, 512

@@ -187,6 +187,16 @@ Status check_logprob(const ReferenceDir& ref, backend::Backend& be, OpComparison
   be.logprob_backward(gdl, gg, gl, glse, targets.data(), N, V, 1.0f);
   cmp.add("logprob_forward", buf.down(glp, lp.size()), lp, kFp32);
   cmp.add("logprob_dlogits", buf.down(gdl, dlogits.size()), dlogits, kFp32);
+  // At a sampling temperature (inverse s = 1/0.7): RL's log-probabilities are of softmax(s * z).
+  REF(s, ref.f32("lpt_s"));
+  REF(lpt, ref.f32("lpt_out"));
+  REF(dlpt, ref.f32("lpt_dlogits"));
+  if (s.size() != 1) return invalid_input("op reference lpt_s: one inverse temperature expected");
+  be.zero(gdl, dlogits.size());
+  be.logprob_forward(glp, glse, gl, targets.data(), N, V, s[0]);
+  be.logprob_backward(gdl, gg, gl, glse, targets.data(), N, V, s[0]);
+  cmp.add("logprob_forward_tempered", buf.down(glp, lpt.size()), lpt, kFp32);
+  cmp.add("logprob_dlogits_tempered", buf.down(gdl, dlpt.size()), dlpt, kFp32);
   return Status::ok();
 }
 
