@@ -39,7 +39,8 @@ as CUDA device code (FAM_HD = __device__), which tasks/verify_families.py uses t
 references without building the C++ tests.
 
 Run it from anywhere: `python3 tasks/make_families.py` (standard library only, deterministic);
-`--check` only compares the committed files with what it would write (a test runs that).
+`--check` only compares the committed files with what it would write (a test runs that);
+`--fresh PATH` writes an RL suite of the combinations no split shows (write_fresh) instead.
 """
 import json
 import os
@@ -324,6 +325,17 @@ def run_family(name, combos, heldout, n_train, n_held, build, n_phrasings):
     return [b for _, b in pairs]
 
 
+def fresh_family(name, combos, heldout, n_train, n_held, build):
+    """The family's candidates that hold no held-out pair and were not drawn as train tasks, built
+    as train tasks: combinations of parts that no split of the suite shows (only a family whose
+    train draw is smaller than its pool has any; elementwise keeps 500 of 1,285)."""
+    train, _ = select(name, combos, heldout, n_train, n_held)
+    taken = {id(c) for c in train}
+    pairs = [p for p, _ in heldout]
+    return [build(c) for c in combos
+            if id(c) not in taken and not any(has_pair(c, p) for p in pairs)]
+
+
 def pick_phrasing(rng, n):
     return rng.randrange(n)
 
@@ -443,10 +455,6 @@ def ew_build(c):
     atol, rtol = TOL[dt.name]
     hostc = f"for (long long i = 0; i < n; ++i) out[i] = {host};"
     return finish(tid, 1, "elementwise", text, params, cpu, bufs, code, atol, rtol, hostc, phr)
-
-
-def family_elementwise():
-    return run_family("elementwise", ew_combos(), EW_HELDOUT, 500, 28, ew_build, 3)
 
 
 # ---- family: reduction -----------------------------------------------------------------------------
@@ -780,10 +788,6 @@ def red_build(c):
     return finish(tid, 1, "reduction", text, params, cpu, bufs, code, atol, rtol, host, phr)
 
 
-def family_reduction():
-    return run_family("reduction", red_combos(), RED_HELDOUT, 105, 18, red_build, 3)
-
-
 # ---- family: scan ----------------------------------------------------------------------------------
 # Running sum, max, min or log-sum-exp along each row or along a flat array, forward or reverse,
 # inclusive (or exclusive, for sums). x is f32, i32 (out i32, exact) or f16 (out f32).
@@ -981,10 +985,6 @@ def scan_build(c):
     if dtn == "i32":
         atol, rtol = 0.0, 0.0
     return finish(tid, 1, "scan", text, params, cpu, bufs, code, atol, rtol, host, phr)
-
-
-def family_scan():
-    return run_family("scan", scan_combos(), SCAN_HELDOUT, 36, 9, scan_build, 3)
 
 
 # ---- family: normalization ---------------------------------------------------------------------------
@@ -1268,10 +1268,6 @@ def norm_build(c):
         "  " + t for t in expand_host(kind, in_of, idx_of, n).split("\n")) + "\n}"
     atol, rtol = TOL[dtn] if dtn != "f32" else {"softmax": (1e-6, 1e-4), "l2norm": (1e-6, 1e-4)}.get(kind, (1e-4, 1e-4))
     return finish(tid, 1, "normalization", text, params, cpu, bufs, code, atol, rtol, host, phr)
-
-
-def family_normalization():
-    return run_family("normalization", norm_combos(), NORM_HELDOUT, 75, 14, norm_build, 3)
 
 
 # ---- family: indexing --------------------------------------------------------------------------------
@@ -1591,10 +1587,6 @@ def idx_build(c):
     return finish(tid, 1, "indexing", text, params, cpu, bufs, code, atol, rtol, host, phr)
 
 
-def family_indexing():
-    return run_family("indexing", idx_combos(), IDX_HELDOUT, 94, 15, idx_build, 3)
-
-
 # ---- family: gemm ------------------------------------------------------------------------------------
 # Small GEMM-like products: C = A B with A or B stored transposed, batched, matrix-vector and
 # vector-matrix, each with an epilogue (none, + bias, ReLU, alpha scale, or the GEMM update
@@ -1807,10 +1799,6 @@ $off  const int col = blockIdx.x * blockDim.x + threadIdx.x;
     return finish(tid, 1, "gemm", text, params, cpu, bufs, code, atol, rtol, host, phr)
 
 
-def family_gemm():
-    return run_family("gemm", gemm_combos(), GEMM_HELDOUT, 69, 12, gemm_build, 3)
-
-
 # ---- family: fused (level 2) -------------------------------------------------------------------------
 # Row-wise chains over x [rows, cols]: t = act(pre(x)), then a normalisation or a reduction of
 # each row of t. pre: + bias[c] (f32), + res (residual), alpha * x, x * g (a gate); act: five
@@ -1928,14 +1916,19 @@ def fused_build(c):
     return finish(tid, 2, "fused", text, params, cpu, bufs, code, atol, rtol, host, phr)
 
 
-def family_fused():
-    return run_family("fused", fused_combos(), FUSED_HELDOUT, 208, 14, fused_build, 3)
-
-
 # ---- output ---------------------------------------------------------------------------------------
 
-FAMILIES = [family_elementwise, family_reduction, family_scan, family_normalization,
-            family_indexing, family_gemm, family_fused]
+# Each family: its name, candidates, held-out pairs, train and held-out counts, and builder (every
+# family has 3 phrasings).
+FAMILIES = [
+    ("elementwise", ew_combos, EW_HELDOUT, 500, 28, ew_build),
+    ("reduction", red_combos, RED_HELDOUT, 105, 18, red_build),
+    ("scan", scan_combos, SCAN_HELDOUT, 36, 9, scan_build),
+    ("normalization", norm_combos, NORM_HELDOUT, 75, 14, norm_build),
+    ("indexing", idx_combos, IDX_HELDOUT, 94, 15, idx_build),
+    ("gemm", gemm_combos, GEMM_HELDOUT, 69, 12, gemm_build),
+    ("fused", fused_combos, FUSED_HELDOUT, 208, 14, fused_build),
+]
 
 
 def eval_shape(expr, params):
@@ -1962,8 +1955,8 @@ def check_task(obj):
 
 def build_all():
     built = []
-    for family in FAMILIES:
-        built += family()
+    for name, combos, heldout, n_train, n_held, build in FAMILIES:
+        built += run_family(name, combos(), heldout, n_train, n_held, build, 3)
     ids = [b.obj["id"] for b in built]
     assert len(ids) == len(set(ids)), "duplicate task ids"
     for b in built:
@@ -2037,9 +2030,38 @@ def summary(built):
     return "\n".join(lines + [f"  {'all':<14} {t:4d} train {h:4d} heldout"])
 
 
+def fresh_all():
+    """Every family's fresh_family tasks, checked as the suite's are."""
+    fresh = []
+    for name, combos, heldout, n_train, n_held, build in FAMILIES:
+        fresh += fresh_family(name, combos(), heldout, n_train, n_held, build)
+    for b in fresh:
+        check_task(b.obj)
+    return fresh
+
+
+def write_fresh(path, built):
+    """--fresh PATH: an RL suite of combinations the suite never shows (fresh_all), as train
+    tasks, followed by the suite's held-out tasks unchanged, so that RL can train on prompts that
+    no SFT on the suite saw while evaluating on the same held-out split."""
+    fresh = fresh_all()
+    held = [b.obj for b in built if b.obj["split"] == "heldout"]
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(ms.suite_text([b.obj for b in fresh] + held))
+    os.replace(path + ".tmp", path)
+    counts = {}
+    for b in fresh:
+        counts[b.obj["family"]] = counts.get(b.obj["family"], 0) + 1
+    print(f"{path}: {len(fresh)} fresh train tasks ({', '.join(f'{k} {v}' for k, v in counts.items())}) "
+          f"and the {len(held)} held-out tasks")
+
+
 def main(argv):
     """Writes the files, or with --check exits 1 when the committed ones differ from them."""
     built = build_all()
+    if "--fresh" in argv:
+        write_fresh(argv[argv.index("--fresh") + 1], built)
+        return 0
     outputs = [(JSONL_PATH, ms.suite_text([b.obj for b in built])), (INC_PATH, inc_text(built))]
     if "--check" in argv:
         stale = []

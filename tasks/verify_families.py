@@ -7,13 +7,14 @@ A developer's tool (standard library only); the C++ tests in tests/tasks/ are th
       Compiles every reference with NVRTC (libnvrtc through ctypes) with the options of
       tests/tasks/test_committed_suites.cpp, fails on any warning, and checks that every launch
       line's kernel takes as many parameters as the line passes.
-  python3 tasks/verify_families.py oracle LEAP [--filter RE] [--jobs N]
+  python3 tasks/verify_families.py oracle LEAP [--filter RE] [--jobs N] [--fresh]
       Runs `LEAP check --device cpu` on every task with an "oracle" answer: one thread that copies
       the inputs to doubles, runs the task's host reference (the same text make_families.py writes
       to tests/tasks/family_host_refs.inc, compiled here as device code) and stores the results.
       The sandbox runs the reference and the oracle on three trials and compares them with the
       task's tolerances: a pass means the reference computes what the host reference does on
       cpu_params, within the interpreter's memory and race checks. Prints the slowest tasks.
+  --fresh checks the combinations no split shows (make_families.py --fresh) instead of the suite.
 """
 import ctypes
 import json
@@ -153,10 +154,9 @@ def oracle_answer(index, b):
     return "```cuda\n" + code + "```\n"
 
 
-def check_oracle(indexed, leap, jobs):
+def check_oracle(indexed, leap, jobs, suite):
     """indexed: (k, built task) pairs, k the task's position in the suite (its ref_<k>)."""
     tmp = tempfile.mkdtemp(prefix="leap_oracle_")
-    suite = os.path.join(HERE, "families.jsonl")
 
     def one(kb):
         k, b = kb
@@ -194,10 +194,18 @@ def main(argv):
         return 2
     flt = argv[argv.index("--filter") + 1] if "--filter" in argv else ""
     jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 2
-    indexed = [(k, b) for k, b in enumerate(mf.build_all()) if re.search(flt, b.obj["id"])]
+    suite = os.path.join(HERE, "families.jsonl")
+    tasks = mf.build_all()
+    if "--fresh" in argv:
+        # The combinations no split shows (make_families.py --fresh), in a suite file of their own.
+        tasks = mf.fresh_all()
+        suite = os.path.join(tempfile.mkdtemp(prefix="leap_fresh_"), "fresh.jsonl")
+        with open(suite, "w", encoding="utf-8") as f:
+            f.write(mf.ms.suite_text([b.obj for b in tasks]))
+    indexed = [(k, b) for k, b in enumerate(tasks) if re.search(flt, b.obj["id"])]
     if argv[0] == "nvrtc":
         return 0 if check_nvrtc([b for _, b in indexed]) else 1
-    return 0 if check_oracle(indexed, argv[1], jobs) else 1
+    return 0 if check_oracle(indexed, argv[1], jobs, suite) else 1
 
 
 if __name__ == "__main__":
