@@ -40,7 +40,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
-from leap_trajectories import load_run  # noqa: E402
+from leap_trajectories import load_run, write_step_summary  # noqa: E402
 
 WAYS = {
     "leap": ["--dcp.mode=static", "--rl.reward=rank"],
@@ -125,12 +125,15 @@ def run_way(args, way, seed, subset):
             with open(point + ".tmp", "w") as f:
                 json.dump(dict(step=end, cpu_s=float(done.cpu_s.iloc[-1]),
                                sandbox_jobs=int(done.n_sandbox_jobs.sum()), way=way, seed=seed,
-                               resample=args.resample, flags=flags, **acc), f, indent=1)
+                               resample=args.resample, flags=flags, extra=args.extra, **acc), f, indent=1)
             os.replace(point + ".tmp", point)
         with open(point) as f:
             points.append(json.load(f))
     if args.full_heldout:
         full_heldout(args, seed, points, results, run_dir)
+    traj = os.path.join(run_dir, "trajectories.h5")
+    if os.path.exists(traj):  # per-step figures beside the points (the run folder is not committed)
+        write_step_summary(traj, os.path.join(results, "steps.csv"))
     return points
 
 

@@ -40,7 +40,8 @@ references without building the C++ tests.
 
 Run it from anywhere: `python3 tasks/make_families.py` (standard library only, deterministic);
 `--check` only compares the committed files with what it would write (a test runs that);
-`--fresh PATH` writes an RL suite of the combinations no split shows (write_fresh) instead.
+`--fresh PATH [--with-train]` writes an RL suite of the combinations no split shows (write_fresh)
+instead.
 """
 import json
 import os
@@ -2040,27 +2041,38 @@ def fresh_all():
     return fresh
 
 
-def write_fresh(path, built):
+def write_fresh(path, built, with_train):
     """--fresh PATH: an RL suite of combinations the suite never shows (fresh_all), as train
     tasks, followed by the suite's held-out tasks unchanged, so that RL can train on prompts that
-    no SFT on the suite saw while evaluating on the same held-out split."""
+    no SFT on the suite saw while evaluating on the same held-out split. with_train
+    (--with-train) adds the suite's train tasks of the families that have no fresh task, after
+    the fresh ones, so that RL also draws every other family."""
     fresh = fresh_all()
-    held = [b.obj for b in built if b.obj["split"] == "heldout"]
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        f.write(ms.suite_text([b.obj for b in fresh] + held))
-    os.replace(path + ".tmp", path)
     counts = {}
     for b in fresh:
         counts[b.obj["family"]] = counts.get(b.obj["family"], 0) + 1
-    print(f"{path}: {len(fresh)} fresh train tasks ({', '.join(f'{k} {v}' for k, v in counts.items())}) "
-          f"and the {len(held)} held-out tasks")
+    train = [b.obj for b in fresh]
+    if with_train:
+        train += [b.obj for b in built if b.obj["split"] == "train" and b.obj["family"] not in counts]
+    held = [b.obj for b in built if b.obj["split"] == "heldout"]
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        f.write(ms.suite_text(train + held))
+    os.replace(path + ".tmp", path)
+    other = f" and {len(train) - len(fresh)} train tasks of the other families" if with_train else ""
+    print(f"{path}: {len(fresh)} fresh train tasks ({', '.join(f'{k} {v}' for k, v in counts.items())})"
+          f"{other} and the {len(held)} held-out tasks")
 
 
 def main(argv):
     """Writes the files, or with --check exits 1 when the committed ones differ from them."""
     built = build_all()
     if "--fresh" in argv:
-        write_fresh(argv[argv.index("--fresh") + 1], built)
+        k = argv.index("--fresh") + 1
+        if k >= len(argv) or argv[k].startswith("--"):
+            print("make_families.py: --fresh needs the output path: --fresh runs/fresh/rl.jsonl [--with-train]",
+                  file=sys.stderr)
+            return 2
+        write_fresh(argv[k], built, "--with-train" in argv)
         return 0
     outputs = [(JSONL_PATH, ms.suite_text([b.obj for b in built])), (INC_PATH, inc_text(built))]
     if "--check" in argv:

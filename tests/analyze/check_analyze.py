@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
-from leap_trajectories import load_run, max_turns, pass_rates, trajectories  # noqa: E402
+from leap_trajectories import (STEP_SUMMARY_COLUMNS, load_run, max_turns, pass_rates, trajectories,  # noqa: E402
+                               write_step_summary)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("json")
@@ -216,6 +217,24 @@ if args.csv:
     else:
         for i, g in enumerate(got["steps"]):
             compare(f"csv[{i}]", {k: nan_to_none(float(v)) for k, v in csv.iloc[i].items()}, g)
+
+# The benchmarks' per-step summary (write_step_summary) against the file's /steps read by h5py
+# (a finished file: a live one may hold rows not yet committed).
+if not args.prefix:
+    summary_csv = os.path.join(os.path.dirname(os.path.abspath(args.json)), "step_summary.csv")
+    write_step_summary(args.h5, summary_csv)
+    summary = pd.read_csv(summary_csv)
+    with h5py.File(args.h5, "r") as f:
+        raw = f["steps"][...]
+    if list(summary.columns) != STEP_SUMMARY_COLUMNS or len(summary) != len(raw):
+        errors.append(f"step summary: columns {list(summary.columns)} x {len(summary)} rows, wanted "
+                      f"{STEP_SUMMARY_COLUMNS} x {len(raw)}")
+    else:
+        for col in STEP_SUMMARY_COLUMNS:
+            ok = np.isclose(summary[col].to_numpy(float), raw[col].astype(float), rtol=1e-5, atol=0,
+                            equal_nan=True)
+            if not ok.all():
+                errors.append(f"step summary: column {col} differs from /steps at rows {np.flatnonzero(~ok)[:5]}")
 
 if errors:
     print("\n".join(errors[:40]))

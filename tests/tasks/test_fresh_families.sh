@@ -2,7 +2,8 @@
 # tasks/make_families.py --fresh: the RL suite of combinations no split of families.jsonl shows.
 # Its train tasks are exactly the candidates that hold no held-out pair and are not train tasks of
 # the suite (none is in the suite, none holds a held-out pair), its held-out split is the suite's
-# unchanged, and `leap tasks validate` reads it.
+# unchanged, and `leap tasks validate` reads it; --with-train adds the other families' train tasks,
+# and --fresh without a path is exit 2.
 # Usage: test_fresh_families.sh LEAP_BINARY SOURCE_DIR
 set -euo pipefail
 leap="$1"
@@ -39,4 +40,23 @@ print("fresh ok:", len(train), "train tasks")
 PY
 
 "$leap" tasks validate --suite "$tmp/fresh.jsonl" | grep -q "785 train, 110 heldout"
+
+# --with-train: the fresh tasks, then the suite's train tasks of the families without fresh ones.
+/usr/bin/env python3 "$src/tasks/make_families.py" --fresh "$tmp/mixed.jsonl" --with-train > /dev/null
+/usr/bin/env python3 - "$src/tasks/families.jsonl" "$tmp/fresh.jsonl" "$tmp/mixed.jsonl" <<'PY'
+import json, sys
+suite, fresh, mixed = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
+train = lambda ts: [t for t in ts if t["split"] == "train"]
+others = [t for t in train(suite) if t["family"] != "elementwise"]
+assert train(mixed) == train(fresh) + others, "--with-train: not the fresh tasks then the other families' train tasks"
+assert [t for t in mixed if t["split"] == "heldout"] == [t for t in suite if t["split"] == "heldout"]
+print("with-train ok:", len(train(mixed)), "train tasks")
+PY
+"$leap" tasks validate --suite "$tmp/mixed.jsonl" | grep -q "1372 train, 110 heldout"
+
+set +e
+/usr/bin/env python3 "$src/tasks/make_families.py" --fresh 2> "$tmp/err"
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q -- "--fresh needs the output path" "$tmp/err" || { cat "$tmp/err"; echo "FAIL: --fresh without a path (rc $rc)"; exit 1; }
 echo "PASS"
