@@ -68,6 +68,26 @@ def heldout_subset(args):
     return path
 
 
+def add_run_args(p, results, runs):
+    """The options of every benchmark here that runs leap: ranks, config, starting policy, binary,
+    the results and runs folders, and leap options after `--`."""
+    p.add_argument("--np", type=int, default=4)
+    p.add_argument("--config", default="configs/demo.ini")
+    p.add_argument("--model", default="models/demo-v2", help="the starting policy")
+    p.add_argument("--leap", default="build/src/apps/leap")
+    p.add_argument("--results", default=results)
+    p.add_argument("--runs", default=runs)
+    p.add_argument("extra", nargs="*")
+
+
+def parse_run_args(p):
+    args = p.parse_args()
+    args.root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    os.makedirs(args.results, exist_ok=True)
+    os.makedirs(args.runs, exist_ok=True)
+    return args
+
+
 def leap_cmd(args, sub, *rest):
     return [os.path.join(args.root, "scripts", "mpirun_local.sh"), str(args.np), args.leap, sub,
             "--config", args.config, *rest]
@@ -159,25 +179,17 @@ def main():
     p.add_argument("--ways", nargs="+", default=["leap", "unpruned", "single"], choices=list(WAYS))
     p.add_argument("--extra-ways", nargs="*", default=[], choices=list(WAYS),
                    help="ways run with the first seed only")
-    p.add_argument("--np", type=int, default=4)
-    p.add_argument("--config", default="configs/demo.ini")
     p.add_argument("--suite", default="tasks/families.jsonl",
                    help="the suite: RL draws its train tasks, the evaluations a held-out subset")
-    p.add_argument("--model", default="models/demo-v2", help="the starting policy")
     p.add_argument("--heldout-per-family", type=int, default=4)
     p.add_argument("--eval-samples", type=int, default=2)
     p.add_argument("--eval-turns", type=int, default=3)
     p.add_argument("--resample", action="store_true")
     p.add_argument("--full-heldout", action="store_true",
                    help="also evaluate the start and each run's end on every held-out task")
-    p.add_argument("--leap", default="build/src/apps/leap")
-    p.add_argument("--results", default="benchmarks/results/paper_compare")
-    p.add_argument("--runs", default="runs/paper_compare")
-    p.add_argument("extra", nargs="*")
-    args = p.parse_args()
-    args.root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+    add_run_args(p, "benchmarks/results/paper_compare", "runs/paper_compare")
+    args = parse_run_args(p)
     args.extra = [f"--model={args.model}", *args.extra]
-    os.makedirs(args.results, exist_ok=True)
     subset = heldout_subset(args)
 
     curves = {}

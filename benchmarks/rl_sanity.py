@@ -26,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
 from leap_trajectories import write_step_summary  # noqa: E402
+from paper_compare import add_run_args, leap_cmd, parse_run_args  # noqa: E402  (this folder)
 
 # Fresh elementwise combinations on which the demo policy v2 passed 2 to 6 of 8 turn-1 answers
 # in an RL run's first steps (benchmarks/README.md, ninth run).
@@ -64,8 +65,7 @@ def suites(args):
 
 
 def leap(args, sub, *rest):
-    cmd = [os.path.join(args.root, "scripts", "mpirun_local.sh"), str(args.np), args.leap, sub,
-           "--config", args.config, *rest]
+    cmd = leap_cmd(args, sub, *rest)
     print("+", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL if sub == "eval" else None)
 
@@ -94,17 +94,8 @@ def main():
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--samples", type=int, default=8)
-    p.add_argument("--np", type=int, default=4)
-    p.add_argument("--config", default="configs/demo.ini")
-    p.add_argument("--model", default="models/demo-v2")
-    p.add_argument("--leap", default="build/src/apps/leap")
-    p.add_argument("--results", default="benchmarks/results/rl_sanity")
-    p.add_argument("--runs", default="runs/rl_sanity")
-    p.add_argument("extra", nargs="*")
-    args = p.parse_args()
-    args.root = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-    os.makedirs(args.results, exist_ok=True)
-    os.makedirs(args.runs, exist_ok=True)
+    add_run_args(p, "benchmarks/results/rl_sanity", "runs/rl_sanity")
+    args = parse_run_args(p)
     paths = suites(args)
     rows = []
     for seed in args.seeds:
