@@ -180,12 +180,6 @@ def pass_rates(run: Run) -> pd.DataFrame:
     return out
 
 
-if __name__ == "__main__":
-    run = load_run(sys.argv[1])
-    print(run.steps.to_string())
-    print(run.samples.drop(columns=["prompt", "completion", "feedback"]).to_string())
-
-
 # The /steps columns a benchmark commits beside its results: what each step cost, how its groups
 # were classified, and how the update went (the trajectory file itself stays out of git).
 STEP_SUMMARY_COLUMNS = ["step", "time_s", "cpu_s", "n_sandbox_jobs", "pass_turn1", "pass_final", "n_easy",
@@ -198,3 +192,10 @@ def write_step_summary(trajectory_path: str, csv_path: str) -> None:
     steps = load_run(trajectory_path, with_text=False).steps
     steps[STEP_SUMMARY_COLUMNS].to_csv(csv_path + ".tmp", index=False, float_format="%.6g")
     os.replace(csv_path + ".tmp", csv_path)
+
+
+if __name__ == "__main__":
+    run = load_run(sys.argv[1])
+    print(run.steps.to_string())
+    print(run.samples.drop(columns=["prompt", "completion", "feedback"]).to_string())
+

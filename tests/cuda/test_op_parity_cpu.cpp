@@ -28,8 +28,8 @@ TEST(OpParityOnCpu, EveryOpMatchesPyTorchsReference) {
   EXPECT_TRUE(cmp.all_pass) << record.str();
   // Every op family reported (a case silently skipped would pass too).
   for (const char* op : {"matmul_forward", "rmsnorm_dweight", "swiglu_dinp", "attention_dq",
-                         "logprob_dlogits", "logprob_dlogits_tempered", "rope_dinp", "embedding_dwte", "adamw_param_update",
-                         "sum_squares", "kv_cache_write_k", "attention_decode"}) {
+                         "logprob_dlogits", "logprob_dlogits_tempered", "rope_dinp", "embedding_dwte",
+                         "adamw_param_update", "sum_squares", "kv_cache_write_k", "attention_decode"}) {
     EXPECT_NE(record.str().find(std::string("\"") + op + "\""), std::string::npos) << op;
   }
 }
