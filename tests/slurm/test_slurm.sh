@@ -164,14 +164,24 @@ signal_after_checkpoint() {
   [ -e "$tmp/$name/checkpoints/step_000000/state.json" ] || die "no first checkpoint from job $job: $(tail -5 "$tmp/jobs/$name.out")"
   scancel --signal=USR1 --batch "$job" || die "scancel --signal=USR1"
 }
+# job_logs JOB: what slurmctld and slurmd said about the job, for a failure's report.
+job_logs() {
+  echo "== slurmctld and slurmd on job $1:"
+  grep -h -E "JobId=$1\b|job $1\b|\[$1\.|job_id[= ]$1\b|Job $1\b" "$tmp/log/slurmctld.log" "$tmp/log/slurmd.log" | tail -40
+}
 # check_requeued NAME JOB: the job stopped at a step boundary with that step's checkpoint and a
 # flushed file, and requeued itself. Slurm holds a requeued job for a while before it may start
-# again, which gives a look at the folder; then it is let go at once.
+# again, which gives a look at the folder; then it is let go early, but not at once: slurmd
+# refuses a launch whose credential is from the second in which the requeue revoked the job's
+# last one ("already killed, do not launch batch job"; the job then fails) and a launch while
+# the first batch step is still ending ("already running"). Slurm's own hold avoids both.
 check_requeued() {
-  local name="$1" job="$2" last
+  local name="$1" job="$2" last requeued
   if ! wait_state "$job" 120 PENDING || [ "$(job_field "$job" Restarts)" != 1 ]; then
-    echo "FAIL job $job ($name) was not requeued after USR1"; tail -20 "$tmp/jobs/$name.out"; fail=1; return
+    echo "FAIL job $job ($name) was not requeued after USR1"; tail -20 "$tmp/jobs/$name.out"; job_logs "$job"
+    fail=1; return
   fi
+  requeued=$(date +%s)
   last=$(grep -o "stopped by SIG[A-Z0-9]* after step [0-9]*" "$tmp/jobs/$name.out" | grep -o "[0-9]*$" | tail -1)
   if [ -n "$last" ] && [ "$last" -lt $((steps - 1)) ] &&
      /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/$name" $((last + 1)) 2 4 1 >"$tmp/partial.txt"; then
@@ -180,6 +190,10 @@ check_requeued() {
     echo "FAIL job $job ($name): the stopped job's folder (stopped after step '${last}')"; cat "$tmp/partial.txt"
     tail -20 "$tmp/jobs/$name.out"; fail=1
   fi
+  for _ in $(seq 300); do
+    grep -q "\[$job\.batch\] done with job" "$tmp/log/slurmd.log" && [ "$(date +%s)" -ge $((requeued + 2)) ] && break
+    sleep 0.2
+  done
   scontrol update JobId="$job" StartTime=now || die "scontrol update StartTime"
 }
 
@@ -203,7 +217,8 @@ for name in straight stopped srun_stopped; do
   if [ "$state" = "COMPLETED 0:0" ] && /usr/bin/python3 "$src/tests/train/check_run.py" "$tmp/$name" $steps 2 4 1; then
     echo "ok   job $job ($name): $state"
   else
-    echo "FAIL job $job ($name): $state"; tail -30 "$tmp/jobs/$name.out"; fail=1
+    echo "FAIL job $job ($name): $state"; tail -30 "$tmp/jobs/$name.out"; job_logs "$job"; fail=1
+    continue  # nothing finished to compare
   fi
   if [ $name = straight ]; then
     # The jobscript gives the ranks OpenBLAS's vector kernels where its own choice predates AVX2.
