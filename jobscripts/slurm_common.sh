@@ -29,6 +29,11 @@
 # leap_extra=(options); DEFAULT_CONFIG may be "" when a job has no sensible default.
 leap_job_init() {
   local default_config="$1"; shift
+  # An early USR1 (a short time limit, or scancel --signal=USR1 --batch right after the start)
+  # must not end this shell before the launch: it is remembered, and leap_job_launch requeues
+  # without starting the ranks.
+  leap_stop=""
+  trap 'leap_stop=USR1' USR1
   LEAP_BIN="${LEAP_BIN:-$LEAP_HOME/build/src/apps/leap}"
   if [ $# -gt 0 ] && [[ "$1" != --* ]]; then LEAP_CONFIG="$1"; shift; fi
   if [ $# -gt 0 ] && [[ "$1" != --* ]]; then LEAP_RUN_DIR="$1"; shift; fi
@@ -93,19 +98,26 @@ leap_job_launch() {
     # Variables the ranks need on every node: Open MPI does not pass the environment to other
     # nodes by itself.
     local v
-    for v in $(compgen -e | grep -E '^(NCCL_|HDF5_USE_FILE_LOCKING$|OPENBLAS_NUM_THREADS$|OPENBLAS_CORETYPE$|OMP_|LEAP_PREEMPT_MARGIN_S$)'); do
+    for v in $(compgen -e | grep -E '^(NCCL_|HDF5_USE_FILE_LOCKING$|OPENBLAS_NUM_THREADS$|OPENBLAS_CORETYPE$|OMP_|LEAP_PREEMPT_MARGIN_S$|CUDA_DEVICE_ORDER$)'); do
       extra+=(-x "$v")
     done
     cmd=(mpirun -np "${SLURM_NTASKS:-1}" "$@" ${extra[@]+"${extra[@]}"} "${train[@]}")
   fi
   echo "leap job ${SLURM_JOB_ID:-} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST:-$(hostname)}: ${cmd[*]}"
-  local stop="" pid="" rc=0 before
+  local stop="${leap_stop:-}" pid="" rc=0 before
+  if [ -n "$stop" ]; then
+    echo "leap job: USR1 came before the launch; nothing was started"
+    if [ "${LEAP_REQUEUE:-1}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ]; then leap_requeue "stopped before the launch"; fi
+    return 75
+  fi
   before=$(leap_latest_checkpoint)
   # Trapped before the launch, so that an early USR1 cannot end this shell; the launcher starts
   # with USR1 at its default (bash resets trapped signals in background children).
   trap 'stop=USR1; echo "leap job: USR1, asking the ranks to checkpoint and stop"; [ -n "$pid" ] && kill -USR1 "$pid" 2>/dev/null' USR1
   "${cmd[@]}" &
   pid=$!
+  # A USR1 between the launch and the line above found no pid to forward to.
+  [ -n "$stop" ] && kill -USR1 "$pid" 2>/dev/null
   # wait returns early (status > 128) whenever a trapped signal arrives: wait again until the
   # launcher is gone. The status is kept from inside the loop: the wait that reaps the
   # launcher is the one that knows it (a later `wait $pid` answers 127 in POSIX mode).
@@ -141,11 +153,23 @@ leap_job_launch() {
 # and then binds to hardware threads: Open MPI 4.1 refuses PE with --use-hwthread-cpus and
 # --bind-to core ("a conflicting binding policy").
 # Socket filling assumes the job owns every CPU of the node (the GPU jobscripts ask for
-# --exclusive): where Slurm gave it fewer than the node's physical cores (SLURM_CPUS_ON_NODE,
-# which counts hardware threads or cores as slurm.conf says; a shared CPU node), its CPUs need
-# not split evenly over the sockets, and the ranks are mapped per node.
+# --exclusive): where Slurm gave it fewer than the node's CPUs (SLURM_CPUS_ON_NODE against
+# leap_slurm_node_cpus, both in Slurm's unit; a shared CPU node), its CPUs need not split evenly
+# over the sockets, and the ranks are mapped per node.
 # --report-bindings logs where every rank landed. LEAP_BIND=none leaves placement to the
 # operating system, e.g. when tasks outnumber cores.
+# The node's CPUs as Slurm counts them (hardware threads or cores, as slurm.conf says), to compare
+# with SLURM_CPUS_ON_NODE in the same unit: Slurm's CPUTot of this node, or, where scontrol cannot
+# tell, the node's physical cores (the unit when slurm.conf counts cores; where it counts
+# threads, a job on part of a node may then pass for the whole node).
+leap_slurm_node_cpus() {
+  local tot=""
+  if [ -n "${SLURMD_NODENAME:-}" ]; then
+    tot=$(scontrol show node "$SLURMD_NODENAME" 2>/dev/null | grep -o 'CPUTot=[0-9]*' | head -1 | cut -d= -f2)
+  fi
+  if [ -n "$tot" ]; then echo "$tot"; else lscpu -p=CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l; fi
+}
+
 leap_bind_options() {
   local per_node="${SLURM_NTASKS_PER_NODE:-}" pe="${SLURM_CPUS_PER_TASK:-1}" packages threads
   per_node="${per_node%%(*}"  # Slurm may write "4(x2)"
@@ -153,9 +177,9 @@ leap_bind_options() {
   threads=$(lscpu 2>/dev/null | awk -F: '/^Thread\(s\) per core/ {gsub(/ /, "", $2); print $2}')
   local bind="--bind-to core"
   [ "${threads:-1}" -gt 1 ] 2>/dev/null && bind="--use-hwthread-cpus --bind-to hwthread"
-  local node_cores whole=1
-  node_cores=$(lscpu -p=CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l)
-  [ -n "${SLURM_CPUS_ON_NODE:-}" ] && [ "${node_cores:-0}" -gt 0 ] && [ "$SLURM_CPUS_ON_NODE" -lt "$node_cores" ] && whole=0
+  local node_cpus whole=1
+  node_cpus=$(leap_slurm_node_cpus)
+  [ -n "${SLURM_CPUS_ON_NODE:-}" ] && [ "${node_cpus:-0}" -gt 0 ] && [ "$SLURM_CPUS_ON_NODE" -lt "$node_cpus" ] && whole=0
   if [ "${LEAP_BIND:-core}" = none ]; then
     echo "--bind-to none"
   elif [ "$whole" = 1 ] && [ -n "$per_node" ] && [ "${packages:-0}" -gt 0 ] && [ $((per_node % packages)) = 0 ]; then

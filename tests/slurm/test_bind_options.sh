@@ -40,4 +40,20 @@ case "$(PATH="$tmp/bin:$PATH" FAKE_THREADS=1 SLURM_NTASKS_PER_NODE=2 SLURM_CPUS_
   *"ppr:2:node"*) echo "ok: a job on part of a node maps its ranks per node" ;;
   *) echo "FAIL: a job on part of a node still maps its ranks per socket"; fail=1 ;;
 esac
+# jobscripts/mpirun_cpu.sh's placement (scripts/cpu_count.sh, leap_mpirun_placement) on this
+# machine, with its real lscpu: each of NP ranks gets cores / NP cores of its own.
+# shellcheck source=scripts/cpu_count.sh
+source "$here/../../scripts/cpu_count.sh"
+cores=$(leap_physical_cores)
+for np in 1 2; do
+  [ "$cores" -ge "$np" ] || continue
+  opts=$(leap_mpirun_placement "$np")
+  # shellcheck disable=SC2086
+  got=$(mpirun -np "$np" --mca btl self,vader $opts bash -c "source '$here/../../scripts/cpu_count.sh'; leap_physical_cores" 2>&1 | sort -u | tr '\n' ' ')
+  if [ "$got" = "$((cores / np)) " ]; then
+    echo "ok: mpirun_cpu.sh's placement gives each of $np rank(s) $((cores / np)) of $cores cores: $opts"
+  else
+    echo "FAIL: mpirun_cpu.sh's placement for $np rank(s) ($opts): cores seen by the ranks: $got (want $((cores / np)))"; fail=1
+  fi
+done
 exit "$fail"

@@ -9,6 +9,7 @@
 #   exit 75 and scontrol refuses                          -> the job fails (75), not COMPLETED
 #   a crash after writing a newer checkpoint              -> requeue, at most LEAP_CRASH_REQUEUES
 #   a crash with no newer checkpoint                      -> no requeue, the crash's status
+#   a USR1 before the launch (during the job's set-up)    -> requeue, the ranks never started
 set -u
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,6 +25,7 @@ cat > "$tmp/leap" <<'SH'
 #!/usr/bin/env bash
 # As Slurm's early signal reaching the jobscript while the ranks run.
 trap "" USR1  # like leap, which stops at a step boundary instead of dying
+touch "$LEAP_RUN_DIR/launched"
 if [ -n "${FAKE_USR1:-}" ]; then kill -USR1 "$PPID"; sleep 0.2; fi
 if [ -n "${FAKE_CHECKPOINT:-}" ]; then mkdir -p "$LEAP_RUN_DIR/checkpoints/$FAKE_CHECKPOINT"; echo '{}' > "$LEAP_RUN_DIR/checkpoints/$FAKE_CHECKPOINT/state.json"; fi
 exit "${FAKE_RC:-0}"
@@ -44,7 +46,8 @@ case_() {
   : > "$tmp/scontrol.log"
   env PATH="$tmp/bin:$PATH" LEAP_HOME="$here/../.." LEAP_BIN="$tmp/leap" LEAP_RUN_DIR="$tmp/run" \
       LEAP_LAUNCHER=srun SLURM_JOB_ID=42 SCONTROL_LOG="$tmp/scontrol.log" "$@" \
-      bash -c 'set -u; source "$LEAP_HOME/jobscripts/slurm_common.sh"; leap_job_init "" "'"$tmp"'/config.ini"; leap_job_launch' \
+      bash -c 'set -u; source "$LEAP_HOME/jobscripts/slurm_common.sh"; leap_job_init "" "'"$tmp"'/config.ini"
+               if [ -n "${EARLY_USR1:-}" ]; then kill -USR1 $$; fi; leap_job_launch' \
       > "$tmp/$name.out" 2>&1
   local rc=$? requeues
   requeues=$(grep -c '^requeue 42$' "$tmp/scontrol.log")
@@ -52,6 +55,9 @@ case_() {
     echo "ok   $name (status $rc, $requeues requeue)"
     if [ "$name" = finished ] && ! grep -q "USR1 came during the last step" "$tmp/$name.out"; then
       echo "FAIL finished: the USR1 did not reach the jobscript"; cat "$tmp/$name.out"; fail=1
+    fi
+    if [ "$name" = usr1-before-launch ] && [ -e "$tmp/run/launched" ]; then
+      echo "FAIL $name: the ranks were started after the stop"; fail=1
     fi
   else
     echo "FAIL $name: status $rc (want $want_rc), $requeues requeues (want $want_requeues)"; cat "$tmp/$name.out"; fail=1
@@ -64,5 +70,6 @@ case_ no-slurm-job 75 0 FAKE_RC=75 SLURM_JOB_ID=
 case_ crash-after-checkpoint 0 1 FAKE_RC=1 FAKE_CHECKPOINT=step_000002
 case_ crash-limit-reached 1 0 FAKE_RC=1 FAKE_CHECKPOINT=step_000002 SLURM_RESTART_COUNT=2
 case_ crash-no-new-checkpoint 1 0 FAKE_RC=1
+case_ usr1-before-launch 0 1 EARLY_USR1=1 FAKE_RC=0
 [ "$fail" = 0 ] && echo "all requeue decisions as documented"
 exit $fail
