@@ -8,7 +8,7 @@
 Ways: `static` (DCP static, the paper's setting), `off` (every group with a failure expanded:
 the unpruned multi-turn baseline) and `single` (max_turns = 1: single-turn GRPO). Same B, G and
 seeds for all. Prints a Markdown table (sandbox jobs per step, time per step, turn-1 and final
-pass rates on the train tasks: mean and spread over seeds), the histogram of failures per group
+pass rates on the train tasks: mean ± half-range over seeds), the histogram of failures per group
 after turn 1, and writes pass rate against wall-clock time as a PNG next to the runs.
 Each run's final policy is then evaluated on the held-out tasks with `leap eval` (Acc@1 and
 Acc@turns with sandbox feedback; --eval-samples per task, 0 skips it).
@@ -31,14 +31,29 @@ WAYS = {"static": ["--dcp.mode=static"], "off": ["--dcp.mode=off"], "single": ["
 def run_one(args, way, seed):
     out = os.path.join(args.out, f"{way}-seed{seed}")
     h5 = os.path.join(out, "trajectories.h5")
-    # A cached run is reused only when it is complete (its last checkpoint is the last step).
-    if not os.path.exists(os.path.join(out, "checkpoints", "step_%06d" % (args.steps - 1))):
+    # A cached run is reused only when it is complete (its last checkpoint is the last step) and
+    # was trained with this config and these options (recorded beside it; runs from before the
+    # record are taken as they are).
+    trained = dict(config=args.config, options=[*WAYS[way], *args.extra])
+    record = os.path.join(out, "dcp_compare.json")
+    if os.path.exists(record):
+        with open(record) as f:
+            if json.load(f) != trained:
+                sys.exit(f"{out} was trained with other settings than {trained}: use another --out")
+    ckpt = os.path.join(out, "checkpoints", "step_%06d" % (args.steps - 1))
+    if not os.path.exists(ckpt):
         cmd = [os.path.join(args.root, "scripts", "mpirun_local.sh"), str(args.np), args.leap, "train",
                "--config", args.config, f"--run.out_dir={out}", f"--run.seed={seed}",
                f"--train.steps={args.steps}", "--resume=auto", *WAYS[way], *args.extra]
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
-    return load_run(h5, with_text=False)
+        if not os.path.exists(ckpt):
+            sys.exit(f"{ckpt} is missing after training: {out} holds a longer run; use another --out")
+        with open(record, "w") as f:
+            json.dump(trained, f)
+    run = load_run(h5, with_text=False)
+    run.steps = run.steps[run.steps.step < args.steps]  # a longer run in the folder: its first --steps
+    return run
 
 
 def eval_one(args, way, seed):
@@ -53,13 +68,18 @@ def eval_one(args, way, seed):
         print("+", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(report) as f:
-        acc = json.load(f)["overall"]["acc"]
+        r = json.load(f)
+    if (r["samples_per_task"], r["seed"]) != (args.eval_samples, seed):
+        sys.exit(f"{report} holds (samples, seed) = ({r['samples_per_task']}, {r['seed']}), this run asks for "
+                 f"({args.eval_samples}, {seed}): delete it to evaluate again, or use another --out")
+    acc = r["overall"]["acc"]
     return acc[0], acc[-1]
 
 
 def mean_spread(values):
+    """Mean ± half-range over seeds, as the other benchmarks report it."""
     v = np.asarray(values, dtype=float)
-    return f"{v.mean():.3g} ± {v.std(ddof=0):.2g}"
+    return f"{v.mean():.3g} ± {(v.max() - v.min()) / 2:.2g}"
 
 
 def main():

@@ -26,7 +26,9 @@ starting policy is evaluated once as step 0. The subset (28 tasks, 56 samples) i
 0.06 standard error: --full-heldout also evaluates the starting policy and each run's last
 checkpoint on every held-out task of the suite, and the RL gain is then read there. Every
 finished evaluation is a JSON file under --results (commit them): rerunning skips what is there,
-so the comparison grows piece by piece. At the end it prints a Markdown table (mean ± spread over
+so the comparison grows piece by piece; a stored result made otherwise than asked (another
+held-out subset, number of answers, turns, seed, tasks or policy; a point's way options, dynamic
+sampling or leap options) stops the script with its name instead of being reused. At the end it prints a Markdown table (mean ± spread over
 seeds), the two targets' figures and leap's CPU-seconds and sandbox jobs over unpruned's at the
 same steps, and draws the curves with bands (min-max over seeds) to RESULTS/curves.png.
 Run with /usr/bin/python3 (Debian's h5py, pandas, numpy and matplotlib).
@@ -53,19 +55,38 @@ WAYS = {
 
 
 def heldout_subset(args):
-    """The first --heldout-per-family held-out tasks of each family, in file order."""
+    """The first --heldout-per-family held-out tasks of each family, in file order. A subset left
+    in --results by other settings (another suite, another count) is refused, not reused."""
     path = os.path.join(args.results, "heldout.jsonl")
-    if not os.path.exists(path):
-        taken, lines = {}, []
-        with open(args.suite) as f:
-            for line in f:
-                t = json.loads(line)
-                if t["split"] == "heldout" and taken.get(t["family"], 0) < args.heldout_per_family:
-                    taken[t["family"]] = taken.get(t["family"], 0) + 1
-                    lines.append(line if line.endswith("\n") else line + "\n")
+    taken, lines = {}, []
+    with open(args.suite) as f:
+        for line in f:
+            t = json.loads(line)
+            if t["split"] == "heldout" and taken.get(t["family"], 0) < args.heldout_per_family:
+                taken[t["family"]] = taken.get(t["family"], 0) + 1
+                lines.append(line if line.endswith("\n") else line + "\n")
+    if os.path.exists(path):
+        with open(path) as f:
+            if f.readlines() != lines:
+                sys.exit(f"{path} holds another held-out subset than --suite {args.suite} with "
+                         f"--heldout-per-family {args.heldout_per_family} gives: use another --results")
+    else:
         with open(path, "w") as f:
             f.writelines(lines)
     return path
+
+
+def heldout_ids(suite):
+    with open(suite) as f:
+        return sorted(t["id"] for t in map(json.loads, f) if t["split"] == "heldout")
+
+
+def check_stored(path, stored, want):
+    """Exits when a stored result was made with other settings than this run asks for."""
+    diff = {k: (stored.get(k), v) for k, v in want.items() if k in stored and stored.get(k) != v}
+    if diff:
+        sys.exit(f"{path} was made with other settings ({', '.join(f'{k}: stored {s!r}, asked {w!r}' for k, (s, w) in diff.items())}): "
+                 "move it aside, or use another --results")
 
 
 def add_run_args(p, results, runs):
@@ -94,7 +115,17 @@ def leap_cmd(args, sub, *rest):
 
 
 def evaluate(args, model, seed, out_json, subset):
-    if not os.path.exists(out_json):
+    if os.path.exists(out_json):
+        with open(out_json) as f:
+            report = json.load(f)
+        check_stored(out_json, report, {"seed": seed, "samples_per_task": args.eval_samples, "turns": args.eval_turns})
+        # The tasks by id (a copied evaluation names another folder's subset file); the policy by
+        # path, a checkpoint by its run and step.
+        check_stored(out_json, {"tasks": sorted(t["id"] for t in report["per_task"])}, {"tasks": heldout_ids(subset)})
+        tail = os.path.normpath(model).split(os.sep)[-3:]
+        if os.path.normpath(report["model"]).split(os.sep)[-len(tail):] != tail:
+            sys.exit(f"{out_json} evaluated {report['model']}, not {model}: move it aside, or use another --results")
+    else:
         cmd = leap_cmd(args, "eval", f"--model={model}", f"--suite={subset}", "--split=heldout",
                        f"--eval.samples={args.eval_samples}", f"--eval.turns={args.eval_turns}",
                        f"--eval.output={out_json}", f"--run.seed={seed}", "--log.level=warn")
@@ -139,6 +170,9 @@ def run_way(args, way, seed, subset):
                                "--resume=auto", *flags, *args.extra)
                 print("+", " ".join(cmd), flush=True)
                 subprocess.run(cmd, check=True)
+                if not os.path.exists(ckpt):
+                    sys.exit(f"{ckpt} is missing after training: {run_dir} holds a run with other --steps or "
+                             "--every (it resumed from a later checkpoint); use another --runs")
             steps = load_run(os.path.join(run_dir, "trajectories.h5"), with_text=False).steps
             done = steps[steps.step <= end - 1]
             acc = evaluate(args, ckpt, seed, os.path.join(results, f"eval_{end}.json"), subset)
@@ -149,6 +183,8 @@ def run_way(args, way, seed, subset):
             os.replace(point + ".tmp", point)
         with open(point) as f:
             points.append(json.load(f))
+        check_stored(point, points[-1], {"way": way, "seed": seed, "resample": args.resample, "flags": flags,
+                                         "extra": args.extra})
     if args.full_heldout:
         full_heldout(args, seed, points, results, run_dir)
     traj = os.path.join(run_dir, "trajectories.h5")
@@ -189,6 +225,10 @@ def main():
                    help="also evaluate the start and each run's end on every held-out task")
     add_run_args(p, "benchmarks/results/paper_compare", "runs/paper_compare")
     args = parse_run_args(p)
+    if args.every <= 0 or args.steps < args.every or args.steps % args.every:
+        p.error("--steps must be a positive multiple of --every (each segment ends in an evaluated checkpoint)")
+    if args.eval_turns < 3:
+        p.error("--eval-turns must be at least 3: the comparison reads Acc@3")
     args.extra = [f"--model={args.model}", *args.extra]
     subset = heldout_subset(args)
 

@@ -2,14 +2,17 @@
 import os
 import sys
 
-import h5py
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+from leap_trajectories import load_run  # noqa: E402
 
 out, ms, seeds = sys.argv[1], sys.argv[2], sys.argv[3:]
 
 
 def steps(setting, pipeline, seed):
-    return h5py.File(f"{out}/{setting}-{pipeline}-{seed}/trajectories.h5", "r")["steps"][:]
+    """The committed /steps rows (a killed run's unwritten last row is not one), as a DataFrame."""
+    return load_run(f"{out}/{setting}-{pipeline}-{seed}/trajectories.h5", with_text=False).steps
 
 
 def spread(xs):
@@ -40,7 +43,8 @@ for setting in [x for x in ("plain", "simulated") if os.path.exists(f"{out}/{x}-
               f"{b['sandbox_idle_s'].sum() / (b['sandbox_busy_s'] + b['sandbox_idle_s']).sum():.0%} "
               f"(sync: policy wait before the drain "
               f"{(a['policy_wait_s'] - a['policy_drain_s']).sum() / (a['policy_busy_s'] + a['policy_wait_s']).sum():.1%})")
-        same = all((a[c] == b[c]).all() for c in ("n_easy", "n_hopeless", "n_expanded", "n_sandbox_jobs"))
+        same = len(a) == len(b) and all((a[c].to_numpy() == b[c].to_numpy()).all()
+                                        for c in ("n_easy", "n_hopeless", "n_expanded", "n_sandbox_jobs"))
         print(f"         pass t1 sync {a['pass_turn1'].mean():.3f} stream {b['pass_turn1'].mean():.3f}; "
               f"final sync {a['pass_final'].mean():.3f} stream {b['pass_final'].mean():.3f}; "
               f"DCP classes and jobs {'identical' if same else 'differ'}")

@@ -104,10 +104,24 @@ def main():
         start = pass_rate(args, args.model, seed, os.path.join(args.results, f"seed{seed}_start.json"),
                           paths["eval"])
         end_json = os.path.join(args.results, f"seed{seed}_end.json")
+        # How the run was trained, beside its result: a rerun with another config or other leap
+        # options is refused rather than reported under them (results from before this record
+        # are taken as they are).
+        trained = dict(config=args.config, steps=args.steps, extra=args.extra)
+        trained_json = os.path.join(args.results, f"seed{seed}_train.json")
+        if os.path.exists(trained_json):
+            with open(trained_json) as f:
+                if json.load(f) != trained:
+                    fail(f"{trained_json}: seed {seed} was trained with other settings than {trained}: give another "
+                         "--results and --runs folder, or delete them to train again")
         if not os.path.exists(end_json) and not os.path.exists(ckpt):
             leap(args, "train", f"--model={args.model}", f"--tasks.suite={paths['train']}",
                  f"--run.out_dir={run_dir}", f"--run.seed={seed}", f"--train.steps={args.steps}",
                  f"--train.checkpoint_every={args.steps}", "--resume=auto", *args.extra)
+            if not os.path.exists(ckpt):
+                fail(f"{ckpt} is missing after training: {run_dir} holds a longer run; give another --runs folder")
+            with open(trained_json, "w") as f:
+                json.dump(trained, f)
         end = pass_rate(args, ckpt, seed, end_json, paths["eval"])
         traj = os.path.join(run_dir, "trajectories.h5")
         if os.path.exists(traj):  # per-step figures beside the evaluations

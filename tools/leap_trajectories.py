@@ -188,9 +188,10 @@ STEP_SUMMARY_COLUMNS = ["step", "time_s", "cpu_s", "n_sandbox_jobs", "pass_turn1
 
 
 def write_step_summary(trajectory_path: str, csv_path: str) -> None:
-    """Writes STEP_SUMMARY_COLUMNS of a run's committed steps to csv_path, atomically."""
+    """Writes STEP_SUMMARY_COLUMNS of a run's committed steps to csv_path, atomically (a column that
+    a file of an older schema lacks is left empty)."""
     steps = load_run(trajectory_path, with_text=False).steps
-    steps[STEP_SUMMARY_COLUMNS].to_csv(csv_path + ".tmp", index=False, float_format="%.6g")
+    steps.reindex(columns=STEP_SUMMARY_COLUMNS).to_csv(csv_path + ".tmp", index=False, float_format="%.6g")
     os.replace(csv_path + ".tmp", csv_path)
 
 

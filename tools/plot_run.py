@@ -99,7 +99,8 @@ def plot_verdicts(samples, steps, path):
 
 def plot_tokens(samples, path):
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
-    top = max(1, int(samples["completion_tokens"].max()))
+    # A run whose every prompt stopped before turn 1 has steps but no samples.
+    top = max(1, int(samples["completion_tokens"].max())) if len(samples) else 1
     bins = np.linspace(0, top + 1, 31)
     for turn, rows in samples.groupby("turn"):
         left.hist(rows["completion_tokens"], bins=bins, alpha=0.5, label=f"turn {turn} ({len(rows)})")
