@@ -126,26 +126,28 @@ int run_eval(const std::vector<std::string>& args) {
   OptionSet opts;
   EvalConfig c;
   c.declare(opts);
+  rl::EvalSpec spec;
+  const auto validate = [&c, &spec]() -> Status {
+    LEAP_RETURN_IF_ERROR(c.eval.validate(&spec.ks, &spec.ps));
+    LEAP_RETURN_IF_ERROR(c.run.rl.validate());
+    LEAP_RETURN_IF_ERROR(c.run.sampler.validate());
+    // Its latency would be reported as if GPU trials had taken it: never in an evaluation.
+    if (c.run.sandbox.simulated_exec_ms > 0)
+      return invalid_input(fmt::format("option 'sandbox.simulated_exec_ms' = {} is for throughput benchmarks of "
+                                       "leap train only; leap eval refuses it: remove it from the config or the "
+                                       "command line",
+                                       c.run.sandbox.simulated_exec_ms));
+    return Status::ok();
+  };
   if (int rc =
           parse_or_exit("eval",
                         "--model DIR --suite FILE [--split heldout|train|all] [--eval.samples N] "
                         "[--config FILE.ini] [--section.key=value ...]",
-                        args, opts);
+                        args, opts, validate);
       rc >= 0)
     return rc;
-  rl::EvalSpec spec;
   spec.samples = c.eval.samples;
   spec.turns = c.eval.turns;
-  Status valid = c.eval.validate(&spec.ks, &spec.ps);
-  if (valid) valid = c.run.rl.validate();
-  if (valid) valid = c.run.sampler.validate();
-  // Its latency would be reported as if GPU trials had taken it: never in an evaluation.
-  if (valid && c.run.sandbox.simulated_exec_ms > 0)
-    valid = invalid_input(fmt::format("option 'sandbox.simulated_exec_ms' = {} is for throughput benchmarks of "
-                                      "leap train only; leap eval refuses it: remove it from the config or the "
-                                      "command line",
-                                      c.run.sandbox.simulated_exec_ms));
-  if (!valid) return report_error("eval", valid);
   MPI_CHECK(MPI_Init(nullptr, nullptr));
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -181,6 +183,9 @@ int run_eval(const std::vector<std::string>& args) {
     nlohmann::json state =
         state_file ? nlohmann::json::parse(state_file, nullptr, false) : nlohmann::json();
     setup = build_prompt_format(c.run, state.is_discarded() ? nlohmann::json() : state, &policy, log);
+    if (setup)
+      setup = check_prompts_fit(c.run, policy, *suite, tasks, c.eval.split == "all" ? "tasks" : c.eval.split + " tasks",
+                                log);
   }
   if (setup && (role == mpi::Role::kSandbox || (topo->is_coordinator() && in_process_sandbox))) {
     auto engine = mpi::SandboxEngine::start(*suite, c.run.sandbox);

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <ctime>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "model/checkpoint.h"
 #include "model/generation_config.h"
 #include "mpi/agree.h"
+#include "rl/prompt_builder.h"
 #include "sandbox/confinement.h"
 #include "tokenizer/model_tokenizer.h"
 
@@ -178,6 +180,52 @@ Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_st
                "rerender gives the template's own rendering instead",
                *d);
   }
+  return Status::ok();
+}
+
+Status check_prompts_fit(const TrainConfig& c, const PolicyState& p, const tasks::Suite& suite,
+                         const std::vector<int>& tasks, const std::string& what, const Logger& log) {
+  const int64_t context = p.model->config().max_position_embeddings;
+  const int64_t answer = c.sampler.max_new_tokens, limit = c.rl.prompt.max_prompt_tokens;
+  const std::string model = "the model's context of " + std::to_string(context) +
+                            " positions (max_position_embeddings in " + c.model.path + "/config.json)";
+  if (answer > context - 64)
+    return invalid_input(fmt::format("option 'sampler.max_new_tokens' = {} leaves no room for a prompt in {}: "
+                                     "lower it to at most {} (half the context, {}, leaves as much for the prompt)",
+                                     answer, model, context - 64, context / 2));
+  if (limit >= context)
+    return invalid_input(fmt::format("option 'prompt.max_prompt_tokens' = {} is not below {}: the sampler refuses a "
+                                     "prompt that fills the context; lower it, or set 0 (the context less "
+                                     "sampler.max_new_tokens)",
+                                     limit, model));
+  if (limit > 0 && limit + answer > context)
+    log.warn("prompt.max_prompt_tokens {} + sampler.max_new_tokens {} exceed {}: an answer to a prompt longer than {} "
+             "tokens is cut at the context",
+             limit, answer, model, context - answer);
+  if (tasks.empty())
+    return invalid_input("the suite " + suite.path + " has no " + what + ": give a suite that has some (--tasks.suite)");
+  const int64_t budget = mpi::prompt_budget(context, answer);
+  const rl::PromptBuilder prompts(c.rl.prompt.options(budget), *p.prompt_format);
+  int unfit = 0;
+  size_t shortest = SIZE_MAX;
+  std::string example;
+  for (int i : tasks) {
+    LEAP_ASSIGN_OR_RETURN(rl::BuiltPrompt built, prompts.build(suite.tasks[static_cast<size_t>(i)], {}));
+    if (built.fits) continue;
+    ++unfit;
+    shortest = std::min(shortest, built.ids.size());
+    if (example.empty()) example = suite.tasks[static_cast<size_t>(i)].id;
+  }
+  if (unfit == 0) return Status::ok();
+  const std::string counts = fmt::format(
+      "{} of the {} {} of {} have a turn-1 prompt longer than the prompt budget of {} tokens ({}, e.g. {})", unfit,
+      tasks.size(), what, suite.path, prompts.options().max_prompt_tokens,
+      limit > 0 ? "prompt.max_prompt_tokens" : "the context less sampler.max_new_tokens", example);
+  if (unfit == static_cast<int>(tasks.size()))
+    return invalid_input(fmt::format("{}: no sample could start; the shortest needs {} tokens: lower "
+                                     "sampler.max_new_tokens or raise prompt.max_prompt_tokens",
+                                     counts, shortest));
+  log.warn("{}: their samples stop before turn 1", counts);
   return Status::ok();
 }
 

@@ -34,6 +34,18 @@ Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_st
                            PolicyState* p, const Logger& log);
 void record_prompt_now(const PolicyState& p, nlohmann::json* state);
 
+// Rank 0, after build_prompt_format: whether prompts and answers fit the model's context, so that
+// a config that can never give a sample is refused at the start (exit 2), not after a run of
+// dropped samples or a sampler's refusal minutes in:
+//  - sampler.max_new_tokens must leave room for a prompt (mpi::prompt_budget's 64 positions);
+//  - prompt.max_prompt_tokens must be below the context (the sampler refuses a prompt that fills
+//    it); with the answers above the context, answers are cut there (a warning);
+//  - the turn-1 prompts of `tasks` (`what` names them: "train tasks", "heldout tasks"): none
+//    fitting the prompt budget, or no task at all, is an error; some not fitting, a warning
+//    (their samples stop before turn 1).
+Status check_prompts_fit(const TrainConfig& c, const PolicyState& p, const tasks::Suite& suite,
+                         const std::vector<int>& tasks, const std::string& what, const Logger& log);
+
 // Ends the run with a status every rank agrees on: rank 0 says it once, every rank exits with
 // its code.
 int finish_ranks(const Status& st, const Logger& log);

@@ -31,7 +31,8 @@ int run_not_built(const char* sub) {
   return 2;
 }
 
-int parse_or_exit(const char* sub, const char* usage, const std::vector<std::string>& args, OptionSet& opts) {
+int parse_or_exit(const char* sub, const char* usage, const std::vector<std::string>& args, OptionSet& opts,
+                  const std::function<Status()>& validate) {
   for (const auto& a : args) {
     if (a == "--help" || a == "-h") {
       std::printf("usage: leap %s %s\n\noptions (INI section.key; the command line wins over --config):\n%s", sub,
@@ -46,6 +47,9 @@ int parse_or_exit(const char* sub, const char* usage, const std::vector<std::str
     else rest.push_back(a);
   }
   if (Status st = opts.parse(rest); !st) return report_error(sub, st);
+  if (validate) {
+    if (Status st = validate(); !st) return report_error(sub, st);
+  }
   if (print_config) {
     std::printf("%s", opts.to_ini().c_str());
     return 0;

@@ -2,10 +2,12 @@
 // A subcommand returns a process exit code: 0 success, 2 bad input, 1 internal failure.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "common/config.h"
+#include "common/status.h"
 
 namespace leap::app {
 
@@ -18,10 +20,11 @@ struct Subcommand {
 
 const std::vector<Subcommand>& subcommands();
 
-// Shared by subcommands: parses options into `opts` and handles --help / --print-config.
-// Returns -1 to continue, or the exit code to return now.
+// Shared by subcommands: parses options into `opts`, runs `validate` (the checks that involve
+// several options), and handles --help / --print-config: a config that the command would refuse
+// is refused by --print-config too. Returns -1 to continue, or the exit code to return now.
 int parse_or_exit(const char* sub, const char* usage, const std::vector<std::string>& args,
-                  ::leap::OptionSet& opts);
+                  ::leap::OptionSet& opts, const std::function<Status()>& validate = nullptr);
 
 // Prints "leap SUB: error: MESSAGE" to stderr and returns the status's exit code.
 int report_error(const std::string& sub, const Status& st);

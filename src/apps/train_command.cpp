@@ -17,6 +17,7 @@
 #include "apps/train_rl_loop.h"
 #include "apps/train_sft_run.h"
 #include "common/check.h"
+#include "common/fs_util.h"
 #include "common/stop_signal.h"
 #include "io/checkpoint_dir.h"
 #include "io/trajectory_file.h"
@@ -87,6 +88,37 @@ Status set_aside_unresumable(const std::string& path, const Logger& log) {
   return Status::ok();
 }
 
+// Rank 0, before the run: the train split against the model's context (check_prompts_fit), the
+// output folders of SFT (RL's is made below, SFT's first used at its first checkpoint), and
+// settings that run but cannot do what they are for.
+Status check_train_setup(const TrainConfig& c, const tasks::Suite& suite, const PolicyState& policy,
+                         const Logger& log) {
+  std::vector<int> train;
+  for (size_t i = 0; i < suite.tasks.size(); ++i)
+    if (suite.tasks[i].split == tasks::Split::kTrain) train.push_back(static_cast<int>(i));
+  LEAP_RETURN_IF_ERROR(check_prompts_fit(c, policy, suite, train, "train tasks", log));
+  if (c.train.mode == "sft") {
+    std::error_code ec;
+    fs::create_directories(c.app.run.out_dir, ec);
+    if (ec)
+      return invalid_input("run.out_dir " + c.app.run.out_dir + " cannot be created (" + ec.message() +
+                           "): SFT writes its checkpoints there; give another --run.out_dir");
+    return check_output_folder(c.sft.save_to, "sft.save_to");
+  }
+  if (c.train.batch_tasks > static_cast<int>(train.size()))
+    log.warn("train.batch_tasks {} exceeds the {} train tasks of {}: a step draws some task twice", c.train.batch_tasks,
+             train.size(), suite.path);
+  if (!c.rl.rl.kl_reference.empty() && c.rl.rl.kl_beta == 0)
+    log.warn("rl.kl_reference {} is set but rl.kl_beta = 0: no KL term, and the reference is not loaded; set "
+             "rl.kl_beta > 0 to use it",
+             c.rl.rl.kl_reference);
+  if (c.sampler.temperature == 0 || c.sampler.top_k == 1)
+    log.warn("sampler.temperature {} and sampler.top_k {} pick the most likely token: a group's {} samples are one "
+             "answer, their advantages zero, and RL learns nothing; sample with temperature > 0",
+             c.sampler.temperature, c.sampler.top_k, c.rl.rl.group_size);
+  return Status::ok();
+}
+
 }  // namespace
 
 // The exit code of a run a signal stopped before its end, with its checkpoint written:
@@ -97,10 +129,13 @@ int run_train(const std::vector<std::string>& args) {
   OptionSet opts;
   TrainConfig c;
   c.declare(opts);
-  if (int rc = parse_or_exit("train", "[--config FILE.ini] [--section.key=value ...]", args, opts); rc >= 0)
+  const auto validate = [&c]() -> Status {
+    LEAP_RETURN_IF_ERROR(c.rl.validate());
+    LEAP_RETURN_IF_ERROR(c.sampler.validate());
+    return c.optim.validate();
+  };
+  if (int rc = parse_or_exit("train", "[--config FILE.ini] [--section.key=value ...]", args, opts, validate); rc >= 0)
     return rc;
-  if (Status st = c.rl.validate(); !st) return report_error("train", st);
-  if (Status st = c.sampler.validate(); !st) return report_error("train", st);
   // Before MPI_Init: a USR1 that Slurm sends while the ranks start must not kill one. From here
   // SIGUSR1/SIGTERM stop an RL run at the next step boundary.
   const StopSignal& stop = StopSignal::install();
@@ -173,6 +208,7 @@ int run_train(const std::vector<std::string>& args) {
     }
   }
   if (setup && topo->is_coordinator()) setup = build_prompt_format(c, resume_state, &policy, log);
+  if (setup && topo->is_coordinator()) setup = check_train_setup(c, *suite, policy, log);
   setup = mpi::agree(setup, MPI_COMM_WORLD);
   // Every policy rank resumed (the agreement says so): the shards' weights to every rank, the
   // all-gather each ZeRO optimizer step ends with.

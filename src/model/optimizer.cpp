@@ -3,6 +3,8 @@
 
 #include "common/check.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -12,12 +14,18 @@ void OptimConfig::declare(OptionSet& opts) {
   opts.add("optim.lr", &lr, 1e-5, "Peak learning rate.", {.min = 0.0});
   opts.add("optim.min_lr", &min_lr, 0.0, "Learning rate at the end of the cosine decay.",
            {.min = 0.0});
-  opts.add("optim.warmup_steps", &warmup_steps, 0, "Linear warm-up steps.", {.min = 0});
+  opts.add("optim.warmup_steps", &warmup_steps, 0,
+           "Linear warm-up, in optimizer updates (an RL step makes rl.ppo_epochs x rl.mini_batches of "
+           "them; an SFT step one).",
+           {.min = 0});
   opts.add("optim.total_steps", &total_steps, 0,
-           "Step where the cosine reaches min_lr; 0 = no decay.", {.min = 0});
-  opts.add("optim.beta1", &beta1, 0.9, "AdamW beta1.", {.min = 0.0, .max = 1.0});
-  opts.add("optim.beta2", &beta2, 0.95, "AdamW beta2.", {.min = 0.0, .max = 1.0});
-  opts.add("optim.eps", &eps, 1e-8, "AdamW epsilon.", {.min = 0.0});
+           "Optimizer update where the cosine reaches min_lr (counted as optim.warmup_steps); 0 = no decay.",
+           {.min = 0});
+  // beta = 1 makes AdamW's bias correction 1 - beta^t zero, and eps = 0 divides 0 by 0 for a
+  // parameter whose gradient is zero: both give NaN weights.
+  opts.add("optim.beta1", &beta1, 0.9, "AdamW beta1, below 1.", {.min = 0.0, .max = 0.999999});
+  opts.add("optim.beta2", &beta2, 0.95, "AdamW beta2, below 1.", {.min = 0.0, .max = 0.999999});
+  opts.add("optim.eps", &eps, 1e-8, "AdamW epsilon, above 0.", {.min = 1e-30});
   opts.add("optim.weight_decay", &weight_decay, 0.0, "Decoupled weight decay (matrices only).",
            {.min = 0.0});
   opts.add("optim.grad_clip", &grad_clip, 1.0, "Clip the global gradient L2 norm to this; 0 = off.",
@@ -33,6 +41,19 @@ void OptimConfig::declare(OptionSet& opts) {
            "bf16 for half the bytes (each rank's gradient and every partial sum rounded to bf16; "
            "accumulation over micro-batches stays fp32).",
            {.choices = {"fp32", "bf16"}});
+}
+
+Status OptimConfig::validate() const {
+  if (min_lr > lr)
+    return invalid_input(fmt::format("option 'optim.min_lr' = {} is above 'optim.lr' = {}: the decay would raise the "
+                                     "learning rate; lower optim.min_lr",
+                                     min_lr, lr));
+  if (total_steps > 0 && warmup_steps >= total_steps)
+    return invalid_input(fmt::format("option 'optim.warmup_steps' = {} is not below 'optim.total_steps' = {}: the "
+                                     "cosine decay would never run; lower the warm-up, raise total_steps, or set "
+                                     "optim.total_steps = 0 for no decay",
+                                     warmup_steps, total_steps));
+  return Status::ok();
 }
 
 AdamW::AdamW(const OptimConfig& cfg, Transformer& model,

@@ -32,6 +32,8 @@ struct OptimConfig {
 
   // Section [optim].
   void declare(OptionSet& opts);
+  // What involves several options: min_lr at most lr, a warm-up that ends before the decay's end.
+  Status validate() const;
   backend::LrSchedule schedule() const { return {lr, min_lr, warmup_steps, total_steps}; }
 };
 

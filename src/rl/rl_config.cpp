@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "common/check.h"
+#include "rl/dcp.h"
+#include "rl/trajectory.h"
 
 namespace leap::rl {
 
@@ -268,7 +270,25 @@ void RlSections::declare(OptionSet& o) {
 
 Status RlSections::validate() const {
   LEAP_RETURN_IF_ERROR(rl.validate());
-  return dcp.validate();
+  LEAP_RETURN_IF_ERROR(dcp.validate());
+  // Static thresholds that leave no failure count of a whole group between easy and hopeless never
+  // give a debugging turn: a multi-turn config would run as single-turn without a word.
+  if (dcp.mode == "static" && rl.max_turns > 1) {
+    const DcpController controller(dcp.options(rl.max_turns));
+    for (int failed = 1; failed <= rl.group_size; ++failed) {
+      std::vector<Trajectory> group(static_cast<size_t>(rl.group_size));
+      for (int i = 0; i < rl.group_size; ++i)
+        group[static_cast<size_t>(i)].turns.push_back(
+            {i < failed ? sandbox::Verdict::kWrongAnswer : sandbox::Verdict::kOk, std::nullopt, 1});
+      if (controller.decide(group).label == DcpLabel::kExpanded) return Status::ok();
+    }
+    return invalid_input(fmt::format(
+        "options 'dcp.easy_below' = {} and 'dcp.hopeless_at' = {} leave no number of failures of a group of "
+        "rl.group_size = {} between easy (fewer than easy_below x {}) and hopeless (at least hopeless_at x {}): no "
+        "group would ever get a debugging turn; widen the gap, or set rl.max_turns = 1 for single-turn RL",
+        dcp.easy_below, dcp.hopeless_at, rl.group_size, rl.group_size, rl.group_size));
+  }
+  return Status::ok();
 }
 
 }  // namespace leap::rl

@@ -40,6 +40,16 @@ check eval-simulated-latency 2 "sandbox.simulated_exec_ms' = 50 .*leap eval refu
 # A temperature between 0 (greedy) and 1e-3: 1/T would leave the float range well before 0.
 check train-tiny-temperature 2 "sampler.temperature' = 1e-05 is below 0.001: use 0 for greedy" -- "$LEAP" train --sampler.temperature=1e-5
 check eval-tiny-temperature 2 "sampler.temperature' = 1e-40 is below 0.001" -- "$LEAP" eval --model nope --suite nope --sampler.temperature=1e-40
+# --print-config refuses what the command would refuse (checks across options included).
+check print-config-cross 2 "sampler.temperature' = 1e-05 is below 0.001" -- "$LEAP" train --print-config --sampler.temperature=1e-5
+check print-config-eval-cross 2 "leap eval refuses it" -- "$LEAP" eval --print-config --sandbox.simulated_exec_ms=50
+# AdamW and its schedule: values that give NaN weights or a decay that never runs or rises.
+check optim-eps-zero 2 "optim.eps" -- "$LEAP" train --optim.eps=0
+check optim-beta-one 2 "optim.beta2" -- "$LEAP" train --optim.beta2=1
+check optim-min-lr 2 "optim.min_lr' = 0.001 is above 'optim.lr' = 1e-05" -- "$LEAP" train --optim.min_lr=1e-3
+check optim-warmup 2 "optim.warmup_steps' = 10 is not below 'optim.total_steps' = 10" -- "$LEAP" train --optim.warmup_steps=10 --optim.total_steps=10
+# Static DCP thresholds with no failure count between easy and hopeless: no debugging turn ever.
+check dcp-no-gap 2 "no group would ever get a debugging turn" -- "$LEAP" train --dcp.easy_below=0.7 --dcp.hopeless_at=0.7
 # Nothing is written when the config is bad.
 [ -z "$(ls -A "$tmp" | grep -v typo.ini)" ] || { echo "FAIL: files written on bad config"; fail=1; }
 

@@ -36,6 +36,10 @@ check missing-model 2 "$tmp/nope" -- "$mpirun_local" 1 "$LEAP" eval "${common[@]
   --model "$tmp/nope" --eval.k 1 --output "$tmp/bad.json"
 check missing-suite 2 "$tmp/none.jsonl" -- "$mpirun_local" 1 "$LEAP" eval "${common[@]}" "${demo[@]}" --mpi.sandbox_ranks 0 \
   --suite "$tmp/none.jsonl" --output "$tmp/bad.json"
+# A prompt limit no task's prompt fits: refused before any sample, not a report of failures.
+check no-prompt-fits 2 "of the 3 tasks of .* have a turn-1 prompt longer than the prompt budget of 16 tokens.*no sample could start" -- \
+  "$mpirun_local" 1 "$LEAP" eval "${common[@]}" "${demo[@]}" "${three[@]}" --mpi.sandbox_ranks 0 --prompt.max_prompt_tokens 16 \
+  --output "$tmp/bad.json"
 grep -E '"id": "L1/(relu|add)"' "$src/tasks/level1.jsonl" > "$tmp/train_only.jsonl"
 check empty-split-4-ranks 2 "has no heldout tasks" -- "$mpirun_local" 4 "$LEAP" eval "${common[@]}" "${demo[@]}" \
   --suite "$tmp/train_only.jsonl" --split heldout --output "$tmp/bad.json"

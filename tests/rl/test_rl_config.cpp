@@ -63,6 +63,9 @@ TEST(RlConfig, RejectsOutOfRangeAndInconsistentValues) {
       {"--dcp.mode=sometimes"},
       {"--dcp.mode=adaptive"},  // no budget
       {"--dcp.easy_below=0.8", "--dcp.hopeless_at=0.6"},
+      // No failure count of a group of 8 in [easy_below x 8, hopeless_at x 8): nothing expands.
+      {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7"},
+      {"--rl.group_size=4", "--dcp.easy_below=0.6", "--dcp.hopeless_at=0.7"},
       {"--prompt.chat_template=llama"},
   };
   for (const auto& args : bad) {
@@ -71,6 +74,23 @@ TEST(RlConfig, RejectsOutOfRangeAndInconsistentValues) {
     EXPECT_FALSE(st.is_ok()) << args[0];
     EXPECT_EQ(st.exit_code(), 2) << args[0];
   }
+}
+
+// The same thresholds are fine where no debugging turn is wanted (single-turn, or DCP off), and
+// a gap holding one failure count is enough.
+TEST(RlConfig, ThresholdsWithoutAGapAreRefusedOnlyForMultiTurnStaticDcp) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7", "--rl.max_turns=1"},
+           {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7", "--dcp.mode=off"},
+           {"--rl.group_size=4", "--dcp.easy_below=0.6", "--dcp.hopeless_at=0.8"}}) {
+    RlSections s;
+    EXPECT_TRUE(parse(s, args).is_ok()) << args[0] << " " << args[1] << " " << args[2];
+  }
+  RlSections s;
+  auto st = parse(s, {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7"});
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("dcp.easy_below"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("rl.max_turns = 1"), std::string::npos) << st.message();
 }
 
 TEST(RlConfig, HelpSaysWhatEachOptionDoes) {

@@ -42,6 +42,30 @@ rc=$?
 if [ "$rc" = 2 ] && grep -q "nothing to resume" "$tmp/empty.log"; then echo "ok   resume-nothing"
 else echo "FAIL resume-nothing (exit $rc)"; cat "$tmp/empty.log"; fail=1; fi
 
+# Prompts and answers against the model's context (4096 positions here), refused before any
+# step with exit 2: no room for a prompt; a prompt limit the sampler would refuse; a suite none of
+# whose turn-1 prompts fits; a suite with no train task.
+refused() {  # refused NAME MESSAGE ARGS...: ARGS replace common's options of the same name
+  local name="$1" want="$2"; shift 2
+  local base=() i
+  for ((i = 0; i < ${#common[@]}; i++)); do
+    if [[ "${common[i]}" == --* && " $* " == *" ${common[i]} "* ]]; then
+      [[ "${common[i + 1]:-}" != --* ]] && i=$((i + 1))  # and its value
+    else
+      base+=("${common[i]}")
+    fi
+  done
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${base[@]}" --train.steps 2 --run.out_dir "$tmp/$name" "$@" >"$tmp/$name.log" 2>&1
+  local rc=$?
+  if [ "$rc" = 2 ] && grep -q -- "$want" "$tmp/$name.log" && [ ! -e "$tmp/$name/trajectories.h5" ]; then echo "ok   $name"
+  else echo "FAIL $name (exit $rc, want 2 and '$want')"; tail -5 "$tmp/$name.log"; fail=1; fi
+}
+refused answer-fills-context "sampler.max_new_tokens' = 4040 leaves no room for a prompt" --sampler.max_new_tokens 4040
+refused prompt-limit-fills-context "prompt.max_prompt_tokens' = 4096 is not below" --prompt.max_prompt_tokens 4096
+refused no-prompt-fits "no sample could start" --prompt.max_prompt_tokens 16
+grep '"split": *"heldout"' "$src/tasks/level1.jsonl" > "$tmp/heldout_only.jsonl"
+refused no-train-task "has no train tasks" --suite "$tmp/heldout_only.jsonl"
+
 # SFT warm start on a few tasks: material verified by a sandbox rank, two policy ranks train, the
 # policy is written where asked (both ranks joining the export) and opens with `leap score`.
 head -n 4 "$src/tasks/level1.jsonl" > "$tmp/four.jsonl"
