@@ -15,7 +15,9 @@ StepScores score_step(std::span<const GroupRecord> groups, const RewardOptions& 
     if (adv.skip) ++out.n_dropped_groups;
     for (size_t s = 0; s < rec.trajectories.size(); ++s) {
       const auto& t = rec.trajectories[s];
-      if (t.is_void()) continue;
+      // A sample with no turn (its prompt did not fit the context) counts neither way, as in DCP:
+      // it has no /samples row, so `leap analyze` could not count it either.
+      if (t.num_turns() == 0 || t.is_void()) continue;
       ++out.n_samples;
       out.n_turn_samples += t.num_turns();
       pass1 += t.success_turn() == 1 ? 1 : 0;

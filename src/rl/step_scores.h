@@ -35,7 +35,7 @@ struct StepScores {
   std::vector<GroupAdvantages> groups;  // aligned with the input groups
   DcpStepStats dcp;
   int64_t n_dropped_groups = 0;  // groups skipped for all-zero advantages
-  int64_t n_samples = 0;         // valid samples (void ones excluded)
+  int64_t n_samples = 0;         // valid samples (void ones and ones with no turn excluded)
   int64_t n_turn_samples = 0;    // turns of the valid samples
   // Fractions of the valid samples that passed at turn 1 and at any turn; NaN when every sample
   // is void (a step with nothing to judge has no pass rate, and pandas' means skip NaN where a

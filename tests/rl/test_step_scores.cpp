@@ -111,6 +111,19 @@ TEST(StepScores, AStepOfVoidSamplesHasNoPassRate) {
   EXPECT_EQ(scores.pass_turn1, 1.0);
 }
 
+// A group whose turn-1 prompt did not fit has samples with no turn: they count neither way in
+// the pass rates (as in DCP, and as `leap analyze` sees it: such a sample has no /samples row).
+TEST(StepScores, SamplesWithNoTurnAreNotFailures) {
+  std::vector<GroupRecord> groups(2);
+  groups[0].trajectories = {Trajectory{}, Trajectory{}};
+  groups[1].trajectories = {{{{Verdict::kOk, std::nullopt, 100}}}, {{{Verdict::kWrongAnswer, std::nullopt, 100}}}};
+  auto scores = score_step(groups, {.mode = RewardMode::kRank}, {.mode = RewardMode::kRank});
+  EXPECT_EQ(scores.n_samples, 2);
+  EXPECT_EQ(scores.pass_turn1, 0.5);
+  EXPECT_EQ(scores.pass_final, 0.5);
+  EXPECT_TRUE(scores.groups[0].skip);
+}
+
 TEST(DescribeResult, NamesTheVerdictAndKeepsTheSandboxText) {
   sandbox::VerifyResult r{
       .verdict = Verdict::kWrongAnswer, .max_abs_err = 0.25, .feedback = "out[7]: 1 vs 2"};
