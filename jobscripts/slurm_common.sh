@@ -106,14 +106,22 @@ leap_job_launch() {
   echo "leap job ${SLURM_JOB_ID:-} (restart ${SLURM_RESTART_COUNT:-0}) on ${SLURM_JOB_NODELIST:-$(hostname)}: ${cmd[*]}"
   local stop="${leap_stop:-}" pid="" rc=0 before
   if [ -n "$stop" ]; then
+    # Requeued as often as after a crash: a job whose time limit is within the USR1 margin
+    # (--signal) gets its USR1 at once on every start and would requeue itself forever.
+    local restarts="${SLURM_RESTART_COUNT:-0}" limit="${LEAP_CRASH_REQUEUES:-2}"
     echo "leap job: USR1 came before the launch; nothing was started"
-    if [ "${LEAP_REQUEUE:-1}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ]; then leap_requeue "stopped before the launch"; fi
+    if [ "${LEAP_REQUEUE:-1}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ] && [ "$restarts" -lt "$limit" ]; then
+      leap_requeue "stopped before the launch (requeue $((restarts + 1)) of at most $limit)"
+    fi
+    echo "leap job: not requeueing (restarted $restarts times); if every start gets USR1 at once, the job's --time is within its --signal margin: raise --time" >&2
     return 75
   fi
   before=$(leap_latest_checkpoint)
   # Trapped before the launch, so that an early USR1 cannot end this shell; the launcher starts
   # with USR1 at its default (bash resets trapped signals in background children).
   trap 'stop=USR1; echo "leap job: USR1, asking the ranks to checkpoint and stop"; [ -n "$pid" ] && kill -USR1 "$pid" 2>/dev/null' USR1
+  # One that came since the check above was remembered by leap_job_init's trap.
+  [ -n "${leap_stop:-}" ] && stop=USR1
   "${cmd[@]}" &
   pid=$!
   # A USR1 between the launch and the line above found no pid to forward to.
@@ -159,13 +167,16 @@ leap_job_launch() {
 # --report-bindings logs where every rank landed. LEAP_BIND=none leaves placement to the
 # operating system, e.g. when tasks outnumber cores.
 # The node's CPUs as Slurm counts them (hardware threads or cores, as slurm.conf says), to compare
-# with SLURM_CPUS_ON_NODE in the same unit: Slurm's CPUTot of this node, or, where scontrol cannot
+# with SLURM_CPUS_ON_NODE in the same unit: Slurm's CPUEfctv (or CPUTot) of this node, or, where scontrol cannot
 # tell, the node's physical cores (the unit when slurm.conf counts cores; where it counts
 # threads, a job on part of a node may then pass for the whole node).
 leap_slurm_node_cpus() {
-  local tot=""
-  if [ -n "${SLURMD_NODENAME:-}" ]; then
-    tot=$(scontrol show node "$SLURMD_NODENAME" 2>/dev/null | grep -o 'CPUTot=[0-9]*' | head -1 | cut -d= -f2)
+  local tot="" info
+  if [ -n "${SLURMD_NODENAME:-}" ] && info=$(scontrol show node "$SLURMD_NODENAME" 2>/dev/null); then
+    # CPUEfctv (Slurm 22.05 on): CPUTot less the CPUs kept for the system (CoreSpecCount,
+    # CPUSpecList), which no job gets: an exclusive job's SLURM_CPUS_ON_NODE equals it.
+    tot=$(grep -o 'CPUEfctv=[0-9]*' <<<"$info" | head -1 | cut -d= -f2)
+    [ -n "$tot" ] || tot=$(grep -o 'CPUTot=[0-9]*' <<<"$info" | head -1 | cut -d= -f2)
   fi
   if [ -n "$tot" ]; then echo "$tot"; else lscpu -p=CORE,SOCKET 2>/dev/null | grep -v '^#' | sort -u | wc -l; fi
 }

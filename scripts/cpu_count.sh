@@ -26,6 +26,7 @@ leap_physical_cores() {
 leap_mpirun_placement() {
   local np="$1" cores
   cores=$(leap_physical_cores)
-  [ "${cores:-0}" -gt 0 ] || cores=$(nproc)
+  # lscpu could not tell (nproc would count hardware threads, more than Open MPI's cores).
+  if [ "${cores:-0}" -le 0 ]; then echo "--bind-to none"; return; fi
   if [ "$np" -le "$cores" ]; then echo "--map-by slot:PE=$((cores / np)) --bind-to core"; else echo "--bind-to none"; fi
 }

@@ -9,7 +9,8 @@
 #   exit 75 and scontrol refuses                          -> the job fails (75), not COMPLETED
 #   a crash after writing a newer checkpoint              -> requeue, at most LEAP_CRASH_REQUEUES
 #   a crash with no newer checkpoint                      -> no requeue, the crash's status
-#   a USR1 before the launch (during the job's set-up)    -> requeue, the ranks never started
+#   a USR1 before the launch (during the job's set-up)    -> requeue, the ranks never started,
+#                                                            at most LEAP_CRASH_REQUEUES times
 set -u
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -56,7 +57,7 @@ case_() {
     if [ "$name" = finished ] && ! grep -q "USR1 came during the last step" "$tmp/$name.out"; then
       echo "FAIL finished: the USR1 did not reach the jobscript"; cat "$tmp/$name.out"; fail=1
     fi
-    if [ "$name" = usr1-before-launch ] && [ -e "$tmp/run/launched" ]; then
+    if [[ "$name" == usr1-before-launch* ]] && [ -e "$tmp/run/launched" ]; then
       echo "FAIL $name: the ranks were started after the stop"; fail=1
     fi
   else
@@ -71,5 +72,6 @@ case_ crash-after-checkpoint 0 1 FAKE_RC=1 FAKE_CHECKPOINT=step_000002
 case_ crash-limit-reached 1 0 FAKE_RC=1 FAKE_CHECKPOINT=step_000002 SLURM_RESTART_COUNT=2
 case_ crash-no-new-checkpoint 1 0 FAKE_RC=1
 case_ usr1-before-launch 0 1 EARLY_USR1=1 FAKE_RC=0
+case_ usr1-before-launch-limit 75 0 EARLY_USR1=1 FAKE_RC=0 SLURM_RESTART_COUNT=2
 [ "$fail" = 0 ] && echo "all requeue decisions as documented"
 exit $fail
