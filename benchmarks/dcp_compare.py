@@ -52,7 +52,9 @@ def run_one(args, way, seed):
         with open(record, "w") as f:
             json.dump(trained, f)
     run = load_run(h5, with_text=False)
-    run.steps = run.steps[run.steps.step < args.steps]  # a longer run in the folder: its first --steps
+    # A longer run in the folder: its first --steps, in the tables and the histogram alike.
+    run.steps = run.steps[run.steps.step < args.steps]
+    run.samples = run.samples[run.samples.step < args.steps]
     return run
 
 
@@ -69,9 +71,11 @@ def eval_one(args, way, seed):
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(report) as f:
         r = json.load(f)
-    if (r["samples_per_task"], r["seed"]) != (args.eval_samples, seed):
-        sys.exit(f"{report} holds (samples, seed) = ({r['samples_per_task']}, {r['seed']}), this run asks for "
-                 f"({args.eval_samples}, {seed}): delete it to evaluate again, or use another --out")
+    ckpt = "step_%06d" % (args.steps - 1)
+    if (r["samples_per_task"], r["seed"], os.path.basename(os.path.normpath(r["model"]))) != (args.eval_samples, seed, ckpt):
+        sys.exit(f"{report} holds (samples, seed, checkpoint) = ({r['samples_per_task']}, {r['seed']}, {r['model']}), "
+                 f"this run asks for ({args.eval_samples}, {seed}, {ckpt}): delete it to evaluate again, or use "
+                 "another --out")
     acc = r["overall"]["acc"]
     return acc[0], acc[-1]
 

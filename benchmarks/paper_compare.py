@@ -58,6 +58,8 @@ def heldout_subset(args):
     """The first --heldout-per-family held-out tasks of each family, in file order. A subset left
     in --results by other settings (another suite, another count) is refused, not reused."""
     path = os.path.join(args.results, "heldout.jsonl")
+    if os.path.exists(path) and not os.path.exists(args.suite):
+        return path  # stored results reprinted without the (uncommitted) suite: nothing to check against
     taken, lines = {}, []
     with open(args.suite) as f:
         for line in f:
@@ -77,6 +79,9 @@ def heldout_subset(args):
 
 
 def heldout_ids(suite):
+    """The held-out task ids of a suite, or None when the file is not here to tell."""
+    if not os.path.exists(suite):
+        return None
     with open(suite) as f:
         return sorted(t["id"] for t in map(json.loads, f) if t["split"] == "heldout")
 
@@ -121,9 +126,13 @@ def evaluate(args, model, seed, out_json, subset):
         check_stored(out_json, report, {"seed": seed, "samples_per_task": args.eval_samples, "turns": args.eval_turns})
         # The tasks by id (a copied evaluation names another folder's subset file); the policy by
         # path, a checkpoint by its run and step.
-        check_stored(out_json, {"tasks": sorted(t["id"] for t in report["per_task"])}, {"tasks": heldout_ids(subset)})
-        tail = os.path.normpath(model).split(os.sep)[-3:]
-        if os.path.normpath(report["model"]).split(os.sep)[-len(tail):] != tail:
+        ids = heldout_ids(subset)
+        if ids is not None:
+            check_stored(out_json, {"tasks": sorted(t["id"] for t in report["per_task"])}, {"tasks": ids})
+        # Up to the last three path parts of each (a path given absolute or relative alike).
+        asked, stored = os.path.normpath(model).split(os.sep), os.path.normpath(report["model"]).split(os.sep)
+        n = min(3, len(asked), len(stored))
+        if asked[-n:] != stored[-n:]:
             sys.exit(f"{out_json} evaluated {report['model']}, not {model}: move it aside, or use another --results")
     else:
         cmd = leap_cmd(args, "eval", f"--model={model}", f"--suite={subset}", "--split=heldout",
@@ -183,8 +192,10 @@ def run_way(args, way, seed, subset):
             os.replace(point + ".tmp", point)
         with open(point) as f:
             points.append(json.load(f))
-        check_stored(point, points[-1], {"way": way, "seed": seed, "resample": args.resample, "flags": flags,
-                                         "extra": args.extra})
+        # --model is compared by the evaluations above (a path may be spelt otherwise).
+        check_stored(point, {**points[-1], "extra": [x for x in points[-1].get("extra", []) if not x.startswith("--model=")]},
+                     {"way": way, "seed": seed, "resample": args.resample, "flags": flags,
+                      "extra": [x for x in args.extra if not x.startswith("--model=")]})
     if args.full_heldout:
         full_heldout(args, seed, points, results, run_dir)
     traj = os.path.join(run_dir, "trajectories.h5")
