@@ -221,11 +221,15 @@ Status check_prompts_fit(const TrainConfig& c, const PolicyState& p, const tasks
       "{} of the {} {} of {} have a turn-1 prompt longer than the prompt budget of {} tokens ({}, e.g. {})", unfit,
       tasks.size(), what, suite.path, prompts.options().max_prompt_tokens,
       limit > 0 ? "prompt.max_prompt_tokens" : "the context less sampler.max_new_tokens", example);
+  // With prompt.max_prompt_tokens set, the budget is that limit; else the context less the answer.
+  const std::string fix = limit > 0 ? fmt::format("raise prompt.max_prompt_tokens (at most {}, the context less "
+                                                  "sampler.max_new_tokens, or answers are cut) or set it to 0",
+                                                  context - answer)
+                                    : "lower sampler.max_new_tokens";
   if (unfit == static_cast<int>(tasks.size()))
-    return invalid_input(fmt::format("{}: no sample could start; the shortest needs {} tokens: lower "
-                                     "sampler.max_new_tokens or raise prompt.max_prompt_tokens",
-                                     counts, shortest));
-  log.warn("{}: their samples stop before turn 1", counts);
+    return invalid_input(fmt::format("{}: no sample could start; the shortest needs {} tokens: {}", counts, shortest, fix));
+  log.warn("{}: {} (to keep them: {})", counts,
+           c.train.mode == "sft" ? "SFT leaves them out of its material" : "their samples stop before turn 1", fix);
   return Status::ok();
 }
 

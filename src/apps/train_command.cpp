@@ -103,7 +103,7 @@ Status check_train_setup(const TrainConfig& c, const tasks::Suite& suite, const 
     if (ec)
       return invalid_input("run.out_dir " + c.app.run.out_dir + " cannot be created (" + ec.message() +
                            "): SFT writes its checkpoints there; give another --run.out_dir");
-    return check_output_folder(c.sft.save_to, "sft.save_to");
+    return check_folder_creatable(c.sft.save_to, "sft.save_to");
   }
   if (c.train.batch_tasks > static_cast<int>(train.size()))
     log.warn("train.batch_tasks {} exceeds the {} train tasks of {}: a step draws some task twice", c.train.batch_tasks,
@@ -131,6 +131,7 @@ int run_train(const std::vector<std::string>& args) {
   c.declare(opts);
   const auto validate = [&c]() -> Status {
     LEAP_RETURN_IF_ERROR(c.rl.validate());
+    if (c.train.mode == "rl") LEAP_RETURN_IF_ERROR(c.rl.validate_dcp_expands());
     LEAP_RETURN_IF_ERROR(c.sampler.validate());
     return c.optim.validate();
   };

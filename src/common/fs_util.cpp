@@ -74,6 +74,17 @@ Expected<std::string> read_file(const std::string& path) {
   return ss.str();
 }
 
+Status check_folder_creatable(const std::string& path, const std::string& flag) {
+  if (path.empty()) return Status::ok();
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(path, ec);
+  if (ec) return invalid_input(flag + " " + path + ": " + ec.message());
+  while (p.has_parent_path() && p != p.parent_path() && !std::filesystem::exists(p, ec)) p = p.parent_path();
+  if (std::filesystem::is_directory(p, ec) && ::access(p.c_str(), W_OK) == 0) return Status::ok();
+  return invalid_input(flag + " " + path + ": cannot be created, " + p.string() +
+                       " is not a folder this process may write into; give another " + flag);
+}
+
 Status check_output_folder(const std::string& path, const std::string& flag) {
   if (path.empty()) return Status::ok();
   const auto folder = std::filesystem::absolute(path).parent_path();

@@ -33,5 +33,9 @@ Expected<std::string> read_file(const std::string& path);
 // For an output file the user named with `flag`: invalid_input when its folder does not exist
 // (the user's to create), so commands fail before any work rather than after it.
 Status check_output_folder(const std::string& path, const std::string& flag);
+// For an output folder the user named with `flag`, made with its missing parents when it is
+// written: invalid_input when the nearest part of it that exists is not a folder this process
+// may write into. Creates nothing.
+Status check_folder_creatable(const std::string& path, const std::string& flag);
 
 }  // namespace leap

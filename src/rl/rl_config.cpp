@@ -270,7 +270,10 @@ void RlSections::declare(OptionSet& o) {
 
 Status RlSections::validate() const {
   LEAP_RETURN_IF_ERROR(rl.validate());
-  LEAP_RETURN_IF_ERROR(dcp.validate());
+  return dcp.validate();
+}
+
+Status RlSections::validate_dcp_expands() const {
   // Static thresholds that leave no failure count of a whole group between easy and hopeless never
   // give a debugging turn: a multi-turn config would run as single-turn without a word.
   if (dcp.mode == "static" && rl.max_turns > 1) {

@@ -88,6 +88,9 @@ struct RlSections {
   PromptConfig prompt;
   void declare(OptionSet& opts);
   Status validate() const;
+  // For RL training only (eval and SFT use no DCP): static thresholds must leave some failure
+  // count of a whole group between easy and hopeless when rl.max_turns > 1.
+  Status validate_dcp_expands() const;
 };
 
 RewardMode parse_reward_mode(const std::string& name);

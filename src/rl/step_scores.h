@@ -37,8 +37,8 @@ struct StepScores {
   int64_t n_dropped_groups = 0;  // groups skipped for all-zero advantages
   int64_t n_samples = 0;         // valid samples (void ones and ones with no turn excluded)
   int64_t n_turn_samples = 0;    // turns of the valid samples
-  // Fractions of the valid samples that passed at turn 1 and at any turn; NaN when every sample
-  // is void (a step with nothing to judge has no pass rate, and pandas' means skip NaN where a
+  // Fractions of the valid samples that passed at turn 1 and at any turn; NaN when no sample is
+  // valid (a step with nothing to judge has no pass rate, and pandas' means skip NaN where a
   // 0 would pull them down).
   double pass_turn1 = std::numeric_limits<double>::quiet_NaN();
   double pass_final = std::numeric_limits<double>::quiet_NaN();

@@ -50,6 +50,9 @@ check optim-min-lr 2 "optim.min_lr' = 0.001 is above 'optim.lr' = 1e-05" -- "$LE
 check optim-warmup 2 "optim.warmup_steps' = 10 is not below 'optim.total_steps' = 10" -- "$LEAP" train --optim.warmup_steps=10 --optim.total_steps=10
 # Static DCP thresholds with no failure count between easy and hopeless: no debugging turn ever.
 check dcp-no-gap 2 "no group would ever get a debugging turn" -- "$LEAP" train --dcp.easy_below=0.7 --dcp.hopeless_at=0.7
+# ... which only RL training uses: SFT and eval take such thresholds (a shared config) as they are.
+check dcp-no-gap-eval 0 "easy_below = 0.7" -- "$LEAP" eval --print-config --dcp.easy_below=0.7 --dcp.hopeless_at=0.7
+check dcp-no-gap-sft 0 "easy_below = 0.7" -- "$LEAP" train --mode sft --print-config --dcp.easy_below=0.7 --dcp.hopeless_at=0.7
 # Nothing is written when the config is bad.
 [ -z "$(ls -A "$tmp" | grep -v typo.ini)" ] || { echo "FAIL: files written on bad config"; fail=1; }
 

@@ -63,9 +63,6 @@ TEST(RlConfig, RejectsOutOfRangeAndInconsistentValues) {
       {"--dcp.mode=sometimes"},
       {"--dcp.mode=adaptive"},  // no budget
       {"--dcp.easy_below=0.8", "--dcp.hopeless_at=0.6"},
-      // No failure count of a group of 8 in [easy_below x 8, hopeless_at x 8): nothing expands.
-      {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7"},
-      {"--rl.group_size=4", "--dcp.easy_below=0.6", "--dcp.hopeless_at=0.7"},
       {"--prompt.chat_template=llama"},
   };
   for (const auto& args : bad) {
@@ -76,7 +73,8 @@ TEST(RlConfig, RejectsOutOfRangeAndInconsistentValues) {
   }
 }
 
-// The same thresholds are fine where no debugging turn is wanted (single-turn, or DCP off), and
+// No failure count of a whole group in [easy_below x G, hopeless_at x G): no debugging turn
+// ever. Refused for multi-turn static DCP only (validate() accepts it: eval and SFT use no DCP);
 // a gap holding one failure count is enough.
 TEST(RlConfig, ThresholdsWithoutAGapAreRefusedOnlyForMultiTurnStaticDcp) {
   for (const auto& args : std::vector<std::vector<std::string>>{
@@ -84,13 +82,20 @@ TEST(RlConfig, ThresholdsWithoutAGapAreRefusedOnlyForMultiTurnStaticDcp) {
            {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7", "--dcp.mode=off"},
            {"--rl.group_size=4", "--dcp.easy_below=0.6", "--dcp.hopeless_at=0.8"}}) {
     RlSections s;
-    EXPECT_TRUE(parse(s, args).is_ok()) << args[0] << " " << args[1] << " " << args[2];
+    ASSERT_TRUE(parse(s, args).is_ok());
+    EXPECT_TRUE(s.validate_dcp_expands().is_ok()) << args[0] << " " << args[1] << " " << args[2];
   }
-  RlSections s;
-  auto st = parse(s, {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7"});
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_NE(st.message().find("dcp.easy_below"), std::string::npos) << st.message();
-  EXPECT_NE(st.message().find("rl.max_turns = 1"), std::string::npos) << st.message();
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--dcp.easy_below=0.7", "--dcp.hopeless_at=0.7"},
+           {"--rl.group_size=4", "--dcp.easy_below=0.6", "--dcp.hopeless_at=0.7"}}) {
+    RlSections s;
+    ASSERT_TRUE(parse(s, args).is_ok());
+    auto st = s.validate_dcp_expands();
+    ASSERT_FALSE(st.is_ok()) << args[0] << " " << args[1];
+    EXPECT_EQ(st.exit_code(), 2);
+    EXPECT_NE(st.message().find("dcp.easy_below"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("rl.max_turns = 1"), std::string::npos) << st.message();
+  }
 }
 
 TEST(RlConfig, HelpSaysWhatEachOptionDoes) {
