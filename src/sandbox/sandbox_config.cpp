@@ -17,12 +17,14 @@ void SandboxConfig::declare(OptionSet& o) {
       "GPU (index among the visible ones) of this rank's GPU workers; the distributed run sets it "
       "from the rank's GPU binding.",
       {.min = 0, .max = 1023});
+  // At most a day: far larger values overflowed the deadline's clock arithmetic, so that every job
+  // timed out at once.
   o.add("sandbox.compile_timeout_s", &compile_timeout_s, 60.0,
         "Wall-clock limit for compiling one job; past it the worker is killed (TIMEOUT).",
-        {.min = 0.001});
+        {.min = 0.001, .max = 86400.0});
   o.add("sandbox.run_timeout_s", &run_timeout_s, 60.0,
         "Wall-clock limit for running one job's trials; past it the worker is killed (TIMEOUT).",
-        {.min = 0.001});
+        {.min = 0.001, .max = 86400.0});
   o.add("sandbox.trials", &trials, 3, "Trials per candidate, each with fresh seeded inputs.",
         {.min = 3, .max = 100});
   o.add("sandbox.seed", &seed, int64_t{20260801},
