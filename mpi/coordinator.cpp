@@ -30,12 +30,7 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
       turns_(topo, policy, local_verifier, opts.sandbox_retries, log),
       stream_(topo, policy, local_verifier, opts.sandbox_retries, log),
       dcp_(rl.dcp.options(rl.rl.max_turns)),
-      sampler_([&] {
-        std::vector<int> pool;
-        for (size_t i = 0; i < suite.tasks.size(); ++i)
-          if (suite.tasks[i].split == tasks::Split::kTrain) pool.push_back(static_cast<int>(i));
-        return pool;
-      }(), seed),
+      sampler_(tasks::task_indices(suite, tasks::Split::kTrain), seed),
       prompts_(rl.prompt.options(opts.prompt_budget), format) {
   LEAP_CHECK(topo.is_coordinator(), "the Coordinator runs on world rank 0 only");
   // Training during the rollout needs one update a step, fed by one gradient accumulated in

@@ -93,9 +93,7 @@ Status set_aside_unresumable(const std::string& path, const Logger& log) {
 // settings that run but cannot do what they are for.
 Status check_train_setup(const TrainConfig& c, const tasks::Suite& suite, const PolicyState& policy,
                          const Logger& log) {
-  std::vector<int> train;
-  for (size_t i = 0; i < suite.tasks.size(); ++i)
-    if (suite.tasks[i].split == tasks::Split::kTrain) train.push_back(static_cast<int>(i));
+  const std::vector<int> train = tasks::task_indices(suite, tasks::Split::kTrain);
   LEAP_RETURN_IF_ERROR(check_prompts_fit(c, policy, suite, train, "train tasks", log));
   if (c.train.mode == "sft") {
     std::error_code ec;

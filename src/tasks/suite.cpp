@@ -579,6 +579,13 @@ std::vector<const Task*> select_tasks(const Suite& suite, Split split) {
   return out;
 }
 
+std::vector<int> task_indices(const Suite& suite, Split split) {
+  std::vector<int> out;
+  for (size_t i = 0; i < suite.tasks.size(); ++i)
+    if (suite.tasks[i].split == split) out.push_back(static_cast<int>(i));
+  return out;
+}
+
 void TasksConfig::declare(OptionSet& opts) {
   opts.add("tasks.suite", &suite, std::string("tasks/level1.jsonl"),
            "Task suite (JSONL, one task a line): training draws its train split, evaluation "

@@ -35,6 +35,8 @@ Expected<Suite> parse_suite(std::string_view text, const std::string& source_nam
 Expected<const Task*> find_task(const Suite& suite, std::string_view id);
 // Tasks of one split, in file order (training draws only kTrain).
 std::vector<const Task*> select_tasks(const Suite& suite, Split split);
+// The same tasks as indices into suite.tasks (what RL's task sampler draws from).
+std::vector<int> task_indices(const Suite& suite, Split split);
 
 // Names as the JSONL spells them, and their parsers (invalid_input saying what is allowed).
 const char* split_name(Split s);
