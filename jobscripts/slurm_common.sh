@@ -135,6 +135,18 @@ leap_job_launch() {
     kill -0 "$pid" 2>/dev/null || break
   done
   trap - USR1
+  # With srun --kill-on-bad-exit, the first rank to exit 75 gets the others killed while they
+  # finalize, and srun then reports the signal (128 + n) instead of 75. After a forwarded USR1
+  # and a checkpoint newer than the launch's, that is the stop, not a crash: it must not count
+  # against LEAP_CRASH_REQUEUES.
+  if [ -n "$stop" ] && [ "${LEAP_LAUNCHER:-mpirun}" = srun ] && [ "$rc" -gt 128 ]; then
+    local newest
+    newest=$(leap_latest_checkpoint)
+    if [ -n "$newest" ] && [ "$newest" != "$before" ]; then
+      echo "leap job: srun reported status $rc after the USR1 stop wrote $newest (ranks killed while finalizing): taken as 75"
+      rc=75
+    fi
+  fi
   local can_requeue=0
   [ "${LEAP_REQUEUE:-1}" = 1 ] && [ -n "${SLURM_JOB_ID:-}" ] && can_requeue=1
   case "$rc" in

@@ -146,12 +146,15 @@ def trajectories(run: Run) -> pd.DataFrame:
     s = run.samples.sort_values(["step", "group", "sample", "turn"], kind="stable")
     keys = ["step", "group", "sample"]
     g = s.groupby(keys, sort=True)
+    # The earliest turn's row as it is: GroupBy.first() would skip a NaN reward and take a later
+    # turn's (leap analyze reads the earliest turn's).
+    earliest = s.drop_duplicates(keys, keep="first").set_index(keys)
     out = pd.DataFrame({
-        "task_id": g["task_id"].first(),
+        "task_id": earliest["task_id"],
         "turns": g["turn"].max(),
         "first_ok_turn": s[s["verdict"] == "OK"].groupby(keys)["turn"].min(),
         "last_verdict": g["verdict"].last(),
-        "reward": g["reward"].first().astype(np.float64),
+        "reward": earliest["reward"].astype(np.float64),
     })
     out["void"] = out["last_verdict"] == "SANDBOX_ERROR"
     return out.reset_index()

@@ -29,13 +29,13 @@ void SamplerConfig::declare(OptionSet& opts) {
            "Sequences a policy rank decodes together (the KV cache's slots); 0 = "
            "train.micro_batch_seqs. Prompts are prefilled at most train.micro_batch_seqs at a time, "
            "so a larger decoding batch costs only KV cache (leap plan counts it).",
-           {.min = 0});
+           {.min = 0, .max = 4096});
   opts.add("sampler.kv_block_tokens", &kv_block_tokens, 16,
            "Positions per block of the paged KV cache.", {.min = 1});
   opts.add("sampler.kv_keep_sequences", &kv_keep_sequences, 8,
            "Full-length sequences' worth of KV blocks beyond the decoding slots, for finished "
            "sequences kept for their next turn (sampler.reuse_kv); 0: keep them only in what the "
-           "live sequences leave free.", {.min = 0});
+           "live sequences leave free.", {.min = 0, .max = 4096});
   opts.add("sampler.kv_cache_dtype", &kv_cache_dtype, std::string("auto"),
            "Storage of the KV cache: bf16 halves it (keys and values rounded once, attention in "
            "fp32); auto = bf16 on backend.name = cuda, fp32 on cpu.",

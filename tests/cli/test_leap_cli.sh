@@ -50,6 +50,8 @@ check optim-min-lr 2 "optim.min_lr' = 0.001 is above 'optim.lr' = 1e-05" -- "$LE
 check optim-warmup 2 "optim.warmup_steps' = 10 is not below 'optim.total_steps' = 10" -- "$LEAP" train --optim.warmup_steps=10 --optim.total_steps=10
 # A sandbox timeout past a day (far larger ones overflowed the deadline: every job timed out).
 check sandbox-timeout-max 2 "sandbox.run_timeout_s" -- "$LEAP" train --sandbox.run_timeout_s=1e12
+# A decoding batch past any KV cache (a huge one overflowed the block count mid-step).
+check sampler-batch-max 2 "sampler.batch_seqs" -- "$LEAP" train --sampler.batch_seqs=100000000
 # Static DCP thresholds with no failure count between easy and hopeless: no debugging turn ever.
 check dcp-no-gap 2 "no group would ever get a debugging turn" -- "$LEAP" train --dcp.easy_below=0.7 --dcp.hopeless_at=0.7
 # ... which only RL training uses: SFT and eval take such thresholds (a shared config) as they are.

@@ -9,6 +9,9 @@
 #   exit 75 and scontrol refuses                          -> the job fails (75), not COMPLETED
 #   a crash after writing a newer checkpoint              -> requeue, at most LEAP_CRASH_REQUEUES
 #   a crash with no newer checkpoint                      -> no requeue, the crash's status
+#   srun reports a signal (128 + n) after a USR1 and a   -> requeue as a stop, past the crash limit
+#   newer checkpoint (kill-on-bad-exit after the first 75)
+#   the same without a newer checkpoint                  -> a crash: no requeue past the limit
 #   a USR1 before the launch (during the job's set-up)    -> requeue, the ranks never started,
 #                                                            at most LEAP_CRASH_REQUEUES times
 set -u
@@ -71,6 +74,8 @@ case_ no-slurm-job 75 0 FAKE_RC=75 SLURM_JOB_ID=
 case_ crash-after-checkpoint 0 1 FAKE_RC=1 FAKE_CHECKPOINT=step_000002
 case_ crash-limit-reached 1 0 FAKE_RC=1 FAKE_CHECKPOINT=step_000002 SLURM_RESTART_COUNT=2
 case_ crash-no-new-checkpoint 1 0 FAKE_RC=1
+case_ srun-killed-after-stop 0 1 FAKE_USR1=1 FAKE_RC=137 FAKE_CHECKPOINT=step_000002 SLURM_RESTART_COUNT=2
+case_ srun-killed-no-checkpoint 137 0 FAKE_USR1=1 FAKE_RC=137 SLURM_RESTART_COUNT=2
 case_ usr1-before-launch 0 1 EARLY_USR1=1 FAKE_RC=0
 case_ usr1-before-launch-limit 75 0 EARLY_USR1=1 FAKE_RC=0 SLURM_RESTART_COUNT=2
 [ "$fail" = 0 ] && echo "all requeue decisions as documented"
