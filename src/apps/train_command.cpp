@@ -62,7 +62,16 @@ Status check_dcp_state(const nlohmann::json& state, const std::string& dir, cons
 // resumes when the run has a checkpoint and starts fresh when it has none.
 Expected<std::string> resume_dir(const TrainConfig& c) {
   const std::string& r = c.train.resume;
-  if (r.empty()) return std::string();
+  if (r.empty()) {
+    // A fresh run would prune the earlier run's checkpoints as its own (the newest `keep` by
+    // step), deleting its own first ones, and a later --resume would take the earlier run's.
+    if (auto earlier = io::latest_checkpoint(c.app.run.out_dir))
+      return invalid_input(fmt::format(
+          "run.out_dir {} holds an earlier run's checkpoints (the newest: {}): continue that run with --resume "
+          "latest, or start a new one in another --run.out_dir",
+          c.app.run.out_dir, *earlier));
+    return std::string();
+  }
   if (r == "latest" || r == "auto") {
     auto dir = io::latest_checkpoint(c.app.run.out_dir);
     if (!dir && r == "auto" && dir.status().code() == StatusCode::kNotFound) return std::string();
@@ -213,6 +222,19 @@ int run_train(const std::vector<std::string>& args) {
   // all-gather each ZeRO optimizer step ends with.
   if (setup && role == mpi::Role::kPolicy && !resume_state.is_null() && policy.zero)
     mpi::allgather_weights(*policy.model, *policy.zero, *policy.shard_comm);
+  // The branch a --resume DIR of an earlier checkpoint leaves: its later checkpoints go aside,
+  // before the trajectory file is cut back to its step, so that a failure between the two never
+  // leaves `latest` naming a step the file no longer holds.
+  std::vector<std::string> set_aside;
+  if (setup && topo->is_coordinator() && !resume_state.is_null()) {
+    auto moved = io::set_aside_newer_checkpoints(c.app.run.out_dir, resume_state["step"].get<int64_t>());
+    if (!moved) setup = moved.status();
+    else set_aside = *moved;
+    for (const auto& dir : set_aside)
+      log.warn("moved a later checkpoint aside as {}: this run continues from step {}, and --resume latest "
+               "would otherwise pick the abandoned branch (remove it when it is no longer needed)",
+               dir, resume_state["step"].get<int64_t>());
+  }
   std::unique_ptr<io::TrajectoryFile> out;
   if (setup && topo->is_coordinator() && !sft) {
     std::error_code ec;
@@ -239,17 +261,12 @@ int run_train(const std::vector<std::string>& args) {
                         : io::TrajectoryFile::resume(path, meta, from - 1, swmr);
       if (file) out = std::move(*file);
       else setup = file.status();
+      // A refused resume leaves the run as it was: the later checkpoints come back.
+      if (!file && !set_aside.empty()) {
+        if (Status back = io::bring_back_set_aside(set_aside); !back) log.error("{}", back.message());
+        else log.warn("the resume was refused: the later checkpoints are back in place");
+      }
     }
-  }
-  // The branch a --resume DIR of an earlier checkpoint leaves: its later checkpoints go aside.
-  if (setup && topo->is_coordinator() && !resume_state.is_null()) {
-    auto moved = io::set_aside_newer_checkpoints(c.app.run.out_dir, resume_state["step"].get<int64_t>());
-    if (!moved) setup = moved.status();
-    else
-      for (const auto& dir : *moved)
-        log.warn("moved a later checkpoint aside as {}: this run continues from step {}, and --resume latest "
-                 "would otherwise pick the abandoned branch (remove it when it is no longer needed)",
-                 dir, resume_state["step"].get<int64_t>());
   }
   setup = mpi::agree(setup, MPI_COMM_WORLD);
   if (!setup) {

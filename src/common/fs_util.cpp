@@ -56,7 +56,15 @@ Status AtomicWriter::commit() {
     ::unlink(tmp_.c_str());
     return io_error("cannot rename '" + tmp_ + "' to '" + path_ + "': " + std::strerror(err));
   }
+  sync_folder(std::filesystem::path(path_).parent_path().string());
   return Status::ok();
+}
+
+void sync_folder(const std::string& dir) {
+  const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
 }
 
 Status write_file_atomic(const std::string& path, std::string_view contents) {

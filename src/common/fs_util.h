@@ -29,6 +29,10 @@ class AtomicWriter {
 };
 
 Status write_file_atomic(const std::string& path, std::string_view contents);
+// Flushes a folder's entries (renames into it, new files) to disk, so that a power loss after a
+// rename cannot bring back the old name; best effort (some file systems refuse fsync on a folder,
+// and a process crash never needs it).
+void sync_folder(const std::string& dir);
 Expected<std::string> read_file(const std::string& path);
 // For an output file the user named with `flag`: invalid_input when its folder does not exist
 // (the user's to create), so commands fail before any work rather than after it.

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -68,19 +69,22 @@ Status check_state_types(const nlohmann::json& state, const std::string& file) {
                                      "another one", file, key, want, value ? value->dump() : "missing"));
   };
   if (!state.is_object()) return invalid_input(file + ": not a JSON object: the checkpoint is damaged");
+  // Step counts are read as int (a step number is one everywhere else).
   for (const char* key : {"step", "optimizer_steps"}) {
-    if (!state.contains(key)) return fail(key, "an integer >= 0");
-    if (!state[key].is_number_integer() || state[key].get<int64_t>() < 0)
-      return fail(key, "an integer >= 0", &state[key]);
+    if (!state.contains(key)) return fail(key, "an integer in [0, 2^31)");
+    if (!state[key].is_number_integer() || state[key].get<int64_t>() < 0 ||
+        state[key].get<int64_t>() > std::numeric_limits<int>::max())
+      return fail(key, "an integer in [0, 2^31)", &state[key]);
   }
-  if (state.contains("mode") && !state["mode"].is_string()) return fail("mode", "a string", &state["mode"]);
+  for (const char* key : {"mode", "material_hash"})
+    if (state.contains(key) && !state[key].is_string()) return fail(key, "a string", &state[key]);
   if (state.contains("cpu_s") && !state["cpu_s"].is_number()) return fail("cpu_s", "a number", &state["cpu_s"]);
   for (const char* key : {"task_sampler", "data_order"}) {
     if (!state.contains(key)) continue;
     if (!state[key].is_object()) return fail(key, "an object", &state[key]);
     for (const char* part : {"epoch", "position"})
-      if (state[key].contains(part) && !state[key][part].is_number_integer())
-        return fail(std::string(key) + "." + part, "an integer", &state[key][part]);
+      if (state[key].contains(part) && (!state[key][part].is_number_integer() || state[key][part].get<int64_t>() < 0))
+        return fail(std::string(key) + "." + part, "an integer >= 0", &state[key][part]);
   }
   if (state.contains("kl_reference") && state["kl_reference"].is_object())
     for (const char* part : {"path", "hash", "dtype"})
@@ -142,6 +146,10 @@ Expected<std::string> begin_checkpoint(const std::string& run_dir, int64_t step)
     if (name.rfind(".tmp_", 0) == 0 || name.rfind(".old_", 0) == 0) fs::remove_all(e.path(), ec);
   }
   ec.clear();
+  // Written into, a stale folder's files (another rank count's states) would join the checkpoint.
+  if (fs::exists(tmp, ec))
+    return io_error("cannot remove '" + tmp.string() + "', an unfinished checkpoint of an earlier attempt: remove it "
+                    "by hand");
   fs::create_directories(tmp, ec);
   if (ec) return io_error("cannot create '" + tmp.string() + "': " + ec.message());
   LEAP_RETURN_IF_ERROR(model::begin_model_export(tmp.string()));
@@ -176,6 +184,9 @@ Status finish_checkpoint(const std::string& tmp, const CheckpointRequest& req, c
   }
   fs::rename(tmp, final_dir, ec);
   if (ec) return io_error("cannot rename '" + tmp + "' into place: " + ec.message());
+  // On disk before any older checkpoint goes: a power loss must not find the new name missing
+  // and the old ones pruned.
+  sync_folder(final_dir.parent_path().string());
   fs::remove_all(old_dir, ec);
   auto all = list_checkpoints(req.run_dir);
   for (size_t i = 0; i + static_cast<size_t>(req.keep) < all.size(); ++i) fs::remove_all(all[i].second, ec);
@@ -230,6 +241,18 @@ Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string
     moved.push_back(aside.string());
   }
   return moved;
+}
+
+Status bring_back_set_aside(const std::vector<std::string>& moved) {
+  const std::string prefix = "abandoned_";
+  for (const std::string& aside : moved) {
+    const fs::path p(aside);
+    const fs::path back = p.parent_path() / p.filename().string().substr(prefix.size());
+    std::error_code ec;
+    fs::rename(p, back, ec);
+    if (ec) return io_error("cannot move '" + aside + "' back to '" + back.string() + "': " + ec.message());
+  }
+  return Status::ok();
 }
 
 Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transformer& model, model::AdamW& optimizer,

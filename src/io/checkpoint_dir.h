@@ -62,6 +62,8 @@ Expected<std::string> latest_checkpoint(const std::string& run_dir);
 // > step is renamed abandoned_step_N, kept but no longer a checkpoint: a later --resume latest or
 // auto (a requeued job) then continues this branch. Returns the folders moved.
 Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string& run_dir, int64_t step);
+// Undoes set_aside_newer_checkpoints (the resume was refused after it: the run stays as it was).
+Status bring_back_set_aside(const std::vector<std::string>& moved);
 
 // Reads a checkpoint into a model and optimizer of the same shape; returns its state.json. The
 // export is opened and checked against the model; the weights and moments come from the rank

@@ -270,6 +270,16 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
 
   const std::string tmp = path + ".resume.tmp";
   std::filesystem::remove(tmp);
+  // Every way out but the rename below removes the partial copy (declared before `fresh`, so the
+  // copy is closed first): a refused resume leaves the run's folder as it was.
+  struct RemoveUnlessRenamed {
+    const std::string& path;
+    bool renamed = false;
+    ~RemoveUnlessRenamed() {
+      std::error_code ec;
+      if (!renamed) std::filesystem::remove(path, ec);
+    }
+  } partial{tmp};
   LEAP_ASSIGN_OR_RETURN(auto fresh, create(tmp, meta, SwmrMode::kOff));
   size_t row = 0;
   int64_t last_copied = -1;
@@ -307,7 +317,6 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   // The checkpoint's step and every one before it must be in the file, or the resumed run would
   // leave a gap no reader could see.
   if (last_copied != last_step) {
-    std::filesystem::remove(tmp);
     return invalid_input(
         "'" + path + "' holds the steps up to " + std::to_string(last_copied) + ", not up to the checkpoint's step " +
         std::to_string(last_step) +
@@ -320,6 +329,7 @@ Expected<std::unique_ptr<TrajectoryFile>> TrajectoryFile::resume(const std::stri
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) return io_error("cannot replace '" + path + "' with its resumed copy: " + ec.message());
+  partial.renamed = true;
 
   // Reopen the fresh file for appending, then start SWMR.
   auto im = std::make_unique<Impl>();

@@ -191,7 +191,8 @@ Expected<TrajectoryRun> read_trajectory_run(const std::string& path_in, int64_t 
         return damaged("/samples row " + std::to_string(first + at) + " (step " +
                        std::to_string(s.step) + ", where /steps says step " +
                        std::to_string(st.step) + ")");
-      if (s.turn < 1)
+      // rl.max_turns is at most 64; readers size per-turn tables by the deepest turn.
+      if (s.turn < 1 || s.turn > 64)
         return damaged("/samples row " + std::to_string(first + at) + " (turn " +
                        std::to_string(s.turn) + ")");
       if (s.task < 0 || static_cast<size_t>(s.task) >= run.task_ids.size())

@@ -4,8 +4,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
+
+#include "common/fs_util.h"
 
 namespace leap::model {
 
@@ -57,9 +58,10 @@ Status copy_model_side_files(const std::string& from_dir, const std::string& to_
   for (const auto& name : model_side_files()) {
     const fs::path src = fs::path(from_dir) / name;
     if (!fs::exists(src, ec)) continue;
-    fs::copy_file(src, fs::path(to_dir) / name, fs::copy_options::overwrite_existing, ec);
-    if (ec)
-      return io_error("cannot copy '" + src.string() + "' into '" + to_dir + "': " + ec.message());
+    // Through an atomic write (fsync'd), as the checkpoint's own files are.
+    auto text = read_file(src.string());
+    if (!text) return io_error("cannot copy '" + src.string() + "' into '" + to_dir + "': " + text.status().message());
+    LEAP_RETURN_IF_ERROR(write_file_atomic((fs::path(to_dir) / name).string(), *text));
   }
   return Status::ok();
 }

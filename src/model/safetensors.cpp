@@ -9,9 +9,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "common/check.h"
 #include "common/fs_util.h"
@@ -159,6 +163,29 @@ Expected<SafetensorsFile> SafetensorsFile::from(std::shared_ptr<const FileBytes>
                              entry.end - entry.begin, shape_to_string(entry.shape), dtype));
     f.entries_[name] = std::move(entry);
   }
+  // The format's rule, as its own loader checks it: the tensors' byte ranges tile the data
+  // section from 0 to its end, with no overlap (two tensors sharing bytes would load silently)
+  // and no hole (where a duplicate key's dropped entry would hide).
+  std::vector<std::pair<const std::string*, const SafetensorEntry*>> by_offset;
+  for (const auto& [name, e] : f.entries_) by_offset.emplace_back(&name, &e);
+  std::sort(by_offset.begin(), by_offset.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second->begin, a.second->end) < std::tie(b.second->begin, b.second->end);
+  });
+  size_t covered = 0;
+  const std::string* previous = nullptr;
+  for (const auto& [name, e] : by_offset) {
+    if (e->begin < covered)
+      return bad(fmt::format("tensor '{}': bytes [{}, {}) overlap tensor '{}' (which ends at {})", *name, e->begin,
+                             e->end, *previous, covered));
+    if (e->begin > covered)
+      return bad(fmt::format("data bytes [{}, {}) belong to no tensor (before tensor '{}'): the file is damaged",
+                             covered, e->begin, *name));
+    covered = e->end;
+    previous = name;
+  }
+  if (covered != data_size)
+    return bad(fmt::format("data bytes [{}, {}) belong to no tensor (after the last one): the file is damaged",
+                           covered, data_size));
   return f;
 }
 

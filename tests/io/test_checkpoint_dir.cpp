@@ -122,9 +122,15 @@ TEST(CheckpointDir, AStateOfTheWrongTypesIsRefusedNamingTheKey) {
     nlohmann::json value;
     const char* key;
   };
-  for (const Case& c : {Case{"/step", "3", "\"step\" must be an integer >= 0, not \"3\""},
-                        Case{"/optimizer_steps", -1, "\"optimizer_steps\" must be an integer >= 0, not -1"},
-                        Case{"/task_sampler/position", 4.5, "\"task_sampler.position\" must be an integer, not 4.5"},
+  // Also values of the right type that the readers cannot take: a negative position indexed
+  // before the task order (a crash), a step past int wrapped.
+  for (const Case& c : {Case{"/step", "3", "\"step\" must be an integer in [0, 2^31), not \"3\""},
+                        Case{"/optimizer_steps", -1, "\"optimizer_steps\" must be an integer in [0, 2^31), not -1"},
+                        Case{"/step", int64_t{1} << 31, "\"step\" must be an integer in [0, 2^31), not 2147483648"},
+                        Case{"/task_sampler/position", 4.5, "\"task_sampler.position\" must be an integer >= 0, not 4.5"},
+                        Case{"/task_sampler/position", -3, "\"task_sampler.position\" must be an integer >= 0, not -3"},
+                        Case{"/task_sampler/epoch", -1, "\"task_sampler.epoch\" must be an integer >= 0, not -1"},
+                        Case{"/material_hash", 7, "\"material_hash\" must be a string, not 7"},
                         Case{"/mode", 1, "\"mode\" must be a string, not 1"}}) {
     nlohmann::json bad = good;
     bad[nlohmann::json::json_pointer(c.pointer)] = c.value;

@@ -166,6 +166,16 @@ TEST(Trajectory, RefusesBadInput) {
   ASSERT_TRUE((*synced)->close().is_ok());
   EXPECT_EQ(check_with_h5py(path, 3, "--attempts=0:abc123,1:abc123"), 0);
 
+  // A damaged row (a step's sample count) is refused, and no partial copy stays beside the file.
+  const std::string damage = "/usr/bin/python3 -c \"import h5py, sys; f = h5py.File(sys.argv[1], 'r+'); "
+                             "r = f['steps'][0]; r['n_samples'] += 5; f['steps'][0] = r\" '" + path + "'";
+  ASSERT_EQ(std::system(damage.c_str()), 0);
+  auto damaged = TrajectoryFile::resume(path, meta(), 0, SwmrMode::kOff);
+  ASSERT_FALSE(damaged.has_value());
+  EXPECT_EQ(damaged.status().exit_code(), 2);
+  EXPECT_NE(damaged.status().message().find("step 0 lists"), std::string::npos) << damaged.status().message();
+  EXPECT_FALSE(std::filesystem::exists(path + ".resume.tmp"));
+
   auto junk = fresh("junk.h5");
   std::ofstream(junk) << "not hdf5";
   auto bad = TrajectoryFile::resume(junk, meta(), 0, SwmrMode::kOff);

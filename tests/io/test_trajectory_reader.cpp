@@ -21,7 +21,7 @@ std::string fresh(const std::string& name) {
 
 // Step `s` with `rows` sample rows (turn 1, sample i, task i % 2) whose StepRow claims `claimed`.
 void append(TrajectoryFile& f, int64_t s, int rows, int claimed,
-            int8_t verdict = static_cast<int8_t>(sandbox::Verdict::kWrongAnswer)) {
+            int8_t verdict = static_cast<int8_t>(sandbox::Verdict::kWrongAnswer), int32_t turn = 1) {
   StepRow st;
   st.step = s;
   st.time_s = 1.0 + static_cast<double>(s);
@@ -34,7 +34,7 @@ void append(TrajectoryFile& f, int64_t s, int rows, int claimed,
     r.step = s;
     r.task = i % 2;
     r.sample = i;
-    r.turn = 1;
+    r.turn = turn;
     r.completion_tokens = static_cast<int32_t>(10 * s + i);
     r.verdict = verdict;
     samples.push_back(r);
@@ -128,6 +128,23 @@ TEST(TrajectoryReader, AVerdictOutsideTheEnumIsDamage) {
   ASSERT_FALSE(run.has_value());
   EXPECT_EQ(run.status().exit_code(), 2);
   EXPECT_NE(run.status().message().find("/samples row 2 (verdict 12, not one of the"), std::string::npos)
+      << run.status().message();
+}
+
+// A turn past rl.max_turns' bound: readers size per-turn tables by the deepest turn, and a
+// damaged 2^31 - 1 would ask for gigabytes.
+TEST(TrajectoryReader, ATurnPastTheBoundIsDamage) {
+  const std::string path = fresh("reader_turn.h5");
+  {
+    auto f = create(path);
+    ASSERT_TRUE(f.has_value());
+    append(**f, 0, 2, 2);
+    append(**f, 1, 2, 2, static_cast<int8_t>(sandbox::Verdict::kWrongAnswer), /*turn=*/2147483647);
+  }
+  auto run = read_trajectory_run(path);
+  ASSERT_FALSE(run.has_value());
+  EXPECT_EQ(run.status().exit_code(), 2);
+  EXPECT_NE(run.status().message().find("/samples row 2 (turn 2147483647)"), std::string::npos)
       << run.status().message();
 }
 

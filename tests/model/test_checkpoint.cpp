@@ -262,6 +262,33 @@ TEST(Safetensors, ShapeWhoseElementCountWrapsIsRefused) {
   EXPECT_NE(f.status().message().find("too many values"), std::string::npos);
 }
 
+// The byte ranges must tile the data section: tensors sharing bytes, or bytes of no tensor (a
+// duplicate key's dropped entry leaves such a hole), are a damaged file, not weights.
+TEST(Safetensors, OverlapsHolesAndTrailingBytesAreRefused) {
+  const std::string data(16, '\0');
+  auto refused = [&](const json& h, const std::string& bytes, const std::string& want) {
+    auto f = SafetensorsFile::parse(raw_file(h, bytes), "tiles.safetensors");
+    ASSERT_FALSE(f.has_value()) << want;
+    EXPECT_EQ(f.status().code(), StatusCode::kInvalidInput);
+    EXPECT_NE(f.status().message().find(want), std::string::npos) << f.status().message();
+  };
+  refused({{"a", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}},
+           {"b", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}}},
+          data.substr(0, 8), "bytes [0, 8) overlap tensor 'a'");
+  refused({{"a", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}},
+           {"b", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {4, 12}}}}},
+          data.substr(0, 12), "tensor 'b': bytes [4, 12) overlap");
+  refused({{"a", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}},
+           {"b", {{"dtype", "F32"}, {"shape", {1}}, {"data_offsets", {12, 16}}}}},
+          data, "data bytes [8, 12) belong to no tensor (before tensor 'b')");
+  refused({{"a", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}}}, data,
+          "data bytes [8, 16) belong to no tensor (after the last one)");
+  // The same tensors tiling the bytes parse.
+  json ok = {{"b", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {8, 16}}}},
+             {"a", {{"dtype", "F32"}, {"shape", {2}}, {"data_offsets", {0, 8}}}}};
+  EXPECT_TRUE(SafetensorsFile::parse(raw_file(ok, data), "tiles.safetensors").has_value());
+}
+
 TEST(Safetensors, EmptyTensorReadsIntoNoBuffer) {
   json h = {{"e", {{"dtype", "F32"}, {"shape", {0, 4}}, {"data_offsets", {0, 0}}}}};
   auto f = SafetensorsFile::parse(raw_file(h, ""), "empty.safetensors");

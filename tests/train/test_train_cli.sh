@@ -26,7 +26,8 @@ run one-rank 1 "${common[@]}" --train.steps 2 --train.micro_batch_seqs 2 --sampl
 # An existing run is never overwritten.
 if "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${common[@]}" --train.steps 2 --run.out_dir "$tmp/run1" >"$tmp/again.log" 2>&1; then
   echo "FAIL rerun into an existing run folder succeeded"; fail=1
-elif grep -q "already exists" "$tmp/again.log"; then echo "ok   existing-run-refused"
+elif grep -q "holds an earlier run's checkpoints (the newest: .*step_000001): continue that run with --resume latest" "$tmp/again.log"; then
+  echo "ok   existing-run-refused"
 else echo "FAIL existing-run message"; cat "$tmp/again.log"; fail=1; fi
 
 # A layout without a policy rank: exit 2 on every rank, with the fix in the message.
@@ -74,6 +75,18 @@ run sft 3 --mode sft --suite "$tmp/four.jsonl" --model "$tmp/model" --train.rand
 if grep -q "sft material: [0-9]* train tasks -> [1-9]" "$tmp/sft.log" && grep -q "sft done: 3 steps" "$tmp/sft.log" &&
    "$LEAP" score --model "$tmp/sft/policy" --tokens 1,2,3 | grep -q logprobs; then echo "ok   sft-policy-written"
 else echo "FAIL sft"; tail -5 "$tmp/sft.log"; fail=1; fi
+
+# A fresh SFT run (no trajectory file to refuse) into that folder: refused before it writes, as
+# it would otherwise prune the earlier run's checkpoints as its own and a --resume would take
+# them; the earlier checkpoints stay.
+before=$(ls "$tmp/sft/checkpoints")
+"$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft --suite "$tmp/four.jsonl" --model "$tmp/model" --train.random_init \
+  --train.steps 2 --sft.batch_seqs 4 --mpi.sandbox_ranks 1 --sandbox.device cpu --run.out_dir "$tmp/sft" \
+  --sft.save_to "$tmp/sft/policy2" >"$tmp/sft-again.log" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -q "holds an earlier run's checkpoints" "$tmp/sft-again.log" &&
+   [ "$(ls "$tmp/sft/checkpoints")" = "$before" ] && [ ! -e "$tmp/sft/policy2" ]; then echo "ok   sft-into-earlier-run-refused"
+else echo "FAIL sft-into-earlier-run-refused (exit $rc)"; tail -5 "$tmp/sft-again.log"; ls "$tmp/sft/checkpoints"; fail=1; fi
 
 [ "$fail" = 0 ] && echo "all train CLI checks passed"
 exit $fail

@@ -121,9 +121,18 @@ if errors:
 print("ok   streaming run resumed: steps [0, 1, 2], each once, with their samples")
 PY
 # ---- --resume DIR of an earlier checkpoint: a new branch, the later checkpoints set aside -----------
+# Refused first (another suite: the trajectory file belongs to another run), after the later
+# checkpoints went aside: they come back, and the file is as it was.
+cp "$tmp/three.jsonl" "$tmp/four.jsonl"; grep '"id": "L1/sigmoid"' "$src/tasks/level1.jsonl" >> "$tmp/four.jsonl"
+ck="$tmp/stream/checkpoints"
+check rl-branch-refused 2 "the resume was refused: the later checkpoints are back in place" -- \
+  "$src/scripts/mpirun_local.sh" 4 "$LEAP" train "${rl[@]//three.jsonl/four.jsonl}" --rl.pipeline stream --train.steps 3 \
+  --run.out_dir "$tmp/stream" --resume "$ck/step_000000"
+if [ -e "$ck/step_000001/state.json" ] && [ -e "$ck/step_000002/state.json" ] && [ ! -e "$ck/abandoned_step_000001" ]; then
+  echo "ok   the refused branch brought steps 1 and 2 back"
+else echo "FAIL after the refused branch: $(ls "$ck" | tr '\n' ' ')"; fail=1; fi
 run rl-branch 4 "${rl[@]}" --rl.pipeline stream --train.steps 3 --run.out_dir "$tmp/stream" \
   --resume "$tmp/stream/checkpoints/step_000000"
-ck="$tmp/stream/checkpoints"
 if grep -q "moved a later checkpoint aside as .*abandoned_step_000002" "$tmp/rl-branch.log" &&
    [ -e "$ck/abandoned_step_000001/state.json" ] && [ -e "$ck/step_000002/state.json" ] &&
    grep -q '"step": 2' "$ck/step_000002/state.json"; then
