@@ -55,6 +55,30 @@ Expected<std::vector<Placement>> place_ranks(const PlacementInput& in) {
   return out;
 }
 
+std::vector<std::string> shared_gpu_warnings(const PlacementInput& in, const std::vector<Placement>& p) {
+  std::vector<std::string> out;
+  if (!in.policy_on_gpu) return out;
+  bool any_sandbox = false;
+  for (size_t s = 0; s < p.size(); ++s) {
+    if (p[s].role != Role::kSandbox) continue;
+    any_sandbox = true;
+    if (p[s].device < 0) continue;
+    for (size_t r = 0; r < p.size(); ++r)
+      if (p[r].role == Role::kPolicy && in.node[r] == in.node[s] && p[r].device == p[s].device)
+        out.push_back(fmt::format(
+            "sandbox rank {} times kernels on GPU {} of node {}, which policy rank {} trains on: its timings (and "
+            "the speed-up rewards) are skewed by the policy's work, and both hold memory there; give the sandbox "
+            "GPUs of its own (sandbox.device = auto leaves it the spare ones, then the PTX interpreter)",
+            s, p[s].device, in.node[s], r));
+  }
+  if (!any_sandbox && in.gpus_per_node > 0 && in.config.sandbox_device != "cpu")
+    out.push_back(
+        fmt::format("no sandbox rank: rank 0 verifies in-process on GPU {}, which it also trains on: its timings (and the "
+        "speed-up rewards) are skewed by the policy's work; start sandbox ranks (mpi.sandbox_ranks, with GPUs "
+        "of their own) or set sandbox.device = cpu", p.empty() ? 0 : p[0].device));
+  return out;
+}
+
 namespace {
 
 std::string gpu_text(const Placement& p) {

@@ -44,6 +44,12 @@ struct Placement {
 // cuda policy ranks on one GPU, sandbox.device = gpu or backend cuda without GPUs.
 Expected<std::vector<Placement>> place_ranks(const PlacementInput& in);
 
+// Where sandbox timing would share a GPU with a cuda policy rank (sandbox.device = gpu sharing
+// round-robin, or no sandbox rank, so that rank 0 verifies in-process on its own GPU): one line
+// each, for a warning. The policy decodes and trains on that GPU while the workers time kernels
+// there (skewed speed-ups, hence rewards) and both hold memory on it.
+std::vector<std::string> shared_gpu_warnings(const PlacementInput& in, const std::vector<Placement>& p);
+
 // `leap layout`'s table and JSON ({"ranks": [{"rank", "node", "local_rank", "role",
 // "role_rank", "gpu", "package", "cpus"}], ...}).
 std::string format_placement_table(const PlacementInput& in, const std::vector<Placement>& p);

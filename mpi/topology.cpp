@@ -143,6 +143,7 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
     ri.cpus = std::string(&cpus[static_cast<size_t>(r) * kCpus]);
     t.ranks.push_back(std::move(ri));
   }
+  t.warnings = shared_gpu_warnings(in, *placed);
   const auto& me = t.self();
   MPI_CHECK(MPI_Comm_split(t.world, static_cast<int>(me.role), me.role_rank, &t.role_comm));
   return t;

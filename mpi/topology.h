@@ -41,6 +41,7 @@ struct Topology {
   MPI_Comm node_comm = MPI_COMM_NULL;  // ranks sharing this node's memory
   std::vector<RankInfo> ranks;         // every rank, in world order
   int world_rank = 0;
+  std::vector<std::string> warnings;   // the placement's (shared_gpu_warnings), for rank 0 to log
 
   const RankInfo& self() const { return ranks[static_cast<size_t>(world_rank)]; }
   bool is_coordinator() const { return world_rank == 0; }

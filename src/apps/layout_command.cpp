@@ -66,6 +66,7 @@ int run_layout(const std::vector<std::string>& args) {
   const std::string out = l.format == "json" ? mpi::format_placement_json(in, *placed)
                                              : mpi::format_placement_table(in, *placed);
   std::fputs(out.c_str(), stdout);
+  for (const auto& w : mpi::shared_gpu_warnings(in, *placed)) std::fprintf(stderr, "leap layout: warning: %s\n", w.c_str());
   return 0;
 }
 

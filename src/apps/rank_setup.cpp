@@ -84,6 +84,7 @@ Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
   }
   log.info("leap {} (commit {}); {}", LEAP_VERSION, LEAP_GIT_COMMIT, cuda::describe(*dev));
   log.info("{}", mpi::format_layout(*topo));
+  for (const auto& w : topo->warnings) log.warn("{}", w);
   log.info("sandbox workers: confinement {} (this node: {})", c.sandbox.confine,
            sandbox::probe_confinement().describe());
   // The sandbox's PTX interpreter does not use BLAS; the policy's CPU backend is GEMMs.

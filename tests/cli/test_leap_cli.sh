@@ -114,6 +114,7 @@ helper_case no-answer "" "$tmp/says_nothing" unset
 
 # `leap layout`: where every rank goes, before a job is queued.
 check layout-table 0 "6 +0 +6 +sandbox +0 +gpu6 +package 1" -- "$LEAP" layout --nodes 1 --gpus-per-node 8 --ranks-per-node 8 --mpi.sandbox_per_node 2 --backend.name cuda
+check layout-shared-gpu 0 "warning: sandbox rank 8 times kernels on GPU 0 of node 0, which policy rank 0 trains on" -- "$LEAP" layout --gpus-per-node 8 --ranks-per-node 10 --backend.name cuda --mpi.sandbox_per_node 3 --sandbox.device gpu
 check layout-too-many 2 "one GPU per policy rank" -- "$LEAP" layout --nodes 2 --gpus-per-node 4 --ranks-per-node 8 --backend.name cuda
 out=$("$LEAP" layout --nodes 2 --gpus-per-node 8 --ranks-per-node 8 --mpi.sandbox_per_node 2 --backend.name cuda --format json)
 if python3 -c 'import json,sys; d=json.loads(sys.argv[1]); r=d["ranks"]; assert len(r)==16 and r[15]["gpu"]==7 and r[15]["role"]=="sandbox" and r[8]["node"]==1 and len({(x["node"],x["gpu"]) for x in r})==16' "$out"; then

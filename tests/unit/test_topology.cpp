@@ -137,6 +137,29 @@ TEST(Placement, MoreRanksThanGpus) {
   EXPECT_NE(too_many.status().message().find("one GPU per policy rank"), std::string::npos);
 }
 
+// Sandbox timing beside a cuda policy rank on one GPU is named, whether sandbox ranks share the
+// GPUs round-robin or rank 0 verifies in-process; GPUs of its own, or the CPU, are not.
+TEST(Placement, SharedGpusAreNamed) {
+  const auto warnings = [](const PlacementInput& in) {
+    auto p = place_ranks(in);
+    EXPECT_TRUE(p.has_value()) << p.status().message();
+    return p ? shared_gpu_warnings(in, *p) : std::vector<std::string>{};
+  };
+  const auto shared = warnings(job(1, 10, 8, true, 3, "gpu"));  // sandbox ranks 8 and 9 on GPUs 0 and 1
+  ASSERT_EQ(shared.size(), 2u);
+  EXPECT_NE(shared[0].find("sandbox rank 8 times kernels on GPU 0 of node 0, which policy rank 0 trains on"),
+            std::string::npos)
+      << shared[0];
+  EXPECT_NE(shared[1].find("sandbox rank 9 times kernels on GPU 1"), std::string::npos) << shared[1];
+  const auto in_process = warnings(job(1, 2, 8, true, 0, "auto"));
+  ASSERT_EQ(in_process.size(), 1u);
+  EXPECT_NE(in_process[0].find("no sandbox rank: rank 0 verifies in-process on GPU 0"), std::string::npos);
+  EXPECT_TRUE(warnings(job(1, 2, 8, true, 0, "cpu")).empty());
+  EXPECT_TRUE(warnings(job(1, 10, 8, true, 3, "auto")).empty());  // a spare GPU, then the interpreter
+  EXPECT_TRUE(warnings(job(1, 8, 8, true, 2, "gpu")).empty());    // GPUs 6 and 7 of their own
+  EXPECT_TRUE(warnings(job(1, 4, 2, false, 2, "gpu")).empty());   // a CPU policy
+}
+
 TEST(Placement, CpuPolicyLeavesTheGpusToTheSandbox) {
   auto p = place_ranks(job(1, 4, 2, false, 2, "auto"));
   ASSERT_TRUE(p.has_value());
