@@ -46,7 +46,12 @@ class WorkQueue {
  public:
   void push(RolloutItem item, int holder = -1) {
     const int turn = StepState::turn_of(item.uid);
-    items_.emplace(Key{-turn, item.uid}, Entry{std::move(item), holder});
+    const int64_t uid = item.uid;
+    // A turn queued twice (an early turn 2 and the group's decision both queueing it) would be
+    // generated and judged twice; emplace would drop it silently, so it is a fault here.
+    const bool fresh = items_.emplace(Key{-turn, uid}, Entry{std::move(item), holder}).second;
+    LEAP_CHECK(fresh, "work item " << uid << " (group " << StepState::group_of(uid) << ", sample "
+                                   << StepState::sample_of(uid) << ", turn " << turn << ") queued twice");
   }
   bool empty() const { return items_.empty(); }
   int size() const { return static_cast<int>(items_.size()); }

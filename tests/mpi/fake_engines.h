@@ -53,6 +53,10 @@ class FakePolicy : public PolicyEngine {
     params_[0] += static_cast<float>(allreduce_sum(local, policy));
     params_[1] += static_cast<float>(allreduce_sum(static_cast<double>(work.samples.size()) + early_[1], policy));
     TrainReport r;
+    // A loss that depends on what was trained: this rank's part of the step's advantage-weighted
+    // token sum (the coordinator sums the ranks' reports), so pipelines that trained other
+    // sequences, or a sequence twice, report another loss.
+    r.loss = local;
     r.tokens = static_cast<double>(work.samples.size()) + early_[1];
     r.early_sequences = static_cast<int64_t>(early_[1]);
     early_[0] = early_[1] = 0;

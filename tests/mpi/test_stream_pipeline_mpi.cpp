@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -74,7 +75,9 @@ RunResult run(const Topology& topo, const tasks::Suite& suite, const std::string
 
 void expect_same_decisions(const std::vector<io::StepRow>& a, const std::vector<io::StepRow>& b) {
   ASSERT_EQ(a.size(), b.size());
+  bool some_loss = false;  // the comparison below says something
   for (size_t i = 0; i < a.size(); ++i) {
+    some_loss |= a[i].loss != 0;
     EXPECT_EQ(a[i].n_samples, b[i].n_samples) << i;
     EXPECT_EQ(a[i].n_easy, b[i].n_easy) << i;
     EXPECT_EQ(a[i].n_hopeless, b[i].n_hopeless) << i;
@@ -83,8 +86,10 @@ void expect_same_decisions(const std::vector<io::StepRow>& a, const std::vector<
     EXPECT_EQ(a[i].tokens_generated, b[i].tokens_generated) << i;
     EXPECT_DOUBLE_EQ(a[i].pass_turn1, b[i].pass_turn1) << i;
     EXPECT_DOUBLE_EQ(a[i].pass_final, b[i].pass_final) << i;
-    EXPECT_DOUBLE_EQ(a[i].loss, b[i].loss) << i;
+    // The fakes' loss is a sum over the sequences trained, whose order the pipelines differ in.
+    EXPECT_NEAR(a[i].loss, b[i].loss, 1e-9 * (1 + std::abs(a[i].loss))) << i;
   }
+  EXPECT_TRUE(some_loss);
 }
 
 TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
