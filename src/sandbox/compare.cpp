@@ -102,11 +102,24 @@ Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
     result.message = "internal: output lists differ";
     return result;
   }
+  // The candidate's buffers come from the worker's report: a buffer that does not have the
+  // reference's length, or bytes for its length, is never read (and never passes).
+  const auto holds = [](const tasks::BufferData& d) {
+    return d.elements >= 0 && d.bytes.size() == static_cast<size_t>(d.elements) * tasks::dtype_size(d.dtype);
+  };
+  for (size_t b = 0; b < candidate.size(); ++b) {
+    if (!holds(candidate[b]) || !holds(reference[b]) || candidate[b].elements != reference[b].elements) {
+      result.ok = false;
+      result.message = fmt::format("internal: output '{}' has {} elements where the reference has {}",
+                                   candidate[b].name, candidate[b].elements, reference[b].elements);
+      return result;
+    }
+  }
   bool all_zero_cand = true, all_zero_ref = true;
   for (size_t b = 0; b < candidate.size(); ++b) {
     const auto& c = candidate[b];
     const auto& r = reference[b];
-    const size_t n = static_cast<size_t>(std::min(c.elements, r.elements));
+    const size_t n = static_cast<size_t>(c.elements);
     Scan s;
     s.max_abs_err = result.max_abs_err;
     s.all_zero_cand = all_zero_cand;

@@ -147,11 +147,18 @@ void Verifier::run_and_compare(const tasks::Task& task, const Answer& answer,
                                                                      config_.compile_error_lines,
                                                                      config_.feedback_bytes);
     } else {
-      std::string where = report->failed_trial >= 0
-                              ? trial_text(task, trials[report->failed_trial]) + ": "
-                              : std::string();
+      // The worker's report is checked before it is used: an index out of range names no trial.
+      const bool named = report->failed_trial >= 0 && static_cast<size_t>(report->failed_trial) < trials.size();
+      std::string where = named ? trial_text(task, trials[static_cast<size_t>(report->failed_trial)]) + ": "
+                                : std::string();
       result->feedback = where + report->outcome.message;
     }
+    return;
+  }
+  if (report->outputs.size() != trials.size()) {  // a worker's report without every trial passes none
+    result->verdict = Verdict::kWrongAnswer;
+    result->feedback = fmt::format("internal: the worker reported {} trials' outputs of {}", report->outputs.size(),
+                                   trials.size());
     return;
   }
   for (size_t t = 0; t < trials.size(); ++t) {

@@ -12,6 +12,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "common/sanitizers.h"
 #include "sandbox/confinement.h"
@@ -114,8 +115,20 @@ int serve_jobs(Executor& executor, int fd, const SandboxConfig& config,
     auto request = wire::decode_request(frame->payload);
     if (!request) return 1;
     arm_cpu_limit(config.limit_cpu_s);
-    JobReport report = runner.run(*request);
-    report.worker_exiting = executor.broken();
+    JobReport report;
+    try {
+      report = runner.run(*request);
+    } catch (const std::bad_alloc&) {
+      // The candidate asked for more memory than RLIMIT_AS (sandbox.limit_memory_mb) leaves: its
+      // fault, so a verdict; a crashed worker would be a SANDBOX_ERROR, a void sample, which the
+      // policy could learn to prefer to a failure. The worker then starts afresh.
+      report = JobReport{};
+      report.outcome = {Verdict::kRuntimeError,
+                        "the kernel needed more memory than the sandbox allows its worker (sandbox.limit_memory_mb)"};
+      report.failed_trial = 0;
+      report.worker_exiting = true;
+    }
+    report.worker_exiting = report.worker_exiting || executor.broken();
     if (!wire::write_frame(fd, wire::FrameType::kReport, wire::encode_report(report))) return 1;
     if (report.worker_exiting) return 3;
   }

@@ -220,6 +220,40 @@ TEST_F(PtxOutcomes, MalformedPtxIsAnError) {
   EXPECT_FALSE(m.has_value());
 }
 
+// Inline asm reaches the PTX as written, so an answer can write module-level PTX: what would
+// crash or fool the interpreter is refused when the module is decoded. A second definition of a
+// kernel (its arguments checked against one, the other run); an alignment that pads the
+// parameter or module area by gigabytes (an allocation failure killed the worker: a
+// SANDBOX_ERROR, a void sample, instead of a verdict); a call chain deep enough to exhaust the
+// decoder's stack.
+TEST_F(PtxOutcomes, HostileModulesAreRefusedWhenDecoded) {
+  const std::string head = ".version 9.0\n.target sm_80\n.address_size 64\n";
+  auto twice = Module::parse(head + ".visible .entry k(.param .u32 a)\n{\nret;\n}\n"
+                                    ".visible .entry k(.param .u32 a, .param .u32 b)\n{\nret;\n}\n");
+  ASSERT_FALSE(twice.has_value());
+  EXPECT_NE(twice.status().message().find("function k is defined twice"), std::string::npos)
+      << twice.status().message();
+  for (const char* align : {"4294967295", "3", "8192"}) {
+    auto param = Module::parse(head + ".visible .entry k(.param .u32 a, .param .align " + align +
+                               " .u32 b)\n{\nret;\n}\n");
+    ASSERT_FALSE(param.has_value()) << align;
+    EXPECT_NE(param.status().message().find(std::string(".align ") + align), std::string::npos)
+        << param.status().message();
+  }
+  auto global = Module::parse(head + ".global .b8 a[1];\n.global .align 4294967295 .b8 b[1];\n");
+  ASSERT_FALSE(global.has_value());
+  auto aligned = Module::parse(head + ".global .align 4096 .b8 b[4];\n.visible .entry k()\n{\nret;\n}\n");
+  EXPECT_TRUE(aligned.has_value()) << aligned.status().message();
+  std::string chain = head;
+  for (int f = 5000; f >= 1; --f)
+    chain += ".func f" + std::to_string(f) + "()\n{\n" +
+             (f < 5000 ? "call f" + std::to_string(f + 1) + ";\n" : std::string()) + "ret;\n}\n";
+  auto deep = Module::parse(chain);
+  ASSERT_FALSE(deep.has_value());
+  EXPECT_EQ(deep.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(deep.status().message().find("5000 functions"), std::string::npos) << deep.status().message();
+}
+
 TEST_F(PtxOutcomes, WrongArgumentsAreRejectedBeforeRunning) {
   auto c = compile(compiler_, kCopy, {"copy_all"});
   ASSERT_TRUE(c.status.empty()) << c.status;

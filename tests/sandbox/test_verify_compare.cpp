@@ -40,6 +40,22 @@ TEST(VerifyCompare, WithinTolerancePasses) {
   EXPECT_NEAR(c.max_abs_err, 0.0005, 1e-6);
 }
 
+// The candidate's buffers come from a worker's report: one shorter than the reference's, or
+// with fewer bytes than its length says, never passes and is never read past its end.
+TEST(VerifyCompare, ABufferOfAnotherLengthNeverPasses) {
+  auto t = task_2d();
+  auto shorter = compare_outputs(t, t.cpu_params, {f32_buffer("out", {1, 2, 3})},
+                                 {f32_buffer("out", {1, 2, 3, 4, 5, 6})});
+  EXPECT_FALSE(shorter.ok);
+  EXPECT_NE(shorter.message.find("has 3 elements where the reference has 6"), std::string::npos) << shorter.message;
+  auto lying = f32_buffer("out", {1, 2, 3, 4, 5, 6});
+  lying.bytes.resize(8);  // says 6 elements, holds 2
+  auto c = compare_outputs(t, t.cpu_params, {lying}, {f32_buffer("out", {1, 2, 3, 4, 5, 6})});
+  EXPECT_FALSE(c.ok);
+  auto empty = compare_outputs(t, t.cpu_params, {}, {f32_buffer("out", {1, 2, 3, 4, 5, 6})});
+  EXPECT_FALSE(empty.ok);
+}
+
 TEST(VerifyCompare, FirstMismatchWithMultiIndex) {
   auto t = task_2d();
   auto c = compare_outputs(t, t.cpu_params, {f32_buffer("out", {1, 2, 3, 4, 9, 7})},

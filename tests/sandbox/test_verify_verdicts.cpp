@@ -219,6 +219,33 @@ TEST_F(VerifyVerdicts, EndlessLoopIsTimeout) {
          Verdict::kTimeout, "budget");
 }
 
+// PTX written through inline asm (which reaches the module as written): a second definition of
+// the launched kernel, or an alignment that pads memory by gigabytes, is the answer's fault, a
+// verdict that names it, never a crashed worker (SANDBOX_ERROR: a void sample, no penalty).
+TEST_F(VerifyVerdicts, PtxInjectedThroughAsmIsRefusedWithAVerdict) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  const auto refused = [&](const std::string& kernel, const std::string& why) {
+    VerifyResult r = verify(answer(kernel, kGoodLaunch));
+    EXPECT_NE(verdict_name(r.verdict), "OK") << r.feedback;
+    EXPECT_NE(verdict_name(r.verdict), "SANDBOX_ERROR") << r.feedback;
+    EXPECT_NE(r.feedback.find(why), std::string::npos) << r.feedback;
+  };
+  refused(R"(extern "C" __global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
+}
+extern "C" __global__ void h() {
+  asm volatile("}\n.entry k(.param .u64 a, .param .u64 b, .param .f32 c, .param .u32 d)\n{\nret;\n}\n.func pad()\n{");
+})",
+          "function k is defined twice");
+  refused(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
+  asm volatile("}\n.global .b8 leap_a[1];\n.global .align 4294967295 .b8 leap_b[1];\n.func leap_pad()\n{");
+})",
+          ".align 4294967295");
+}
+
 TEST_F(VerifyVerdicts, MissingBarrierIsRuntimeError) {
   LEAP_SKIP_WITHOUT_NVRTC();
   // Threads read a neighbour's shared-memory slot with no __syncthreads() after the writes.

@@ -121,6 +121,10 @@ OpSpec parse_opcode(std::string_view opcode) {
 namespace {
 
 constexpr size_t kMaxModuleDataBytes = 64u << 20;  // module .global/.const variables in all
+// Functions in a module: the call-graph walks recurse once per level of a call chain, so a
+// generated chain of 100,000 .funcs would overflow the worker's stack (a crash is a
+// SANDBOX_ERROR, a void sample: a failure the policy could turn into no penalty).
+constexpr size_t kMaxFunctions = 4096;
 
 size_t align_up(size_t v, size_t a) {
   return a <= 1 ? v : (v + a - 1) / a * a;
@@ -209,6 +213,9 @@ class Decoder {
   }
 
   Expected<Program> run() {
+    if (m_.functions.size() > kMaxFunctions)
+      return unsupported("a module of " + std::to_string(m_.functions.size()) + " functions (the interpreter allows " +
+                         std::to_string(kMaxFunctions) + ")");
     LEAP_RETURN_IF_ERROR(layout_module());
     for (const Function& f : m_.functions) {
       if (f.has_body) LEAP_RETURN_IF_ERROR(decode_function(f));
@@ -245,6 +252,10 @@ class Decoder {
     // Function-scope .shared variables join the module-wide static layout, in order.
     for (const Function& f : m_.functions) {
       FuncLayout& fl = funcs_[f.name];
+      // Defined twice, the launch would check its arguments against one definition and run
+      // the other.
+      if (f.has_body && fl.definition)
+        return invalid_input("PTX: function " + f.name + " is defined twice");
       if (f.has_body) fl.definition = &f;
       fl.is_extern = !f.has_body && !fl.definition;
       for (const Statement& s : f.body) {
@@ -291,12 +302,13 @@ class Decoder {
   Status place_module_var(const VarDecl& v, Space space) {
     const size_t es = elem_size(v.type);
     const size_t size = var_size(v);
-    if (p_.module_data.size() + size > kMaxModuleDataBytes) {
+    // Checked after the alignment's padding, which counts against the limit too.
+    const size_t off = align_up(p_.module_data.size(), std::max<size_t>(var_align(v), 1));
+    if (off > kMaxModuleDataBytes || size > kMaxModuleDataBytes - off) {
       return unsupported("PTX line " + std::to_string(v.line) + ": module variable " + v.name +
                          " of " + std::to_string(size) + " bytes (the interpreter allows " +
                          std::to_string(kMaxModuleDataBytes) + " in all)");
     }
-    const size_t off = align_up(p_.module_data.size(), std::max<size_t>(var_align(v), 1));
     p_.module_data.resize(off + size, 0);
     if (v.init.size() * es > size && size > 0) {
       return invalid_input("PTX line " + std::to_string(v.line) + ": too many initializers for " +

@@ -14,6 +14,8 @@ namespace {
 
 // Far above what NVRTC declares (a few thousand), far below what would exhaust the host.
 constexpr uint64_t kMaxRegisters = 1u << 16;
+// The largest .align accepted (NVRTC writes up to 16; CUDA's __align__ goes to a few hundred).
+constexpr uint64_t kMaxAlign = 4096;
 
 struct Token {
   enum class Kind { kIdent, kNumber, kString, kPunct, kEnd };
@@ -179,6 +181,10 @@ class Parser {
       if (w == ".align") {
         uint64_t a = 0;
         if (!parse_int_literal(next().text, &a)) return error("bad .align");
+        // A power of two, as PTX requires, and small: a huge one pads memory areas by gigabytes.
+        if (a == 0 || (a & (a - 1)) != 0 || a > kMaxAlign)
+          return error(".align " + std::to_string(a) + " (a power of two up to " + std::to_string(kMaxAlign) +
+                       " is allowed)");
         d->align = static_cast<uint32_t>(a);
       } else if (w == ".v2" || w == ".v4" || w == ".ptr" || w == ".volatile") {
         if (w == ".v2" || w == ".v4") return unsupported("vector-typed variable declarations");
