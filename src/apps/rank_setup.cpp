@@ -49,8 +49,9 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
   LEAP_RETURN_IF_ERROR(
       tokenizer::check_vocab_fits(p->model->config().vocab_size, *p->tokenizer, c.model.path));
   LEAP_ASSIGN_OR_RETURN(p->eos_ids, model::read_eos_ids(c.model.path, p->tokenizer->eos_id()));
-  // The model's template's end of turn ends an answer too (a base model's EOS may not be it).
-  if (c.sampler.stop.empty() && rl::resolve_chat_template(c.rl.prompt.chat_template, c.model.path) == "model") {
+  // The model's template's end of turn ends an answer too (a base model's EOS may not be it),
+  // with stop strings or without: they end an answer earlier, never let it run past its turn.
+  if (rl::resolve_chat_template(c.rl.prompt.chat_template, c.model.path) == "model") {
     const auto eot = rl::model_template_end_of_turn(c.model.path, *p->tokenizer);
     if (eot && std::find(p->eos_ids.begin(), p->eos_ids.end(), *eot) == p->eos_ids.end()) p->eos_ids.push_back(*eot);
   }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -442,6 +443,11 @@ class Renderer {
       if (floats) fail_unsupported(e.line, "'" + op + "' on floats");
       std::int64_t x = as_int(a), y = as_int(b);
       if (y == 0) fail_render(e.line, "integer division or modulo by zero");
+      // The one quotient past 64 bits, which the CPU traps on (SIGFPE) instead of wrapping.
+      if (x == std::numeric_limits<std::int64_t>::min() && y == -1) {
+        if (op == "%") return Value::integer(0);
+        fail_unsupported(e.line, "integer arithmetic beyond 64 bits");
+      }
       std::int64_t q = x / y, r = x % y;
       if (r != 0 && ((r < 0) != (y < 0))) {  // Python floors
         q -= 1;

@@ -2,6 +2,7 @@
 #include "rl/prompt_format.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -208,9 +209,9 @@ std::optional<std::string> PromptFormat::append_difference() const {
 }
 
 std::string PromptFormat::describe() const {
-  std::string out = fmt::format("{} chat template, {} multi-turn prompts, {}", o_.name,
+  std::string out = fmt::format("{} chat template, {} multi-turn prompts, {}; answers end at ids [{}]", o_.name,
                                 o_.multi_turn == MultiTurn::kAppend ? "appended" : "re-rendered",
-                                tokenizer_.describe());
+                                tokenizer_.describe(), fmt::join(o_.eos_ids, ", "));
   if (o_.render.now_unix_seconds)
     out += fmt::format("; strftime_now pinned to {} (prompt.now)", *o_.render.now_unix_seconds);
   return out;

@@ -92,14 +92,39 @@ bool is_valid_utf8(std::string_view text) {
   return true;
 }
 
+namespace {
+
+// The bytes at i that begin a sequence but do not complete one (Unicode's "maximal subpart of an
+// ill-formed subsequence"): the lead and the continuation bytes its table allows, up to the first
+// byte that breaks it or the end. At least 1.
+size_t ill_formed_length(std::string_view text, size_t i) {
+  const auto lead = static_cast<unsigned char>(text[i]);
+  const size_t n = lead_length(lead);
+  if (n < 2) return 1;
+  unsigned lo, hi;
+  second_range(lead, lo, hi);
+  size_t k = 1;
+  while (k < n && i + k < text.size() && in(static_cast<unsigned char>(text[i + k]), lo, hi)) {
+    ++k;
+    lo = 0x80;
+    hi = 0xBF;
+  }
+  return k;
+}
+
+}  // namespace
+
 std::string repair_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
     const size_t n = utf8_sequence_length(text, i);
     if (n == 0) {
+      // One U+FFFD per maximal ill-formed subpart, as Python's errors="replace" and Rust's
+      // from_utf8_lossy (Hugging Face's decode) give: an answer cut inside a character by
+      // max_new_tokens ends in one replacement character, not one per byte.
       out += "\xEF\xBF\xBD";
-      ++i;
+      i += ill_formed_length(text, i);
     } else {
       out.append(text.substr(i, n));
       i += n;

@@ -21,7 +21,8 @@ void utf8_append(std::string& out, char32_t cp);
 // True when text is valid UTF-8 (no surrogates, no overlongs, nothing past U+10FFFF).
 bool is_valid_utf8(std::string_view text);
 
-// text with every byte that does not start a valid sequence replaced by U+FFFD.
+// text with each maximal ill-formed subsequence (a byte that cannot start a character, or a
+// character's valid first bytes cut short) replaced by one U+FFFD, as Python and Rust decode.
 std::string repair_utf8(std::string_view text);
 
 // How many bytes at the end of text are the start of a character whose remaining bytes have not

@@ -328,6 +328,18 @@ TEST(ChatRobustness, DeepNestingAndHugeNumbersAreErrors) {
   auto p = pow->render(Json::array(), {});
   ASSERT_TRUE(p) << p.status().message();
   EXPECT_EQ(p->text, "4611686018427387904 1");
+  // The one 64-bit quotient past the range: an error, not the CPU's division trap (SIGFPE);
+  // its remainder is Python's 0.
+  auto floor_div = ChatTemplate::parse("{{ (-9223372036854775807 - 1) // -1 }}", {});
+  ASSERT_TRUE(floor_div);
+  auto q = floor_div->render(Json::array(), {});
+  ASSERT_FALSE(q);
+  EXPECT_NE(q.status().message().find("beyond 64 bits"), std::string::npos) << q.status().message();
+  auto mod = ChatTemplate::parse("{{ (-9223372036854775807 - 1) % -1 }}", {});
+  ASSERT_TRUE(mod);
+  auto m = mod->render(Json::array(), {});
+  ASSERT_TRUE(m) << m.status().message();
+  EXPECT_EQ(m->text, "0");
 }
 
 }  // namespace

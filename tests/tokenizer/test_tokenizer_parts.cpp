@@ -22,6 +22,21 @@ namespace {
 
 using nlohmann::json;
 
+// One U+FFFD per maximal ill-formed subpart: the expected strings are Python's
+// bytes.decode("utf-8", "replace") of the same bytes (Rust's from_utf8_lossy, which Hugging Face's
+// decode uses, agrees).
+TEST(Utf8, RepairReplacesEachIllFormedSubpartAsPythonDoes) {
+  const std::string fffd = "\xEF\xBF\xBD";
+  EXPECT_EQ(repair_utf8("ab\xE2\x82"), "ab" + fffd);           // a 3-byte character cut after 2
+  EXPECT_EQ(repair_utf8("\xF0\x9F\x98"), fffd);                 // an emoji cut after 3
+  EXPECT_EQ(repair_utf8("\xF0\x9F\x98" "a"), fffd + "a");
+  EXPECT_EQ(repair_utf8("\xF0\x9F" "x\x98"), fffd + "x" + fffd);
+  EXPECT_EQ(repair_utf8("\xC3"), fffd);
+  EXPECT_EQ(repair_utf8("\x80\x80"), fffd + fffd);              // stray continuation bytes
+  EXPECT_EQ(repair_utf8("\xE0\x80\x80"), fffd + fffd + fffd);  // overlong: E0 80 never starts one
+  EXPECT_EQ(repair_utf8("\xF4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // past U+10FFFF
+}
+
 TEST(Utf8, RepairReplacesEachBadByte) {
   EXPECT_EQ(repair_utf8("a\xFF"
                         "b"),

@@ -54,6 +54,24 @@ check checkpoint-eval 0 "pass@1" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" eva
   --model "$ckpt" --suite "$tmp/two.jsonl" --mpi.sandbox_ranks 0 --eval.split train --eval.samples 2 \
   --eval.turns 2 --sampler.max_new_tokens 24 --eval.output "$tmp/eval"
 
+# A base model's folder: its EOS is <|endoftext|> (0) only, while its chat template ends a turn
+# with <|im_end|> (2), which must end an answer too, with stop strings as without.
+mkdir -p "$tmp/base" && cp "$model"/* "$tmp/base/"
+/usr/bin/python3 - "$tmp/base" <<'PY'
+import json, os, sys
+d = sys.argv[1]
+def edit(name, **kv):
+    p = os.path.join(d, name); j = json.load(open(p)); j.update(kv); json.dump(j, open(p, "w"), indent=2)
+edit("config.json", eos_token_id=0)
+edit("generation_config.json", eos_token_id=[0])
+edit("tokenizer_config.json", eos_token="<|endoftext|>")
+PY
+for stop in "" '```'; do
+  check "base-model-end-of-turn${stop:+-with-stop}" 0 "answers end at ids \[0, 2\]" -- \
+    "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${solo[@]}" --model "$tmp/base" --sampler.stop "$stop" \
+    --run.out_dir "$tmp/base-run${stop:+-stop}"
+done
+
 # A config whose embedding is smaller than the tokenizer; a template the folder does not have.
 mkdir -p "$tmp/small" && cp "$model"/tokenizer* "$tmp/small/"
 sed 's/"vocab_size": [0-9]*/"vocab_size": 1000/' "$model/config.json" > "$tmp/small/config.json"
