@@ -54,6 +54,16 @@ void TopologyConfig::declare(OptionSet& opts) {
 
 const char* role_name(Role r) { return r == Role::kPolicy ? "policy" : "sandbox"; }
 
+bool every_candidate_timed(const std::vector<RankInfo>& ranks, const std::string& in_process_device) {
+  bool any_sandbox = false;
+  for (const auto& r : ranks) {
+    if (r.role != Role::kSandbox) continue;
+    any_sandbox = true;
+    if (r.device < 0) return false;
+  }
+  return any_sandbox || in_process_device == "gpu";
+}
+
 std::vector<int> Topology::world_ranks_of(Role role) const {
   std::vector<int> out;
   for (const auto& r : ranks)

@@ -49,6 +49,12 @@ struct Topology {
   int count(Role role) const { return static_cast<int>(world_ranks_of(role).size()); }
 };
 
+// Whether every candidate of the job is timed: each sandbox rank has a GPU (one without verifies
+// in the PTX interpreter, untimed), or, with no sandbox rank, rank 0 verifies in-process on
+// `in_process_device` = gpu. A layout that times only some would make speed-up metrics (fast_p)
+// depend on which rank judged which task.
+bool every_candidate_timed(const std::vector<RankInfo>& ranks, const std::string& in_process_device);
+
 // Splits `world` into policy and sandbox groups and gives each rank its GPU by place_ranks
 // (placement.h). `gpus_per_node` is what this node sees (0 on CPU-only machines);
 // `policy_on_gpu` binds one GPU per policy rank when the backend is cuda; cfg.sandbox_device is

@@ -157,7 +157,15 @@ int run_eval(const std::vector<std::string>& args) {
 
   auto topo = lay_out_ranks(c.run, log);
   if (!topo) return finish_ranks(topo.status(), log);
-  spec.timed = c.run.sandbox.device == "gpu";
+  // On rank 0 c.run.sandbox.device is its own (in-process) device, not the sandbox ranks'.
+  spec.timed = mpi::every_candidate_timed(topo->ranks, c.run.sandbox.device);
+  if (!spec.timed && topo->count(mpi::Role::kSandbox) > 0) {
+    bool some_timed = false;
+    for (const auto& r : topo->ranks) some_timed |= r.role == mpi::Role::kSandbox && r.device >= 0;
+    if (some_timed)
+      log.warn("some sandbox ranks have no GPU and verify in the PTX interpreter, untimed: fast_p is not reported "
+               "(it would depend on which rank judged which task); give every sandbox rank a GPU");
+  }
   const mpi::Role role = topo->self().role;
   const bool in_process_sandbox = topo->count(mpi::Role::kSandbox) == 0;
 

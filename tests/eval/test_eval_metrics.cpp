@@ -136,5 +136,21 @@ TEST(EvalSummary, CountsSamplesStoppedBeforeATurn) {
   EXPECT_EQ(summarize({&tallies[0]}, spec).stopped, (std::vector<int64_t>{1, 1, 1}));
 }
 
+// A SANDBOX_ERROR (void) sample counts as a failure in eval, in n as in c (training's pass rates
+// leave it out; README.md says which is which): 2 OK and 2 void of n = 4 give Acc@1 = 0.5 and
+// pass@2 = 1 - C(2,2)/C(4,2) = 5/6, and the verdict counts show the 2.
+TEST(EvalSummary, SandboxErrorsCountAsFailures) {
+  EvalSpec spec{.samples = 4, .turns = 1, .ks = {2}, .ps = {}, .timed = false};
+  auto tallies = tally_tasks({3}, {rec(3, 0, 1, Verdict::kOk), rec(3, 1, 1, Verdict::kSandboxError),
+                                   rec(3, 2, 1, Verdict::kOk), rec(3, 3, 1, Verdict::kSandboxError)},
+                             spec);
+  ASSERT_EQ(tallies.size(), 1u);
+  EvalSummary s = summarize({&tallies[0]}, spec);
+  EXPECT_DOUBLE_EQ(s.acc[0], 0.5);
+  EXPECT_NEAR(s.pass_at_k[0][0], 5.0 / 6.0, 1e-15);
+  EXPECT_EQ(s.verdicts[0][static_cast<size_t>(Verdict::kSandboxError)], 2);
+  EXPECT_EQ(s.stopped[0], 0);
+}
+
 }  // namespace
 }  // namespace leap::rl

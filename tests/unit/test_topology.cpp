@@ -21,6 +21,23 @@ TEST(Topology, LastRanksAreSandbox) {
   EXPECT_EQ(*roles, (std::vector<Role>{Role::kPolicy, Role::kPolicy, Role::kSandbox, Role::kSandbox}));
 }
 
+// leap eval reports speed-ups only when every candidate is timed: every sandbox rank on a GPU,
+// or rank 0 verifying in-process on one.
+TEST(Topology, EveryCandidateTimed) {
+  const auto rank = [](Role role, int device) {
+    RankInfo r;
+    r.role = role;
+    r.device = device;
+    return r;
+  };
+  EXPECT_TRUE(every_candidate_timed({rank(Role::kPolicy, 0), rank(Role::kSandbox, 1)}, "gpu"));
+  // The policy's own device says nothing about a sandbox rank in the interpreter.
+  EXPECT_FALSE(every_candidate_timed({rank(Role::kPolicy, 0), rank(Role::kSandbox, -1)}, "gpu"));
+  EXPECT_FALSE(every_candidate_timed({rank(Role::kPolicy, 0), rank(Role::kSandbox, 1), rank(Role::kSandbox, -1)}, "gpu"));
+  EXPECT_TRUE(every_candidate_timed({rank(Role::kPolicy, 0)}, "gpu"));  // in-process on a GPU
+  EXPECT_FALSE(every_candidate_timed({rank(Role::kPolicy, -1)}, "cpu"));
+}
+
 TEST(Topology, PerNodeSandbox) {
   TopologyConfig cfg;
   cfg.sandbox_per_node = 1;
