@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <exception>
 #include <future>
 #include <mutex>
 
@@ -82,7 +83,16 @@ ExecOutcome Verifier::reference_outputs(const tasks::Task& task,
     inflight_.emplace(key, mine.get_future().share());
   }
   ReferenceRun run;
-  run.outcome = run_reference(task, trials, out, ran);
+  try {
+    run.outcome = run_reference(task, trials, out, ran);
+  } catch (...) {
+    // Those waiting on this run get the exception too, and the next candidate runs it afresh
+    // (an entry left behind would hand every later one a broken promise).
+    mine.set_exception(std::current_exception());
+    std::lock_guard lock(inflight_mutex_);
+    inflight_.erase(key);
+    throw;
+  }
   run.outputs = *out;
   mine.set_value(run);
   std::lock_guard lock(inflight_mutex_);

@@ -256,8 +256,18 @@ JobReport WorkerPool::run(const JobRequest& request) {
     ++stats_.jobs;
   }
   bool lost = false;
-  JobReport report = attempt(*w, request, &lost);
-  if (lost) report = attempt(*w, request, &lost);  // SANDBOX_ERROR is always retried once
+  JobReport report;
+  try {
+    report = attempt(*w, request, &lost);
+    if (lost) report = attempt(*w, request, &lost);  // SANDBOX_ERROR is always retried once
+  } catch (...) {
+    {  // the slot stays usable
+      std::lock_guard lock(mutex_);
+      w->busy = false;
+    }
+    free_.notify_one();
+    throw;
+  }
   // A worker lost to a timeout or a crash is replaced now rather than at its next job, so the
   // next job does not pay for the start (a failure here is retried at the next job).
   if (w->pid <= 0) (void)spawn(*w);
