@@ -12,7 +12,7 @@ std::optional<int> Trajectory::success_turn() const {
 }
 
 bool Trajectory::is_void() const {
-  return !turns.empty() && turns.back().verdict == Verdict::kSandboxError;
+  return turns.empty() || turns.back().verdict == Verdict::kSandboxError;
 }
 
 std::optional<double> Trajectory::success_speedup() const {

@@ -30,7 +30,8 @@ struct Trajectory {
   // Turn (1-based) of the first OK verdict, or nullopt for a failure.
   std::optional<int> success_turn() const;
   bool succeeded() const { return success_turn().has_value(); }
-  // True when the last turn is SANDBOX_ERROR: the sample has no outcome the policy earned.
+  // True when the sample has no outcome the policy earned: its last turn is SANDBOX_ERROR, or it
+  // has no turn (its prompt did not fit). Rewards, advantages, DCP and pass rates leave it out.
   bool is_void() const;
   // Speedup of the successful turn (nullopt when failed or untimed).
   std::optional<double> success_speedup() const;

@@ -142,6 +142,12 @@ Status check_init(const BufferSpec& b, const std::string& field) {
   if (in.kind == K::kUniform && !(std::isfinite(in.a) && std::isfinite(in.b) && in.a < in.b))
     return field_error(field,
                        fmt::format("uniform(a,b) needs finite a < b, got {}", init_name(in)));
+  // Past f16's largest finite value the inputs round to infinity, and the reference computes
+  // on infinities (bf16 and f32 reach far beyond any bound written in a suite).
+  constexpr double kF16Max = 65504.0;
+  if (in.kind == K::kUniform && b.dtype == DType::kF16 && std::max(std::fabs(in.a), std::fabs(in.b)) > kF16Max)
+    return field_error(field, fmt::format("{} reaches past f16's largest value {}: keep the bounds within it",
+                                          init_name(in), kF16Max));
   if (in.kind == K::kRandint) {
     if (in.a != std::floor(in.a) || in.b != std::floor(in.b) || in.a > in.b)
       return field_error(field,

@@ -102,6 +102,10 @@ TEST(RankReward, VoidSamplesPlayNoMatches) {
   // The divisor is the number of valid opponents: the success still earns 1.
   expect_rewards(rank({success_at(1), void_sample(), failure(1)}), {1, 0, -1});
   expect_rewards(rank({success_at(1), void_sample()}), {0, 0});
+  // A sample with no turn (its prompt did not fit) has no outcome either: it counts neither way,
+  // as in DCP and the pass rates (it used to play as a failure).
+  expect_rewards(rank({success_at(1), Trajectory{}, failure(1)}), {1, 0, -1});
+  expect_rewards(rank({success_at(1), Trajectory{}}), {0, 0});
 }
 
 TEST(BaselineRewards, BinaryAndScore) {

@@ -119,6 +119,8 @@ TEST(Suite, EveryKindOfBadLineNamesLineAndField) {
        "buffers[0].init", "two numbers"},
       {"uniform reversed", [](json& j) { j["buffers"][0]["init"] = "uniform(1, -1)"; },
        "buffers[0].init", "a < b"},
+      {"uniform past f16", [](json& j) { j["buffers"][1]["init"] = "uniform(-1e6, 1e6)"; },
+       "buffers[1].init", "past f16's largest value 65504"},
       {"randint fraction", [](json& j) { j["buffers"][0]["init"] = "randint(0, 2.5)"; },
        "buffers[0].init", "integers"},
       {"normal on ints", [](json& j) { j["buffers"][0]["dtype"] = "i32"; }, "buffers[0].init",
