@@ -224,6 +224,11 @@ __global__ void sample_rows(int* ids, float* logprobs, const T* logits, const do
     }
     chosen = key_id(block_max_key(best, sh.kmax));
   } else {
+    // Weights are measured from the largest drawable logit (ids below n), not from a padded
+    // row's larger one, under which every drawable weight could underflow (token_select.cpp).
+    float md = neg_inf();
+    for (int v = threadIdx.x; v < n; v += blockDim.x) md = fmaxf(md, to_float(z[v]));
+    m = block_max_f(md, sh.fmax);
     const double inv_t = 1.0 / temperature;
     const bool cut_k = top_k > 0 && top_k < n;
     const bool by_logit = cut_k || top_p < 1.0;

@@ -39,11 +39,15 @@ int32_t select_token(const float* logits, int V, const TokenRule& rule, double u
     } else if (rule.top_p < 1.0) {
       std::sort(idx.begin(), idx.end(), by_logit);
     }
+    // The weights are measured from the largest drawable logit: from a padded row's larger one,
+    // at a low temperature every drawable weight would underflow to 0 and the draw would fall
+    // to the last candidate whatever the logits say.
+    const float mx_draw = *std::max_element(logits, logits + n);
     const double inv_t = 1.0 / rule.temperature;
     std::vector<double> w(keep);
     double total = 0.0;
     for (size_t i = 0; i < keep; ++i) {
-      w[i] = std::exp((static_cast<double>(logits[idx[i]]) - mx) * inv_t);
+      w[i] = std::exp((static_cast<double>(logits[idx[i]]) - mx_draw) * inv_t);
       total += w[i];
     }
     if (rule.top_p < 1.0) {

@@ -122,8 +122,14 @@ void KvCache::grow(int new_slots, int new_maxT) {
 }
 
 int32_t KvCache::take_block() {
+  const int32_t b = try_take_block();
+  LEAP_CHECK(b >= 0, "the KV cache's " << blocks << " blocks are all in use");
+  return b;
+}
+
+int32_t KvCache::try_take_block() {
   while (free_.empty()) {
-    LEAP_CHECK(reclaim && reclaim(), "the KV cache's " << blocks << " blocks are all in use");
+    if (!reclaim || !reclaim()) return -1;
   }
   const int32_t b = free_.back();
   free_.pop_back();
@@ -208,7 +214,18 @@ void KvCache::share_prefix(const std::vector<int32_t>& src_blocks, int positions
   if (rest > 0) {
     const int32_t from_block = src[static_cast<size_t>(whole)];
     ++holders_[static_cast<size_t>(from_block)];  // held while a reclaim may run
-    const int32_t b = take_block();
+    const int32_t b = try_take_block();
+    if (b < 0) {
+      // The pool is full and every kept sequence is gone, the source's too (a pool without room
+      // for kept sequences, sampler.kv_keep_sequences = 0): the partial block is held by the
+      // count above alone, so it becomes this slot's own, its first `rest` positions already
+      // the ones wanted (the slot writes from `positions` on).
+      LEAP_CHECK(holders_[static_cast<size_t>(from_block)] == 1,
+                 "the KV cache's " << blocks << " blocks are all in use");
+      dst.push_back(from_block);
+      len[static_cast<size_t>(slot)] = positions;
+      return;
+    }
     dst.push_back(b);
     const size_t per_pos = pos_floats(), n = static_cast<size_t>(rest) * per_pos;
     const size_t from_at = static_cast<size_t>(from_block) * block_size * per_pos,

@@ -113,6 +113,7 @@ class KvCache {
   // dst (emptied first) = src's first `positions`: whole blocks shared, a partial one copied.
   void share_prefix(const std::vector<int32_t>& src, int positions, int slot);
   int32_t take_block();
+  int32_t try_take_block();  // -1 when the pool is full and nothing can be reclaimed
   void drop_block(int32_t b);
 
   ModelConfig cfg_;

@@ -2,9 +2,9 @@
 // host rule (backend/token_select.h, what the sampler's CPU path runs): for fp32 and bf16
 // logits (bf16 rounding makes many ties, so the id tie-break is exercised), rows wider than the
 // block, a -0/+0 tie at the maximum, greedy, plain sampling (id order), top-k (1 included),
-// top-p, both, ids restricted by sample_below, and a row whose every weight underflows (the
-// last-candidate fallback). The chosen ids must be the same; the log-probabilities agree to fp32
-// rounding.
+// top-p, both, ids restricted by sample_below, and a padded id far above the drawable ones
+// (weights measured from the drawable maximum, or every one would underflow). The chosen ids must
+// be the same; the log-probabilities agree to fp32 rounding.
 #include <algorithm>
 #include <cmath>
 
@@ -43,8 +43,8 @@ TYPED_TEST(SampleKernels, ChoosesWhatTheHostRuleChooses) {
     logits[size_t(2) * V + v] = -std::fabs(logits[size_t(2) * V + v]) - 0.125f;
   logits[size_t(2) * V + 3] = -0.0f;
   logits[size_t(2) * V + 9] = 0.0f;
-  logits[size_t(4) * V + 1400] = 30.0f;  // row 4: at temperature 0.001 below 1100 every weight
-                                         // underflows, and the last candidate is the fallback
+  logits[size_t(4) * V + 1400] = 30.0f;  // row 4: a padded id (above 1100) far above the rest:
+                                         // the weights are measured from the drawable maximum
   for (int v = 0; v < V; ++v)  // row 3: 11 distinct values, ties everywhere
     logits[size_t(3) * V + v] = float(v % 11) * 0.25f;
   // Row 3 repeats every 11 ids, so a uniform of k/100 would land exactly on a boundary (1100 ids
@@ -96,8 +96,10 @@ TYPED_TEST(SampleKernels, ChoosesWhatTheHostRuleChooses) {
       if (r == 2 && (c.rule.temperature == 0.0 || c.rule.top_k == 1)) {
         EXPECT_EQ(want, 3) << c.what << ": -0 (id 3) ties +0 (id 9)";
       }
-      if (r == 4 && c.rule.temperature == 0.001) {
-        EXPECT_EQ(want, 1099) << "the fallback";
+      if (r == 4 && c.rule.temperature == 0.001) {  // at T = 0.001, in effect the drawable argmax
+        float g = 0;
+        EXPECT_EQ(want, backend::select_token(stored.data() + size_t(r) * V, V, {.temperature = 0.0}, 0.0, &g, 1100))
+            << "not the last candidate's fallback";
       }
       // Relative: at temperature 0.001 a log-probability is s * logit - lse with s = 1000.
       EXPECT_NEAR(lps[r], want_lp, 1e-5 * std::max(1.0f, std::fabs(want_lp)))

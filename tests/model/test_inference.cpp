@@ -480,6 +480,30 @@ TEST_F(Inference, LaterTurnsReuseTheKeptCache) {
   }
 }
 
+// A pool without room for kept sequences (kv_keep_sequences = 0) and exactly full: the second of
+// two equal prompts shares the kept first one's prefix, whose partial block needs a copy; the
+// reclaim frees nothing (it drops the kept sequence, whose blocks the share holds), so the
+// partial block itself becomes the new slot's. This used to abort ("blocks are all in use").
+TEST_F(Inference, SharingAPartialBlockOfAFullPoolWithoutKeptRoom) {
+  auto m = make(tiny_config());
+  SamplerConfig sc;
+  sc.max_new_tokens = 3;
+  sc.temperature = 0;
+  sc.stop_at_eos = false;
+  sc.kv_block_tokens = 4;
+  sc.kv_keep_sequences = 0;
+  const std::vector<int32_t> p = {'a', 'b', 'c', 'd', 'e'};  // 5 tokens: a whole block and one more
+  Sampler s(*m, &tok);
+  s.set_max_batch(1);
+  s.set_context(8);  // one slot of 8 positions: a pool of 2 blocks
+  Rng rng(9);
+  auto out = s.generate({p, p}, sc, rng);
+  ASSERT_TRUE(out.has_value()) << out.status().message();
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_EQ((*out)[0].tokens, (*out)[1].tokens);  // greedy, the same prompt: the same answer
+  EXPECT_EQ((*out)[0].tokens.size(), 3u);
+}
+
 // A bf16 cache (sampler.kv_cache_dtype = bf16) holds each key and value rounded once to bf16,
 // laid out as the fp32 cache is (layer strides, blocks, offsets); test_backend_ops checks that
 // decode reads them back exactly. A slot copied from it (a partial block copied, whole ones
@@ -769,6 +793,22 @@ TEST(SampleToken, PaddedIdsAreNeverDrawnButCountInTheLogProb) {
       int32_t t = sample_token(logits.data(), 6, sc, rng, &lp, /*sample_below=*/4);
       ASSERT_LT(t, 4) << "temperature " << temperature;
       EXPECT_NEAR(lp, s * logits[static_cast<size_t>(t)] - lse, 1e-5);  // over all six rows
+    }
+  }
+}
+
+// At a temperature so low that exp((logit - padded max) / T) underflows for every drawable id,
+// the draw must still follow the drawable logits (in effect their argmax, id 1), not fall to the
+// last candidate: the weights are measured from the drawable maximum.
+TEST(SampleToken, ALowTemperatureUnderAPaddedMaximumStillFollowsTheLogits) {
+  const std::vector<float> logits = {0.0f, 1.0f, 0.5f, -1.0f, 9.0f, 8.0f};
+  for (double temperature : {0.01, 0.001}) {
+    SamplerConfig sc;
+    sc.temperature = temperature;
+    Rng rng(3);
+    for (int i = 0; i < 200; ++i) {
+      float lp = 0;
+      EXPECT_EQ(sample_token(logits.data(), 6, sc, rng, &lp, /*sample_below=*/4), 1) << "temperature " << temperature;
     }
   }
 }
