@@ -59,13 +59,14 @@ struct Replica {
   model::ByteTokenizer tok;
   model::AdamW opt;
   PolicyReplica engine;
-  explicit Replica(rl::LossAggregation agg, double kl_beta = 0, double temperature = 1.0)
+  explicit Replica(rl::LossAggregation agg, double kl_beta = 0, double temperature = 1.0, int context = 0)
       : opt(model::OptimConfig{.lr = 1e-2, .grad_clip = 1.0}, model),
-        engine(model, tok, opt, options(agg, kl_beta, temperature)) {
+        engine(model, tok, opt, options(agg, kl_beta, temperature, context)) {
     model.init_random(5);
   }
-  static PolicyReplicaOptions options(rl::LossAggregation agg, double kl_beta, double temperature) {
+  static PolicyReplicaOptions options(rl::LossAggregation agg, double kl_beta, double temperature, int context = 0) {
     PolicyReplicaOptions o;
+    o.context_tokens = context;  // 0: the KV cache grows with the prompts (dropping what was kept)
     o.sampler.temperature = temperature;
     o.loss.kl_beta = kl_beta;
     o.loss.aggregation = agg;
@@ -389,6 +390,39 @@ TEST(PolicyGenerate, SampleDoesNotDependOnItsBatchOrRank) {
   MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
   MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
   EXPECT_EQ(lo, hi);
+}
+
+// A later turn reuses the KV cache its sample's previous turn left (sampler.reuse_kv), but never
+// across an update: train() drops the kept caches, which the old weights computed.
+TEST(PolicyGenerate, AnUpdateDropsTheKeptKvCaches) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank != 0) return;
+  // Sized for the run up front, as rank_setup does: a cache that grew would drop what it kept.
+  Replica r(rl::LossAggregation::kTokenMean, 0, 1.0, /*context=*/96);
+  const RolloutItem turn1{1, 0, r.tok.encode("write a kernel that adds two vectors", false), 42};
+  auto later = [&](const Completion& c) {
+    RolloutItem t2{2, 0, c.prompt_tokens, 43};
+    t2.prompt_ids.insert(t2.prompt_ids.end(), c.completion_tokens.begin(), c.completion_tokens.end());
+    const auto fb = r.tok.encode("\nerror: fix it", false);
+    t2.prompt_ids.insert(t2.prompt_ids.end(), fb.begin(), fb.end());
+    return t2;
+  };
+  // Without an update between the turns: turn 2 runs only its new tokens.
+  const Completion a = r.engine.generate({turn1})[0];
+  EXPECT_GT(r.engine.generate({later(a)})[0].kv_reused_tokens, 0);
+  // With one: nothing kept is used.
+  const Completion b = r.engine.generate({turn1})[0];
+  TrainWork work;
+  TrainSample ts;
+  ts.tokens = b.prompt_tokens;
+  ts.tokens.insert(ts.tokens.end(), b.completion_tokens.begin(), b.completion_tokens.end());
+  ts.prompt_len = static_cast<int32_t>(b.prompt_tokens.size());
+  ts.old_logprobs = b.logprobs;
+  ts.advantage = 1.0f;
+  work.samples.push_back(ts);
+  r.engine.train(work, MPI_COMM_SELF);
+  EXPECT_EQ(r.engine.generate({later(b)})[0].kv_reused_tokens, 0);
 }
 
 // Sampled at temperature 0.5, a first update's ratio is 1: the training forward takes its
