@@ -192,7 +192,9 @@ Value to_json_text(const Value& v, const CallArgs& call) {
   }
   if (const Value* ind = call.get(1, "indent"); ind && !ind->is_none()) {
     if (ind->kind != Value::Kind::kInt) fail_render(call.line, "tojson(indent=...) needs an int");
-    style.indent = static_cast<int>(ind->i);
+    // Python's json.dumps: an indent of 0 or less breaks lines without indenting them.
+    if (ind->i > 4096) fail_unsupported(call.line, "'tojson(indent=...)' above 4096");
+    style.indent = static_cast<int>(std::max<std::int64_t>(ind->i, 0));
   }
   if (const Value* sep = call.get(2, "separators"); sep && !sep->is_none()) {
     if (sep->kind != Value::Kind::kArray || sep->array->size() != 2 ||

@@ -302,6 +302,22 @@ TEST(ChatRobustness, MangledTemplatesFailCleanly) {
   EXPECT_GT(failed, 0);
 }
 
+// tojson(indent=k) for k <= 0 breaks lines without indenting, as Python's json.dumps does (the
+// expected text is json.dumps({'a': 1, 'b': [1, 2]}, indent=-1), and the same for 0); a huge
+// indent is refused instead of truncated to int.
+TEST(ChatRender, TojsonIndentZeroOrLessBreaksLinesAsPythonDoes) {
+  for (const char* k : {"-1", "0"}) {
+    auto t = ChatTemplate::parse(std::string("{{ {'a': 1, 'b': [1, 2]} | tojson(indent=") + k + ") }}", {});
+    ASSERT_TRUE(t) << t.status().message();
+    auto r = t->render(Json::array(), {});
+    ASSERT_TRUE(r) << r.status().message();
+    EXPECT_EQ(r->text, "{\n\"a\": 1,\n\"b\": [\n1,\n2\n]\n}") << "indent " << k;
+  }
+  auto huge = ChatTemplate::parse("{{ {'a': 1} | tojson(indent=4294967298) }}", {});
+  ASSERT_TRUE(huge);
+  EXPECT_FALSE(huge->render(Json::array(), {}));
+}
+
 TEST(ChatRobustness, DeepNestingAndHugeNumbersAreErrors) {
   auto deep = ChatTemplate::parse(
       "{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}", {});
