@@ -271,6 +271,11 @@ class LineReader {
       if (v.is_number_unsigned() &&
           v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         return field_error(field, "integer out of the int64 range");
+      // Sizes reach the kernels (the reference's and the policy's) as 32-bit ints: a larger one
+      // would fail only when the first job marshals it.
+      if (v.is_number_integer() && (v.get<int64_t>() > std::numeric_limits<int32_t>::max() ||
+                                    v.get<int64_t>() < std::numeric_limits<int32_t>::min()))
+        return field_error(field, fmt::format("{} does not fit a 32-bit int, which kernels take sizes as", v.dump()));
       if (v.is_number_integer())
         out[it.key()] = v.get<int64_t>();
       else if (v.is_number_float())

@@ -98,6 +98,11 @@ TEST(Suite, EveryKindOfBadLineNamesLineAndField) {
       {"param bool", [](json& j) { j["params"]["n"] = true; }, "params.n", "integer"},
       {"param missing in cpu", [](json& j) { j["cpu_params"].erase("n"); }, "cpu_params", "'n'"},
       {"param extra in cpu", [](json& j) { j["cpu_params"]["q"] = 3; }, "params", "'q'"},
+      {"size past int32",
+       [](json& j) {
+         j["params"]["n"] = int64_t{1} << 31;
+       },
+       "params.n", "does not fit a 32-bit int"},
       {"param type mismatch", [](json& j) { j["cpu_params"]["alpha"] = 1; }, "cpu_params.alpha",
        "integer vs float"},
       {"param reserved name",
