@@ -31,16 +31,17 @@ constexpr const char* kUsage =
 
 struct PlanOptions {
   int ranks = 1;
-  double gpu_memory_gib = 80;
+  double gpu_memory_gib = 79;
   std::string format = "table";
   void declare(OptionSet& o) {
     o.add("plan.ranks", &ranks, 1,
           "Policy ranks of the job: with optim.zero_stage = 1 each keeps 1/N of AdamW's moments, "
           "with 2 also 1/N of the gradient; weights are full replicas on every rank.",
           {.min = 1, .max = 1000000, .alias = "ranks"});
-    o.add("plan.gpu_memory_gib", &gpu_memory_gib, 80.0,
+    o.add("plan.gpu_memory_gib", &gpu_memory_gib, 79.0,
           "Memory of one policy rank's device in GiB (a GPU's, or what a CPU rank may use): the "
-          "plan fits when its total is at most this.",
+          "plan fits when its total is at most this. nvidia-smi's total, less a little for the CUDA "
+          "context: an 80 GB H100 shows 81559 MiB (79.6 GiB), an H200 143771 MiB (140.4 GiB).",
           {.min = 0.0, .max = 1e6, .alias = "gpu-memory-gib"});
     o.add("plan.format", &format, std::string("table"), "table or json.",
           {.choices = {"table", "json"}, .alias = "format"});
@@ -111,10 +112,11 @@ std::vector<Remedy> remedies(const model::PlanInput& in) {
     add("train.activation_checkpointing", "true", [](model::PlanInput& x) { x.activation_checkpointing = true; });
   if (in.micro_batch_seqs > 1)
     add("train.micro_batch_seqs", "1", [](model::PlanInput& x) { x.micro_batch_seqs = 1; });
-  if (in.generation_batch_seqs > std::max(1, in.micro_batch_seqs))
+  if (in.generates && in.generation_batch_seqs > std::max(1, in.micro_batch_seqs))
     add("sampler.batch_seqs", "0", [](model::PlanInput& x) { x.generation_batch_seqs = 0; });
   if (in.kl_reference && !in.kl_reference_bf16 && model::bf16_storable(model::ParameterLayout(in.model)))
     add("rl.kl_reference_dtype", "bf16", [](model::PlanInput& x) { x.kl_reference_bf16 = true; });
+  if (!in.generates) return out;  // the rest is the sampler's
   if (!in.kv_bf16) add("sampler.kv_cache_dtype", "bf16", [](model::PlanInput& x) { x.kv_bf16 = true; });
   if (in.kv_keep_sequences > 0)
     add("sampler.kv_keep_sequences", "0", [](model::PlanInput& x) { x.kv_keep_sequences = 0; });
@@ -151,7 +153,9 @@ int run_plan(const std::vector<std::string>& args) {
   in.kv_keep_sequences = c.sampler.reuse_kv ? c.sampler.kv_keep_sequences : 0;
   in.kv_bf16 = model::kv_cache_dtype(c.sampler, in.backend == "cuda") == backend::KvDtype::kBf16;
   in.train_tokens = std::min(context, prompt + new_tokens);
-  in.kl_reference = c.rl.rl.kl_beta > 0;
+  // SFT samples nothing and loads no KL reference (train_command.cpp): neither is counted.
+  in.generates = c.train.mode != "sft";
+  in.kl_reference = in.generates && c.rl.rl.kl_beta > 0;
   in.kl_reference_bf16 =
       model::reference_dtype(c.rl.rl.kl_reference_dtype, in.backend == "cuda") == model::ReferenceDtype::kBf16 &&
       model::bf16_storable(model::ParameterLayout(in.model));

@@ -1,6 +1,8 @@
 // See train_sft_run.h.
 #include "apps/train_sft_run.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 
 #include "apps/rank_setup.h"
@@ -47,12 +49,29 @@ Expected<std::vector<mpi::TrainSample>> build_material(const SftRunContext& ctx)
       "({} dropped), {} longer than the context",
       stats.tasks, stats.references, stats.rewrites, stats.rewrites_dropped, stats.repairs,
       stats.repairs_dropped, stats.too_long);
+  // Nothing to learn from: the steps would run AdamW's decay alone and write that as the policy.
+  if (examples->empty())
+    return invalid_input(fmt::format("the SFT material of {} is empty: none of its {} train tasks gave an example "
+                                     "that fits the model's context ({} longer than it); give a suite or model "
+                                     "whose references fit",
+                                     c.tasks.suite, stats.tasks, stats.too_long));
   if (stats.references < stats.tasks)
     ctx.log.warn(
         "{} task(s) have no example that fits the context: raise max_position_embeddings or "
         "shorten prompts",
         stats.tasks - stats.references);
   return examples;
+}
+
+// sft.save_to, when set: the policy to ship, its shards written by the policy ranks in parallel.
+Status export_policy(const SftRunContext& ctx) {
+  const TrainConfig& c = ctx.config;
+  if (c.sft.save_to.empty()) return Status::ok();
+  const mpi::ExportRequest req{c.sft.save_to, c.sft.save_dtype == "bf16" ? model::DType::kBF16 : model::DType::kF32,
+                               c.model.max_shard_bytes(), c.model.path};
+  LEAP_RETURN_IF_ERROR(mpi::export_model(ctx.topo.role_comm, &req, *ctx.policy.model));
+  if (ctx.topo.is_coordinator()) ctx.log.info("policy written to {}", c.sft.save_to);
+  return Status::ok();
 }
 
 }  // namespace
@@ -81,7 +100,13 @@ Status run_sft(const SftRunContext& ctx) {
   } else {
     return mpi::serve_sandbox(topo, *ctx.local_sandbox);
   }
-  if (complete) return Status::ok();
+  if (complete) {
+    // A job killed between the last checkpoint and the export resumes here: the policy is the
+    // last checkpoint's, so it is written again (the export replaces its files).
+    if (!c.sft.save_to.empty() && topo.is_coordinator())
+      log.info("writing the complete run's policy to {} (sft.save_to) again", c.sft.save_to);
+    return export_policy(ctx);
+  }
   mpi::broadcast(material, 0, topo.role_comm);
   const std::string material_hash = mpi::sft_material_hash(material.samples);
   const std::string saved_hash = ctx.resume_state.is_null()
@@ -143,13 +168,7 @@ Status run_sft(const SftRunContext& ctx) {
   }
   if (topo.is_coordinator())
     log.info("sft done: {} steps, loss {:.4f} -> {:.4f}", report->steps, report->first_loss, report->last_loss);
-  if (c.sft.save_to.empty()) return Status::ok();
-  // The policy to ship, its shards written by the policy ranks in parallel.
-  const mpi::ExportRequest req{c.sft.save_to, c.sft.save_dtype == "bf16" ? model::DType::kBF16 : model::DType::kF32,
-                               c.model.max_shard_bytes(), c.model.path};
-  LEAP_RETURN_IF_ERROR(mpi::export_model(topo.role_comm, &req, *policy.model));
-  if (topo.is_coordinator()) log.info("policy written to {}", c.sft.save_to);
-  return Status::ok();
+  return export_policy(ctx);
 }
 
 }  // namespace leap::app

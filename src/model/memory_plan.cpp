@@ -138,17 +138,20 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   // The decoding batch (sampler.batch_seqs) may exceed the micro-batch: its prompts are
   // prefilled a micro-batch at a time, inside the activations above, so only the cache grows.
   const uint64_t G = static_cast<uint64_t>(std::max(1, in.generation_batch_seqs > 0 ? in.generation_batch_seqs : in.micro_batch_seqs));
-  add("kv_cache",
-      kv_cache_bytes(c, static_cast<int>(G), static_cast<int>(maxT), static_cast<int>(bs),
-                     in.kv_keep_sequences, kv),
-      fmt::format("{}, paged: {} blocks of {} positions ({} decoding + {} kept sequences of {}); "
-                  "a group shares its prompt's blocks",
-                  backend::kv_dtype_name(kv), (G + in.kv_keep_sequences) * ((maxT + bs - 1) / bs),
-                  bs, G, in.kv_keep_sequences, maxT));
+  if (in.generates)
+    add("kv_cache",
+        kv_cache_bytes(c, static_cast<int>(G), static_cast<int>(maxT), static_cast<int>(bs),
+                       in.kv_keep_sequences, kv),
+        fmt::format("{}, paged: {} blocks of {} positions ({} decoding + {} kept sequences of {}); "
+                    "a group shares its prompt's blocks",
+                    backend::kv_dtype_name(kv), (G + in.kv_keep_sequences) * ((maxT + bs - 1) / bs),
+                    bs, G, in.kv_keep_sequences, maxT));
+  else
+    add("kv_cache", 0, "none: SFT generates nothing");
   const uint64_t rope = 2 * static_cast<uint64_t>(std::max<int64_t>(T, maxT)) * (c.head_dim / 2);
   // The sampler session's logits rows stay in backend memory (sampled where they are).
-  uint64_t workspace = 4 * (rope + G * V);
-  std::string note = "RoPE tables, the sampler's logits";
+  uint64_t workspace = 4 * (rope + (in.generates ? G * V : 0));
+  std::string note = in.generates ? "RoPE tables, the sampler's logits" : "RoPE tables";
   if (cuda) {
     // The GEMM operands rounded to bf16: slot 0 holds an input or an upstream gradient (the
     // widest: the gate|up gradient, or the LM head's one chunk of logit rows), slot 1 the other

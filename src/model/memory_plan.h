@@ -56,6 +56,7 @@ struct PlanInput {
   int zero_stage = 0;                                 // optim.zero_stage
   int policy_ranks = 1;                               // what stages 1 and 2 shard over
   bool grad_comm_bf16 = false;                        // optim.grad_comm_dtype = bf16
+  bool generates = true;  // RL samples (a KV cache, the sampler's logits rows); SFT never does
 };
 
 struct PlanItem {

@@ -4,7 +4,7 @@
 # from tools/oracle/make_plan_param_golden.py), the JSON has its documented shape, the 7B policy
 # with one 4k-token sequence does not fit a 141 GiB GPU replicated (fp32 master and Adam state)
 # while the 1.5B one does, ZeRO stages 1 and 2 shrink what they shard as worked out by hand, the 7B
-# config (stage 2) fits an H200's 131 GiB but not 80 GiB, a plan that does not fit lists settings whose
+# config (stage 2) fits an H200's 140 GiB but not 80, a plan that does not fit lists settings whose
 # promised totals leap plan then gives, and bad input exits 2 naming the problem.
 # Run by ctest with LEAP and LEAP_SOURCE_DIR set.
 set -u
@@ -89,8 +89,8 @@ check plan-zero-stage-2-cuda-note 0 "optim.zero_stage = 2 on backend.name = cuda
 # The paper's configs parse and plan as jobscripts/README.md shows.
 check plan-config-1.5b 0 "fits: yes.*sandbox: 2 rank\\(s\\) per node x 2 worker" -- bash -c \
   "'$LEAP' plan --config configs/qwen2.5-coder-1.5b.ini --ranks 6 --gpu-memory-gib 80 | tr '\n' ' '"
-check plan-config-7b 0 "ZeRO stage 2.*decoding batches of 32.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 90.36 of 131.00 GiB" -- bash -c \
-  "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 131 | tr '\n' ' '"
+check plan-config-7b 0 "ZeRO stage 2.*decoding batches of 32.*kl_reference .*kv_cache .*bf16, paged.*fits: yes, 90.36 of 140.00 GiB" -- bash -c \
+  "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --gpu-memory-gib 140 | tr '\n' ' '"
 # A sandbox rank's caches: the config's 6 GiB of reference outputs and 2 workers' 1 GiB of inputs;
 # the options move them, in the text and the JSON.
 check plan-sandbox-caches 0 "sandbox host memory: up to 8.00 GiB a sandbox rank for caches: reference outputs 6.00 GiB.*2 x 1.00 GiB" -- \
@@ -216,6 +216,25 @@ if out=$("$LEAP" plan --config configs/demo_v1.ini --model.path models/tiny-llam
     echo "FAIL plan-remedies-only-lower: $(grep -A8 'settings that lower' <<<"$out")"; fail=1
   else echo "ok   plan-remedies-only-lower"; fi
 else echo "FAIL plan-remedies-only-lower: leap plan failed"; fail=1; fi
+# SFT samples nothing and loads no KL reference: neither is counted, and no sampler setting is
+# offered to lower it (the same config as RL counts both).
+sft_plan() { "$LEAP" plan --config configs/sft_demo_v2.ini --model.path models/demo-v2 --rl.kl_beta 0.1 --gpu-memory-gib 0.001 "$@"; }
+if sft_plan --format json > "$tmp/sft.json" && sft_plan --train.mode rl --format json > "$tmp/rl.json"; then
+  /usr/bin/python3 - "$tmp/sft.json" "$tmp/rl.json" <<'PY' || fail=1
+import json, sys
+sft, rl = (json.load(open(p)) for p in sys.argv[1:3])
+errors = []
+if sft["per_rank"].get("kv_cache", 0) != 0 or sft["per_rank"].get("kl_reference", 0) != 0:
+    errors.append(f"SFT counts kv_cache {sft['per_rank'].get('kv_cache')} and kl_reference {sft['per_rank'].get('kl_reference')}")
+if any(r["option"].startswith(("sampler.", "rl.")) for r in sft.get("remedies", [])):
+    errors.append(f"SFT is offered {[r['option'] for r in sft['remedies']]}")
+if not (rl["per_rank"].get("kv_cache", 0) > 0 and rl["per_rank"].get("kl_reference", 0) > 0):
+    errors.append("the RL plan of the same config lacks its KV cache or KL reference")
+if errors:
+    sys.exit("FAIL plan-sft: " + "; ".join(errors))
+print("ok   plan-sft: no KV cache, no KL reference, no sampler remedies")
+PY
+else echo "FAIL plan-sft: leap plan failed"; fail=1; fi
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
 check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo_v1.ini --model.path "$tmp"
 check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml

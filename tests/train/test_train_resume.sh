@@ -159,6 +159,12 @@ same_checkpoint "sft resumed" "$tmp/sft-a/checkpoints/step_000005" "$tmp/sft-b/c
 /usr/bin/python3 "$here/weights_moved.py" "$tmp/sft-b/checkpoints/step_000002" "$tmp/sft-b/checkpoints/step_000005" || fail=1
 check sft-complete 0 "already complete" -- "$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft "${sft[@]}" \
   --train.steps 6 --run.out_dir "$tmp/sft-a" --resume latest
+# A job killed after its last checkpoint but before sft.save_to was written: resuming the
+# complete run writes the policy (the last checkpoint's weights).
+check sft-complete-exports 0 "policy written to .*/sft-a-policy" -- "$src/scripts/mpirun_local.sh" 3 "$LEAP" train \
+  --mode sft "${sft[@]}" --train.steps 6 --run.out_dir "$tmp/sft-a" --resume latest --sft.save_to "$tmp/sft-a-policy"
+[ -f "$tmp/sft-a-policy/model.safetensors" ] && [ -f "$tmp/sft-a-policy/config.json" ] \
+  && echo "ok   sft-complete-exports: the policy folder is there" || { echo "FAIL no policy after resuming the complete run"; fail=1; }
 check sft-checkpoint-in-rl 2 "cannot be resumed with --mode rl" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" train \
   --suite "$tmp/two.jsonl" --model "$tmp/tiny" --train.random_init --mpi.sandbox_ranks 0 --sandbox.device cpu \
   --train.steps 8 --run.out_dir "$tmp/sft-a" --resume latest
