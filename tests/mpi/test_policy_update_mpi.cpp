@@ -392,6 +392,17 @@ TEST(PolicyGenerate, SampleDoesNotDependOnItsBatchOrRank) {
   EXPECT_EQ(lo, hi);
 }
 
+// A completion as a training sample with advantage 1, at the log-probs it was sampled with.
+TrainSample trained_on(const Completion& c) {
+  TrainSample s;
+  s.tokens = c.prompt_tokens;
+  s.tokens.insert(s.tokens.end(), c.completion_tokens.begin(), c.completion_tokens.end());
+  s.prompt_len = static_cast<int32_t>(c.prompt_tokens.size());
+  s.old_logprobs = c.logprobs;
+  s.advantage = 1.0f;
+  return s;
+}
+
 // A later turn reuses the KV cache its sample's previous turn left (sampler.reuse_kv), but never
 // across an update: train() drops the kept caches, which the old weights computed.
 TEST(PolicyGenerate, AnUpdateDropsTheKeptKvCaches) {
@@ -414,13 +425,7 @@ TEST(PolicyGenerate, AnUpdateDropsTheKeptKvCaches) {
   // With one: nothing kept is used.
   const Completion b = r.engine.generate({turn1})[0];
   TrainWork work;
-  TrainSample ts;
-  ts.tokens = b.prompt_tokens;
-  ts.tokens.insert(ts.tokens.end(), b.completion_tokens.begin(), b.completion_tokens.end());
-  ts.prompt_len = static_cast<int32_t>(b.prompt_tokens.size());
-  ts.old_logprobs = b.logprobs;
-  ts.advantage = 1.0f;
-  work.samples.push_back(ts);
+  work.samples.push_back(trained_on(b));
   r.engine.train(work, MPI_COMM_SELF);
   EXPECT_EQ(r.engine.generate({later(b)})[0].kv_reused_tokens, 0);
 }
@@ -436,15 +441,7 @@ TEST(PolicyGenerate, FirstUpdateRatioIsOneAtTheSamplingTemperature) {
   std::vector<RolloutItem> items = {{1, 0, r.tok.encode("write a kernel", false), 42},
                                     {2, 0, r.tok.encode("another prompt", false), 7}};
   TrainWork work;
-  for (const Completion& c : r.engine.generate(items)) {
-    TrainSample s;
-    s.tokens = c.prompt_tokens;
-    s.tokens.insert(s.tokens.end(), c.completion_tokens.begin(), c.completion_tokens.end());
-    s.prompt_len = static_cast<int32_t>(c.prompt_tokens.size());
-    s.old_logprobs = c.logprobs;
-    s.advantage = 1.0f;
-    work.samples.push_back(std::move(s));
-  }
+  for (const Completion& c : r.engine.generate(items)) work.samples.push_back(trained_on(c));
   const TrainReport rep = r.engine.train(work, MPI_COMM_SELF);
   ASSERT_GT(rep.tokens, 0);
   std::printf("first update at temperature 0.5: ratio mean %.7f, max %.7f\n",
