@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -32,8 +33,7 @@ struct RunResult {
 
 // Three steps on `topo` with the given pipeline; rank 0 writes `h5` (when not empty).
 RunResult run(const Topology& topo, const tasks::Suite& suite, const std::string& pipeline, const std::string& h5,
-              FakeVerifier* local_verifier) {
-  auto rl = testing_fakes::rl_config();
+              FakeVerifier* local_verifier, rl::RlSections rl = testing_fakes::rl_config()) {
   rl.rl.pipeline = pipeline;
   Logger log(0, false, LogLevel::kWarn);
   CoordinatorOptions co;
@@ -196,6 +196,53 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
   expect_same_decisions(sync.steps, one.steps);
   EXPECT_EQ(one.params[0], sync.params[0]);
   free_topology(&*t1);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// The other shapes of a step, through both pipelines: dynamic sampling (a zero-variance group is
+// replaced by a further round of the same step) and single-turn GRPO (max_turns = 1, no DCP
+// expansion). The same decisions, rows and update either way.
+TEST(StreamPipelineMpi, DynamicSamplingAndSingleTurnDecideAsSync) {
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  auto suite = testing_fakes::fake_suite();
+  ASSERT_TRUE(suite.has_value()) << suite.status().message();
+  TopologyConfig tc;
+  tc.sandbox_ranks = 2;
+  auto topo = make_topology(MPI_COMM_WORLD, tc, 0, false);
+  ASSERT_TRUE(topo.has_value());
+  const std::string dir = std::string(LEAP_BINARY_DIR);
+  for (const char* shape : {"resample", "single-turn"}) {
+    SCOPED_TRACE(shape);
+    auto rl = testing_fakes::rl_config();
+    if (std::string(shape) == "resample") rl.rl.resample_zero_variance = true;
+    else rl.rl.max_turns = 1;
+    const std::string a = dir + "/stream_shape_sync.h5", b = dir + "/stream_shape_stream.h5";
+    RunResult sync = run(*topo, *suite, "sync", a, nullptr, rl);
+    RunResult stream = run(*topo, *suite, "stream", b, nullptr, rl);
+    if (world_rank != 0) continue;
+    expect_same_decisions(sync.steps, stream.steps);
+    EXPECT_EQ(sync.params[0], stream.params[0]);
+    EXPECT_EQ(sync.params[1], stream.params[1]);
+    auto x = io::read_trajectory_run(a);
+    auto y = io::read_trajectory_run(b);
+    ASSERT_TRUE(x.has_value() && y.has_value());
+    ASSERT_EQ(x->samples.size(), y->samples.size());
+    int64_t resampled = 0;
+    int max_turn = 0;
+    for (size_t i = 0; i < x->samples.size(); ++i) {
+      EXPECT_EQ(x->samples[i].verdict, y->samples[i].verdict) << i;
+      EXPECT_EQ(x->samples[i].advantage, y->samples[i].advantage) << i;
+      max_turn = std::max<int>(max_turn, x->samples[i].turn);
+    }
+    for (const auto& r : sync.steps) resampled += r.n_resampled;
+    if (std::string(shape) == "resample") {
+      EXPECT_GT(resampled, 0) << "no zero-variance group was replaced: the round path did not run";
+    } else {
+      EXPECT_EQ(max_turn, 1);
+    }
+  }
+  free_topology(&*topo);
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
