@@ -246,6 +246,43 @@ extern "C" __global__ void h() {
           ".align 4294967295");
 }
 
+// The supervisor reads a worker's report only after checking it: a report for a candidate marked
+// FORGE claims OK with no outputs, or names a trial that does not exist. Neither passes or
+// crashes (a worker broken into through the interpreter could send either).
+class ForgingChannel final : public JobChannel {
+ public:
+  explicit ForgingChannel(JobChannel& real) : real_(real) {}
+  JobReport run(const JobRequest& request) override {
+    JobReport r = real_.run(request);
+    if (request.code.find("FORGE_OK") != std::string::npos) {
+      r.outcome = {};
+      r.outputs.clear();
+    } else if (request.code.find("FORGE_TRIAL") != std::string::npos) {
+      r.outcome = {Verdict::kLaunchError, "forged"};
+      r.failed_trial = 99;
+    }
+    return r;
+  }
+  bool on_gpu() const override { return real_.on_gpu(); }
+
+ private:
+  JobChannel& real_;
+};
+
+TEST_F(VerifyVerdicts, AForgedWorkerReportNeitherPassesNorCrashes) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  ForgingChannel forging(*channel_);
+  SandboxConfig config;
+  config.device = "cpu";
+  Verifier v(forging, config);
+  const VerifyResult ok = v.verify(task_, answer(std::string(kGoodKernel) + "\n// FORGE_OK", kGoodLaunch));
+  EXPECT_EQ(verdict_name(ok.verdict), "WRONG_ANSWER") << ok.feedback;
+  EXPECT_NE(ok.feedback.find("trials' outputs"), std::string::npos) << ok.feedback;
+  const VerifyResult trial = v.verify(task_, answer(std::string(kGoodKernel) + "\n// FORGE_TRIAL", kGoodLaunch));
+  EXPECT_EQ(verdict_name(trial.verdict), "LAUNCH_ERROR") << trial.feedback;
+  EXPECT_EQ(trial.feedback, "forged");
+}
+
 TEST_F(VerifyVerdicts, MissingBarrierIsRuntimeError) {
   LEAP_SKIP_WITHOUT_NVRTC();
   // Threads read a neighbour's shared-memory slot with no __syncthreads() after the writes.
