@@ -2,7 +2,9 @@
 // plan, NVRTC, the PTX interpreter, comparison against the reference), in this process.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <future>
+#include <stdexcept>
 
 #include <memory>
 
@@ -281,6 +283,34 @@ TEST_F(VerifyVerdicts, AForgedWorkerReportNeitherPassesNorCrashes) {
   const VerifyResult trial = v.verify(task_, answer(std::string(kGoodKernel) + "\n// FORGE_TRIAL", kGoodLaunch));
   EXPECT_EQ(verdict_name(trial.verdict), "LAUNCH_ERROR") << trial.feedback;
   EXPECT_EQ(trial.feedback, "forged");
+}
+
+// A reference run that throws (the host out of memory, say) reaches its caller, and leaves no
+// stale entry behind: the next candidate of the task runs the reference afresh instead of
+// waiting on a promise nobody will keep (a broken_promise for every later candidate).
+class ThrowOnceChannel final : public JobChannel {
+ public:
+  explicit ThrowOnceChannel(JobChannel& real) : real_(real) {}
+  JobReport run(const JobRequest& request) override {
+    if (!thrown_.exchange(true)) throw std::runtime_error("the reference run failed");
+    return real_.run(request);
+  }
+  bool on_gpu() const override { return real_.on_gpu(); }
+
+ private:
+  JobChannel& real_;
+  std::atomic<bool> thrown_{false};
+};
+
+TEST_F(VerifyVerdicts, AReferenceRunThatThrowsLeavesNoStaleEntry) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  ThrowOnceChannel once(*channel_);
+  SandboxConfig config;
+  config.device = "cpu";
+  Verifier v(once, config);
+  EXPECT_THROW(v.verify(task_, answer(kGoodKernel, kGoodLaunch)), std::runtime_error);
+  const VerifyResult r = v.verify(task_, answer(kGoodKernel, kGoodLaunch));
+  EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
 }
 
 TEST_F(VerifyVerdicts, MissingBarrierIsRuntimeError) {
