@@ -73,6 +73,13 @@ RunResult run(const Topology& topo, const tasks::Suite& suite, const std::string
   return out;
 }
 
+// The layout of these tests: ranks 0 and 1 generate, 2 and 3 verify.
+Expected<Topology> two_policy_two_sandbox() {
+  TopologyConfig tc;
+  tc.sandbox_ranks = 2;
+  return make_topology(MPI_COMM_WORLD, tc, 0, false);
+}
+
 void expect_same_decisions(const std::vector<io::StepRow>& a, const std::vector<io::StepRow>& b) {
   ASSERT_EQ(a.size(), b.size());
   bool some_loss = false;  // the comparison below says something
@@ -99,9 +106,7 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
   ASSERT_EQ(world_size, 4);
   auto suite = testing_fakes::fake_suite();
   ASSERT_TRUE(suite.has_value()) << suite.status().message();
-  TopologyConfig tc;
-  tc.sandbox_ranks = 2;
-  auto topo = make_topology(MPI_COMM_WORLD, tc, 0, false);
+  auto topo = two_policy_two_sandbox();
   ASSERT_TRUE(topo.has_value());
   const std::string dir = std::string(LEAP_BINARY_DIR);
   RunResult sync = run(*topo, *suite, "sync", dir + "/stream_test_sync.h5", nullptr);
@@ -207,9 +212,7 @@ TEST(StreamPipelineMpi, DynamicSamplingAndSingleTurnDecideAsSync) {
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   auto suite = testing_fakes::fake_suite();
   ASSERT_TRUE(suite.has_value()) << suite.status().message();
-  TopologyConfig tc;
-  tc.sandbox_ranks = 2;
-  auto topo = make_topology(MPI_COMM_WORLD, tc, 0, false);
+  auto topo = two_policy_two_sandbox();
   ASSERT_TRUE(topo.has_value());
   const std::string dir = std::string(LEAP_BINARY_DIR);
   for (const char* shape : {"resample", "single-turn"}) {

@@ -31,10 +31,13 @@ class VerifyVerdicts : public ::testing::Test {
     delete channel_;
     channel_ = nullptr;
   }
-  VerifyResult verify(const std::string& completion) {
+  static SandboxConfig cpu_config() {
     SandboxConfig config;
     config.device = "cpu";
-    Verifier v(*channel_, config);
+    return config;
+  }
+  VerifyResult verify(const std::string& completion) {
+    Verifier v(*channel_, cpu_config());
     return v.verify(task_, completion);
   }
   void expect(const std::string& completion, Verdict want, const std::string& feedback_part) {
@@ -274,9 +277,7 @@ class ForgingChannel final : public JobChannel {
 TEST_F(VerifyVerdicts, AForgedWorkerReportNeitherPassesNorCrashes) {
   LEAP_SKIP_WITHOUT_NVRTC();
   ForgingChannel forging(*channel_);
-  SandboxConfig config;
-  config.device = "cpu";
-  Verifier v(forging, config);
+  Verifier v(forging, cpu_config());
   const VerifyResult ok = v.verify(task_, answer(std::string(kGoodKernel) + "\n// FORGE_OK", kGoodLaunch));
   EXPECT_EQ(verdict_name(ok.verdict), "WRONG_ANSWER") << ok.feedback;
   EXPECT_NE(ok.feedback.find("trials' outputs"), std::string::npos) << ok.feedback;
@@ -305,9 +306,7 @@ class ThrowOnceChannel final : public JobChannel {
 TEST_F(VerifyVerdicts, AReferenceRunThatThrowsLeavesNoStaleEntry) {
   LEAP_SKIP_WITHOUT_NVRTC();
   ThrowOnceChannel once(*channel_);
-  SandboxConfig config;
-  config.device = "cpu";
-  Verifier v(once, config);
+  Verifier v(once, cpu_config());
   EXPECT_THROW(v.verify(task_, answer(kGoodKernel, kGoodLaunch)), std::runtime_error);
   const VerifyResult r = v.verify(task_, answer(kGoodKernel, kGoodLaunch));
   EXPECT_EQ(verdict_name(r.verdict), "OK") << r.feedback;
