@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #if LEAP_HAVE_NVRTC
 #include <nvrtc.h>
@@ -145,6 +147,19 @@ std::string program_log(nvrtcProgram prog) {
   return log;
 }
 
+// The log with the toolkit's include folders left out of header paths ("cuda_fp16.h(168): ...",
+// as the answer's own #include names it): the feedback reaches the policy and the trajectory file,
+// and the host's layout is none of their business.
+std::string without_folders(std::string log, const std::vector<std::string>& folders) {
+  for (const std::string& dir : folders) {
+    if (dir.empty()) continue;
+    const std::string prefix = dir.back() == '/' ? dir : dir + "/";
+    for (size_t at = log.find(prefix); at != std::string::npos; at = log.find(prefix, at))
+      log.erase(at, prefix.size());
+  }
+  return log;
+}
+
 }  // namespace
 
 CompileResult NvrtcCompiler::compile_uncached(std::string_view source,
@@ -186,7 +201,7 @@ CompileResult NvrtcCompiler::compile_uncached(std::string_view source,
   for (const auto& o : opts) argv.push_back(o.c_str());
 
   rc = nvrtcCompileProgram(guard.prog, static_cast<int>(argv.size()), argv.data());
-  result.log = bound_compile_log(program_log(guard.prog));
+  result.log = bound_compile_log(without_folders(program_log(guard.prog), {include_dir_, cccl_dir_}));
   if (rc != NVRTC_SUCCESS) {
     if (result.log.empty()) {
       result.log = bound_compile_log(std::string("error: ") + nvrtcGetErrorString(rc));

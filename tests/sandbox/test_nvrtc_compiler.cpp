@@ -158,6 +158,19 @@ TEST(NvrtcCompiler, ReturnsSyntaxErrorsAsDataWithBoundedLog) {
   EXPECT_EQ(r->log.find("undefined_59"), std::string::npos);
 }
 
+// An error inside an allowed header names the header as the answer's #include does, not by the
+// host's toolkit folder (the log is the policy's feedback and goes into the trajectory file).
+TEST(NvrtcCompiler, HeaderErrorsDoNotNameTheHostsFolders) {
+  if (!nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  NvrtcCompiler compiler;
+  auto r = compiler.compile("#define __half float\n#include <cuda_fp16.h>\n" + std::string(kRelu), ptx_for({"relu"}));
+  EXPECT_FALSE(r->ok);
+  EXPECT_NE(r->log.find("cuda_fp16.h("), std::string::npos) << r->log;
+  const std::string dir = find_cuda_include_dir();
+  ASSERT_FALSE(dir.empty());
+  EXPECT_EQ(r->log.find(dir), std::string::npos) << r->log;
+}
+
 TEST(NvrtcCompiler, HostFunctionCallIsACompileError) {
   if (!nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
   NvrtcCompiler compiler;
