@@ -15,6 +15,11 @@ def steps(setting, pipeline, seed):
     return load_run(f"{out}/{setting}-{pipeline}-{seed}/trajectories.h5", with_text=False).steps
 
 
+def wait_share(b):
+    """The policy ranks' wait on the sandbox outside the end-of-step drain, of their busy + wait."""
+    return (b["policy_wait_s"] - b["policy_drain_s"]).sum() / (b["policy_busy_s"] + b["policy_wait_s"]).sum()
+
+
 def spread(xs):
     return f"{np.mean(xs):.3f} (min {np.min(xs):.3f}, max {np.max(xs):.3f})"
 
@@ -23,6 +28,8 @@ for setting in [x for x in ("plain", "simulated") if os.path.exists(f"{out}/{x}-
     label = "plain demo" if setting == "plain" else f"sandbox.simulated_exec_ms = {ms} (BENCHMARK latency)"
     print(f"== {label}")
     ratios, turn_ratios, shares, ideals, waits = [], [], [], [], []
+    nospec = os.path.exists(f"{out}/{setting}-nospec-{seeds[0]}")
+    n_ratios, n_waits = [], []
     for seed in seeds:
         a, b = steps(setting, "sync", seed), steps(setting, "stream", seed)
         ta, tb = a["time_s"].mean(), b["time_s"].mean()
@@ -35,7 +42,7 @@ for setting in [x for x in ("plain", "simulated") if os.path.exists(f"{out}/{x}-
         ideal = (np.maximum(a["gen_s"], a["sandbox_s"]) + a["train_s"]).sum() / (a["gen_s"] + a["sandbox_s"] + a["train_s"]).sum()
         ideals.append(ideal)
         busy_wait = b["policy_busy_s"] + b["policy_wait_s"]
-        waits.append((b["policy_wait_s"] - b["policy_drain_s"]).sum() / busy_wait.sum())
+        waits.append(wait_share(b))
         print(f"seed {seed}: step s sync {ta:.1f}  stream {tb:.1f}  ratio {tb / ta:.3f} (turns alone "
               f"{turn_ratios[-1]:.3f}; train s sync {a['train_s'].sum():.1f} stream {b['train_s'].sum():.1f}) | sync verifying "
               f"{shares[-1]:.0%} of the step | ideal {ideal:.3f} | stream: policy wait before the drain "
@@ -48,6 +55,17 @@ for setting in [x for x in ("plain", "simulated") if os.path.exists(f"{out}/{x}-
         print(f"         pass t1 sync {a['pass_turn1'].mean():.3f} stream {b['pass_turn1'].mean():.3f}; "
               f"final sync {a['pass_final'].mean():.3f} stream {b['pass_final'].mean():.3f}; "
               f"DCP classes and jobs {'identical' if same else 'differ'}")
+        print(f"         stream speculative turns {int(b['n_speculative'].sum())}, dropped "
+              f"{int(b['n_speculative_dropped'].sum())} ({int(b['speculative_dropped_tokens'].sum())} tokens, "
+              f"{b['speculative_dropped_tokens'].sum() / max(1, b['tokens_generated'].sum()):.1%} of those kept)")
+        if nospec:
+            c = steps(setting, "nospec", seed)
+            n_ratios.append(c["time_s"].mean() / ta)
+            n_waits.append(wait_share(c))
+            print(f"         nospec (stream, rl.speculative_turns = false): step s {c['time_s'].mean():.1f}, "
+                  f"ratio {n_ratios[-1]:.3f}, policy wait before the drain {n_waits[-1]:.1%}")
     print(f"stream/sync step time over seeds: {spread(ratios)}; the turns alone: {spread(turn_ratios)}")
     print(f"sync verification share: {spread(shares)}; ideal ratio: {spread(ideals)}")
     print(f"stream policy wait before the drain: {spread(waits)}")
+    if nospec:
+        print(f"nospec/sync step time over seeds: {spread(n_ratios)}; its policy wait before the drain: {spread(n_waits)}")

@@ -81,7 +81,8 @@ TrainReport Coordinator::train(const StepState& state, int64_t step, const TurnT
 
 Status Coordinator::run_turns(StepState& state, TurnTimes* times) {
   if (rl_.rl.pipeline == "sync") return turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times);
-  return stream_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times, overlap_ ? &*overlap_ : nullptr);
+  return stream_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times, overlap_ ? &*overlap_ : nullptr,
+                           rl_.rl.speculative_turns);
 }
 
 Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out) {
@@ -135,6 +136,9 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   r.sandbox_busy_s = times.sandbox_busy_s;
   r.sandbox_idle_s = std::max(0.0, times.sandbox_slots * r.time_s - times.sandbox_busy_s);
   r.n_jobs_overlapped = times.jobs_during_generation;
+  r.n_speculative = times.speculative_turns;
+  r.n_speculative_dropped = times.speculative_dropped;
+  r.speculative_dropped_tokens = times.speculative_dropped_tokens;
   r.loss = tr.loss;
   // Means over the trained tokens: NaN when the step trained none (every group dropped for
   // all-zero advantages), as the pass rates are NaN when every trajectory was void; a 0 would

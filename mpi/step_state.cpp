@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "common/check.h"
 #include "common/rng.h"
 #include "mpi/outcome.h"
 
@@ -154,27 +155,51 @@ void StepState::apply_dcp_to_group(int group, const rl::DcpController& dcp) {
   }
 }
 
-std::vector<int> StepState::early_turn2(int group, const rl::DcpController& dcp) const {
+StepState::Turn1Tally StepState::turn1_tally(int group) const {
   const GroupState& g = groups_[static_cast<size_t>(group)];
-  int n_fail = 0, n_valid = 0, pending = 0;
-  std::vector<int> failed;
+  Turn1Tally t;
   for (size_t s = 0; s < g.samples.size(); ++s) {
     const SampleState& sample = g.samples[s];
     if (sample.turns.empty()) continue;  // its prompt did not fit: counts neither way
     if (!sample.turns.front().verified) {
-      ++pending;
+      ++t.pending;
       continue;
     }
-    rl::Trajectory t = sample.trajectory();
-    t.turns.resize(1);
-    if (t.is_void()) continue;
-    ++n_valid;
-    if (t.succeeded()) continue;
-    ++n_fail;
-    if (sample.active && sample.turns.size() == 1) failed.push_back(static_cast<int>(s));
+    rl::Trajectory traj = sample.trajectory();
+    traj.turns.resize(1);
+    if (traj.is_void()) continue;
+    ++t.n_valid;
+    if (traj.succeeded()) continue;
+    ++t.n_fail;
+    if (sample.active && sample.turns.size() == 1) t.failed.push_back(static_cast<int>(s));
   }
-  if (opts_.max_turns < 2 || !dcp.expansion_forced(n_fail, n_valid, pending)) return {};
-  return failed;
+  return t;
+}
+
+bool StepState::expansion_forced(int group, const rl::DcpController& dcp) const {
+  const Turn1Tally t = turn1_tally(group);
+  return opts_.max_turns >= 2 && dcp.expansion_forced(t.n_fail, t.n_valid, t.pending);
+}
+
+std::vector<int> StepState::early_turn2(int group, const rl::DcpController& dcp) const {
+  if (!expansion_forced(group, dcp)) return {};
+  return turn1_tally(group).failed;
+}
+
+std::vector<int> StepState::speculative_turn2(int group, const rl::DcpController& dcp) const {
+  Turn1Tally t = turn1_tally(group);
+  if (opts_.max_turns < 2 || t.pending == 0 || dcp.expansion_forced(t.n_fail, t.n_valid, t.pending) ||
+      !dcp.expansion_possible(t.n_fail, t.n_valid, t.pending))
+    return {};
+  return t.failed;
+}
+
+void StepState::retract_turn(int group, int sample_index, int turn) {
+  SampleState& s = groups_[static_cast<size_t>(group)].samples[static_cast<size_t>(sample_index)];
+  LEAP_CHECK(turn > 1 && static_cast<int>(s.turns.size()) == turn && !s.turns.back().verified,
+             "retracting turn " << turn << " of group " << group << ", sample " << sample_index
+                                << ", which is not its unverified last turn");
+  s.turns.pop_back();
 }
 
 bool StepState::turn1_verified(int group) const {

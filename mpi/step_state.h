@@ -91,6 +91,15 @@ class StepState {
   // get one whatever the rest say; otherwise none. DCP still decides the group once every
   // verdict is in, on turn 1 alone, with the same result.
   std::vector<int> early_turn2(int group, const rl::DcpController& dcp) const;
+  // Whether the verdicts in already force DCP to expand the group.
+  bool expansion_forced(int group, const rl::DcpController& dcp) const;
+  // While the verdicts in leave DCP's decision open (expansion possible, not forced): the failed
+  // samples that would get a turn 2 if it expands, for the streaming pipeline to generate
+  // speculatively (rl.speculative_turns); otherwise none.
+  std::vector<int> speculative_turn2(int group, const rl::DcpController& dcp) const;
+  // Takes back a turn made by make_sample_turn and not verified (a speculative turn 2 that DCP
+  // did not keep): the sample is as it was before, and nothing of the turn reaches HDF5.
+  void retract_turn(int group, int sample, int turn);
   // After turn t > 1: samples that succeeded stop; others continue until max_turns.
   void close_turn(int turn);
   void close_sample_turn(int group, int sample, int turn);
@@ -132,6 +141,12 @@ class StepState {
 
  private:
   TurnRecord* find(int64_t uid);
+  // A group's turn-1 verdicts so far, as DCP counts them, and its failed samples without a turn 2.
+  struct Turn1Tally {
+    int n_fail = 0, n_valid = 0, pending = 0;
+    std::vector<int> failed;
+  };
+  Turn1Tally turn1_tally(int group) const;
   void set_advantages(int group, const rl::GroupAdvantages& adv);
   std::vector<TrainItem> items_of(const std::vector<rl::TrainItem>& scored) const;
   int64_t step_;

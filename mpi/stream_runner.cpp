@@ -91,16 +91,16 @@ class Phase {
   Phase(const Topology& topo, PolicyEngine& policy, VerifyEngine* local, int retries, const Logger& log,
         StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
         const rl::DcpController& dcp, int max_turns, const std::vector<int>& policy_ranks,
-        const std::vector<int>& sandbox_ranks, const OverlapTraining* overlap)
+        const std::vector<int>& sandbox_ranks, const OverlapTraining* overlap, bool speculate)
       : topo_(topo), local_(local), log_(log), state_(state), suite_(suite), prompts_(prompts), dcp_(dcp),
         max_turns_(max_turns), policy_ranks_(policy_ranks), sandbox_ranks_(sandbox_ranks), overlap_(overlap),
-        retries_(retries, log), generator_(policy) {
+        speculate_(speculate && max_turns > 1), retries_(retries, log), generator_(policy) {
     if (sandbox_ranks_.empty()) credits_[0] = local_->slots();
   }
 
   Status run(TurnTimes* times) {
-    auto t_last_gen = Clock::now();
-    auto t_tick = t_last_gen;
+    last_gen_ = {Clock::now(), 0};
+    auto t_tick = last_gen_.at;
     LEAP_ASSIGN_OR_RETURN(auto items, state_.make_turn(1, suite_, prompts_, &dropped_));
     for (auto& it : items) queue_.push(std::move(it));
     // A group of this round none of whose samples could start has no verdict to wait for: DCP
@@ -110,21 +110,22 @@ class Phase {
     while (!done()) {
       // Policy workers idle while verdicts are outstanding and no work is queued for them wait on
       // the sandbox (with work queued, an idle worker's request or hand-out is on its way); the
-      // wait since the latest generation is the drain's if no generation follows.
+      // wait since the latest generation the step keeps is the drain's if none follows.
       const auto now = Clock::now();
       if (sandbox_busy() && queue_.empty() && trainable_.empty()) {
         const double w = idle_workers() * std::chrono::duration<double>(now - t_tick).count();
         times->policy_wait_s += w;
-        wait_since_gen_ += w;
+        wait_ += w;
       }
       t_tick = now;
       bool progressed = false;
-      LEAP_ASSIGN_OR_RETURN(bool got, poll_policy(&t_last_gen, times));
+      LEAP_ASSIGN_OR_RETURN(bool got, poll_policy(times));
       progressed |= got;
       LEAP_ASSIGN_OR_RETURN(got, poll_sandbox(times));
       progressed |= got;
       hand_out_generation();
       hand_out_training(times);
+      LEAP_RETURN_IF_ERROR(hand_out_speculation(times));
       hand_out_jobs(times);
       outbox_.progress();
       gen_clock_.set(generating());
@@ -134,6 +135,9 @@ class Phase {
         std::this_thread::sleep_for(std::chrono::microseconds(300));
       }
     }
+    // Every group is decided by now, so every speculative turn was kept or dropped.
+    LEAP_CHECK(speculative_.empty() && held_.empty() && dropped_uids_.empty(),
+               "a streaming phase ended with speculative turns unsettled");
     for (int rank : policy_ranks_)
       if (rank != 0) outbox_.send(RolloutWork{}, rank, topo_.world);  // the phase is over
     outbox_.flush();
@@ -142,9 +146,9 @@ class Phase {
       log_.warn("step {}: {} sample(s) stopped: prompt longer than the context", state_.step(), dropped_);
     times->gen_s += gen_clock_.total();
     times->sandbox_s += sandbox_clock_.total();
-    times->drain_s += seconds_since(t_last_gen);
+    times->drain_s += seconds_since(last_gen_.at);
     times->drain_wait_measured = true;
-    times->policy_drain_wait_s += wait_since_gen_;
+    times->policy_drain_wait_s += wait_ - last_gen_.wait;
     int slots = 0;
     for (const auto& [rank, n] : slots_) slots += n;
     times->sandbox_slots = sandbox_ranks_.empty() ? local_->slots() : slots;
@@ -191,11 +195,10 @@ class Phase {
   }
 
   // Completions from the policy ranks and from rank 0's own generator.
-  Expected<bool> poll_policy(Clock::time_point* t_last_gen, TurnTimes* times) {
+  Expected<bool> poll_policy(TurnTimes* times) {
     bool got = false;
     if (auto r = generator_.take()) {
       LEAP_RETURN_IF_ERROR(file_completions(*r, 0, times));
-      if (!r->completions.empty()) generation_ended(t_last_gen);
       got = true;
     }
     while (policy_ranks_.size() > 1) {
@@ -211,7 +214,6 @@ class Phase {
       LEAP_CHECK(items_out_[from] >= 0, "rank " << from << " returned more completions than it was given");
       training_out_[from] -= r.trained;
       LEAP_CHECK(training_out_[from] >= 0, "rank " << from << " trained more sequences than it was given");
-      if (!r.completions.empty()) generation_ended(t_last_gen);
       LEAP_RETURN_IF_ERROR(file_completions(r, from, times));
       if (r.want > 0) waiting_policy_[from] = r.want;
       got = true;
@@ -219,18 +221,35 @@ class Phase {
     return got;
   }
 
-  void generation_ended(Clock::time_point* t_last_gen) {
-    *t_last_gen = Clock::now();
-    wait_since_gen_ = 0;
+  // When a generation the step keeps ended, and the wait so far then: the drain is what follows
+  // the latest. A speculative turn counts once kept, at its arrival; a dropped one never does
+  // (generating it was no part of the work the drain waits after).
+  struct GenerationEnd {
+    Clock::time_point at;
+    double wait = 0;
+  };
+  void generation_ended(const GenerationEnd& end) {
+    if (end.at >= last_gen_.at) last_gen_ = end;
   }
 
   Status file_completions(const RolloutResult& r, int rank, TurnTimes* times) {
-    LEAP_RETURN_IF_ERROR(state_.add_completions(r.completions, rank));
     times->policy_gen_s += r.busy_s;
     for (const auto& c : r.completions) {
+      if (dropped_uids_.erase(c.uid)) {  // a speculative turn DCP did not keep, retracted meanwhile
+        times->speculative_dropped_tokens += static_cast<int64_t>(c.completion_tokens.size());
+        continue;
+      }
+      LEAP_RETURN_IF_ERROR(state_.add_completions({c}, rank));
       const int g = StepState::group_of(c.uid);
       job_of_uid_[c.uid] = {c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text};
-      queue_job(job_of_uid_[c.uid], false);
+      const GenerationEnd end{Clock::now(), wait_};
+      // A speculative turn is verified only once DCP keeps it (settle_speculation).
+      if (speculative_.count(c.uid)) {
+        held_[c.uid] = {job_of_uid_[c.uid], end};
+      } else {
+        queue_job(job_of_uid_[c.uid], false);
+        generation_ended(end);
+      }
     }
     return Status::ok();
   }
@@ -290,11 +309,15 @@ class Phase {
     if (turn == 1) {
       if (!state_.turn1_verified(g)) {
         // The verdicts in may already force the group's expansion: its failed samples' turn 2
-        // then starts before the rest are in (the same samples as after the decision).
+        // then starts before the rest are in (the same samples as after the decision), and
+        // their speculative turns are kept.
+        if (!state_.expansion_forced(g, dcp_)) return Status::ok();
+        settle_speculation(g, times);
         for (int k : state_.early_turn2(g, dcp_)) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
         return Status::ok();
       }
       state_.apply_dcp_to_group(g, dcp_);
+      settle_speculation(g, times);
       const int n = static_cast<int>(state_.groups()[static_cast<size_t>(g)].samples.size());
       for (int k = 0; k < n; ++k) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
       queue_training_if_final(g);
@@ -349,6 +372,93 @@ class Phase {
     }
     if (!trainable_.empty() && generator_.outstanding() == 0 && generator_.training() == 0)
       generator_.give_training(take_training(times));
+  }
+
+  // Speculative turns (rl.speculative_turns). While verdicts are outstanding and nothing else is
+  // left to generate or train, a policy worker with nothing at all to do generates turn 2 of the
+  // failed samples of groups DCP has not decided yet, where it may still expand them: the wait on
+  // the sandbox becomes generation that the decision most often keeps. Only whole idle workers
+  // take such turns (a worker still decoding would slow its real work down), as much as they
+  // have room for and their share of the candidates, holders first (their KV cache serves the
+  // new turn). The turns' sandbox jobs wait for the decision; the same seeds give them the same
+  // tokens either way (StepState::make_sample_turn), so a kept turn is what the decision would
+  // have queued.
+  Status hand_out_speculation(TurnTimes* times) {
+    if (!speculate_ || !queue_.empty() || !trainable_.empty() || !sandbox_busy()) return Status::ok();
+    std::vector<std::pair<int, int>> idle;  // (rank, room)
+    for (const auto& [rank, want] : waiting_policy_)
+      if (items_out_[rank] == 0 && training_out_[rank] == 0) idle.emplace_back(rank, want);
+    if (generator_.outstanding() == 0 && generator_.training() == 0 && generator_.room() > 0)
+      idle.emplace_back(0, generator_.room());
+    if (idle.empty()) return Status::ok();
+    std::vector<std::pair<int, int>> candidates;  // (group, sample)
+    for (size_t g = 0; g < state_.groups().size(); ++g) {
+      if (state_.turn1_verified(static_cast<int>(g))) continue;
+      for (int k : state_.speculative_turn2(static_cast<int>(g), dcp_)) candidates.emplace_back(static_cast<int>(g), k);
+    }
+    if (candidates.empty()) return Status::ok();
+    const int n_idle = static_cast<int>(idle.size());
+    const int fair = std::max(1, (static_cast<int>(candidates.size()) + n_idle - 1) / n_idle);
+    for (const auto& [rank, room] : idle) {
+      const int r = rank;
+      auto holder = [&](const std::pair<int, int>& c) {
+        return state_.groups()[static_cast<size_t>(c.first)].samples[static_cast<size_t>(c.second)].turns.front().policy_rank;
+      };
+      std::stable_partition(candidates.begin(), candidates.end(), [&](const auto& c) { return holder(c) == r; });
+      std::vector<RolloutItem> items;
+      while (!candidates.empty() && static_cast<int>(items.size()) < std::min(room, fair)) {
+        const auto [g, k] = candidates.front();
+        candidates.erase(candidates.begin());
+        LEAP_ASSIGN_OR_RETURN(auto item, state_.make_sample_turn(g, k, 2, suite_, prompts_));
+        if (!item) {
+          ++dropped_;
+          continue;
+        }
+        speculative_.insert(item->uid);
+        items.push_back(std::move(*item));
+      }
+      if (items.empty()) continue;
+      times->speculative_turns += static_cast<int>(items.size());
+      if (r == 0) {
+        generator_.give(std::move(items));
+        continue;
+      }
+      items_out_[r] += static_cast<int>(items.size());
+      outbox_.send(RolloutWork{std::move(items)}, r, topo_.world);  // never blocks
+      waiting_policy_.erase(r);
+    }
+    return Status::ok();
+  }
+
+  // Group g is decided, or its expansion forced: each of its speculative turns becomes the turn 2
+  // the decision gives its sample (its job goes to the sandbox now, or when generated), or is
+  // dropped unverified when the sample does not continue.
+  void settle_speculation(int g, TurnTimes* times) {
+    for (auto it = speculative_.begin(); it != speculative_.end();) {
+      const int64_t uid = *it;
+      if (StepState::group_of(uid) != g) {
+        ++it;
+        continue;
+      }
+      it = speculative_.erase(it);
+      const int s = StepState::sample_of(uid);
+      const SampleState& sample = state_.groups()[static_cast<size_t>(g)].samples[static_cast<size_t>(s)];
+      auto held = held_.find(uid);
+      if (sample.active) {
+        if (held != held_.end()) {
+          queue_job(held->second.job, false);
+          generation_ended(held->second.generated);
+        }
+      } else {
+        ++times->speculative_dropped;
+        if (held != held_.end())
+          times->speculative_dropped_tokens += static_cast<int64_t>(sample.turns.back().completion.completion_tokens.size());
+        else
+          dropped_uids_.insert(uid);  // still being generated: its completion is dropped on arrival
+        state_.retract_turn(g, s, 2);
+      }
+      if (held != held_.end()) held_.erase(held);
+    }
   }
 
   Status queue_next_turn(int g, int s, int turn) {
@@ -424,6 +534,7 @@ class Phase {
   const std::vector<int>& policy_ranks_;
   const std::vector<int>& sandbox_ranks_;
   const OverlapTraining* overlap_;  // null: no training during the phase
+  const bool speculate_;             // rl.speculative_turns
   SandboxRetries retries_;
   LocalGenerator generator_;
 
@@ -434,7 +545,15 @@ class Phase {
   std::map<int, int> items_out_;            // remote policy rank -> items given, not returned
   std::map<int, int> training_out_;         // remote policy rank -> sequences to train, not reported
   std::deque<TrainUnit> trainable_;         // sequences of final groups, not handed out yet
-  double wait_since_gen_ = 0;               // policy_wait_s since the latest generation ended
+  std::set<int64_t> speculative_;           // speculative turns whose group is not decided yet
+  struct Held {
+    SandboxJob job;
+    GenerationEnd generated;
+  };
+  std::map<int64_t, Held> held_;            // of them, those generated: jobs held for the decision
+  std::set<int64_t> dropped_uids_;          // dropped while being generated
+  double wait_ = 0;                         // this phase's policy_wait_s so far
+  GenerationEnd last_gen_;                  // the latest generation kept
   std::deque<SandboxJob> jobs_;             // verdicts to come, not yet sent
   std::map<int64_t, SandboxJob> job_of_uid_;  // for a retry
   std::map<int, int> slots_;                // sandbox rank -> its slots (it has said hello)
@@ -461,10 +580,10 @@ StreamRunner::StreamRunner(const Topology& topo, PolicyEngine& policy, VerifyEng
 
 Status StreamRunner::run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
                                const rl::DcpController& dcp, int max_turns, TurnTimes* times,
-                               const OverlapTraining* overlap) {
+                               const OverlapTraining* overlap, bool speculate) {
   announce(Control::Kind::kStream, state.step(), 0, topo_.world);
   Phase phase(topo_, policy_, local_, sandbox_retries_, log_, state, suite, prompts, dcp, max_turns, policy_ranks_,
-              sandbox_ranks_, overlap);
+              sandbox_ranks_, overlap, speculate);
   Status status;
   try {
     status = phase.run(times);

@@ -12,6 +12,9 @@
 //    samples' turn 2 is queued then. Earlier still, once the verdicts in force DCP to expand the
 //    group whatever the rest say (StepState::early_turn2), each failed sample's turn 2 is queued
 //    as its verdict comes. A later turn is queued as soon as its sample's verdict is;
+//  - while a group is undecided but may still expand, a policy worker with nothing else to do
+//    generates its failed samples' turn 2 speculatively; DCP's decision keeps (and then verifies)
+//    or drops each (rl.speculative_turns);
 //  - queued work and sandbox jobs go out highest turn first, since later turns are the step's
 //    critical path;
 //  - with OverlapTraining (rl.overlap_training), a group whose last verdict is in is scored at
@@ -54,10 +57,12 @@ class StreamRunner {
 
   // The same contract as TurnRunner::run_turns: turns 1..max_turns of every active sample of
   // `state`, DCP after turn 1; adds the time spent to *times. With `overlap`, final groups are
-  // trained during the phase and marked in `state` (StepState::mark_trained_early).
+  // trained during the phase and marked in `state` (StepState::mark_trained_early). With
+  // `speculate` (rl.speculative_turns), idle policy workers generate turn 2 of failed samples
+  // before their group is decided; what DCP does not keep is dropped unverified.
   Status run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
                    const rl::DcpController& dcp, int max_turns, TurnTimes* times,
-                   const OverlapTraining* overlap = nullptr);
+                   const OverlapTraining* overlap = nullptr, bool speculate = false);
 
  private:
   const Topology& topo_;

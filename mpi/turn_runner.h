@@ -43,6 +43,10 @@ struct TurnTimes {
   double policy_drain_wait_s = 0;
   // Sequences (and their tokens) handed out to train during the rollout (rl.overlap_training).
   int64_t early_sequences = 0, early_positions = 0;
+  // Speculative turns (rl.speculative_turns): generated before their group's decision, of them
+  // dropped because DCP did not keep them, and the tokens those dropped had generated.
+  int speculative_turns = 0, speculative_dropped = 0;
+  int64_t speculative_dropped_tokens = 0;
 };
 
 class TurnRunner {

@@ -34,7 +34,7 @@ void TrainProgress::add(const mpi::StepReport& report) {
   const double policy_s = r.policy_busy_s + r.policy_wait_s + r.policy_idle_s;
   log_.info(
       "step {}/{} | pass t1 {:.2f} final {:.2f} | easy {} hopeless {} expanded {} | sandbox jobs {} (unpruned {}) | "
-      "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s{} | policy wait {:.0f}% idle {:.0f}%, sandbox idle {:.0f}% | "
+      "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s{} | policy wait {:.0f}% idle {:.0f}%, sandbox idle {:.0f}%{} | "
       "loss {:+.4f} | ETA {}{}",
       r.step + 1, total_, r.pass_turn1, r.pass_final, r.n_easy, r.n_hopeless, r.n_expanded, r.n_sandbox_jobs,
       report.jobs_if_unpruned, r.gen_s > 0 ? static_cast<double>(r.tokens_generated) / r.gen_s : 0.0, r.gen_s,
@@ -44,7 +44,12 @@ void TrainProgress::add(const mpi::StepReport& report) {
           ? fmt::format(" ({} of {} seqs during the rollout)", r.train_sequences_early, r.train_sequences)
           : std::string(),
       percent(r.policy_wait_s, policy_s), percent(r.policy_idle_s, policy_s),
-      percent(r.sandbox_idle_s, r.sandbox_busy_s + r.sandbox_idle_s), r.loss, format_duration(eta), label_);
+      percent(r.sandbox_idle_s, r.sandbox_busy_s + r.sandbox_idle_s),
+      // Turns started before DCP decided their group (rl.speculative_turns), and those it dropped.
+      r.n_speculative > 0
+          ? fmt::format(", {} turns speculative ({} dropped)", r.n_speculative, r.n_speculative_dropped)
+          : std::string(),
+      r.loss, format_duration(eta), label_);
 }
 
 void TrainProgress::summary() const {

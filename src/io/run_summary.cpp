@@ -172,6 +172,8 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
     out.jobs_overlapped += row.n_jobs_overlapped;
     out.train_sequences += row.train_sequences;
     out.train_sequences_early += row.train_sequences_early;
+    out.speculative += row.n_speculative;
+    out.speculative_dropped += row.n_speculative_dropped;
     out.samples += n_rows;
     out.trajectories += st.trajectories;
     out.groups += row.n_groups;

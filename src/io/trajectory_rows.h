@@ -15,7 +15,8 @@ namespace leap::io {
 // 4: /steps gained prefill_tokens, kv_reused_tokens and n_jobs_overlapped, /samples
 //    kv_reused_tokens.
 // 5: /steps gained train_sequences_early.
-inline constexpr int kTrajectorySchemaVersion = 5;
+// 6: /steps gained n_speculative, n_speculative_dropped and speculative_dropped_tokens.
+inline constexpr int kTrajectorySchemaVersion = 6;
 
 struct StepRow {
   int64_t step = 0;
@@ -47,6 +48,11 @@ struct StepRow {
   // Of train_sequences, those trained during the rollout (rl.overlap_training): 0 with
   // rl.pipeline = sync.
   int64_t train_sequences_early = 0;
+  // Turns generated speculatively, before DCP decided their group (rl.speculative_turns; 0 with
+  // rl.pipeline = sync), those of them dropped unverified because the decision did not keep
+  // them, and the tokens those dropped had generated (not in tokens_generated).
+  int32_t n_speculative = 0, n_speculative_dropped = 0;
+  int64_t speculative_dropped_tokens = 0;
   double mean_completion_tokens = 0, pass_turn1 = 0, pass_final = 0;
 };
 

@@ -97,6 +97,13 @@ bool DcpController::expansion_forced(int n_fail, int n_valid, int pending) const
   return true;
 }
 
+bool DcpController::expansion_possible(int n_fail, int n_valid, int pending) const {
+  for (int v = 0; v <= pending; ++v)
+    for (int f = 0; f <= v; ++f)
+      if (judge(n_fail + f, n_valid + v, 0).label == DcpLabel::kExpanded) return true;
+  return false;
+}
+
 DcpDecision DcpController::judge(int n_fail, int n_valid, int group_size) const {
   DcpDecision d;
   d.group_size = group_size;

@@ -72,6 +72,9 @@ class DcpController {
   // already verified and `pending` samples still unverified (each may pass, fail or be void):
   // the streaming pipeline then starts the failed samples' turn 2 before the rest are in.
   bool expansion_forced(int n_fail, int n_valid, int pending) const;
+  // Whether some way the pending samples can end expands the group: while it is possible but not
+  // forced, the streaming pipeline may generate a failed sample's turn 2 speculatively.
+  bool expansion_possible(int n_fail, int n_valid, int pending) const;
   // Whether this sample of a group so decided gets another turn now.
   bool continues(const DcpDecision& decision, const Trajectory& trajectory) const;
   // Indices of the samples of `group` that get another turn.

@@ -139,6 +139,12 @@ void RlConfig::declare(OptionSet& o) {
         "at the end, is applied at the optimizer step. Takes effect with one update a step "
         "(rl.ppo_epochs = rl.mini_batches = 1) and optim.zero_stage below 2 (stage 2 reduces "
         "during every backward); otherwise, and when false, all training waits for the rollout.");
+  o.add("rl.speculative_turns", &speculative_turns, true,
+        "With rl.pipeline = stream: a policy rank with nothing else to do while turn-1 verdicts are "
+        "still coming in generates turn 2 of the failed samples of groups DCP may still expand, "
+        "before it decides. A kept turn is the one the decision would have started (same seed); "
+        "one DCP does not keep is dropped unverified and never reaches the trajectory file "
+        "(/steps n_speculative, n_speculative_dropped, speculative_dropped_tokens).");
 }
 
 Status RlConfig::validate() const {

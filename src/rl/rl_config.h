@@ -44,6 +44,7 @@ struct RlConfig {
   int resample_max_groups = 0;  // 0: train.batch_tasks
   std::string pipeline = "stream";  // stream | sync (mpi/stream_runner.h, mpi/turn_runner.h)
   bool overlap_training = true;  // stream only: train finished groups during the rollout
+  bool speculative_turns = true;  // stream only: idle ranks start turn 2 before DCP decides
 
   void declare(OptionSet& opts);
   Status validate() const;

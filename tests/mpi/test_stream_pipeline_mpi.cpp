@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -191,6 +192,21 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
     EXPECT_EQ(sync.steps[i].train_sequences_early, 0) << i;
   }
   EXPECT_GT(early, 0);
+  // Idle policy ranks started turn 2 before DCP decided (rl.speculative_turns): the decisions
+  // kept some of those turns and dropped others, and the rows above are still the synchronous
+  // pipeline's, so a kept turn is the one the decision would have started and a dropped one left
+  // nothing behind.
+  int speculative = 0, dropped = 0;
+  for (const auto& r : stream.steps) {
+    speculative += r.n_speculative;
+    dropped += r.n_speculative_dropped;
+    EXPECT_LE(r.n_speculative_dropped, r.n_speculative);
+    EXPECT_EQ(r.speculative_dropped_tokens > 0, r.n_speculative_dropped > 0);
+  }
+  std::printf("speculative turns: %d, dropped %d\n", speculative, dropped);
+  EXPECT_GT(speculative, dropped);
+  EXPECT_GT(dropped, 0);
+  for (const auto& r : sync.steps) EXPECT_EQ(r.n_speculative, 0);
 
   // Rank 0 alone, verifying in-process: the same decisions again.
   TopologyConfig solo;

@@ -77,6 +77,10 @@ TEST(Dcp, ExpansionForcedBeforeEveryVerdictIsIn) {
   EXPECT_FALSE(dcp.expansion_forced(4, 4, 4));   // 4 more failures: hopeless
   EXPECT_FALSE(dcp.expansion_forced(0, 0, 8));
   EXPECT_TRUE(dcp.expansion_forced(4, 8, 0));    // everything in: the decision itself
+  EXPECT_TRUE(dcp.expansion_possible(3, 4, 4));  // not forced, but one more failure expands it
+  EXPECT_TRUE(dcp.expansion_possible(7, 7, 1));  // hopeless unless the last one passes
+  EXPECT_FALSE(dcp.expansion_possible(8, 8, 0)); // everything in, every one failed: hopeless
+  EXPECT_FALSE(dcp.expansion_possible(0, 7, 1)); // at most 1 failure of 8: easy
   DcpController off({.mode = DcpMode::kOff});
   EXPECT_TRUE(off.expansion_forced(1, 1, 7));    // off expands any group with a failure
   EXPECT_FALSE(off.expansion_forced(0, 1, 7));
@@ -84,14 +88,14 @@ TEST(Dcp, ExpansionForcedBeforeEveryVerdictIsIn) {
   EXPECT_FALSE(single.expansion_forced(4, 5, 3));
 }
 
-// expansion_forced against decide() on every way the pending samples can end (pass, fail or
-// void), for every tally of a group of 6, in three modes.
+// expansion_forced and expansion_possible against decide() on every way the pending samples can
+// end (pass, fail or void), for every tally of a group of 6, in three modes.
 TEST(Dcp, ExpansionForcedMeansEveryOutcomeExpands) {
   const std::vector<DcpController> modes = {DcpController({.mode = DcpMode::kStatic}),
                                             DcpController({.mode = DcpMode::kStatic, .easy_below = 0.3, .hopeless_at = 0.7}),
                                             DcpController({.mode = DcpMode::kOff})};
   const int G = 6;
-  int forced_seen = 0;
+  int forced_seen = 0, open_seen = 0;
   for (const auto& dcp : modes)
     for (int known = 0; known <= G; ++known)
       for (int n_void = 0; n_void <= known; ++n_void)
@@ -101,20 +105,26 @@ TEST(Dcp, ExpansionForcedMeansEveryOutcomeExpands) {
           for (int i = 0; i < n_fail; ++i) base.push_back(failure(1));
           for (int i = 0; i < n_void; ++i) base.push_back(void_sample());
           for (int i = n_fail + n_void; i < known; ++i) base.push_back(success_at(1));
-          bool all_expand = true;
+          bool all_expand = true, some_expand = false;
           int combos = 1;
           for (int i = 0; i < pending; ++i) combos *= 3;
           for (int c = 0; c < combos; ++c) {
             auto g = base;
             for (int i = 0, code = c; i < pending; ++i, code /= 3)
               g.push_back(code % 3 == 0 ? success_at(1) : code % 3 == 1 ? failure(1) : void_sample());
-            all_expand = all_expand && dcp.decide(g).label == DcpLabel::kExpanded;
+            const bool expands = dcp.decide(g).label == DcpLabel::kExpanded;
+            all_expand = all_expand && expands;
+            some_expand = some_expand || expands;
           }
           EXPECT_EQ(dcp.expansion_forced(n_fail, known - n_void, pending), all_expand)
               << n_fail << " failed, " << known - n_void << " valid, " << pending << " pending";
+          EXPECT_EQ(dcp.expansion_possible(n_fail, known - n_void, pending), some_expand)
+              << n_fail << " failed, " << known - n_void << " valid, " << pending << " pending";
           forced_seen += all_expand && pending > 0;
+          open_seen += some_expand && !all_expand;
         }
   EXPECT_GT(forced_seen, 10);  // the early case is not empty
+  EXPECT_GT(open_seen, 10);    // nor is the speculative one
 }
 
 TEST(Dcp, OnlyFailedSamplesOfExpandedGroupsContinueUntilSuccessOrMaxTurns) {

@@ -167,22 +167,31 @@ TEST(StepState, SingleTurnNeverExpands) {
 // The streaming pipeline's early turn 2: verdicts arrive one by one; once those in force DCP to
 // expand the group, its failed samples may start turn 2 (one even finishes it) before the last
 // turn-1 verdict, and DCP, deciding on turn 1 alone, then agrees.
-TEST(StepState, EarlyTurnTwoOnceExpansionIsForced) {
-  auto suite = tiny_suite();
-  model::ByteTokenizer tok;
-  auto format = *rl::make_prompt_format("plain", "", tok, {}, rl::MultiTurn::kAppend, 0);
-  rl::PromptBuilder pb(rl::PromptOptions{}, format);
-  StepState st(0, {0}, StepOptions{.group_size = 4, .max_turns = 3, .seed = 1});
-  const rl::DcpController dcp(rl::DcpOptions{});  // 4 samples: easy below 2 failures, hopeless at 4
-  auto items = *st.make_turn(1, suite, pb);
-  ASSERT_EQ(items.size(), 4u);
-  std::vector<Completion> comps;
-  for (const auto& it : items) comps.push_back({it.uid, "answer", {1, 2}, {7, 7, 7}, {-1, -1, -1}});
-  ASSERT_TRUE(st.add_completions(comps, 0).is_ok());
-  auto verdict = [&](int64_t uid, bool ok) {
+// One group of 4 samples whose turn 1 is generated; its verdicts come in one by one, as they
+// do in the streaming pipeline. DCP's defaults: easy below 2 failures of 4, hopeless at 4.
+class OneGroupStep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    items = *st.make_turn(1, suite, pb);
+    ASSERT_EQ(items.size(), 4u);
+    std::vector<Completion> comps;
+    for (const auto& it : items) comps.push_back({it.uid, "answer", {1, 2}, {7, 7, 7}, {-1, -1, -1}});
+    ASSERT_TRUE(st.add_completions(comps, 0).is_ok());
+  }
+  void verdict(int64_t uid, bool ok) {
     const Verdict v = ok ? Verdict::kOk : Verdict::kWrongAnswer;
     ASSERT_TRUE(st.add_outcomes({{uid, static_cast<int32_t>(v), 0, 1, 1, -1, ok ? "" : "max error 1 at index 0"}}).is_ok());
-  };
+  }
+  tasks::Suite suite = tiny_suite();
+  model::ByteTokenizer tok;
+  rl::PromptFormat format = *rl::make_prompt_format("plain", "", tok, {}, rl::MultiTurn::kAppend, 0);
+  rl::PromptBuilder pb{rl::PromptOptions{}, format};
+  StepState st{0, {0}, StepOptions{.group_size = 4, .max_turns = 3, .seed = 1}};
+  const rl::DcpController dcp{rl::DcpOptions{}};
+  std::vector<RolloutItem> items;
+};
+
+TEST_F(OneGroupStep, EarlyTurnTwoOnceExpansionIsForced) {
   verdict(items[0].uid, true);
   verdict(items[1].uid, false);
   EXPECT_TRUE(st.early_turn2(0, dcp).empty()) << "1 of 2 failed: the other two could make it easy";
@@ -206,6 +215,39 @@ TEST(StepState, EarlyTurnTwoOnceExpansionIsForced) {
   EXPECT_FALSE(g.samples[1].active);  // done at turn 2
   EXPECT_TRUE(g.samples[2].active);
   EXPECT_TRUE(g.samples[3].active);
+}
+
+// Speculative turn 2 (rl.speculative_turns): while the verdicts in leave DCP's decision open,
+// the failed samples are candidates; a turn made for one and then retracted leaves the sample as
+// it was, and once expansion is forced there is nothing to speculate on.
+TEST_F(OneGroupStep, SpeculativeTurnTwoWhileTheDecisionIsOpen) {
+  EXPECT_TRUE(st.speculative_turn2(0, dcp).empty()) << "no verdict in: no failed sample";
+  verdict(items[1].uid, false);
+  EXPECT_EQ(st.speculative_turn2(0, dcp), (std::vector<int>{1})) << "1 of 1 failed: easy, expanded or hopeless yet";
+  EXPECT_FALSE(st.expansion_forced(0, dcp));
+  // Its turn 2 is made, then taken back (as when DCP does not keep it): the sample is as before.
+  const auto before = st.groups()[0].samples[1].turns.size();
+  auto t2 = *st.make_sample_turn(0, 1, 2, suite, pb);
+  ASSERT_TRUE(t2.has_value());
+  EXPECT_TRUE(st.speculative_turn2(0, dcp).empty()) << "sample 1 has its turn 2";
+  st.retract_turn(0, 1, 2);
+  EXPECT_EQ(st.groups()[0].samples[1].turns.size(), before);
+  EXPECT_EQ(st.speculative_turn2(0, dcp), (std::vector<int>{1}));
+  // The same seed makes the same turn again: a kept speculative turn is the decision's.
+  auto again = *st.make_sample_turn(0, 1, 2, suite, pb);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->uid, t2->uid);
+  EXPECT_EQ(again->seed, t2->seed);
+  EXPECT_EQ(again->prompt_ids, t2->prompt_ids);
+  st.retract_turn(0, 1, 2);
+  verdict(items[2].uid, false);
+  EXPECT_EQ(st.speculative_turn2(0, dcp), (std::vector<int>{1, 2})) << "2 of 2 failed: expanded or hopeless yet";
+  verdict(items[0].uid, true);
+  EXPECT_TRUE(st.expansion_forced(0, dcp)) << "2 of 3 failed: expanded whatever sample 3 says";
+  EXPECT_TRUE(st.speculative_turn2(0, dcp).empty()) << "forced: early_turn2's, not speculative";
+  EXPECT_EQ(st.early_turn2(0, dcp), (std::vector<int>{1, 2}));
+  verdict(items[3].uid, false);
+  EXPECT_TRUE(st.speculative_turn2(0, dcp).empty()) << "every verdict in: the decision is made";
 }
 
 TEST(StepState, ResampledRoundLeavesEarlierGroupsAlone) {
