@@ -307,6 +307,7 @@ class Phase {
     LEAP_RETURN_IF_ERROR(state_.add_outcomes({o}));
     const int g = StepState::group_of(o.uid), s = StepState::sample_of(o.uid), turn = StepState::turn_of(o.uid);
     if (turn == 1) {
+      no_candidates_ = false;  // a failed sample may be a speculative turn's now
       if (!state_.turn1_verified(g)) {
         // The verdicts in may already force the group's expansion: its failed samples' turn 2
         // then starts before the rest are in (the same samples as after the decision), and
@@ -378,13 +379,14 @@ class Phase {
   // left to generate or train, a policy worker with nothing at all to do generates turn 2 of the
   // failed samples of groups DCP has not decided yet, where it may still expand them: the wait on
   // the sandbox becomes generation that the decision most often keeps. Only whole idle workers
-  // take such turns (a worker still decoding would slow its real work down), as much as they
-  // have room for and their share of the candidates, holders first (their KV cache serves the
-  // new turn). The turns' sandbox jobs wait for the decision; the same seeds give them the same
-  // tokens either way (StepState::make_sample_turn), so a kept turn is what the decision would
-  // have queued.
+  // take such turns (a worker still decoding would slow its real work down), at most half their
+  // room (a started turn cannot be stopped, and the other half takes real work as it comes) and
+  // their share of the candidates, holders first (their KV cache serves the new turn). The
+  // turns' sandbox jobs wait for the decision; the same seeds give them the same tokens either
+  // way (StepState::make_sample_turn), so a kept turn is what the decision would have queued.
   Status hand_out_speculation(TurnTimes* times) {
-    if (!speculate_ || !queue_.empty() || !trainable_.empty() || !sandbox_busy()) return Status::ok();
+    if (!speculate_ || no_candidates_ || !queue_.empty() || !trainable_.empty() || !sandbox_busy())
+      return Status::ok();
     std::vector<std::pair<int, int>> idle;  // (rank, room)
     for (const auto& [rank, want] : waiting_policy_)
       if (items_out_[rank] == 0 && training_out_[rank] == 0) idle.emplace_back(rank, want);
@@ -396,6 +398,9 @@ class Phase {
       if (state_.turn1_verified(static_cast<int>(g))) continue;
       for (int k : state_.speculative_turn2(static_cast<int>(g), dcp_)) candidates.emplace_back(static_cast<int>(g), k);
     }
+    // Nothing to speculate on until another turn-1 verdict comes in (file_verdict): the scan
+    // above is not repeated every pass of the loop meanwhile.
+    no_candidates_ = candidates.empty();
     if (candidates.empty()) return Status::ok();
     const int n_idle = static_cast<int>(idle.size());
     const int fair = std::max(1, (static_cast<int>(candidates.size()) + n_idle - 1) / n_idle);
@@ -406,7 +411,8 @@ class Phase {
       };
       std::stable_partition(candidates.begin(), candidates.end(), [&](const auto& c) { return holder(c) == r; });
       std::vector<RolloutItem> items;
-      while (!candidates.empty() && static_cast<int>(items.size()) < std::min(room, fair)) {
+      const int most = std::min(std::max(1, room / 2), fair);
+      while (!candidates.empty() && static_cast<int>(items.size()) < most) {
         const auto [g, k] = candidates.front();
         candidates.erase(candidates.begin());
         LEAP_ASSIGN_OR_RETURN(auto item, state_.make_sample_turn(g, k, 2, suite_, prompts_));
@@ -552,6 +558,7 @@ class Phase {
   };
   std::map<int64_t, Held> held_;            // of them, those generated: jobs held for the decision
   std::set<int64_t> dropped_uids_;          // dropped while being generated
+  bool no_candidates_ = false;              // none since the latest turn-1 verdict
   double wait_ = 0;                         // this phase's policy_wait_s so far
   GenerationEnd last_gen_;                  // the latest generation kept
   std::deque<SandboxJob> jobs_;             // verdicts to come, not yet sent
