@@ -32,12 +32,14 @@ void TrainProgress::add(const mpi::StepReport& report) {
   // Steps are numbered within the whole run (a resumed run starts past 0), and so is the total.
   const double eta = per_step * static_cast<double>(total_ - static_cast<int>(r.step) - 1);
   const double policy_s = r.policy_busy_s + r.policy_wait_s + r.policy_idle_s;
+  // Generation speed counts the speculative turns DCP dropped too: gen_s includes their time.
+  const double generated = static_cast<double>(r.tokens_generated + r.speculative_dropped_tokens);
   log_.info(
       "step {}/{} | pass t1 {:.2f} final {:.2f} | easy {} hopeless {} expanded {} | sandbox jobs {} (unpruned {}) | "
       "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s{} | policy wait {:.0f}% idle {:.0f}%, sandbox idle {:.0f}%{} | "
       "loss {:+.4f} | ETA {}{}",
       r.step + 1, total_, r.pass_turn1, r.pass_final, r.n_easy, r.n_hopeless, r.n_expanded, r.n_sandbox_jobs,
-      report.jobs_if_unpruned, r.gen_s > 0 ? static_cast<double>(r.tokens_generated) / r.gen_s : 0.0, r.gen_s,
+      report.jobs_if_unpruned, r.gen_s > 0 ? generated / r.gen_s : 0.0, r.gen_s,
       r.sandbox_s, r.train_s,
       // train_s is after the rollout; what trained during it (rl.overlap_training) is counted.
       r.train_sequences_early > 0
