@@ -213,8 +213,13 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
   auto t1 = make_topology(MPI_COMM_SELF, solo, 0, false);
   ASSERT_TRUE(t1.has_value());
   FakeVerifier v1;
+  v1.delay_ms = 5;  // as slow as the sandbox ranks above, so that rank 0 waits on it
   RunResult one = run(*t1, *suite, "stream", "", &v1);
   expect_same_decisions(sync.steps, one.steps);
+  int speculative_one = 0;  // rank 0's own generator took speculative turns too
+  for (const auto& r : one.steps) speculative_one += r.n_speculative;
+  std::printf("one rank: speculative turns %d\n", speculative_one);
+  EXPECT_GT(speculative_one, 0);
   EXPECT_EQ(one.params[0], sync.params[0]);
   free_topology(&*t1);
   MPI_Barrier(MPI_COMM_WORLD);
