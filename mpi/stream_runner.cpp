@@ -136,7 +136,7 @@ class Phase {
       }
     }
     // Every group is decided by now, so every speculative turn was kept or dropped.
-    LEAP_CHECK(speculative_.empty() && held_.empty() && dropped_uids_.empty(),
+    LEAP_CHECK(speculative_.empty() && held_.empty() && dropped_uids_.empty() && unfit_.empty(),
                "a streaming phase ended with speculative turns unsettled");
     for (int rank : policy_ranks_)
       if (rank != 0) outbox_.send(RolloutWork{}, rank, topo_.world);  // the phase is over
@@ -313,12 +313,12 @@ class Phase {
         // then starts before the rest are in (the same samples as after the decision), and
         // their speculative turns are kept.
         if (!state_.expansion_forced(g, dcp_)) return Status::ok();
-        settle_speculation(g, times);
+        settle_speculation(g, true, times);
         for (int k : state_.early_turn2(g, dcp_)) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
         return Status::ok();
       }
       state_.apply_dcp_to_group(g, dcp_);
-      settle_speculation(g, times);
+      settle_speculation(g, state_.groups()[static_cast<size_t>(g)].dcp.label == rl::DcpLabel::kExpanded, times);
       const int n = static_cast<int>(state_.groups()[static_cast<size_t>(g)].samples.size());
       for (int k = 0; k < n; ++k) LEAP_RETURN_IF_ERROR(queue_next_turn(g, k, 2));
       queue_training_if_final(g);
@@ -416,8 +416,8 @@ class Phase {
         const auto [g, k] = candidates.front();
         candidates.erase(candidates.begin());
         LEAP_ASSIGN_OR_RETURN(auto item, state_.make_sample_turn(g, k, 2, suite_, prompts_));
-        if (!item) {
-          ++dropped_;
+        if (!item) {  // the sample stops; it counts as stopped if DCP expands its group (settle)
+          unfit_.insert({g, k});
           continue;
         }
         speculative_.insert(item->uid);
@@ -438,8 +438,13 @@ class Phase {
 
   // Group g is decided, or its expansion forced: each of its speculative turns becomes the turn 2
   // the decision gives its sample (its job goes to the sandbox now, or when generated), or is
-  // dropped unverified when the sample does not continue.
-  void settle_speculation(int g, TurnTimes* times) {
+  // dropped unverified when the sample does not continue. A sample whose speculative turn did
+  // not fit the context counts as stopped for it only when the group is expanded, as in sync.
+  void settle_speculation(int g, bool expanded, TurnTimes* times) {
+    for (auto it = unfit_.lower_bound({g, 0}); it != unfit_.end() && it->first == g;) {
+      dropped_ += expanded ? 1 : 0;
+      it = unfit_.erase(it);
+    }
     for (auto it = speculative_.begin(); it != speculative_.end();) {
       const int64_t uid = *it;
       if (StepState::group_of(uid) != g) {
@@ -559,6 +564,7 @@ class Phase {
   std::map<int64_t, Held> held_;            // of them, those generated: jobs held for the decision
   std::set<int64_t> dropped_uids_;          // dropped while being generated
   bool no_candidates_ = false;              // none since the latest turn-1 verdict
+  std::set<std::pair<int, int>> unfit_;     // (group, sample): its speculative turn did not fit
   double wait_ = 0;                         // this phase's policy_wait_s so far
   GenerationEnd last_gen_;                  // the latest generation kept
   std::deque<SandboxJob> jobs_;             // verdicts to come, not yet sent
