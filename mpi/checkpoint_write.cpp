@@ -52,21 +52,20 @@ Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req, const
 Status export_model(MPI_Comm policy, const ExportRequest* req, const model::Transformer& model) {
   const int rank = rank_of(policy), world = size_of(policy);
   LEAP_CHECK(rank != 0 || req, "rank 0 writes the export's request");
-  Expected<std::string> mine = std::string();
-  if (rank == 0) {
-    Status begun = model::begin_model_export(req->dir);
-    mine = begun ? Expected<std::string>(req->dir) : Expected<std::string>(begun);
-  }
-  auto dir = from_root(mine, policy);
-  if (!dir) return dir.status();
+  // Into a staging folder beside req->dir, swapped in by rank 0 once every part is written
+  // (model::begin_staged_export): a job killed during the export leaves the earlier policy whole.
+  auto staging = from_root(rank == 0 ? model::begin_staged_export(req->dir) : Expected<std::string>(std::string()),
+                           policy);
+  if (!staging) return staging.status();
   const auto stored = from_rank0<model::DType>(rank == 0 ? req->stored : model::DType::kF32, policy);
   const uint64_t max_shard = from_rank0<uint64_t>(rank == 0 ? req->max_shard_bytes : 0, policy);
   const model::ModelExport plan = model::plan_model_export(model.layout(), stored, max_shard);
-  LEAP_RETURN_IF_ERROR(agree(model::write_model_shards(*dir, model, plan, rank, world), policy));
+  LEAP_RETURN_IF_ERROR(agree(model::write_model_shards(*staging, model, plan, rank, world), policy));
   Status finished = Status::ok();
   if (rank == 0) {
-    finished = model::finish_model_export(*dir, model, plan);
-    if (finished) finished = model::copy_model_side_files(req->model_dir, *dir);
+    finished = model::finish_model_export(*staging, model, plan);
+    if (finished) finished = model::copy_model_side_files(req->model_dir, *staging);
+    if (finished) finished = model::install_staged_export(*staging, req->dir);
   }
   return agree(finished, policy);  // as for a checkpoint: every rank learns how rank 0's part went
 }

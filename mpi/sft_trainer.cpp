@@ -35,10 +35,11 @@ void SftOptions::declare(OptionSet& opts) {
            {.min = 0.0, .max = 1.0});
   opts.add("sft.log_every", &log_every, 10, "SFT: log the loss every N steps.", {.min = 1});
   opts.add("sft.save_to", &save_to, std::string(""),
-           "SFT: also write the final policy (config.json + model.safetensors) to this folder.");
+           "SFT: also write the final policy (config.json + model.safetensors) to this folder, replacing it whole "
+           "(its other files are kept).");
   opts.add("sft.save_dtype", &save_dtype, std::string("f32"),
            "SFT: how sft.save_to stores the weights: f32, or bf16 (half the bytes, for a policy to commit or ship; "
-           "training checkpoints stay f32).",
+           "the checkpoints' resume state stays f32).",
            {.choices = {"f32", "bf16"}});
 }
 

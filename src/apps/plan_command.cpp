@@ -17,6 +17,7 @@
 
 #include "apps/subcommands.h"
 #include "apps/train_config.h"
+#include "model/checkpoint.h"
 #include "model/memory_plan.h"
 #include "model/reference_policy.h"
 #include "mpi/coordinator.h"
@@ -135,7 +136,7 @@ int run_plan(const std::vector<std::string>& args) {
   if (c.model.path.empty())
     return report_error("plan", invalid_input("model.path is not set: pass --model.path DIR (a folder "
                                               "with config.json; the weights are not read)"));
-  auto mc = model::read_model_config(c.model.path + "/config.json");
+  auto mc = model::read_folder_config(c.model.path);
   if (!mc) return report_error("plan", mc.status());
 
   // The longest sequences a run makes: prompts fill the budget train's prompt builder gets

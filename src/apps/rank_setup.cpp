@@ -37,7 +37,7 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
 #endif
   p->backend = std::move(be.backend);
   if (c.train.random_init) {
-    LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_model_config(c.model.path + "/config.json"));
+    LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_folder_config(c.model.path));
     p->model = std::make_unique<model::Transformer>(cfg, *p->backend);
     p->model->init_random(static_cast<uint64_t>(c.app.run.seed));
   } else {

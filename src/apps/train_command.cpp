@@ -7,7 +7,9 @@
 // (train_sft_run.h).
 #include <mpi.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "apps/kl_reference.h"
@@ -97,6 +99,26 @@ Status set_aside_unresumable(const std::string& path, const Logger& log) {
   return Status::ok();
 }
 
+// sft.save_to is replaced whole at the end (model::begin_staged_export): the run's own folder, or
+// one among its checkpoints (whose .tmp_/.old_ folders begin_checkpoint clears), would take the
+// run's checkpoints with it. Refused before the run, not after it.
+Status check_export_beside_run(const std::string& save_to, const std::string& out_dir) {
+  if (save_to.empty()) return Status::ok();
+  std::error_code ec;
+  const fs::path to = fs::weakly_canonical(fs::absolute(save_to), ec);
+  const fs::path run = fs::weakly_canonical(fs::absolute(out_dir), ec);
+  const fs::path ckpts = run / "checkpoints";
+  auto within = [&](const fs::path& root) {
+    return std::mismatch(root.begin(), root.end(), to.begin(), to.end()).first == root.end();
+  };
+  if (to == run || within(ckpts))
+    return invalid_input(fmt::format("sft.save_to {} is {}: the export replaces that folder whole; give a folder "
+                                     "of its own, e.g. --sft.save_to {}",
+                                     save_to, to == run ? "run.out_dir itself" : "inside run.out_dir's checkpoints",
+                                     (run / "policy").string()));
+  return Status::ok();
+}
+
 // Rank 0, before the run: the train split against the model's context (check_prompts_fit), the
 // output folders of SFT (RL's is made below, SFT's first used at its first checkpoint), and
 // settings that run but cannot do what they are for.
@@ -110,7 +132,8 @@ Status check_train_setup(const TrainConfig& c, const tasks::Suite& suite, const 
     if (ec)
       return invalid_input("run.out_dir " + c.app.run.out_dir + " cannot be created (" + ec.message() +
                            "): SFT writes its checkpoints there; give another --run.out_dir");
-    return check_folder_creatable(c.sft.save_to, "sft.save_to");
+    LEAP_RETURN_IF_ERROR(check_folder_creatable(c.sft.save_to, "sft.save_to"));
+    return check_export_beside_run(c.sft.save_to, c.app.run.out_dir);
   }
   if (c.train.batch_tasks > static_cast<int>(train.size()))
     log.warn("train.batch_tasks {} exceeds the {} train tasks of {}: a step draws some task twice", c.train.batch_tasks,

@@ -32,10 +32,12 @@ std::vector<std::pair<int64_t, fs::path>> list_checkpoints(const std::string& ru
   for (const auto& e : fs::directory_iterator(root, ec)) {
     std::string name = e.path().filename().string();
     if (!e.is_directory() || name.rfind(kPrefix, 0) != 0) continue;
-    try {
-      out.emplace_back(std::stoll(name.substr(5)), e.path());
-    } catch (...) {
-    }
+    const std::string digits = name.substr(5);
+    // All digits: a user's copy ("step_000042.bak") is not a checkpoint to resume or prune.
+    if (digits.empty() || digits.size() > 18 ||
+        !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    out.emplace_back(std::stoll(digits), e.path());
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -237,9 +239,17 @@ Expected<std::vector<std::string>> set_aside_newer_checkpoints(const std::string
     std::error_code ec;
     fs::remove_all(aside, ec);  // an earlier abandoned branch's of the same step
     fs::rename(dir, aside, ec);
-    if (ec) return io_error("cannot move '" + dir.string() + "' aside: " + ec.message());
+    if (ec) {
+      // The ones moved so far go back: a refused resume leaves the run as it was.
+      const Status undone = bring_back_set_aside(moved);
+      return io_error("cannot move '" + dir.string() + "' aside: " + ec.message() +
+                      (undone ? std::string() : "; and " + undone.message()));
+    }
     moved.push_back(aside.string());
   }
+  // On disk before the trajectory file is cut back to this step: a power loss must not bring
+  // back a later step_N for `latest` to find.
+  if (!moved.empty()) sync_folder((fs::path(run_dir) / "checkpoints").string());
   return moved;
 }
 
@@ -252,6 +262,7 @@ Status bring_back_set_aside(const std::vector<std::string>& moved) {
     fs::rename(p, back, ec);
     if (ec) return io_error("cannot move '" + aside + "' back to '" + back.string() + "': " + ec.message());
   }
+  if (!moved.empty()) sync_folder(fs::path(moved.front()).parent_path().string());
   return Status::ok();
 }
 

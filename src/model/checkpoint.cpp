@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/check.h"
 #include "common/fs_util.h"
 #include "model/safetensors.h"
 
@@ -134,16 +135,54 @@ Status stream_weights(const std::string& dir, const Transformer& model,
       dir, model, [&](const TensorInfo&) { return staging.data(); }, take);
 }
 
+namespace {
+
+// The folder an export replaces, its staging folder and where the earlier one goes aside, all in
+// one parent so that the renames stay on one file system ("out/policy/" names "out/policy").
+struct StagedPaths {
+  fs::path dir, staging, old;
+};
+
+StagedPaths staged_paths(const std::string& dir) {
+  // Through symlinks: a linked folder's target is what gets replaced, not the link.
+  std::error_code ec;
+  fs::path d = fs::weakly_canonical(fs::absolute(fs::path(dir)), ec);
+  if (ec) d = fs::absolute(fs::path(dir)).lexically_normal();
+  if (d.filename().empty()) d = d.parent_path();
+  const std::string name = d.filename().string();
+  return {d, d.parent_path() / (".tmp_" + name), d.parent_path() / (".old_" + name)};
+}
+
+// The files an export writes, which the earlier folder's copies must not survive, and the
+// temporary files of a write a killed job left (AtomicWriter's NAME.tmp.PID).
+bool not_carried(const std::string& name) {
+  return name == "config.json" || name == "model.safetensors" || name == "model.safetensors.index.json" ||
+         (name.starts_with("model-") && name.ends_with(".safetensors")) || name.find(".tmp.") != std::string::npos;
+}
+
+}  // namespace
+
 Status load_weights(const std::string& dir, Transformer& model) {
   return stream_weights(dir, model, [&](const TensorInfo& t, const float* data) {
     model.backend().upload(model.params() + t.offset, data, t.numel);
   });
 }
 
+Expected<ModelConfig> read_folder_config(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    const StagedPaths p = staged_paths(dir);
+    if (fs::is_directory(p.old, ec))
+      return invalid_input(fmt::format("model folder '{}' does not exist, but '{}' does: an export stopped while "
+                                       "replacing it, and that is its earlier copy; rename it back to '{}'",
+                                       dir, p.old.string(), p.dir.filename().string()));
+  }
+  return read_model_config((fs::path(dir) / "config.json").string());
+}
+
 Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
                                                   backend::Backend& backend) {
-  LEAP_ASSIGN_OR_RETURN(ModelConfig cfg,
-                        read_model_config((fs::path(dir) / "config.json").string()));
+  LEAP_ASSIGN_OR_RETURN(ModelConfig cfg, read_folder_config(dir));
   auto model = std::make_unique<Transformer>(cfg, backend);
   LEAP_RETURN_IF_ERROR(load_weights(dir, *model));
   return model;
@@ -247,12 +286,76 @@ Status finish_model_export(const std::string& dir, const Transformer& model, con
   return Status::ok();
 }
 
+
+Expected<std::string> begin_staged_export(const std::string& dir) {
+  const StagedPaths p = staged_paths(dir);
+  std::error_code ec;
+  if (!fs::exists(p.dir, ec) && fs::is_directory(p.old, ec)) {
+    fs::rename(p.old, p.dir, ec);
+    if (ec)
+      return io_error(fmt::format("cannot put back '{}', the only complete copy of '{}' (an earlier export stopped "
+                                  "while replacing it): {}; rename it by hand",
+                                  p.old.string(), p.dir.string(), ec.message()));
+  }
+  for (const fs::path& leftover : {p.staging, p.old}) {
+    fs::remove_all(leftover, ec);
+    if (ec)
+      return io_error(fmt::format("cannot remove '{}', left by an unfinished export: {}; remove it by hand",
+                                  leftover.string(), ec.message()));
+  }
+  if (fs::exists(p.dir, ec) && !fs::is_directory(p.dir, ec))
+    return invalid_input(fmt::format("'{}' is a file, not a model folder: name a folder to write the model into",
+                                     p.dir.string()));
+  fs::create_directories(p.staging, ec);
+  if (ec) return io_error(fmt::format("cannot create {}: {}", p.staging.string(), ec.message()));
+  return p.staging.string();
+}
+
+Status install_staged_export(const std::string& staging, const std::string& dir) {
+  const StagedPaths p = staged_paths(dir);
+  LEAP_CHECK(fs::path(staging) == p.staging, "the staging folder is begin_staged_export's");
+  std::error_code ec;
+  if (fs::is_directory(p.dir, ec)) {
+    std::vector<fs::path> keep;  // listed first, copied after
+    for (const auto& e : fs::directory_iterator(p.dir, ec)) {
+      const std::string name = e.path().filename().string();
+      if (!not_carried(name) && !fs::exists(p.staging / name)) keep.push_back(e.path());
+    }
+    if (ec) return io_error(fmt::format("cannot list {}: {}", p.dir.string(), ec.message()));
+    for (const fs::path& from : keep) {
+      const fs::path to = p.staging / from.filename();
+      fs::copy(from, to, fs::copy_options::recursive | fs::copy_options::create_hard_links, ec);
+      if (ec) {  // a file system without hard links: a plain copy
+        fs::remove_all(to, ec);
+        fs::copy(from, to, fs::copy_options::recursive, ec);
+      }
+      if (ec)
+        return io_error(fmt::format("cannot carry '{}' into the new export: {}", from.string(), ec.message()));
+    }
+  }
+  sync_folder(p.staging.string());
+  if (fs::exists(p.dir, ec)) {
+    fs::rename(p.dir, p.old, ec);
+    if (ec) return io_error(fmt::format("cannot move the earlier '{}' aside: {}", p.dir.string(), ec.message()));
+  }
+  fs::rename(p.staging, p.dir, ec);
+  if (ec)
+    return io_error(fmt::format("cannot rename '{}' into place: {} (the earlier export is in '{}'; the next "
+                                "export puts it back first)",
+                                p.staging.string(), ec.message(), p.old.string()));
+  // On disk before the earlier copy goes: a power loss must not find neither.
+  sync_folder(p.dir.parent_path().string());
+  fs::remove_all(p.old, ec);
+  return Status::ok();
+}
+
 Status save_model(const std::string& dir, const Transformer& model, DType stored,
                   uint64_t max_shard_bytes) {
   const ModelExport plan = plan_model_export(model.layout(), stored, max_shard_bytes);
-  LEAP_RETURN_IF_ERROR(begin_model_export(dir));
-  LEAP_RETURN_IF_ERROR(write_model_shards(dir, model, plan, 0, 1));
-  return finish_model_export(dir, model, plan);
+  LEAP_ASSIGN_OR_RETURN(std::string staging, begin_staged_export(dir));
+  LEAP_RETURN_IF_ERROR(write_model_shards(staging, model, plan, 0, 1));
+  LEAP_RETURN_IF_ERROR(finish_model_export(staging, model, plan));
+  return install_staged_export(staging, dir);
 }
 
 }  // namespace leap::model

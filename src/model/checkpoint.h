@@ -18,6 +18,10 @@
 
 namespace leap::model {
 
+// DIR/config.json. When DIR is missing and an export stopped between its renames (see
+// begin_staged_export), the error names the earlier copy to rename back.
+Expected<ModelConfig> read_folder_config(const std::string& dir);
+
 // Reads DIR/config.json and the weights into a new Transformer on `backend`.
 Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
                                                   backend::Backend& backend);
@@ -38,9 +42,9 @@ Status read_weights(const std::string& dir, const Transformer& model, float* hos
 // torch_dtype says which): DIR/model.safetensors, or, when they exceed max_shard_bytes, shards
 // model-0000k-of-0000n.safetensors and model.safetensors.index.json, as transformers'
 // save_pretrained lays them out (its default max_shard_size "5GB" is 5e9 bytes). Tensors are
-// written one at a time from the backend, never through a host copy of the whole model. Weight
-// files of an earlier save in DIR that this one did not write are removed. DIR is created if
-// missing.
+// written one at a time from the backend, never through a host copy of the whole model. The
+// save is staged (begin_staged_export): DIR is replaced whole, so a crash leaves the earlier save
+// as it was; its other files (not weights or config.json) stay. DIR is created if missing.
 inline constexpr uint64_t kDefaultMaxShardBytes = 5'000'000'000;
 Status save_model(const std::string& dir, const Transformer& model, DType stored = DType::kF32,
                   uint64_t max_shard_bytes = kDefaultMaxShardBytes);
@@ -66,5 +70,18 @@ Status write_model_shards(const std::string& dir, const Transformer& model, cons
                           int world);
 // config.json, the index (when sharded), and the removal of weight files of an earlier save.
 Status finish_model_export(const std::string& dir, const Transformer& model, const ModelExport& plan);
+
+// An export that replaces a folder as a whole (save_model, sft.save_to): begin_staged_export
+// makes an empty staging folder beside DIR (".tmp_NAME"), the export is written into it, and
+// install_staged_export swaps it in with two renames (DIR to ".old_NAME", the staging folder to
+// DIR), then removes the old one. A crash before the renames leaves DIR as it was; one between
+// them leaves the earlier export only as ".old_NAME", which the next begin_staged_export puts
+// back first. Returns the staging folder; a staging or ".old_" folder of an earlier attempt is
+// removed.
+Expected<std::string> begin_staged_export(const std::string& dir);
+// Files in DIR that are not the export's (anything but weight files and config.json: a README,
+// the tokenizer when the export brings none) are carried into the staging folder (hard links where
+// the file system allows) before the swap.
+Status install_staged_export(const std::string& staging, const std::string& dir);
 
 }  // namespace leap::model

@@ -177,6 +177,9 @@ TEST(CheckpointDir, AResumedBranchSetsLaterCheckpointsAsideAndCleansUp) {
   EXPECT_EQ((*moved)[0], root + "abandoned_" + checkpoint_dir_name(2));
   EXPECT_TRUE(fs::exists(root + "abandoned_" + checkpoint_dir_name(3) + "/state.json"));
   EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(1));
+  // A user's copy named like a later step is not a checkpoint: neither latest nor pruned.
+  fs::copy(root + checkpoint_dir_name(1), root + checkpoint_dir_name(9) + ".bak", fs::copy_options::recursive);
+  EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(1));
   // The resumed run writes step 2 again, and then step 2 once more (a crashed attempt's).
   fs::create_directories(root + ".tmp_" + checkpoint_dir_name(7));
   ASSERT_TRUE(save_checkpoint({run, 2, {{"x", 1}}, 5, ""}, t.model, t.opt).is_ok());
@@ -185,6 +188,7 @@ TEST(CheckpointDir, AResumedBranchSetsLaterCheckpointsAsideAndCleansUp) {
   EXPECT_FALSE(fs::exists(root + ".old_" + checkpoint_dir_name(2)));
   EXPECT_EQ(nlohmann::json::parse(*read_file(root + checkpoint_dir_name(2) + "/state.json"))["x"], 2);
   EXPECT_EQ(fs::path(*latest_checkpoint(run)).filename(), checkpoint_dir_name(2));
+  EXPECT_TRUE(fs::exists(root + checkpoint_dir_name(9) + ".bak/state.json"));
 }
 
 // A crash between finish_checkpoint's two renames (the earlier step_N set aside, the new one not

@@ -229,6 +229,66 @@ TEST_F(Checkpoint, ShardedSaveHasAnIndexLoadsBackAndReplacesAnEarlierSave) {
   EXPECT_EQ((*again)->params()[0], m.params()[0]);
 }
 
+// save_model is staged (begin_staged_export): an export cut short, before or between its
+// renames, leaves the earlier folder whole and loadable; the next one cleans up after it, and the
+// folder's other files (a README) survive every save.
+TEST_F(Checkpoint, AnExportCutShortLeavesTheEarlierFolderWhole) {
+  const std::string d = fresh_dir("staged");
+  const fs::path parent = fs::path(d).parent_path();
+  const fs::path staging_dir = parent / ".tmp_leap_ckpt_staged", old_dir = parent / ".old_leap_ckpt_staged";
+  fs::remove_all(staging_dir);
+  fs::remove_all(old_dir);
+  Transformer first(config(false), be), second(config(false), be);
+  first.init_random(4);
+  second.init_random(5);
+  const uint64_t limit = first.num_params() * 4 / 5;  // several shards
+  ASSERT_TRUE(save_model(d, first, DType::kF32, limit).is_ok());
+  ASSERT_TRUE(write_file_atomic(d + "/README.md", "notes\n").is_ok());
+  auto loads = [&](const Transformer& want) {
+    auto back = load_model(d, be);
+    if (!back.has_value()) return ::testing::AssertionFailure() << back.status().message();
+    for (size_t i = 0; i < want.num_params(); ++i)
+      if ((*back)->params()[i] != want.params()[i]) return ::testing::AssertionFailure() << "parameter " << i;
+    return ::testing::AssertionSuccess();
+  };
+
+  // Cut short while the ranks write their shards: half of them written, nothing installed.
+  auto staging = begin_staged_export(d);
+  ASSERT_TRUE(staging.has_value()) << staging.status().message();
+  EXPECT_EQ(fs::path(*staging), staging_dir);
+  const ModelExport plan = plan_model_export(second.layout(), DType::kF32, limit);
+  ASSERT_TRUE(write_model_shards(*staging, second, plan, 0, 2).is_ok());
+  EXPECT_TRUE(loads(first)) << "the earlier export is untouched";
+
+  // Cut short between the renames: the folder is only its ".old_" copy. The next export puts it
+  // back before anything else, and removes the unfinished staging folder.
+  fs::rename(d, old_dir);
+  staging = begin_staged_export(d);
+  ASSERT_TRUE(staging.has_value()) << staging.status().message();
+  EXPECT_TRUE(loads(first)) << "put back from " << old_dir;
+  EXPECT_FALSE(fs::exists(old_dir));
+  EXPECT_TRUE(fs::is_empty(*staging)) << "an unfinished staging folder starts again empty";
+
+  // A whole save (one file now, through a trailing slash): the shards and the index go, the README
+  // stays, nothing is left beside the folder.
+  ASSERT_TRUE(save_model(d + "/", second).is_ok());
+  EXPECT_TRUE(loads(second));
+  EXPECT_EQ(read_file(d + "/README.md").value(), "notes\n");
+  EXPECT_FALSE(fs::exists(d + "/model.safetensors.index.json"));
+  for (size_t k = 0; k < plan.shards.size(); ++k) EXPECT_FALSE(fs::exists(d + "/" + plan.shard_name(k)));
+  EXPECT_FALSE(fs::exists(staging_dir));
+  EXPECT_FALSE(fs::exists(old_dir));
+  EXPECT_FALSE(fs::exists(parent / ".tmp_")) << "a trailing slash names the folder, not an empty name";
+
+  // A file where the folder should be: a clear error, nothing written.
+  const std::string file = fresh_dir("staged_file") + "/policy";
+  ASSERT_TRUE(write_file_atomic(file, "x").is_ok());
+  const auto refused = begin_staged_export(file);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("is a file, not a model folder"), std::string::npos)
+      << refused.status().message();
+}
+
 TEST(Safetensors, ReadsBf16AndF16) {
   // 1.5 = bf16 0x3FC0, f16 0x3E00; -2 = bf16 0xC000, f16 0xC000; 2^-24 = f16 0x0001 (subnormal).
   const uint16_t bf[2] = {0x3FC0, 0xC000};

@@ -8,7 +8,8 @@
 // numbers of micro-batches. The plan covers every float once, and AdamW's shard holds 1/world of
 // the moments. Clipping is active (grad_clip below the norm), so a wrong global norm shows. A
 // checkpoint written by the ranks in parallel holds the sharded run's exact state, and loads
-// into a replicated optimizer and into another number of ranks' shards. Gradients communicated
+// into a replicated optimizer and into another number of ranks' shards; sft.save_to's export,
+// written by every rank, replaces its folder whole. Gradients communicated
 // in bf16 (optim.grad_comm_dtype) are checked against the roundings they make and against fp32.
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -23,6 +24,7 @@
 #include <string>
 
 #include "backend/cpu_backend.h"
+#include "common/fs_util.h"
 #include "common/rng.h"
 #include "model/memory_plan.h"
 #include "model/token_batch.h"
@@ -308,6 +310,58 @@ TEST(ZeroShard, ShardedStepMatchesTheReplicatedOne) {
     EXPECT_NE(st.status().message().find("the checkpoint is incomplete"), std::string::npos) << st.status().message();
     std::filesystem::remove_all(*run);
   }
+  MPI_Barrier(comm);
+}
+
+// sft.save_to's export (export_model): every rank writes its shards into the staging folder and
+// rank 0 swaps it in, so the folder is the new export whole (bf16, more shards than ranks), the
+// earlier export's shards are gone, its README stays, and nothing is left beside it.
+TEST(ParallelExport, EveryRankWritesItsShardsAndTheFolderIsReplacedWhole) {
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = rank_of(comm);
+  backend::CpuBackend be(1);
+  model::Transformer m(tiny_config(), be);
+  m.init_random(11, 0.1f);
+  auto dir = from_root(rank == 0 ? Expected<std::string>(::testing::TempDir() + "/leap_export_" +
+                                                         std::to_string(::getpid()) + "/policy")
+                                 : Expected<std::string>(std::string()),
+                       comm);
+  ASSERT_TRUE(dir.has_value());
+  const std::string parent = std::filesystem::path(*dir).parent_path().string();
+  if (rank == 0) {  // an earlier export of other weights, in more shards, with a README beside it
+    model::Transformer earlier(tiny_config(), be);
+    earlier.init_random(12, 0.1f);
+    ASSERT_TRUE(model::save_model(*dir, earlier, model::DType::kF32, 2048).is_ok());
+    ASSERT_TRUE(write_file_atomic(*dir + "/README.md", "notes").is_ok());
+  }
+  MPI_Barrier(comm);
+  const ExportRequest req{*dir, model::DType::kBF16, 4096, ""};
+  const Status written = export_model(comm, rank == 0 ? &req : nullptr, m);
+  ASSERT_TRUE(written.is_ok()) << written.message();
+  MPI_Barrier(comm);
+  const model::ModelExport plan = model::plan_model_export(m.layout(), model::DType::kBF16, 4096);
+  const model::ModelExport earlier_plan = model::plan_model_export(m.layout(), model::DType::kF32, 2048);
+  EXPECT_GT(plan.shards.size(), static_cast<size_t>(size_of(comm)));
+  ASSERT_GT(earlier_plan.shards.size(), plan.shards.size());
+  for (size_t k = 0; k < plan.shards.size(); ++k) EXPECT_TRUE(std::filesystem::exists(*dir + "/" + plan.shard_name(k)));
+  for (size_t k = plan.shards.size(); k < earlier_plan.shards.size(); ++k)
+    EXPECT_FALSE(std::filesystem::exists(*dir + "/" + earlier_plan.shard_name(k))) << "an earlier shard survived";
+  EXPECT_EQ(read_file(*dir + "/README.md").value(), "notes");
+  std::vector<float> exported(m.num_params());
+  ASSERT_TRUE(model::read_weights(*dir, m, exported.data()).is_ok());
+  size_t off_by = 0;
+  for (size_t i = 0; i < exported.size(); ++i) {
+    const uint32_t bits = static_cast<uint32_t>(model::f32_to_bf16(m.params()[i])) << 16;
+    float rounded;
+    std::memcpy(&rounded, &bits, sizeof rounded);
+    off_by += exported[i] != rounded;
+  }
+  EXPECT_EQ(off_by, 0u) << "the export is the bf16 rounding of the weights";
+  size_t beside = 0;
+  for (const auto& e : std::filesystem::directory_iterator(parent)) beside += e.path().filename() != "policy";
+  EXPECT_EQ(beside, 0u) << "a staging or .old_ folder was left in " << parent;
+  MPI_Barrier(comm);
+  if (rank == 0) std::filesystem::remove_all(parent);
   MPI_Barrier(comm);
 }
 

@@ -66,6 +66,8 @@ refused prompt-limit-fills-context "prompt.max_prompt_tokens' = 4096 is not belo
 refused no-prompt-fits "no sample could start" --prompt.max_prompt_tokens 16
 grep '"split": *"heldout"' "$src/tasks/level1.jsonl" > "$tmp/heldout_only.jsonl"
 refused no-train-task "has no train tasks" --suite "$tmp/heldout_only.jsonl"
+# sft.save_to is replaced whole at the end: among the run's checkpoints it is refused before the run.
+refused export-in-run "inside run.out_dir's checkpoints" --mode sft --sft.save_to "$tmp/export-in-run/checkpoints/policy"
 
 # SFT warm start on a few tasks: material verified by a sandbox rank, two policy ranks train, the
 # policy is written where asked (both ranks joining the export) and opens with `leap score`.
