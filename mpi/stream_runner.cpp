@@ -378,19 +378,21 @@ class Phase {
   // Speculative turns (rl.speculative_turns). While verdicts are outstanding and nothing else is
   // left to generate or train, a policy worker with nothing at all to do generates turn 2 of the
   // failed samples of groups DCP has not decided yet, where it may still expand them: the wait on
-  // the sandbox becomes generation that the decision most often keeps. Only whole idle workers
+  // the sandbox becomes generation that the decision keeps or drops (about half of each in the
+  // benchmark, benchmarks/README.md). Only whole idle workers
   // take such turns (a worker still decoding would slow its real work down), at most half their
-  // room (a started turn cannot be stopped, and the other half takes real work as it comes) and
+  // room and none with a room of 1 (a started turn cannot be stopped, and the rest takes real
+  // work as it comes) and
   // their share of the candidates, holders first (their KV cache serves the new turn). The
   // turns' sandbox jobs wait for the decision; the same seeds give them the same tokens either
   // way (StepState::make_sample_turn), so a kept turn is what the decision would have queued.
   Status hand_out_speculation(TurnTimes* times) {
     if (!speculate_ || no_candidates_ || !queue_.empty() || !trainable_.empty() || !sandbox_busy())
       return Status::ok();
-    std::vector<std::pair<int, int>> idle;  // (rank, room)
+    std::vector<std::pair<int, int>> idle;  // (rank, room); a room of 1 keeps its one slot for real work
     for (const auto& [rank, want] : waiting_policy_)
-      if (items_out_[rank] == 0 && training_out_[rank] == 0) idle.emplace_back(rank, want);
-    if (generator_.outstanding() == 0 && generator_.training() == 0 && generator_.room() > 0)
+      if (items_out_[rank] == 0 && training_out_[rank] == 0 && want >= 2) idle.emplace_back(rank, want);
+    if (generator_.outstanding() == 0 && generator_.training() == 0 && generator_.room() >= 2)
       idle.emplace_back(0, generator_.room());
     if (idle.empty()) return Status::ok();
     std::vector<std::pair<int, int>> candidates;  // (group, sample)
@@ -411,11 +413,15 @@ class Phase {
       };
       std::stable_partition(candidates.begin(), candidates.end(), [&](const auto& c) { return holder(c) == r; });
       std::vector<RolloutItem> items;
-      const int most = std::min(std::max(1, room / 2), fair);
+      const int most = std::min(room / 2, fair);
       while (!candidates.empty() && static_cast<int>(items.size()) < most) {
         const auto [g, k] = candidates.front();
         candidates.erase(candidates.begin());
-        LEAP_ASSIGN_OR_RETURN(auto item, state_.make_sample_turn(g, k, 2, suite_, prompts_));
+        auto made = state_.make_sample_turn(g, k, 2, suite_, prompts_);
+        // A prompt that cannot be built (a template that raises) is left to the decision: the
+        // step fails on it only if DCP expands the group, as in sync.
+        if (!made) continue;
+        auto& item = *made;
         if (!item) {  // the sample stops; it counts as stopped if DCP expands its group (settle)
           unfit_.insert({g, k});
           continue;
