@@ -231,8 +231,8 @@ DcpOptions DcpConfig::options(int max_turns) const {
 
 void PromptConfig::declare(OptionSet& o) {
   o.add("prompt.chat_template", &chat_template, std::string("auto"),
-        "Chat template: auto (the model folder's own, from tokenizer_config.json, when it has "
-        "one, else plain), model, plain (role headers as text, for the demo policies, which have none "
+        "Chat template: auto (the model folder's own, from chat_template.jinja or tokenizer_config.json, "
+        "when it has one, else plain), model, plain (role headers as text, for the demo policies, which have none "
         "of their own) or chatml (<|im_start|> turns, for Qwen-family base models).",
         {.choices = {"auto", "model", "plain", "chatml"}});
   o.add("prompt.multi_turn", &multi_turn, std::string("append"),
