@@ -53,6 +53,16 @@ Status check_checkpoint_mode(const nlohmann::json& state, const std::string& dir
                                    dir, saved, mode));
 }
 
+// Every draw of a run derives from its seed (sampling, the suite's order, SFT's data order), so a
+// resume with another seed would not continue the run it names: refused, naming the seed to give.
+Status check_checkpoint_seed(const nlohmann::json& state, const std::string& dir, int64_t seed) {
+  const nlohmann::json saved = state.value("seed", nlohmann::json());
+  if (!saved.is_number_integer() || saved.get<int64_t>() == seed) return Status::ok();
+  return invalid_input(fmt::format("{}/state.json: the checkpoint's run has run.seed = {}, this one {}: resume with "
+                                   "--run.seed {} (or start a new run in another --run.out_dir)",
+                                   dir, saved.get<int64_t>(), seed, saved.get<int64_t>()));
+}
+
 // A checkpoint's DCP state, read into a scratch controller: a damaged one is an error (exit 2)
 // here, before rank 0 cuts the trajectory file back to the checkpoint's step.
 Status check_dcp_state(const nlohmann::json& state, const std::string& dir, const rl::RlSections& rl) {
@@ -233,6 +243,7 @@ int run_train(const std::vector<std::string>& args) {
       if (state) resume_state = std::move(*state);
       else setup = state.status().with_context("resuming from " + *dir);
       if (setup) setup = check_checkpoint_mode(resume_state, *dir, c.train.mode);
+      if (setup) setup = check_checkpoint_seed(resume_state, *dir, c.app.run.seed);
       if (setup) setup = check_kl_reference(resume_state, *dir, policy.reference.get(), log);
       if (setup && c.train.mode == "rl") setup = check_dcp_state(resume_state, *dir, c.rl);
       if (setup && topo->is_coordinator()) log.info("resuming from {} (step {})", *dir, resume_state["step"].get<int64_t>());

@@ -165,6 +165,9 @@ check sft-complete-exports 0 "policy written to .*/sft-a-policy" -- "$src/script
   --mode sft "${sft[@]}" --train.steps 6 --run.out_dir "$tmp/sft-a" --resume latest --sft.save_to "$tmp/sft-a-policy"
 [ -f "$tmp/sft-a-policy/model.safetensors" ] && [ -f "$tmp/sft-a-policy/config.json" ] \
   && echo "ok   sft-complete-exports: the policy folder is there" || { echo "FAIL no policy after resuming the complete run"; fail=1; }
+check sft-other-seed 2 "the checkpoint's run has run.seed = [0-9]*, this one 99: resume with --run.seed" -- \
+  "$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft "${sft[@]}" --train.steps 8 --run.out_dir "$tmp/sft-a" \
+  --resume latest --run.seed 99
 check sft-checkpoint-in-rl 2 "cannot be resumed with --mode rl" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" train \
   --suite "$tmp/two.jsonl" --model "$tmp/tiny" --train.random_init --mpi.sandbox_ranks 0 --sandbox.device cpu \
   --train.steps 8 --run.out_dir "$tmp/sft-a" --resume latest
