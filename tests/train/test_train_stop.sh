@@ -86,8 +86,14 @@ bad state-without-step "state.json" 'echo "{}" > state.json'
 sed 's/"hidden_size": *[0-9]*/"hidden_size": 48/' "$here/tiny_config.json" > "$tmp/wide_config.json"
 mkdir -p "$tmp/wide" && cp "$tmp/wide_config.json" "$tmp/wide/config.json"
 model="$tmp/wide" bad other-shape "model.safetensors|config.json|shape" ':'
-# The trajectory file of another run (another seed): refused by its fingerprint.
-bad foreign-trajectories "belongs to another run" ':' --run.seed 99
+# Another seed than the checkpoint's: refused, naming the seed to resume with.
+bad other-seed "the checkpoint's run has run.seed = [0-9]*, this one 99: resume with --run.seed" ':' --run.seed 99
+# The trajectory file of another run (its fingerprint says another batch of tasks a step):
+# refused by its fingerprint.
+bad foreign-trajectories "belongs to another run" '/usr/bin/python3 -c "
+import h5py, numpy as np
+with h5py.File(\"../../trajectories.h5\", \"r+\") as f:
+    f.attrs[\"run_fingerprint\"] = np.bytes_(f.attrs[\"run_fingerprint\"].replace(b\"B=2\", b\"B=3\"))"'
 check resume-nothing-folder 2 "not a checkpoint folder" -- \
   train 1 "$LEAP" train "${opts[@]}" --train.steps 4 --run.out_dir "$tmp/straight" --resume "$tmp/nowhere"
 
