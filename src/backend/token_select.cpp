@@ -7,6 +7,8 @@
 #include <numeric>
 #include <vector>
 
+#include "common/check.h"
+
 namespace leap::backend {
 
 int32_t select_token(const float* logits, int V, const TokenRule& rule, double uniform,
@@ -21,6 +23,12 @@ int32_t select_token(const float* logits, int V, const TokenRule& rule, double u
   double sum = 0.0;
   for (int v = 0; v < V; ++v) sum += std::exp(static_cast<double>(s * logits[v] - smx));
   const float lse = smx + static_cast<float>(std::log(sum));
+  // A NaN or infinite logit makes every probability of the row meaningless (and the sort below
+  // undefined): the policy's weights are not finite, or its forward overflowed.
+  if (!std::isfinite(lse))
+    LEAP_FATAL("the policy's logits are not finite (NaN or infinity in a row of " << V
+               << "): its weights are corrupt or its forward overflowed; check the policy folder's weights, or "
+                  "resume from an earlier checkpoint");
   int32_t chosen = 0;
   if (rule.temperature <= 0.0) {
     chosen = static_cast<int32_t>(std::max_element(logits, logits + n) - logits);  // first maximum

@@ -87,6 +87,13 @@ StepStats AdamW::step(const std::function<double(double)>& group_sum, const floa
   double sq = 0;
   for (size_t k = 0; k < shard_.size(); ++k) sq += be.sum_squares(grad(k), shard_[k].second);
   s.grad_norm = std::sqrt(group_sum ? group_sum(sq) : sq) * std::abs(grad_multiplier);
+  // A NaN or infinite gradient (a diverged loss, a non-finite log-probability) would write NaN
+  // into every weight it reaches, and the next checkpoint would keep them. The run stops before
+  // the update instead; every rank sees the same norm (it is the group's), so all stop here.
+  if (!std::isfinite(s.grad_norm))
+    LEAP_FATAL("the gradient is not finite (norm " << s.grad_norm << ") at optimizer step " << t_ + 1
+               << ": the weights were not updated and the run stops, its last checkpoint intact; resume from it "
+                  "with a lower optim.lr, or look in the step's trajectories for a non-finite loss or log-probability");
   // torch.nn.utils.clip_grad_norm_'s rule, 1e-6 included, so runs match PyTorch's.
   const double clip = cfg_.grad_clip > 0 ? std::min(1.0, cfg_.grad_clip / (s.grad_norm + 1e-6)) : 1.0;
   const float scale = static_cast<float>(clip * grad_multiplier);

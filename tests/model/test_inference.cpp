@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -13,6 +14,7 @@
 #include "backend/cpu_backend.h"
 #include "common/bf16.h"
 #include "model/byte_tokenizer.h"
+#include "model/optimizer.h"
 #include "model/sampler.h"
 
 namespace leap::model {
@@ -134,6 +136,32 @@ TEST_F(Inference, SameSeedSameCompletionsOtherSeedDiffers) {
     any_diff |= (*x)[i].tokens != (*z)[i].tokens;
   }
   EXPECT_TRUE(any_diff);
+}
+
+// Non-finite numbers stop the run with a message that names them: a NaN weight makes the logits
+// NaN, which the sampler refuses (it would otherwise decode the vocabulary's last id to the end),
+// and a NaN gradient stops the optimizer before it writes any weight.
+TEST_F(Inference, NonFiniteLogitsOrGradientsStopTheRunClearly) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto m = make(tiny_config());
+  Sampler s(*m, &tok);
+  SamplerConfig sc;
+  sc.max_new_tokens = 4;
+  Rng g(1);
+  ASSERT_TRUE(s.generate(prompts, sc, g).has_value()) << "finite weights sample";
+  const float kept = m->params()[m->num_params() - 1];
+  m->params()[m->num_params() - 1] = std::nanf("");
+  EXPECT_DEATH((void)s.generate(prompts, sc, g), "the policy's logits are not finite");
+  m->params()[m->num_params() - 1] = kept;
+
+  AdamW opt(OptimConfig{}, *m);
+  m->zero_grad();
+  m->grads()[3] = std::numeric_limits<float>::infinity();
+  EXPECT_DEATH(opt.step(), "the gradient is not finite .* at optimizer step 1: the weights were not updated");
+  m->grads()[3] = 0.5f;
+  const float before = m->params()[3];
+  opt.step();
+  EXPECT_NE(m->params()[3], before) << "a finite gradient still updates";
 }
 
 // With one generator per sequence, a sequence's sample does not depend on its batch.
