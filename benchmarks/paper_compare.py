@@ -28,12 +28,16 @@ checkpoint on every held-out task of the suite, and the RL gain is then read the
 finished evaluation is a JSON file under --results (commit them): rerunning skips what is there,
 so the comparison grows piece by piece; a stored result made otherwise than asked (another
 held-out subset, number of answers, turns, seed, tasks or policy; a point's way options, dynamic
-sampling or leap options) stops the script with its name instead of being reused. At the end it prints a Markdown table (mean ± spread over
+sampling, leap options or config file's content) stops the script with its name instead of being
+reused, and so does a run folder under --runs trained otherwise (each records its settings in
+paper_compare_run.json; one with checkpoints and no record is refused). Points made before the
+config was recorded are accepted with a warning. At the end it prints a Markdown table (mean ± spread over
 seeds), the two targets' figures and leap's CPU-seconds and sandbox jobs over unpruned's at the
 same steps, and draws the curves with bands (min-max over seeds) to RESULTS/curves.png.
 Run with /usr/bin/python3 (Debian's h5py, pandas, numpy and matplotlib).
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -73,9 +77,20 @@ def heldout_subset(args):
                 sys.exit(f"{path} holds another held-out subset than --suite {args.suite} with "
                          f"--heldout-per-family {args.heldout_per_family} gives: use another --results")
     else:
-        with open(path, "w") as f:
-            f.writelines(lines)
+        write_atomic(path, "".join(lines))
     return path
+
+
+def write_atomic(path, text):
+    """A file written whole or not at all: an interrupted write leaves no cut-short file behind."""
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+
+
+def file_sha256(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def heldout_ids(suite):
@@ -86,9 +101,21 @@ def heldout_ids(suite):
         return sorted(t["id"] for t in map(json.loads, f) if t["split"] == "heldout")
 
 
+# Settings a stored result may lack because it was made before they were recorded: accepted,
+# with a warning, since what they were cannot be checked (benchmarks/README.md gives each
+# result's command). Every other asked setting must be in the stored result and equal.
+LEGACY_UNRECORDED = ("config_sha256",)
+
+
 def check_stored(path, stored, want):
-    """Exits when a stored result was made with other settings than this run asks for."""
-    diff = {k: (stored.get(k), v) for k, v in want.items() if k in stored and stored.get(k) != v}
+    """Exits when a stored result was made with other settings than this run asks for, or does not
+    record one of them (unless it is in LEGACY_UNRECORDED, which only warns)."""
+    unrecorded = [k for k in want if k not in stored and k in LEGACY_UNRECORDED]
+    if unrecorded:
+        print(f"warning: {path} does not record {', '.join(unrecorded)} (made before it was recorded): "
+              "not checked", file=sys.stderr)
+    diff = {k: (stored.get(k, "(not recorded)"), v) for k, v in want.items()
+            if k not in unrecorded and stored.get(k, "(not recorded)") != v}
     if diff:
         sys.exit(f"{path} was made with other settings ({', '.join(f'{k}: stored {s!r}, asked {w!r}' for k, (s, w) in diff.items())}): "
                  "move it aside, or use another --results")
@@ -158,6 +185,28 @@ def full_heldout(args, seed, points, results, run_dir):
         point.update({k + "_full": v for k, v in evaluate(args, model, seed, out, args.suite).items()})
 
 
+def check_run_folder(args, run_dir, settings, points_done):
+    """The run folder's recorded settings against the asked ones: a folder trained otherwise would
+    be continued (leap's --resume checks only seed, suite, G, B, turns and the model's shape) or its
+    checkpoints evaluated under the asked settings. Returns whether the folder may be used."""
+    record = os.path.join(run_dir, "paper_compare_run.json")
+    if os.path.exists(record):
+        with open(record) as f:
+            check_stored(record, json.load(f), settings)
+        return True
+    ckpts = os.path.join(run_dir, "checkpoints")
+    if os.path.isdir(ckpts) and os.listdir(ckpts):
+        if points_done:  # nothing to train or evaluate: only the per-step summary would be read
+            print(f"warning: {run_dir} does not record its settings (made before they were recorded): "
+                  "its steps.csv is not rewritten", file=sys.stderr)
+            return False
+        sys.exit(f"{run_dir} holds checkpoints of a run whose settings are not recorded: it cannot be told "
+                 "apart from a run made otherwise; move it aside, or use another --runs")
+    os.makedirs(run_dir, exist_ok=True)
+    write_atomic(record, json.dumps(settings, indent=1) + "\n")
+    return True
+
+
 def run_way(args, way, seed, subset):
     """Trains in segments; evaluates each segment's checkpoint. Returns the points of the curve."""
     tag = f"{way}-seed{seed}"
@@ -165,6 +214,15 @@ def run_way(args, way, seed, subset):
     results = os.path.join(args.results, tag)
     os.makedirs(results, exist_ok=True)
     flags = WAYS[way] + (["--rl.resample_zero_variance=true"] if args.resample else [])
+    # What a point records and is checked against (--model is compared by the evaluations, where a
+    # path may be spelt otherwise).
+    settings = {"way": way, "seed": seed, "resample": args.resample, "flags": flags,
+                "extra": [x for x in args.extra if not x.startswith("--model=")],
+                "config_sha256": file_sha256(args.config)}
+    points_done = all(os.path.exists(os.path.join(results, f"point_{end}.json"))
+                      for end in range(args.every, args.steps + 1, args.every))
+    run_usable = not os.path.exists(run_dir) or check_run_folder(args, run_dir, {**settings, "suite": args.suite},
+                                                                 points_done)
     points = [dict(step=0, cpu_s=0.0, sandbox_jobs=0,
                    **evaluate(args, args.model, seed, os.path.join(results, "eval_0.json"), subset))]
     for end in range(args.every, args.steps + 1, args.every):
@@ -182,24 +240,34 @@ def run_way(args, way, seed, subset):
                 if not os.path.exists(ckpt):
                     sys.exit(f"{ckpt} is missing after training: {run_dir} holds a run with other --steps or "
                              "--every (it resumed from a later checkpoint); use another --runs")
+            if not os.path.exists(run_dir) or not check_run_folder(args, run_dir, {**settings, "suite": args.suite},
+                                                                   False):
+                sys.exit(f"{run_dir}: no usable run")
             steps = load_run(os.path.join(run_dir, "trajectories.h5"), with_text=False).steps
             done = steps[steps.step <= end - 1]
+            if done.empty or steps.step.min() > 0:
+                # A resume that started a new trajectory file (the old one set aside) leaves the
+                # first steps out, and their sandbox jobs would be missing from the sum.
+                sys.exit(f"{run_dir}/trajectories.h5 lacks the run's first steps (a resume started a new file): "
+                         "its sandbox jobs cannot be summed; move the run aside and train it again")
             acc = evaluate(args, ckpt, seed, os.path.join(results, f"eval_{end}.json"), subset)
             with open(point + ".tmp", "w") as f:
                 json.dump(dict(step=end, cpu_s=float(done.cpu_s.iloc[-1]),
-                               sandbox_jobs=int(done.n_sandbox_jobs.sum()), way=way, seed=seed,
-                               resample=args.resample, flags=flags, extra=args.extra, **acc), f, indent=1)
+                               sandbox_jobs=int(done.n_sandbox_jobs.sum()), **settings, **acc), f, indent=1)
             os.replace(point + ".tmp", point)
         with open(point) as f:
             points.append(json.load(f))
-        # --model is compared by the evaluations above (a path may be spelt otherwise).
-        check_stored(point, {**points[-1], "extra": [x for x in points[-1].get("extra", []) if not x.startswith("--model=")]},
-                     {"way": way, "seed": seed, "resample": args.resample, "flags": flags,
-                      "extra": [x for x in args.extra if not x.startswith("--model=")]})
+        stored = dict(points[-1])
+        if "extra" in stored:
+            stored["extra"] = [x for x in stored["extra"] if not x.startswith("--model=")]
+        check_stored(point, stored, settings)
     if args.full_heldout:
+        if not run_usable and not os.path.exists(os.path.join(results, f"eval_{args.steps}_full.json")):
+            sys.exit(f"{run_dir} does not record its settings: its last checkpoint is not evaluated; move it aside, "
+                     "or use another --runs")
         full_heldout(args, seed, points, results, run_dir)
     traj = os.path.join(run_dir, "trajectories.h5")
-    if os.path.exists(traj):  # per-step figures beside the points (the run folder is not committed)
+    if run_usable and os.path.exists(traj):  # per-step figures beside the points (the run folder is not committed)
         write_step_summary(traj, os.path.join(results, "steps.csv"))
     return points
 

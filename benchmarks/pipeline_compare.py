@@ -16,7 +16,9 @@ def steps(setting, pipeline, seed):
 
 
 def wait_share(b):
-    """The policy ranks' wait on the sandbox outside the end-of-step drain, of their busy + wait."""
+    """The policy ranks' wait on the sandbox outside the end-of-step drain, of their busy + wait
+    (stricter than `leap analyze`'s policy_wait_before_drain_frac, which divides by busy + wait +
+    idle: the idle time, no work while others generate, is not time they could have waited less)."""
     return (b["policy_wait_s"] - b["policy_drain_s"]).sum() / (b["policy_busy_s"] + b["policy_wait_s"]).sum()
 
 
