@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""benchmarks/paper_compare.py's checks that keep results made otherwise out of a comparison:
+a stored point must record every asked setting and equal it (a legacy point without the config
+hash only warns), and a run folder under --runs is used only when its recorded settings are the
+asked ones (one with checkpoints and no record is refused; a fresh one gets its record)."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+import paper_compare as pc  # noqa: E402
+
+
+def exits(fn, *args):
+    """The message fn exits with, or None when it returns."""
+    try:
+        fn(*args)
+    except SystemExit as e:
+        return str(e.code)
+    return None
+
+
+class CheckStored(unittest.TestCase):
+    want = {"way": "leap", "seed": 1, "extra": ["--optim.lr=5e-5"], "config_sha256": "abc"}
+
+    def test_equal_settings_pass(self):
+        self.assertIsNone(exits(pc.check_stored, "p.json", dict(self.want), self.want))
+
+    def test_another_value_is_refused_naming_it(self):
+        msg = exits(pc.check_stored, "p.json", {**self.want, "extra": []}, self.want)
+        self.assertIn("p.json was made with other settings (extra: stored []", msg)
+
+    def test_an_unrecorded_setting_is_refused(self):
+        stored = {k: v for k, v in self.want.items() if k != "extra"}
+        msg = exits(pc.check_stored, "p.json", stored, self.want)
+        self.assertIn("extra: stored '(not recorded)'", msg)
+
+    def test_a_legacy_point_without_the_config_hash_warns(self):
+        stored = {k: v for k, v in self.want.items() if k != "config_sha256"}
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertIsNone(exits(pc.check_stored, "p.json", stored, self.want))
+        self.assertIn("does not record config_sha256", err.getvalue())
+
+
+class RunFolder(unittest.TestCase):
+    settings = {"way": "leap", "seed": 1, "extra": [], "suite": "s.jsonl"}
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.run = os.path.join(self.tmp.name, "leap-seed1")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_a_new_folder_records_its_settings_and_is_then_checked(self):
+        self.assertTrue(pc.check_run_folder(None, self.run, self.settings, False))
+        with open(os.path.join(self.run, "paper_compare_run.json")) as f:
+            self.assertEqual(json.load(f), self.settings)
+        self.assertTrue(pc.check_run_folder(None, self.run, self.settings, False))
+        msg = exits(pc.check_run_folder, None, self.run, {**self.settings, "extra": ["--optim.lr=5e-5"]}, False)
+        self.assertIn("paper_compare_run.json was made with other settings", msg)
+
+    def test_checkpoints_without_a_record_are_refused_unless_nothing_is_left_to_do(self):
+        os.makedirs(os.path.join(self.run, "checkpoints", "step_000009"))
+        msg = exits(pc.check_run_folder, None, self.run, self.settings, False)
+        self.assertIn("holds checkpoints of a run whose settings are not recorded", msg)
+        with contextlib.redirect_stderr(io.StringIO()):
+            self.assertFalse(pc.check_run_folder(None, self.run, self.settings, True))
+        self.assertFalse(os.path.exists(os.path.join(self.run, "paper_compare_run.json")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
