@@ -41,7 +41,8 @@ Expected<std::vector<rl::EvalRecord>> Evaluator::run_batch(int64_t batch,
         e.task = g.task;
         e.sample = static_cast<int>(s);
         e.turn = r.turn;
-        // A turn that never came back verified counts against the infrastructure, as in training.
+        // A turn that never came back verified is a SANDBOX_ERROR, which the evaluation counts as a
+        // failure (training leaves such a trajectory out of its pass rates; README, leap eval).
         e.verdict = r.verified ? static_cast<sandbox::Verdict>(r.outcome.verdict)
                                : sandbox::Verdict::kSandboxError;
         e.prompt_tokens = static_cast<int64_t>(r.completion.prompt_tokens.size());
