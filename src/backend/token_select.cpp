@@ -72,7 +72,11 @@ int32_t select_token(const float* logits, int V, const TokenRule& rule, double u
       total = acc;
     }
     double u = uniform * total;
-    chosen = idx[keep - 1];
+    // When rounding leaves u >= 0 after every weight, the last candidate of nonzero weight (as the
+    // CUDA kernel picks its last non-empty bin), never one the model gives no mass.
+    size_t last = keep - 1;
+    while (last > 0 && w[last] == 0.0) --last;
+    chosen = idx[last];
     for (size_t i = 0; i < keep; ++i) {
       u -= w[i];
       if (u < 0) {

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "backend/cpu_backend.h"
+#include "backend/token_select.h"
 #include "common/bf16.h"
 #include "model/byte_tokenizer.h"
 #include "model/optimizer.h"
@@ -162,6 +163,19 @@ TEST_F(Inference, NonFiniteLogitsOrGradientsStopTheRunClearly) {
   const float before = m->params()[3];
   opt.step();
   EXPECT_NE(m->params()[3], before) << "a finite gradient still updates";
+}
+
+// When rounding leaves the draw past every weight (u = uniform * total minus each weight stays
+// >= 0), the rule takes the last candidate of nonzero weight, as the CUDA kernel does; this row
+// (found by search) ends at exactly 0 with the largest uniform below 1, and its last id has weight
+// exp(-1000) = 0.
+TEST(TokenRule, RoundingNeverDrawsATokenOfZeroWeight) {
+  const float logits[6] = {0.04630350321531296f, 2.4611103534698486f, -1.8609015941619873f,
+                           -1.2950438261032104f, 2.8407084941864014f, -1000.0f};
+  float lp = 0;
+  const int32_t id = backend::select_token(logits, 6, backend::TokenRule{}, std::nextafter(1.0, 0.0), &lp);
+  EXPECT_EQ(id, 4) << "not id 5, whose probability is 0";
+  EXPECT_TRUE(std::isfinite(lp));
 }
 
 // With one generator per sequence, a sequence's sample does not depend on its batch.
