@@ -77,6 +77,7 @@ KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, 
       L(cfg.num_hidden_layers),
       Hkv(cfg.num_key_value_heads),
       D(cfg.head_dim),
+      asked_block_size(block_size_),
       dtype(dtype_),
       len(static_cast<size_t>(slots_), 0),
       cfg_(cfg),
@@ -104,15 +105,19 @@ void KvCache::grow(int new_slots, int new_maxT) {
   LEAP_CHECK(static_cast<int>(free_.size()) == blocks, "growing a KV cache whose blocks are in use");
   new_slots = std::max(new_slots, slots);
   new_maxT = std::max(new_maxT, maxT);
-  const int new_blocks = (new_slots + keep) * blocks_for(new_maxT, block_size);
+  // The block size asked for, clamped to the new length: a pool first made for short sequences
+  // (a block as long as they were) does not keep blocks that short once longer ones come.
+  const int new_block_size = asked_block_size <= 0 || asked_block_size > new_maxT ? new_maxT : asked_block_size;
+  const int new_blocks = (new_slots + keep) * blocks_for(new_maxT, new_block_size);
   maxT = new_maxT;
-  if (new_slots == slots && new_blocks <= blocks) return;
+  if (new_slots == slots && new_block_size == block_size && new_blocks <= blocks) return;
   // Nothing is in use, so the old pool goes before the new one comes: never both at once.
   be->free_floats(k);
   be->free_floats(v);
   be->free_floats(scratch);
   slots = new_slots;
-  blocks = std::max(new_blocks, blocks);
+  blocks = new_block_size == block_size ? std::max(new_blocks, blocks) : new_blocks;
+  block_size = new_block_size;
   allocate();
   len.assign(static_cast<size_t>(slots), 0);
   slot_blocks_.assign(static_cast<size_t>(slots), {});

@@ -100,6 +100,7 @@ class KvCache {
 
   backend::Backend* be;
   int slots, maxT, block_size, keep, blocks, L, Hkv, D;
+  int asked_block_size;  // as asked (0: one block a sequence), before block_size's clamp to maxT
   backend::KvDtype dtype;
   float* k = nullptr;        // (L, blocks, block_size, Hkv, D) of `dtype`, keys after RoPE
   float* v = nullptr;        // the same for the values

@@ -629,6 +629,21 @@ TEST(KvCacheTest, ScratchPiecesAreAlignedForAnyRowCount) {
   }
 }
 
+// A pool first made for sequences shorter than a block (its block clamped to their length) gets
+// the block size asked for once it grows for longer ones: one-position blocks would make a block
+// table as long as the sequence and a kept prefix of one token worth reusing.
+TEST(KvCacheTest, GrowingForLongerSequencesRestoresTheAskedBlockSize) {
+  backend::CpuBackend be(1);
+  const ModelConfig c = tiny_config();
+  KvCache cache(c, be, 2, 1, 16, 1);  // one position: the block is clamped to 1
+  EXPECT_EQ(cache.block_size, 1);
+  cache.grow(2, 64);
+  EXPECT_EQ(cache.block_size, 16);
+  EXPECT_EQ(cache.free_blocks(), (2 + 1) * 4);
+  cache.reserve(0, 40);
+  EXPECT_EQ(cache.free_blocks(), (2 + 1) * 4 - 3);
+}
+
 // The paged cache's block accounting: whole blocks are shared, a partial one copied, kept blocks
 // outlive their slot, and a full pool reclaims kept ones.
 TEST(KvCacheTest, SharesWholeBlocksCopiesPartialOnesAndCountsHolders) {
