@@ -247,6 +247,19 @@ Status OptionSet::parse(const std::vector<std::string>& raw_args) {
     for (int n = 1; std::getline(lines, line); ++n) {
       std::string t = trim(line);
       if (t.empty() || t[0] == '#' || t[0] == ';') continue;
+      // An indented line that is not a known key continues a multi-line value (what to_ini writes
+      // for a text given on the command line), which this reader cannot take.
+      auto continues = [&] {
+        if (key_line.empty() || (line[0] != ' ' && line[0] != '\t')) return false;
+        const auto at = t.find('=');
+        const std::string k = at == std::string::npos ? "" : trim(t.substr(0, at));
+        return at == std::string::npos || im.find(section.empty() ? k : section + "." + k) == nullptr;
+      };
+      if (continues())
+        return invalid_input(fmt::format("{}:{}: an indented line continues a multi-line value, which leap does not "
+                                         "read from a config file (a --print-config of a text given on the command "
+                                         "line): give that option on the command line instead",
+                                         config_path, n));
       if (t.front() == '[') {
         if (t.back() != ']') return invalid_input(fmt::format("{}:{}: malformed section header '{}'", config_path, n, t));
         section = trim(t.substr(1, t.size() - 2));
@@ -314,7 +327,12 @@ std::string OptionSet::to_ini() const {
       section = section_of(e.key);
       out += fmt::format("{}[{}]\n", out.empty() ? "" : "\n", section);
     }
-    out += fmt::format("{} = {}\n", e.key.substr(e.key.find('.') + 1), e.value_text());
+    // A value with line breaks (a prompt text given on the command line) continues on indented
+    // lines, as INI readers such as Python's configparser read it; unindented, its lines would
+    // be read as keys or section headers.
+    std::string value = e.value_text();
+    for (size_t at = value.find('\n'); at != std::string::npos; at = value.find('\n', at + 3)) value.insert(at + 1, "  ");
+    out += fmt::format("{} = {}\n", e.key.substr(e.key.find('.') + 1), value);
   }
   return out;
 }
