@@ -114,6 +114,15 @@ Comparison compare_outputs(const tasks::Task& task, const tasks::Params& params,
                                    candidate[b].name, candidate[b].elements, reference[b].elements);
       return result;
     }
+    // Another dtype (one no dtype names: 0 bytes an element, so no bytes) would be read as the
+    // reference's, or not at all.
+    if (candidate[b].dtype != reference[b].dtype) {
+      result.ok = false;
+      result.message = fmt::format("internal: output '{}' is reported as dtype {} where the reference is {}",
+                                   candidate[b].name, static_cast<int>(candidate[b].dtype),
+                                   static_cast<int>(reference[b].dtype));
+      return result;
+    }
   }
   bool all_zero_cand = true, all_zero_ref = true;
   for (size_t b = 0; b < candidate.size(); ++b) {

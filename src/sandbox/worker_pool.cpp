@@ -159,8 +159,9 @@ void WorkerPool::kill_worker(Worker& w, int* wait_status) {
   w.fd = -1;
 }
 
-JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost) {
+JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost, Crash* crash) {
   *lost = false;
+  *crash = Crash{};
   int status = 0;
   // A worker that exited since its last job (it does after breaking its device) is replaced.
   if (w.pid > 0 && ::waitpid(w.pid, &status, WNOHANG) == w.pid) {
@@ -211,6 +212,11 @@ JobReport WorkerPool::attempt(Worker& w, const JobRequest& request, bool* lost) 
       }
       ++stats_.crashes;
       *lost = true;
+      if (WIFSIGNALED(status)) {
+        const int sig = WTERMSIG(status);
+        if (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGABRT || sig == SIGTRAP)
+          *crash = Crash{sig, compiled};
+      }
       return verdict_report(Verdict::kSandboxError,
                             fmt::format("sandbox worker {} during the job ({})",
                                         describe_exit(status), frame.status().message()));
@@ -258,8 +264,22 @@ JobReport WorkerPool::run(const JobRequest& request) {
   bool lost = false;
   JobReport report;
   try {
-    report = attempt(*w, request, &lost);
-    if (lost) report = attempt(*w, request, &lost);  // SANDBOX_ERROR is always retried once
+    Crash first, again;
+    report = attempt(*w, request, &lost, &first);
+    if (lost) {  // SANDBOX_ERROR is always retried once
+      report = attempt(*w, request, &lost, &again);
+      // The same fault twice, in the same phase: the source or the kernel makes the compiler or
+      // the interpreter crash, which is the candidate's doing, as a forbidden syscall is. As a
+      // SANDBOX_ERROR its sample would be void, a better reward than a failure's.
+      if (lost && first.signal != 0 && first == again) {
+        std::lock_guard lock(mutex_);
+        ++stats_.candidate_crashes;
+        report = verdict_report(
+            again.running ? Verdict::kRuntimeError : Verdict::kCompileError,
+            fmt::format("the sandbox's worker process crashed ({}) {} this answer, on both attempts",
+                        strsignal(again.signal), again.running ? "running the kernels of" : "compiling"));
+      }
+    }
   } catch (...) {
     {  // the slot stays usable
       std::lock_guard lock(mutex_);

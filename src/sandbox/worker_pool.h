@@ -46,6 +46,7 @@ struct WorkerPoolStats {
   uint64_t timeouts = 0;
   uint64_t crashes = 0;
   uint64_t forbidden_syscalls = 0;  // workers the seccomp filter killed (RUNTIME_ERROR)
+  uint64_t candidate_crashes = 0;   // jobs whose both attempts crashed alike (RUNTIME_ERROR or COMPILE_ERROR)
 };
 
 class WorkerPool final : public JobChannel {
@@ -74,9 +75,16 @@ class WorkerPool final : public JobChannel {
   explicit WorkerPool(WorkerPoolOptions options);
   Status spawn(Worker& w);
   void kill_worker(Worker& w, int* wait_status);
-  // One attempt on one worker. `lost` is set when the worker died for a reason that is not the
-  // candidate's (the caller retries once).
-  JobReport attempt(Worker& w, const JobRequest& request, bool* lost);
+  // How a worker was lost during a job: killed by a signal the job's own code can raise (a fault
+  // in the compiler or the interpreter a source or kernel ran into), and in which phase.
+  struct Crash {
+    int signal = 0;  // 0: lost otherwise (SIGKILL from outside, a broken channel, a failed start)
+    bool running = false;  // after the compile
+    bool operator==(const Crash&) const = default;
+  };
+  // One attempt on one worker. `lost` is set when the worker died for a reason that is not
+  // known to be the candidate's (the caller retries once); `crash` says how.
+  JobReport attempt(Worker& w, const JobRequest& request, bool* lost, Crash* crash);
 
   WorkerPoolOptions options_;
   std::vector<std::string> argv_;

@@ -254,6 +254,25 @@ TEST_F(PtxOutcomes, HostileModulesAreRefusedWhenDecoded) {
   EXPECT_NE(deep.status().message().find("5000 functions"), std::string::npos) << deep.status().message();
 }
 
+// An unsized module array with an initializer takes the initializer's length, and the variable
+// placed after it keeps its own value (sized 0, the initializer was copied past the module data's
+// end, over the heap).
+TEST_F(PtxOutcomes, AnUnsizedInitializedModuleArrayTakesItsInitializersLength) {
+  std::string ptx = ".version 9.0\n.target sm_80\n.address_size 64\n.global .align 4 .u32 g[] = {";
+  for (int i = 1; i <= 40; ++i) ptx += std::to_string(i) + (i < 40 ? ", " : "};\n");
+  ptx += ".global .align 4 .u32 h[1] = {99};\n"
+         ".visible .entry k(.param .u64 out)\n{\n.reg .b32 %r<3>;\n.reg .b64 %rd<4>;\n"
+         "ld.param.u64 %rd1, [out];\ncvta.to.global.u64 %rd1, %rd1;\nmov.u64 %rd2, g;\n"
+         "ld.global.u32 %r1, [%rd2+156];\nmov.u64 %rd3, h;\nld.global.u32 %r2, [%rd3];\n"
+         "st.global.u32 [%rd1], %r1;\nst.global.u32 [%rd1+4], %r2;\nret;\n}\n";
+  auto m = Module::parse(ptx);
+  ASSERT_TRUE(m.has_value()) << m.status().message();
+  const uint64_t dout = upload(mem_, std::vector<uint32_t>(2, 0));
+  auto r = launch(*m, "k", dims(1, 1), Args().ptr(dout).list(), mem_);
+  ASSERT_EQ(r.outcome, RunOutcome::kOk) << r.message;
+  EXPECT_EQ(download<uint32_t>(mem_, dout, 2), (std::vector<uint32_t>{40, 99}));
+}
+
 TEST_F(PtxOutcomes, WrongArgumentsAreRejectedBeforeRunning) {
   auto c = compile(compiler_, kCopy, {"copy_all"});
   ASSERT_TRUE(c.status.empty()) << c.status;

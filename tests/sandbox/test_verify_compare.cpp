@@ -54,6 +54,17 @@ TEST(VerifyCompare, ABufferOfAnotherLengthNeverPasses) {
   EXPECT_FALSE(c.ok);
   auto empty = compare_outputs(t, t.cpu_params, {}, {f32_buffer("out", {1, 2, 3, 4, 5, 6})});
   EXPECT_FALSE(empty.ok);
+  // A dtype no dtype names has 0 bytes an element: 6 elements in no bytes "hold", and nothing
+  // would be scanned. Another dtype is refused whatever it is.
+  for (int dtype : {99, static_cast<int>(tasks::DType::kI32)}) {
+    auto forged = f32_buffer("out", {});
+    forged.dtype = static_cast<tasks::DType>(dtype);
+    forged.elements = 6;
+    if (dtype != 99) forged.bytes.resize(24);
+    auto f = compare_outputs(t, t.cpu_params, {forged}, {f32_buffer("out", {1, 2, 3, 4, 5, 6})});
+    EXPECT_FALSE(f.ok) << dtype;
+    EXPECT_NE(f.message.find("is reported as dtype"), std::string::npos) << f.message;
+  }
 }
 
 TEST(VerifyCompare, FirstMismatchWithMultiIndex) {

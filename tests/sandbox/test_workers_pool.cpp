@@ -1,7 +1,8 @@
 // The worker pool with real `leap worker` processes: jobs verify through them, a runaway job is
 // a TIMEOUT whose worker is replaced, a worker killed from outside mid-job (kill -9) is
-// respawned and the job retried, a worker killed on every attempt is a SANDBOX_ERROR (never
-// the candidate's fault), and the pool serves many threads at once.
+// respawned and the job retried, a worker killed from outside on every attempt is a SANDBOX_ERROR
+// (never the candidate's fault) while the same crash twice is the candidate's RUNTIME_ERROR, and
+// the pool serves many threads at once.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -144,6 +145,38 @@ TEST(WorkersPool, WorkerKilledOnEveryAttemptIsSandboxError) {
   EXPECT_NE(r.feedback.find("signal 9"), std::string::npos) << r.feedback;
   EXPECT_EQ(runs.load(), 4);  // reference, good kernel, then the attempt and its one retry
   EXPECT_EQ(pool->stats().crashes, 2u);
+}
+
+// A fault the candidate's kernel causes in the interpreter (a SIGSEGV, here sent from outside at
+// the same point of both attempts) is the candidate's: RUNTIME_ERROR, not a void sample, which
+// would reward crashing the sandbox. Two different losses stay a SANDBOX_ERROR.
+TEST(WorkersPool, TheSameCrashOnBothAttemptsIsTheCandidatesRuntimeError) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  SandboxConfig config;
+  config.workers = 1;
+  config.instruction_budget = int64_t{1} << 40;
+  for (int second : {SIGSEGV, SIGKILL}) {
+    std::atomic<int> runs{0};
+    auto pool = start_pool(config, [&](pid_t worker) {
+      if (++runs >= 3) ::kill(worker, runs == 3 ? SIGSEGV : second);
+    });
+    ASSERT_TRUE(pool);
+    Verifier v(*pool, config);
+    auto task = testing::relu_scale_task();
+    ASSERT_EQ(verdict_name(v.verify(task, answer(kGoodKernel, kGoodLaunch)).verdict), "OK");
+    VerifyResult r = v.verify(task, slow_answer(2'000'000));
+    if (second == SIGSEGV) {
+      EXPECT_EQ(verdict_name(r.verdict), "RUNTIME_ERROR") << r.feedback;
+      EXPECT_NE(r.feedback.find("crashed (Segmentation fault) running the kernels of this answer, on both attempts"),
+                std::string::npos)
+          << r.feedback;
+      EXPECT_EQ(pool->stats().candidate_crashes, 1u);
+    } else {
+      EXPECT_EQ(verdict_name(r.verdict), "SANDBOX_ERROR") << r.feedback;
+      EXPECT_EQ(pool->stats().candidate_crashes, 0u);
+    }
+    EXPECT_EQ(pool->stats().crashes, 2u);
+  }
 }
 
 TEST(WorkersPool, CompileTimeoutKillsTheWorkerAndAFailingReferenceIsNotThePolicysFault) {

@@ -301,7 +301,11 @@ class Decoder {
 
   Status place_module_var(const VarDecl& v, Space space) {
     const size_t es = elem_size(v.type);
-    const size_t size = var_size(v);
+    size_t size = var_size(v);
+    // An unsized array with an initializer (".global .u32 g[] = {1, 2, 3}", reachable through an
+    // answer's inline asm) has the initializer's length, as ptxas gives it; sized 0, its
+    // initializer was copied past the end of the module's data.
+    if (size == 0 && !v.init.empty()) size = v.init.size() * es;
     // Checked after the alignment's padding, which counts against the limit too.
     const size_t off = align_up(p_.module_data.size(), std::max<size_t>(var_align(v), 1));
     if (off > kMaxModuleDataBytes || size > kMaxModuleDataBytes - off) {
@@ -310,7 +314,7 @@ class Decoder {
                          std::to_string(kMaxModuleDataBytes) + " in all)");
     }
     p_.module_data.resize(off + size, 0);
-    if (v.init.size() * es > size && size > 0) {
+    if (v.init.size() * es > size) {
       return invalid_input("PTX line " + std::to_string(v.line) + ": too many initializers for " +
                            v.name);
     }
