@@ -141,7 +141,7 @@ void fill_poison(BufferData& buffer) {
       break;
     }
     default:
-      std::fill(buffer.bytes.begin(), buffer.bytes.end(), uint8_t{0xFF});
+      std::fill(buffer.bytes.begin(), buffer.bytes.end(), uint8_t{0x7E});
   }
 }
 

@@ -42,8 +42,10 @@ Expected<std::vector<BufferData>> generate_inputs(const Task& task, const Params
                                                   uint64_t seed, uint64_t trial, int threads = 1);
 inline constexpr size_t kInputChunk = size_t{1} << 16;
 
-// Fills with NaN (float dtypes) or 0xFF bytes (integers), so a kernel that writes nothing is
-// seen to have written nothing. Sizes the bytes to the buffer's elements first.
+// Fills with NaN (float dtypes) or 0x7E bytes (integers: 2122219134 as i32, 126 as u8), so a
+// kernel that writes nothing is seen to have written nothing. Not 0xFF: that is -1, a value the
+// integer tasks' outputs take (scans and gathers of small signed inputs), where an element left
+// unwritten would have passed. Sizes the bytes to the buffer's elements first.
 void fill_poison(BufferData& buffer);
 
 // The Rng stream id of one buffer in one trial (exposed so tests can pin the keying), and of its

@@ -78,6 +78,22 @@ TEST(VerifyCompare, FirstMismatchWithMultiIndex) {
       << c.message;
 }
 
+// For the trials after the first (verifier.cpp), the message names where the outputs differ but
+// neither the expected value nor the error, from which a one-element output's would follow.
+TEST(VerifyCompare, ValuesCanBeLeftOutOfTheMessage) {
+  auto t = task_2d();
+  const auto ref = f32_buffer("out", {1, 2, 3, 4, 5, 6});
+  auto shown = compare_outputs(t, t.cpu_params, {f32_buffer("out", {1, 2, 3, 4, 5, 7.25f})}, {ref});
+  EXPECT_NE(shown.message.find("got 7.25, expected 6"), std::string::npos) << shown.message;
+  EXPECT_NE(shown.message.find("max abs error 1.25"), std::string::npos) << shown.message;
+  auto hidden = compare_outputs(t, t.cpu_params, {f32_buffer("out", {1, 2, 3, 4, 5, 7.25f})}, {ref}, false);
+  EXPECT_FALSE(hidden.ok);
+  EXPECT_NE(hidden.message.find("1 of 6 elements differ; first at index 5"), std::string::npos) << hidden.message;
+  for (const char* leak : {"6", "7.25", "1.25", "expected", "max abs"})
+    EXPECT_EQ(hidden.message.find(leak, hidden.message.find("index 5") + 7), std::string::npos)
+        << leak << " in: " << hidden.message;
+}
+
 TEST(VerifyCompare, UnwrittenNaNIsReported) {
   auto t = task_2d();
   const float nan = std::numeric_limits<float>::quiet_NaN();

@@ -51,6 +51,28 @@ __global__ void k(const float* x, float* out, float alpha, int n) {
   EXPECT_TRUE(honest.speedup.has_value()) << honest.feedback;
 }
 
+// A kernel that computes on every run but the last timed one: the sampled run (one of the timed
+// runs, drawn by the clock) may miss it, the last run's read-back does not. Repeated, since the
+// draw would catch it one time in three.
+TEST(VerifyTimedRuns, TheLastTimedRunIsCheckedWhateverWasSampled) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  const tasks::Task task = small(testing::relu_scale_task());
+  const std::string cheat = answer(R"(__device__ int launches;
+__global__ void count() { launches += 1; }
+__global__ void k(const float* x, float* out, float alpha, int n) {
+  if (launches == 5) return;
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
+})",
+                                   "// launch: count<<<1, 1>>>()\n"
+                                   "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n");
+  for (int i = 0; i < 4; ++i) {
+    VerifyResult r = verify(task, cheat);
+    EXPECT_EQ(verdict_name(r.verdict), "WRONG_ANSWER") << r.feedback;
+    EXPECT_NE(r.feedback.find("a timed run"), std::string::npos) << r.feedback;
+  }
+}
+
 TEST(VerifyTimedRuns, AnInoutBufferStartsEachTimedRunAsStaged) {
   LEAP_SKIP_WITHOUT_NVRTC();
   tasks::Task t = testing::axpy_task(700);

@@ -333,6 +333,37 @@ TEST_F(VerifyVerdicts, WritingNothingIsWrongAnswer) {
       Verdict::kWrongAnswer, "never written");
 }
 
+// Integer outputs are poisoned with a value no task's output takes: with -1 (0xFF bytes), a kernel
+// that leaves the elements whose answer is -1 unwritten passed.
+TEST_F(VerifyVerdicts, AnIntegerOutputLeftUnwrittenWhereItIsMinusOneIsWrongAnswer) {
+  LEAP_SKIP_WITHOUT_NVRTC();
+  tasks::Task t;
+  t.id = "T/positive_or_minus_one";
+  t.params = t.cpu_params = {{"n", int64_t{1000}}};
+  t.buffers = {{"x", tasks::DType::kI32, {"n"}, tasks::Role::kIn, {tasks::Init::Kind::kRandint, -9, 9}},
+               {"out", tasks::DType::kI32, {"n"}, tasks::Role::kOut, {}}};
+  t.reference = R"(```cuda
+__global__ void ref(const int* x, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] > 0 ? x[i] : -1;
+}
+// launch: ref<<<cdiv(n, 128), 128>>>(x, out, n)
+```)";
+  t.atol = t.rtol = 0;
+  const char* launch = "// launch: k<<<cdiv(n, 256), 256>>>(x, out, n)\n";
+  Verifier v(*channel_, cpu_config());
+  VerifyResult lazy = v.verify(t, answer(R"(__global__ void k(const int* x, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && x[i] > 0) out[i] = x[i];
+})", launch));
+  EXPECT_EQ(verdict_name(lazy.verdict), "WRONG_ANSWER") << lazy.feedback;
+  VerifyResult honest = v.verify(t, answer(R"(__global__ void k(const int* x, int* out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = x[i] > 0 ? x[i] : -1;
+})", launch));
+  EXPECT_EQ(verdict_name(honest.verdict), "OK") << honest.feedback;
+}
+
 TEST_F(VerifyVerdicts, WritingHalfTheOutputIsWrongAnswer) {
   LEAP_SKIP_WITHOUT_NVRTC();
   expect(answer(R"(__global__ void k(const float* x, float* out, float alpha, int n) {
