@@ -206,6 +206,17 @@ Expected<std::string> apply_seccomp() {
     const scmp_arg_cmp not_thread = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
     LEAP_RETURN_IF_ERROR(add(SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1, &not_thread));
   }
+  // Signals and limits for this process only: unless sandbox.user dropped it to another user,
+  // the worker has the MPI ranks' uid, and a kernel that took it over could otherwise kill them
+  // or shrink their limits. raise() and abort() are tgkill(self), getrlimit and setrlimit are
+  // prlimit64(0); tkill and pidfd signals are never needed.
+  const auto self = static_cast<scmp_datum_t>(::getpid());
+  const scmp_arg_cmp not_self = SCMP_A0(SCMP_CMP_NE, self), not_zero = SCMP_A0(SCMP_CMP_NE, 0);
+  LEAP_RETURN_IF_ERROR(add(SCMP_ACT_KILL_PROCESS, SCMP_SYS(kill), 1, &not_self));
+  LEAP_RETURN_IF_ERROR(add(SCMP_ACT_KILL_PROCESS, SCMP_SYS(tgkill), 1, &not_self));
+  LEAP_RETURN_IF_ERROR(add(SCMP_ACT_KILL_PROCESS, SCMP_SYS(prlimit64), 1, &not_zero));
+  for (int nr : {SCMP_SYS(tkill), SCMP_SYS(pidfd_send_signal), SCMP_SYS(kcmp)})
+    LEAP_RETURN_IF_ERROR(add(SCMP_ACT_KILL_PROCESS, nr, 0, nullptr));
   // clone3's flags sit in memory a filter cannot read: make it unavailable, and the C library
   // falls back to clone(), which the rule above checks.
   LEAP_RETURN_IF_ERROR(add(SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0, nullptr));

@@ -7,11 +7,14 @@
 //   probe:socket        create a new socket
 //   probe:execve        run /bin/true
 //   probe:ptrace        attach to the parent
+//   probe:kill          signal 0 to the parent (only asks whether it exists)
+//   probe:prlimit       read the parent's open-files limit
 //   anything else       compile it with NVRTC as it stands, skipping the answer's text filter;
 //                       the report is COMPILE_ERROR with NVRTC's log, or OK
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -78,6 +81,16 @@ JobReport act(leap::sandbox::Executor& executor, const std::string& code) {
       return report(Verdict::kRuntimeError, error_text("ptrace"));
     ::ptrace(PTRACE_DETACH, ::getppid(), nullptr, nullptr);
     return report(Verdict::kOk, "attached");
+  }
+  if (c == "probe:kill") {
+    if (::kill(::getppid(), 0) != 0) return report(Verdict::kRuntimeError, error_text("kill"));
+    return report(Verdict::kOk, "the parent can be signalled");
+  }
+  if (c == "probe:prlimit") {
+    rlimit old{};
+    if (::prlimit(::getppid(), RLIMIT_NOFILE, nullptr, &old) != 0)
+      return report(Verdict::kRuntimeError, error_text("prlimit"));
+    return report(Verdict::kOk, "the parent's limits can be read");
   }
   leap::sandbox::CompileOutcome compiled = executor.compile(code, {});
   if (compiled.outcome.verdict == Verdict::kOk) return report(Verdict::kOk, "compiled");

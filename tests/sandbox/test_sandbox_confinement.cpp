@@ -242,7 +242,7 @@ TEST(Confinement, CompromisedWorkerIsRefusedOrKilled) {
   EXPECT_FALSE(fs::exists(secret.dir() + "/planted.h"));
   const uint64_t spawns = pool->stats().spawns;
   // An AddressSanitizer build keeps ptrace open for LeakSanitizer (confinement.cpp).
-  std::vector<std::string> acts = {"probe:socket", "probe:execve"};
+  std::vector<std::string> acts = {"probe:socket", "probe:execve", "probe:kill", "probe:prlimit"};
   if (!kAddressSanitizer) acts.push_back("probe:ptrace");
   for (const std::string& act : acts) {
     JobReport r = run_code(*pool, act);
@@ -265,8 +265,10 @@ TEST(Confinement, UnconfinedProbeCanDoWhatTheConfinedOneCannot) {
   ASSERT_TRUE(pool);
   JobReport open = run_code(*pool, "probe:open:" + secret.file());
   EXPECT_NE(open.outcome.message.find(secret.token()), std::string::npos) << open.outcome.message;
-  JobReport sock = run_code(*pool, "probe:socket");
-  EXPECT_EQ(verdict_name(sock.outcome.verdict), "OK") << sock.outcome.message;
+  for (const char* act : {"probe:socket", "probe:kill", "probe:prlimit"}) {
+    JobReport r = run_code(*pool, act);
+    EXPECT_EQ(verdict_name(r.outcome.verdict), "OK") << act << ": " << r.outcome.message;
+  }
 }
 
 }  // namespace
