@@ -152,8 +152,19 @@ leap_job_launch() {
   case "$rc" in
     0) [ -n "$stop" ] && echo "leap job: USR1 came during the last step; the run is complete, not requeueing" ;;
     75)
-      if [ "$can_requeue" = 1 ]; then leap_requeue "the run stopped early with a checkpoint (exit 75)"; fi
-      echo "leap job: the run stopped early with a checkpoint; a new job continues it when given the run folder: sbatch <jobscript> $LEAP_CONFIG $LEAP_RUN_DIR (a new job id would otherwise start a new folder)" >&2 ;;
+      # A stop that wrote no newer checkpoint (the USR1 came during the set-up or the first step
+      # of this start) is requeued as often as a crash: when every start is stopped before its
+      # first step (a --time within the margin of a slow set-up), it would requeue forever.
+      local newest75 restarts75="${SLURM_RESTART_COUNT:-0}" limit75="${LEAP_CRASH_REQUEUES:-2}"
+      newest75=$(leap_latest_checkpoint)
+      if [ "$can_requeue" = 1 ] && [ "$newest75" != "$before" ]; then
+        leap_requeue "the run stopped early with a checkpoint (exit 75)"
+      elif [ "$can_requeue" = 1 ] && [ "$restarts75" -lt "$limit75" ]; then
+        leap_requeue "the run stopped early before writing a new checkpoint (requeue $((restarts75 + 1)) of at most $limit75 without progress)"
+      elif [ "$can_requeue" = 1 ]; then
+        echo "leap job: stopped again before any new checkpoint (restarted $restarts75 times): not requeueing; if every start is stopped during its set-up, raise --time or the --signal margin" >&2
+      fi
+      echo "leap job: the run stopped early; a new job continues it when given the run folder: sbatch <jobscript> $LEAP_CONFIG $LEAP_RUN_DIR (a new job id would otherwise start a new folder)" >&2 ;;
     *)
       local after restarts="${SLURM_RESTART_COUNT:-0}" limit="${LEAP_CRASH_REQUEUES:-2}"
       after=$(leap_latest_checkpoint)

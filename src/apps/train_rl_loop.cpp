@@ -102,7 +102,10 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
   io::CheckpointSchedule schedule(c.train.checkpoint_every, c.train.checkpoint_minutes,
                                   io::CheckpointSchedule::steady_seconds);
   for (int step = start_step; step < c.train.steps; ++step) {
-    if ((stopped_by = stop.requested()) != 0) break;  // arrived before any step of this run
+    // A signal that arrived before any step of this run. Only then: after a step the flag is read
+    // once, below, and a signal landing after that read is taken after the next step, with its
+    // checkpoint; taken here it would end the run without one.
+    if (step == start_step && (stopped_by = stop.requested()) != 0) break;
     const auto t0 = std::chrono::steady_clock::now();
     auto report = coord.run_step(step, ctx.out);
     if (!report) LEAP_FATAL("training stopped at step " << step << ": " << report.status().message());

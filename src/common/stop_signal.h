@@ -1,6 +1,8 @@
 // Graceful stop on SIGUSR1 and SIGTERM. Slurm sends an early USR1 (`--signal=B:USR1@300`) that
-// the jobscript forwards to mpirun and mpirun to the ranks; SIGTERM comes at the end of a job's
-// time or on scancel. Neither may kill a rank in the middle of a step: the handler only records
+// the jobscript forwards to mpirun and mpirun to the ranks; a SIGTERM sent to the ranks
+// themselves is handled alike (one sent to mpirun, as Slurm's at the end of a job's time or on
+// scancel, makes mpirun kill the ranks within seconds: this cannot help there). Neither may kill
+// a rank in the middle of a step: the handler only records
 // the signal, and the training loop asks at each step boundary whether to stop (rank 0 decides
 // and tells the others, so every rank stops at the same step).
 #pragma once

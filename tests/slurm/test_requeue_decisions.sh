@@ -5,7 +5,8 @@
 # launcher (which exits with the status under test) and for scontrol (which records the
 # requeue and answers as told):
 #   exit 0 after a USR1 (it came during the last step)   -> no requeue, status 0
-#   exit 75 (stopped early with a checkpoint)             -> requeue
+#   exit 75 (stopped early with a newer checkpoint)       -> requeue, however often
+#   exit 75 without a newer checkpoint                    -> requeue, at most LEAP_CRASH_REQUEUES times
 #   exit 75 and scontrol refuses                          -> the job fails (75), not COMPLETED
 #   a crash after writing a newer checkpoint              -> requeue, at most LEAP_CRASH_REQUEUES
 #   a crash with no newer checkpoint                      -> no requeue, the crash's status
@@ -69,6 +70,8 @@ case_() {
 }
 case_ finished 0 0 FAKE_RC=0 FAKE_USR1=1
 case_ stopped-early 0 1 FAKE_RC=75
+case_ stopped-early-progress-past-limit 0 1 FAKE_RC=75 FAKE_CHECKPOINT=step_000002 SLURM_RESTART_COUNT=5
+case_ stopped-early-no-progress-limit 75 0 FAKE_RC=75 SLURM_RESTART_COUNT=2
 case_ requeue-refused 75 1 FAKE_RC=75 SCONTROL_RC=1
 case_ no-slurm-job 75 0 FAKE_RC=75 SLURM_JOB_ID=
 case_ crash-after-checkpoint 0 1 FAKE_RC=1 FAKE_CHECKPOINT=step_000002
