@@ -156,10 +156,13 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   report.jobs_if_unpruned = stats.sandbox_jobs;
   report.reference_runs = times.reference_runs;
   for (const auto& g : state.groups()) {
-    if (g.dcp.label == rl::DcpLabel::kExpanded) continue;
     for (const auto& s : g.samples) {
       auto t = s.trajectory();
-      if (t.num_turns() > 0 && !t.succeeded() && !t.is_void()) report.jobs_if_unpruned += rl_.rl.max_turns - 1;
+      if (t.num_turns() == 0) continue;
+      ++report.samples;
+      report.void_samples += t.is_void();
+      if (g.dcp.label != rl::DcpLabel::kExpanded && !t.succeeded() && !t.is_void())
+        report.jobs_if_unpruned += rl_.rl.max_turns - 1;
     }
   }
   if (out) LEAP_RETURN_IF_ERROR(out->append_step(r, rows, texts));

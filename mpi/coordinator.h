@@ -49,6 +49,8 @@ struct StepReport {
   io::StepRow row;
   int64_t jobs_if_unpruned = 0;  // sandbox jobs had every group with a failure been expanded
   int64_t reference_runs = 0;    // sandbox jobs that ran their task's reference first (not cached)
+  int64_t void_samples = 0;      // samples ended by a SANDBOX_ERROR after its retries (no reward)
+  int64_t samples = 0;           // samples with at least one turn
 };
 
 class Coordinator {

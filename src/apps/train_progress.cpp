@@ -52,6 +52,13 @@ void TrainProgress::add(const mpi::StepReport& report) {
           ? fmt::format(", {} turns speculative ({} dropped)", r.n_speculative, r.n_speculative_dropped)
           : std::string(),
       r.loss, format_duration(eta), label_);
+  // Void samples are the infrastructure's failures and train nothing: a sandbox rank whose GPU or
+  // workers broke answers every job it pulls at once with SANDBOX_ERROR, so it takes far more
+  // than its share and the run would go on learning from little.
+  if (report.void_samples * 10 > report.samples)
+    log_.warn("step {}: {} of {} samples are void (SANDBOX_ERROR after the retries), trained on nothing: the sandbox "
+              "is failing, not the policy; the sandbox ranks' log lines (\"retrying\") name the failing ones",
+              r.step + 1, report.void_samples, report.samples);
 }
 
 void TrainProgress::summary() const {

@@ -154,9 +154,12 @@ TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
     auto f1 = rl::make_prompt_format("plain", "", p1.tok_, {}, rl::MultiTurn::kAppend, 0);
     ASSERT_TRUE(f1.has_value());
     Coordinator c1(*t1, *suite, rl, co, 77, p1, *f1, &v1, log);
+    int64_t void_samples = 0, samples = 0;
     for (int step = 0; step < 3; ++step) {
       auto rep = c1.run_step(step, nullptr);
       ASSERT_TRUE(rep.has_value()) << rep.status().message();
+      void_samples += rep->void_samples;  // the FakePolicy's "flaky" answers stay SANDBOX_ERROR
+      samples += rep->samples;
       const io::StepRow& a = rows4[static_cast<size_t>(step)];
       const io::StepRow& b = rep->row;
       EXPECT_EQ(a.n_samples, b.n_samples) << step;
@@ -172,6 +175,10 @@ TEST(CoordinatorMpi, StepsAcrossFourRanksMatchOneRank) {
     int64_t jobs = 0;
     for (const auto& r : rows4) jobs += r.n_sandbox_jobs;
     EXPECT_GT(v1.verified_, jobs);  // sandbox errors were verified again
+    // The step report counts the void samples (the progress line warns above one in ten).
+    EXPECT_GT(void_samples, 0);
+    EXPECT_LT(void_samples, samples);
+    EXPECT_EQ(samples, 3 * co.batch_tasks * rl.rl.group_size);
     EXPECT_EQ(p1.params_[0], p0[0]);  // the same update as the 2-replica run
     EXPECT_EQ(p1.params_[1], p0[1]);
     // Some groups were expanded and some pruned, so the run exercised DCP both ways.
