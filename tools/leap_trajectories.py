@@ -194,7 +194,7 @@ def write_step_summary(trajectory_path: str, csv_path: str) -> None:
     """Writes STEP_SUMMARY_COLUMNS of a run's committed steps to csv_path, atomically (a column that
     a file of an older schema lacks is left empty)."""
     steps = load_run(trajectory_path, with_text=False).steps
-    steps.reindex(columns=STEP_SUMMARY_COLUMNS).to_csv(csv_path + ".tmp", index=False, float_format="%.6g")
+    steps.reindex(columns=STEP_SUMMARY_COLUMNS).to_csv(csv_path + ".tmp", index=False, float_format="%.9g")  # 9 digits: cpu_s of a long cluster run passes 10^6
     os.replace(csv_path + ".tmp", csv_path)
 
 
