@@ -123,9 +123,18 @@ Status PreTokenizer::parse_into(const nlohmann::json& j, const std::string& fiel
     if (!j.contains("behavior")) return invalid_input("field '" + field + ".behavior': missing");
     LEAP_ASSIGN_OR_RETURN(s.behavior, parse_behavior(j["behavior"], field + ".behavior"));
     s.invert = get_bool(j, "invert", false);
+  } else if (type == "Digits") {
+    // HF's Digits splits at numeric characters (char::is_numeric: \p{N}): each one its own piece
+    // (individual_digits, as DeepSeek-Coder and StarCoder2 ask), or each run of them one piece.
+    // That is a Split on \p{N}, Isolated or Contiguous, as tokenizers implements it.
+    auto re = RegexPattern::compile("\\p{N}");
+    if (!re) return re.status().with_context("field '" + field + "' (Digits)");
+    s.regex = *re;
+    s.is_regex = true;
+    s.behavior = get_bool(j, "individual_digits", false) ? SplitBehavior::kIsolated : SplitBehavior::kContiguous;
   } else {
     return unsupported("field '" + field + ".type': unsupported pre-tokenizer '" + type +
-                       "' (supported: Split, ByteLevel, Sequence, null)");
+                       "' (supported: Split, Digits, ByteLevel, Sequence, null)");
   }
   steps.push_back(std::move(s));
   return Status::ok();

@@ -38,7 +38,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 FAMILIES = {
     "qwen2": {"regex": oc.QWEN2_REGEX, "normalizer": {"type": "NFC"}, "ignore_merges": False, "bos": False},
     "llama-bpe": {"regex": oc.LLAMA3_REGEX, "normalizer": None, "ignore_merges": True, "bos": True},
-    "deepseek-coder": {"splits": oc.DEEPSEEK_SPLITS, "normalizer": {"type": "Sequence", "normalizers": []},
+    "deepseek-coder": {"steps": oc.DEEPSEEK_CODER_PRE, "normalizer": {"type": "Sequence", "normalizers": []},
                        "ignore_merges": False, "bos": True},
 }
 
@@ -81,9 +81,9 @@ def main():
             "special_tokens": {b: {"id": b, "ids": [bos], "tokens": [b]}}}]}
     tj = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
           "normalizer": fam["normalizer"],
-          "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+          "pre_tokenizer": {"type": "Sequence", "pretokenizers": fam.get("steps", [
               {"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False}
-              for r in fam.get("splits", [fam.get("regex")])] + [byte_level]},
+              for r in fam.get("splits", [fam.get("regex")])]) + [byte_level]},
           "post_processor": post, "decoder": byte_level,
           "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
                     "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,

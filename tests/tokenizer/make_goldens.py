@@ -14,7 +14,7 @@ and tokenizer_config.json):
   llama3_style  NFC, Split(Llama-3's regex) + ByteLevel, merges in the pair form, ignore_merges,
                 a TemplateProcessing BOS, specials <|begin_of_text|> <|end_of_text|> <|eot_id|>,
                 and added tokens with lstrip / rstrip / single_word / normalized flags
-  deepseek_style  no normalizer, DeepSeek-Coder's five Splits + ByteLevel, a BOS template,
+  deepseek_style  no normalizer, DeepSeek-LLM's six Splits + ByteLevel, a BOS template,
                 the full-width-bar specials and a non-special FIM token
   gpt2_style    a lone ByteLevel pre-tokenizer with its own GPT-2 regex and add_prefix_space
 The training corpus is this repository's own CUDA and C++ sources plus a few lines of other

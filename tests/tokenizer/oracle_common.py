@@ -12,9 +12,10 @@ QWEN2_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[
 LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 
-# DeepSeek-Coder's pre-tokenizer: five Splits (newlines, letters of many scripts with an optional
+# DeepSeek-LLM's pre-tokenizer: six Splits (newlines, letters of many scripts with an optional
 # leading space, ASCII and full-width punctuation, trailing whitespace, CJK/Hangul runs, digit
-# runs) before ByteLevel, and an empty normalizer Sequence.
+# runs) before ByteLevel, and an empty normalizer Sequence (llama.cpp's DEEPSEEK_LLM list). The
+# synthetic deepseek_style fixture uses it, for its explicit letter classes.
 DEEPSEEK_SPLITS = [
     "[\r\n]",
     "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\u1f7dᾀ-ᾴᾶ-ᾼ\u1fbeῂ-ῄῆ-ῌῐ-\u1fd3ῖ-\u1fdbῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\u2126ℨ\u212a-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
@@ -23,6 +24,14 @@ DEEPSEEK_SPLITS = [
     "[一-龥ࠀ-一가-퟿]+",
     "\\p{N}+",
 ]
+
+
+# DeepSeek-Coder's (llama.cpp's DEEPSEEK_CODER list, whose last entry \p{N} is the model's
+# Digits(individual_digits) step): four Splits, then each digit its own piece, then ByteLevel.
+DEEPSEEK_CODER_PRE = [
+    {"type": "Split", "pattern": {"Regex": r}, "behavior": "Isolated", "invert": False}
+    for r in ["[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-퟿]+"]
+] + [{"type": "Digits", "individual_digits": True}]
 
 
 def encode_both(tok, text):

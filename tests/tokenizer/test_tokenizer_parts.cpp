@@ -121,6 +121,22 @@ TEST(PreTokenizer, SplitBehavioursAsHuggingFaceDocumentsThem) {
   EXPECT_EQ(split_with("Contiguous", t), (V{"the", "-", "final", "--", "countdown"}));
 }
 
+// Digits (DeepSeek-Coder, StarCoder2): each numeric character alone, or runs of them together;
+// the pieces are what tokenizers' pre_tokenize_str gives (Arabic-Indic digits are numeric too).
+TEST(PreTokenizer, DigitsIndividuallyOrInRuns) {
+  using V = std::vector<std::string>;
+  const std::string text = "ab123c45 \u0663\u0664x";
+  for (bool individual : {true, false}) {
+    auto p = PreTokenizer::from_json(json{{"type", "Digits"}, {"individual_digits", individual}}, "pre_tokenizer");
+    ASSERT_TRUE(p) << p.status().message();
+    std::vector<std::string> out;
+    p->split(text, out);
+    const V want = individual ? V{"ab", "1", "2", "3", "c", "4", "5", " ", "\u0663", "\u0664", "x"}
+                              : V{"ab", "123", "c", "45", " ", "\u0663\u0664", "x"};
+    EXPECT_EQ(out, want) << individual;
+  }
+}
+
 TEST(PreTokenizer, ByteLevelPrefixSpaceAndGpt2Regex) {
   auto p = PreTokenizer::from_json(
       json{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}},
