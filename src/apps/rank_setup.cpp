@@ -58,6 +58,19 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
   return Status::ok();
 }
 
+
+// The template's end-of-turn strings that sampler.stop does not list. They end an answer beside
+// the user's stop strings, never instead of them: without them a built-in template's turn
+// ("### End", or chatml's <|im_end|> written as text) ran on into an invented next turn whenever
+// sampler.stop was set.
+std::vector<std::string> template_stops_not_given(const TrainConfig& c) {
+  const std::vector<std::string> given = c.sampler.stop_strings();
+  std::vector<std::string> out;
+  for (const auto& s : rl::template_stop_strings(rl::resolve_chat_template(c.rl.prompt.chat_template, c.model.path)))
+    if (std::find(given.begin(), given.end(), s) == given.end()) out.push_back(s);
+  return out;
+}
+
 }  // namespace
 
 Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
@@ -143,11 +156,7 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   mpi::PolicyReplicaOptions ro;
   ro.reducer = p->reducer.get();
   ro.sampler = c.sampler;
-  if (ro.sampler.stop.empty()) {
-    for (const auto& s : rl::template_stop_strings(
-             rl::resolve_chat_template(c.rl.prompt.chat_template, c.model.path)))
-      ro.sampler.stop += (ro.sampler.stop.empty() ? "" : "||") + s;
-  }
+  for (const auto& s : template_stops_not_given(c)) ro.sampler.stop += (ro.sampler.stop.empty() ? "" : "||") + s;
   ro.eos_ids = p->eos_ids;
   ro.loss = c.rl.rl.loss_options(c.sampler.max_new_tokens);
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
@@ -172,8 +181,13 @@ Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_st
       rl::make_prompt_format(c.rl.prompt.chat_template, c.model.path, *p->tokenizer, p->eos_ids,
                              rl::parse_multi_turn(c.rl.prompt.multi_turn), now));
   p->prompt_format = std::make_unique<rl::PromptFormat>(std::move(format));
-  // An answer's stop is where the sampler stopped: sampler.stop when it is set.
-  if (!c.sampler.stop.empty()) p->prompt_format->set_stop_strings(c.sampler.stop_strings());
+  // An answer's stop is where the sampler stopped: sampler.stop when it is set, with the
+  // template's end of turn beside it (as the replica's sampler has it).
+  if (!c.sampler.stop.empty()) {
+    std::vector<std::string> stops = c.sampler.stop_strings();
+    for (auto& s : template_stops_not_given(c)) stops.push_back(std::move(s));
+    p->prompt_format->set_stop_strings(std::move(stops));
+  }
   log.info("prompts: {}", p->prompt_format->describe());
   if (p->prompt_format->options().multi_turn == rl::MultiTurn::kAppend) {
     if (auto d = p->prompt_format->append_difference())

@@ -212,6 +212,11 @@ std::string PromptFormat::describe() const {
   std::string out = fmt::format("{} chat template, {} multi-turn prompts, {}; answers end at ids [{}]", o_.name,
                                 o_.multi_turn == MultiTurn::kAppend ? "appended" : "re-rendered",
                                 tokenizer_.describe(), fmt::join(o_.eos_ids, ", "));
+  if (!o_.stop_strings.empty()) {
+    std::vector<std::string> quoted;
+    for (const auto& s : o_.stop_strings) quoted.push_back(nlohmann::json(s).dump());
+    out += fmt::format(" or at the text {}", fmt::join(quoted, ", "));
+  }
   if (o_.render.now_unix_seconds)
     out += fmt::format("; strftime_now pinned to {} (prompt.now)", *o_.render.now_unix_seconds);
   return out;

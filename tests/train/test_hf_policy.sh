@@ -72,6 +72,12 @@ for stop in "" '```'; do
     --run.out_dir "$tmp/base-run${stop:+-stop}"
 done
 
+# A built-in template's end of turn stays among the stops when sampler.stop is set (it replaced
+# them: the answer then ran on into an invented next turn).
+check plain-template-stop-kept 0 'or at the text "```", "### End"' -- \
+  "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${solo[@]}" --model "$model" --prompt.chat_template plain --sampler.stop '```' \
+  --run.out_dir "$tmp/plain-stop"
+
 # A config whose embedding is smaller than the tokenizer; a template the folder does not have.
 mkdir -p "$tmp/small" && cp "$model"/tokenizer* "$tmp/small/"
 sed 's/"vocab_size": [0-9]*/"vocab_size": 1000/' "$model/config.json" > "$tmp/small/config.json"
