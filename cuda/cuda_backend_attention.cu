@@ -13,6 +13,8 @@
 // interface passes only the saved buffer.
 #include <cuda_runtime.h>
 
+#include <cmath>
+
 #include "cuda/cuda_backend.h"
 #include "cuda/cuda_check.h"
 #include "cuda/kernels/attention.cuh"
@@ -229,6 +231,10 @@ void CudaBackend::sample_rows(int32_t* ids, float* logprobs, const float* logits
   CUDA_CHECK(cudaMemcpyAsync(logprobs, dev_lp, n * sizeof(float), cudaMemcpyDeviceToHost,
                              ctx_->compute()));
   CUDA_CHECK(cudaStreamSynchronize(ctx_->compute()));
+  // A chosen token's log-probability is finite unless its row is not (the kernel does not stop
+  // on NaN logits: it records NaN and picks a token anyway), as the host rule checks.
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(logprobs[i])) backend::fail_on_non_finite_logits(V);
 }
 
 }  // namespace leap::cuda

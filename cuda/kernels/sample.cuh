@@ -11,7 +11,7 @@
 //     - the top_k first (when 0 < top_k < n), then
 //     - the shortest prefix holding top_p of their weight (when top_p < 1);
 //   and the draw is the first candidate, in that order, whose running weight exceeds
-//   uniform * total (the last candidate when rounding leaves none).
+//   uniform * total (the last candidate of nonzero weight when rounding leaves none).
 //   The log-probability is s*x[chosen] - lse: the tempered distribution over all V, not
 //   truncated by top-k or top-p (the training forward's).
 //
@@ -156,7 +156,9 @@ __device__ u64 descend(const T* z, int n, float m, double inv_t, bool by_logit, 
     __syncthreads();
     if (threadIdx.x == 0) {
       // Bins from the largest key down: the first whose running measure crosses the target,
-      // else the last non-empty one (the smallest candidate).
+      // else the last non-empty one (the smallest candidate). Measured by weight, a bin whose
+      // candidates all weigh 0 (underflowed) is empty: it can cross no target, and the fallback
+      // must not take a token of probability 0 (the host rule's last candidate of nonzero weight).
       double run = sh.above, run_before_last = sh.above, last_measure = 0.0;
       int pick = -1, last = -1;
       for (int b = kSampleBins - 1; b >= 0; --b) {
@@ -166,7 +168,7 @@ __device__ u64 descend(const T* z, int n, float m, double inv_t, bool by_logit, 
           wsum += sh.weight[b][w];
           csum += sh.count[b][w];
         }
-        if (csum == 0) continue;
+        if (csum == 0 || (!goal.count && wsum == 0.0)) continue;
         const double next = run + wsum;
         if (goal.strict ? next > goal.target : next >= goal.target) {
           pick = b;

@@ -25,10 +25,7 @@ int32_t select_token(const float* logits, int V, const TokenRule& rule, double u
   const float lse = smx + static_cast<float>(std::log(sum));
   // A NaN or infinite logit makes every probability of the row meaningless (and the sort below
   // undefined): the policy's weights are not finite, or its forward overflowed.
-  if (!std::isfinite(lse))
-    LEAP_FATAL("the policy's logits are not finite (NaN or infinity in a row of " << V
-               << "): its weights are corrupt or its forward overflowed; check the policy folder's weights, or "
-                  "resume from an earlier checkpoint");
+  if (!std::isfinite(lse)) fail_on_non_finite_logits(V);
   int32_t chosen = 0;
   if (rule.temperature <= 0.0) {
     chosen = static_cast<int32_t>(std::max_element(logits, logits + n) - logits);  // first maximum
@@ -87,6 +84,12 @@ int32_t select_token(const float* logits, int V, const TokenRule& rule, double u
   }
   *logprob = s * logits[chosen] - lse;
   return chosen;
+}
+
+void fail_on_non_finite_logits(int V) {
+  LEAP_FATAL("the policy's logits are not finite (NaN or infinity in a row of "
+             << V << "): its weights are corrupt or its forward overflowed; check the policy folder's weights, or "
+                "resume from an earlier checkpoint");
 }
 
 }  // namespace leap::backend

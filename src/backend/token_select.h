@@ -31,4 +31,8 @@ inline float logprob_inv_temperature(const TokenRule& rule) {
 int32_t select_token(const float* logits, int V, const TokenRule& rule, double uniform,
                      float* logprob, int sample_below = 0);
 
+// Ends the job: a row of V logits is not finite (NaN or infinity), so its probabilities mean
+// nothing. The host rule and the CUDA sampler (on a non-finite log-probability) both call it.
+[[noreturn]] void fail_on_non_finite_logits(int V);
+
 }  // namespace leap::backend

@@ -36,7 +36,7 @@ TYPED_TEST(SampleKernels, ChoosesWhatTheHostRuleChooses) {
   const bool bf = TypeParam::kBf16;
   this->lab.build("sample.cuh", {inst<TypeParam>("sample_rows")});
   const unsigned threads = unsigned(this->lab.probe("sample.cuh", {"kSampleThreads"})[0]);
-  const int N = 6, V = 1499;  // more ids than threads, not a multiple of 32
+  const int N = 7, V = 1499;  // more ids than threads, not a multiple of 32
   auto logits = randn(size_t(N) * V, 41, bf, 2.5f);
   logits[size_t(1) * V + 700] = 12.0f;  // row 1: one dominant logit
   for (int v = 0; v < V; ++v)  // row 2: -0 and +0 are the maximum, tied: the lower id wins
@@ -45,11 +45,17 @@ TYPED_TEST(SampleKernels, ChoosesWhatTheHostRuleChooses) {
   logits[size_t(2) * V + 9] = 0.0f;
   logits[size_t(4) * V + 1400] = 30.0f;  // row 4: a padded id (above 1100) far above the rest:
                                          // the weights are measured from the drawable maximum
+  // Row 6: five drawable logits and every other id at -1000 (weight 0), with the largest uniform
+  // below 1, which rounding carries past every weight in the host's order (token_select.cpp's
+  // test row): both take the last candidate of nonzero weight, never an id of probability 0.
+  const float row6[5] = {0.04630350321531296f, 2.4611103534698486f, -1.8609015941619873f, -1.2950438261032104f,
+                         2.8407084941864014f};
+  for (int v = 0; v < V; ++v) logits[size_t(6) * V + v] = v < 5 ? row6[v] : -1000.0f;
   for (int v = 0; v < V; ++v)  // row 3: 11 distinct values, ties everywhere
     logits[size_t(3) * V + v] = float(v % 11) * 0.25f;
   // Row 3 repeats every 11 ids, so a uniform of k/100 would land exactly on a boundary (1100 ids
   // are 100 periods), where the two summation orders may round either way: 0.6137 does not.
-  const std::vector<double> uniforms = {0.37, 0.0, 0.9999999, 0.6137, 0.05, 0.83};
+  const std::vector<double> uniforms = {0.37, 0.0, 0.9999999, 0.6137, 0.05, 0.83, std::nextafter(1.0, 0.0)};
 
   const std::vector<Case> cases = {
       {"greedy", {.temperature = 0.0}, 0},
