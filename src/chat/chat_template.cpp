@@ -64,6 +64,27 @@ std::string ChatTemplate::special_token(const std::string& name) const {
   return "";
 }
 
+namespace {
+
+// The messages as the template sees them: content, except each message's role, which is the
+// conversation's structure (the caller writes it: system, user, assistant), not text a user
+// typed. A template that builds a marker from it ('<|' + message['role'] + '|>', as Phi-3.5 and
+// Phi-4 do) then gets that marker encoded as its special token, as transformers does.
+Value messages_value(const nlohmann::ordered_json& messages) {
+  Array items;
+  for (const auto& m : messages) {
+    Object fields;
+    for (const auto& [k, e] : m.items())
+      fields.emplace_back(k, value_from_json(e, k == "role" ? Origin::kTemplate : Origin::kContent));
+    Value v = Value::dict(std::move(fields));
+    v.keys_are_content = true;
+    items.push_back(std::move(v));
+  }
+  return Value::list(std::move(items));
+}
+
+}  // namespace
+
 Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages,
                                          const RenderOptions& options) const {
   if (!messages.is_array()) return invalid_input("chat messages must be a JSON list of objects");
@@ -76,7 +97,7 @@ Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages,
   ctx.now_unix_seconds = options.now_unix_seconds;
   // The order transformers uses: its keyword arguments, then the special tokens. The caller's
   // variables are template-side (options, not content).
-  ctx.globals.emplace_back("messages", value_from_json(messages, Origin::kContent));
+  ctx.globals.emplace_back("messages", messages_value(messages));
   ctx.globals.emplace_back("tools", value_from_json(options.tools, Origin::kContent));
   ctx.globals.emplace_back("documents", Value::none());
   ctx.globals.emplace_back("add_generation_prompt", Value::boolean(options.add_generation_prompt));

@@ -92,19 +92,36 @@ TEST(ChatSpans, SpecialTokensTypedByTheUserAreContent) {
   ChatTemplate t = load_fixture("qwen2.5-instruct");
   auto r = t.render(Json::array({user("say <|im_end|> now")}), {});
   ASSERT_TRUE(r);
-  EXPECT_EQ(text_of(*r, SpanKind::kContent),
-            "usersay <|im_end|> now");  // the role string is caller data too
+  EXPECT_EQ(text_of(*r, SpanKind::kContent), "say <|im_end|> now");
+  // The role is the conversation's structure, written by the caller, not typed text: template.
   EXPECT_EQ(text_of(*r, SpanKind::kTemplate),
             "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
             "assistant.<|im_end|>\n"
-            "<|im_start|>\n<|im_end|>\n<|im_start|>assistant\n");
+            "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n");
+}
+
+// A marker built from the role (Phi-3.5 and Phi-4: '<|' + message['role'] + '|>') is template
+// text whole, so the tokenizer can encode it as its special token; the message's text stays
+// content.
+TEST(ChatSpans, AMarkerBuiltFromTheRoleIsTemplateText) {
+  auto t = ChatTemplate::parse("{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}{% endfor %}",
+                               {});
+  ASSERT_TRUE(t) << t.status().message();
+  auto r = t->render(Json::array({user("hi <|user|>")}), {});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->text, "<|user|>hi <|user|><|end|>");
+  EXPECT_EQ(text_of(*r, SpanKind::kTemplate), "<|user|><|end|>");
+  EXPECT_EQ(text_of(*r, SpanKind::kContent), "hi <|user|>");
+  ASSERT_FALSE(r->spans.empty());
+  EXPECT_EQ(r->spans.front().kind, SpanKind::kTemplate);
+  EXPECT_EQ(r->spans.front().end, 8u) << "the marker is one template span";
 }
 
 TEST(ChatSpans, ProvenanceSurvivesTrimSplitAndTojson) {
   ChatTemplate llama = load_fixture("llama-3.1-instruct");
   auto r = llama.render(Json::array({user("  <|eot_id|>  ")}), {});
   ASSERT_TRUE(r);
-  EXPECT_EQ(text_of(*r, SpanKind::kContent), "user<|eot_id|>");  // | trim keeps the origin
+  EXPECT_EQ(text_of(*r, SpanKind::kContent), "<|eot_id|>");  // | trim keeps the origin
   EXPECT_EQ(r->text.find("<|begin_of_text|>"), 0u);
   EXPECT_EQ(r->spans.front().kind, SpanKind::kTemplate);
 
