@@ -13,7 +13,7 @@ namespace {
 
 const std::set<std::string> kFilters = {"length",  "count", "trim", "tojson", "items",
                                         "default", "d",     "join", "reject", "select",
-                                        "list",    "first", "last", "string"};
+                                        "list",    "first", "last", "string", "safe"};
 const std::set<std::string> kTests = {"defined",  "undefined", "none",   "string",  "mapping",
                                       "iterable", "sequence",  "number", "integer", "float",
                                       "boolean",  "true",      "false",  "equalto", "eq",
@@ -187,9 +187,7 @@ Value item_pairs(const Value& v) {
 
 Value to_json_text(const Value& v, const CallArgs& call) {
   JsonStyle style;
-  if (const Value* a = call.get(0, "ensure_ascii"); a && a->truthy()) {
-    fail_unsupported(call.line, "'tojson(ensure_ascii=True)'");
-  }
+  if (const Value* a = call.get(0, "ensure_ascii")) style.ensure_ascii = a->truthy();
   if (const Value* ind = call.get(1, "indent"); ind && !ind->is_none()) {
     if (ind->kind != Value::Kind::kInt) fail_render(call.line, "tojson(indent=...) needs an int");
     // Python's json.dumps: an indent of 0 or less breaks lines without indenting them.
@@ -340,6 +338,9 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& call
     return name == "first" ? items.front() : items.back();
   }
   if (name == "string") return Value::string(to_text(v));
+  // jinja2's Markup: with autoescaping off (transformers' environment) only the type changes, so
+  // a string stays as it is, its provenance included ('x|tojson|safe').
+  if (name == "safe") return v.is_string() ? v : Value::string(to_text(v));
   fail_unsupported(line, "filter '" + name + "'");
 }
 

@@ -361,9 +361,29 @@ Value value_from_json(const nlohmann::ordered_json& j, Origin origin) {
 
 namespace {
 
-void dump_json_string(const std::string& s, std::string* out) {
+// ensure_ascii: every code point above 0x7F as \uXXXX (a surrogate pair above 0xFFFF), lower-
+// case hex, as Python's json.dumps writes it.
+void dump_json_string(const std::string& s, std::string* out, bool ensure_ascii) {
   *out += '"';
-  for (unsigned char c : s) {
+  for (size_t at = 0; at < s.size(); ++at) {
+    const unsigned char c = static_cast<unsigned char>(s[at]);
+    if (ensure_ascii && c >= 0x80) {
+      const size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+      if (n > 1 && at + n <= s.size()) {
+        std::uint32_t cp = c & (0xFF >> (n + 1));
+        for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[at + k]) & 0x3F);
+        char buf[16];
+        if (cp > 0xFFFF) {
+          cp -= 0x10000;
+          std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+        } else {
+          std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
+        }
+        *out += buf;
+        at += n - 1;
+        continue;
+      }
+    }
     switch (c) {
       case '"':
         *out += "\\\"";
@@ -427,7 +447,7 @@ bool dump_json_at(const Value& v, const JsonStyle& style, int level, std::string
         *out += format_python_float(v.f);
       return true;
     case Value::Kind::kString:
-      dump_json_string(v.str.bytes, out);
+      dump_json_string(v.str.bytes, out, style.ensure_ascii);
       return true;
     case Value::Kind::kArray: {
       if (v.array->empty()) {
@@ -459,7 +479,7 @@ bool dump_json_at(const Value& v, const JsonStyle& style, int level, std::string
       for (size_t k = 0; k < items.size(); ++k) {
         if (k) *out += item_sep;
         newline(level + 1);
-        dump_json_string(items[k]->first, out);
+        dump_json_string(items[k]->first, out, style.ensure_ascii);
         *out += style.key_separator;
         if (!dump_json_at(items[k]->second, style, level + 1, out, error)) return false;
       }

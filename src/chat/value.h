@@ -108,8 +108,9 @@ struct JsonStyle {
   std::string item_separator;  // empty: Python's default for the indent
   std::string key_separator = ": ";
   bool sort_keys = false;
+  bool ensure_ascii = false;  // transformers' default; True escapes every non-ASCII code point
 };
-// json.dumps(v, ensure_ascii=False, ...), as transformers' tojson filter calls it. Returns false
+// json.dumps(v, ensure_ascii=..., ...), as transformers' tojson filter calls it. Returns false
 // (with `error`) for what json.dumps refuses: Undefined, namespaces.
 bool dump_json(const Value& v, const JsonStyle& style, std::string* out, std::string* error);
 

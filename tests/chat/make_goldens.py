@@ -196,6 +196,7 @@ SNIPPETS = [
     "{{ strftime_now('%Y-%m-%d %H:%M %b %d') }} {{ bos_token }}{{ eos_token }}",
     "{% for m in messages if m.role == 'assistant' %}{{ loop.length }}{{ m.role }}{% endfor %}",
     "{{ raise_exception('no system message allowed') }}",
+    "{{ {'k': 'é😀\\\"', 'n': [1, 'ü']} | tojson(ensure_ascii=true) }}|{{ 'ü' | tojson(ensure_ascii=false) }}|{{ messages[1].args | tojson | safe }}|{{ 3 | safe }}{{ 'x' | safe }}",
 ]
 
 
