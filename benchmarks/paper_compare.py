@@ -185,7 +185,16 @@ def full_heldout(args, seed, points, results, run_dir):
         point.update({k + "_full": v for k, v in evaluate(args, model, seed, out, args.suite).items()})
 
 
-def check_run_folder(args, run_dir, settings, points_done):
+def usable_run_folder(run_dir, settings, points_done):
+    """Whether run_dir may be trained in and read, checked (or, new, given its record) before
+    anything trains there. A folder that is not here is of no use when every point is stored (a
+    table reprinted elsewhere), and nothing is made for it."""
+    if not os.path.exists(run_dir) and points_done:
+        return False
+    return check_run_folder(run_dir, settings, points_done)
+
+
+def check_run_folder(run_dir, settings, points_done):
     """The run folder's recorded settings against the asked ones: a folder trained otherwise would
     be continued (leap's --resume checks only seed, suite, G, B, turns and the model's shape) or its
     checkpoints evaluated under the asked settings. Returns whether the folder may be used."""
@@ -221,8 +230,7 @@ def run_way(args, way, seed, subset):
                 "config_sha256": file_sha256(args.config)}
     points_done = all(os.path.exists(os.path.join(results, f"point_{end}.json"))
                       for end in range(args.every, args.steps + 1, args.every))
-    run_usable = not os.path.exists(run_dir) or check_run_folder(args, run_dir, {**settings, "suite": args.suite},
-                                                                 points_done)
+    run_usable = usable_run_folder(run_dir, {**settings, "suite": args.suite}, points_done)
     points = [dict(step=0, cpu_s=0.0, sandbox_jobs=0,
                    **evaluate(args, args.model, seed, os.path.join(results, "eval_0.json"), subset))]
     for end in range(args.every, args.steps + 1, args.every):
@@ -240,9 +248,6 @@ def run_way(args, way, seed, subset):
                 if not os.path.exists(ckpt):
                     sys.exit(f"{ckpt} is missing after training: {run_dir} holds a run with other --steps or "
                              "--every (it resumed from a later checkpoint); use another --runs")
-            if not os.path.exists(run_dir) or not check_run_folder(args, run_dir, {**settings, "suite": args.suite},
-                                                                   False):
-                sys.exit(f"{run_dir}: no usable run")
             steps = load_run(os.path.join(run_dir, "trajectories.h5"), with_text=False).steps
             done = steps[steps.step <= end - 1]
             if done.empty or steps.step.min() > 0:
@@ -263,8 +268,8 @@ def run_way(args, way, seed, subset):
         check_stored(point, stored, settings)
     if args.full_heldout:
         if not run_usable and not os.path.exists(os.path.join(results, f"eval_{args.steps}_full.json")):
-            sys.exit(f"{run_dir} does not record its settings: its last checkpoint is not evaluated; move it aside, "
-                     "or use another --runs")
+            sys.exit(f"{run_dir} is missing or does not record its settings: its last checkpoint is not evaluated; "
+                     "move it aside, or use another --runs")
         full_heldout(args, seed, points, results, run_dir)
     traj = os.path.join(run_dir, "trajectories.h5")
     if run_usable and os.path.exists(traj):  # per-step figures beside the points (the run folder is not committed)

@@ -58,19 +58,29 @@ class RunFolder(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_a_new_folder_records_its_settings_and_is_then_checked(self):
-        self.assertTrue(pc.check_run_folder(None, self.run, self.settings, False))
+        self.assertTrue(pc.check_run_folder(self.run, self.settings, False))
         with open(os.path.join(self.run, "paper_compare_run.json")) as f:
             self.assertEqual(json.load(f), self.settings)
-        self.assertTrue(pc.check_run_folder(None, self.run, self.settings, False))
-        msg = exits(pc.check_run_folder, None, self.run, {**self.settings, "extra": ["--optim.lr=5e-5"]}, False)
+        self.assertTrue(pc.check_run_folder(self.run, self.settings, False))
+        msg = exits(pc.check_run_folder, self.run, {**self.settings, "extra": ["--optim.lr=5e-5"]}, False)
         self.assertIn("paper_compare_run.json was made with other settings", msg)
+
+    def test_a_fresh_run_gets_its_record_before_it_trains(self):
+        # The training then writes checkpoints; the folder stays usable because its record came first.
+        self.assertTrue(pc.usable_run_folder(self.run, self.settings, False))
+        os.makedirs(os.path.join(self.run, "checkpoints", "step_000009"))
+        self.assertTrue(pc.usable_run_folder(self.run, self.settings, False))
+        # A reprint elsewhere, every point stored and no run folder: nothing is made.
+        other = os.path.join(self.tmp.name, "elsewhere")
+        self.assertFalse(pc.usable_run_folder(other, self.settings, True))
+        self.assertFalse(os.path.exists(other))
 
     def test_checkpoints_without_a_record_are_refused_unless_nothing_is_left_to_do(self):
         os.makedirs(os.path.join(self.run, "checkpoints", "step_000009"))
-        msg = exits(pc.check_run_folder, None, self.run, self.settings, False)
+        msg = exits(pc.check_run_folder, self.run, self.settings, False)
         self.assertIn("holds checkpoints of a run whose settings are not recorded", msg)
         with contextlib.redirect_stderr(io.StringIO()):
-            self.assertFalse(pc.check_run_folder(None, self.run, self.settings, True))
+            self.assertFalse(pc.check_run_folder(self.run, self.settings, True))
         self.assertFalse(os.path.exists(os.path.join(self.run, "paper_compare_run.json")))
 
 
