@@ -153,11 +153,16 @@ StagedPaths staged_paths(const std::string& dir) {
   return {d, d.parent_path() / (".tmp_" + name), d.parent_path() / (".old_" + name)};
 }
 
+// A model folder's weight files: the single file, the shards and their index.
+bool is_weight_file(const std::string& name) {
+  return name == "model.safetensors" || name == "model.safetensors.index.json" ||
+         (name.starts_with("model-") && name.ends_with(".safetensors"));
+}
+
 // The files an export writes, which the earlier folder's copies must not survive, and the
 // temporary files of a write a killed job left (AtomicWriter's NAME.tmp.PID).
 bool not_carried(const std::string& name) {
-  return name == "config.json" || name == "model.safetensors" || name == "model.safetensors.index.json" ||
-         (name.starts_with("model-") && name.ends_with(".safetensors")) || name.find(".tmp.") != std::string::npos;
+  return name == "config.json" || is_weight_file(name) || name.find(".tmp.") != std::string::npos;
 }
 
 }  // namespace
@@ -274,8 +279,7 @@ Status finish_model_export(const std::string& dir, const Transformer& model, con
   std::vector<fs::path> stale;  // listed first, removed after: no removal under the iterator
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    const bool weights = name == "model.safetensors" || name == "model.safetensors.index.json" ||
-                         (name.starts_with("model-") && name.ends_with(".safetensors"));
+    const bool weights = is_weight_file(name);
     bool ours = n > 1 && name == index.filename().string();
     for (size_t k = 0; k < n && !ours; ++k) ours = name == plan.shard_name(k);
     if (weights && !ours) stale.push_back(entry.path());

@@ -24,6 +24,10 @@ std::array<size_t, 10> kv_scratch_pieces(const ModelConfig& c, size_t R) {
   return n;
 }
 
+// The block size used for sequences of up to maxT positions: the one asked for, or one block a
+// sequence when none is asked (0) or it is longer than they are.
+int effective_block_size(int asked, int maxT) { return asked <= 0 || asked > maxT ? maxT : asked; }
+
 }  // namespace
 
 size_t kv_scratch_floats(const ModelConfig& c, int rows, int logit_rows) {
@@ -58,7 +62,7 @@ KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
 
 uint64_t kv_cache_bytes(const ModelConfig& cfg, int slots, int maxT, int block_size, int keep,
                         backend::KvDtype dtype) {
-  const int bs = std::max(1, block_size <= 0 || block_size > maxT ? maxT : block_size);
+  const int bs = std::max(1, effective_block_size(block_size, maxT));
   const uint64_t blocks = static_cast<uint64_t>(slots + keep) * blocks_for(maxT, bs) + 1;  // + sink
   const uint64_t KD = static_cast<uint64_t>(cfg.num_key_value_heads) * cfg.head_dim;
   return 2 * static_cast<uint64_t>(cfg.num_hidden_layers) * blocks * bs * KD *
@@ -71,7 +75,7 @@ KvCache::KvCache(const ModelConfig& cfg, backend::Backend& backend, int slots_, 
     : be(&backend),
       slots(slots_),
       maxT(maxT_),
-      block_size(block_size_ <= 0 || block_size_ > maxT_ ? maxT_ : block_size_),
+      block_size(effective_block_size(block_size_, maxT_)),
       keep(keep_),
       blocks((slots_ + keep_) * blocks_for(maxT_, block_size)),
       L(cfg.num_hidden_layers),
@@ -105,9 +109,9 @@ void KvCache::grow(int new_slots, int new_maxT) {
   LEAP_CHECK(static_cast<int>(free_.size()) == blocks, "growing a KV cache whose blocks are in use");
   new_slots = std::max(new_slots, slots);
   new_maxT = std::max(new_maxT, maxT);
-  // The block size asked for, clamped to the new length: a pool first made for short sequences
-  // (a block as long as they were) does not keep blocks that short once longer ones come.
-  const int new_block_size = asked_block_size <= 0 || asked_block_size > new_maxT ? new_maxT : asked_block_size;
+  // Against the new length: a pool first made for short sequences (a block as long as they were)
+  // does not keep blocks that short once longer ones come.
+  const int new_block_size = effective_block_size(asked_block_size, new_maxT);
   const int new_blocks = (new_slots + keep) * blocks_for(new_maxT, new_block_size);
   maxT = new_maxT;
   if (new_slots == slots && new_block_size == block_size && new_blocks <= blocks) return;
