@@ -28,19 +28,25 @@ tasks::Task small(tasks::Task t) {
   return t;
 }
 
+// relu_scale's kernel behind a launch counter (a `__device__` int a first kernel bumps before each
+// run of the plan): it returns without computing on the launches where `skip_if` holds.
+std::string counting_cheat(const std::string& skip_if) {
+  return answer("__device__ int launches;\n"
+                "__global__ void count() { launches += 1; }\n"
+                "__global__ void k(const float* x, float* out, float alpha, int n) {\n"
+                "  if (" + skip_if + ") return;\n"
+                "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                "  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;\n"
+                "}",
+                "// launch: count<<<1, 1>>>()\n"
+                "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n");
+}
+
 TEST(VerifyTimedRuns, AKernelThatSkipsItsWorkWhileTimedIsWrong) {
   LEAP_SKIP_WITHOUT_NVRTC();
   const tasks::Task task = small(testing::relu_scale_task());
   // Computes on its first launch and after the timing, returns at once while it is timed.
-  const std::string cheat = answer(R"(__device__ int launches;
-__global__ void count() { launches += 1; }
-__global__ void k(const float* x, float* out, float alpha, int n) {
-  if (launches >= 2 && launches <= 5) return;
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
-})",
-                                   "// launch: count<<<1, 1>>>()\n"
-                                   "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n");
+  const std::string cheat = counting_cheat("launches >= 2 && launches <= 5");
   VerifyResult r = verify(task, cheat);
   EXPECT_EQ(verdict_name(r.verdict), "WRONG_ANSWER") << r.feedback;
   EXPECT_NE(r.feedback.find("a timed run"), std::string::npos) << r.feedback;
@@ -57,15 +63,7 @@ __global__ void k(const float* x, float* out, float alpha, int n) {
 TEST(VerifyTimedRuns, TheLastTimedRunIsCheckedWhateverWasSampled) {
   LEAP_SKIP_WITHOUT_NVRTC();
   const tasks::Task task = small(testing::relu_scale_task());
-  const std::string cheat = answer(R"(__device__ int launches;
-__global__ void count() { launches += 1; }
-__global__ void k(const float* x, float* out, float alpha, int n) {
-  if (launches == 5) return;
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = fmaxf(x[i], 0.f) * alpha;
-})",
-                                   "// launch: count<<<1, 1>>>()\n"
-                                   "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n");
+  const std::string cheat = counting_cheat("launches == 5");
   for (int i = 0; i < 4; ++i) {
     VerifyResult r = verify(task, cheat);
     EXPECT_EQ(verdict_name(r.verdict), "WRONG_ANSWER") << r.feedback;
