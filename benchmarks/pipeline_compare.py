@@ -30,8 +30,11 @@ for setting in [x for x in ("plain", "simulated") if os.path.exists(f"{out}/{x}-
     label = "plain demo" if setting == "plain" else f"sandbox.simulated_exec_ms = {ms} (BENCHMARK latency)"
     print(f"== {label}")
     ratios, turn_ratios, shares, ideals, waits = [], [], [], [], []
-    nospec = os.path.exists(f"{out}/{setting}-nospec-{seeds[0]}")
-    n_ratios, n_waits = [], []
+    # The extra arms present (pipeline_compare.sh: LEAP_BENCH_NOSPEC, LEAP_BENCH_AHEAD).
+    extras = {"nospec": "stream, rl.speculative_turns = false", "ahead": "stream, rl.rollout_ahead = true"}
+    extras = {k: v for k, v in extras.items() if os.path.exists(f"{out}/{setting}-{k}-{seeds[0]}")}
+    x_ratios = {k: [] for k in extras}
+    x_waits = {k: [] for k in extras}
     for seed in seeds:
         a, b = steps(setting, "sync", seed), steps(setting, "stream", seed)
         ta, tb = a["time_s"].mean(), b["time_s"].mean()
@@ -60,14 +63,17 @@ for setting in [x for x in ("plain", "simulated") if os.path.exists(f"{out}/{x}-
         print(f"         stream speculative turns {int(b['n_speculative'].sum())}, dropped "
               f"{int(b['n_speculative_dropped'].sum())} ({int(b['speculative_dropped_tokens'].sum())} tokens, "
               f"{b['speculative_dropped_tokens'].sum() / max(1, b['tokens_generated'].sum()):.1%} of those kept)")
-        if nospec:
-            c = steps(setting, "nospec", seed)
-            n_ratios.append(c["time_s"].mean() / ta)
-            n_waits.append(wait_share(c))
-            print(f"         nospec (stream, rl.speculative_turns = false): step s {c['time_s'].mean():.1f}, "
-                  f"ratio {n_ratios[-1]:.3f}, policy wait before the drain {n_waits[-1]:.1%}")
+        for arm, what in extras.items():
+            c = steps(setting, arm, seed)
+            x_ratios[arm].append(c["time_s"].mean() / ta)
+            x_waits[arm].append(wait_share(c))
+            ahead = f", turn-1 samples from the step before {int(c['n_rollout_ahead'].sum())}" if arm == "ahead" else ""
+            print(f"         {arm} ({what}): step s {c['time_s'].mean():.1f}, ratio {x_ratios[arm][-1]:.3f}, policy wait "
+                  f"before the drain {x_waits[arm][-1]:.1%}; pass t1 {c['pass_turn1'].mean():.3f} final "
+                  f"{c['pass_final'].mean():.3f}{ahead}")
     print(f"stream/sync step time over seeds: {spread(ratios)}; the turns alone: {spread(turn_ratios)}")
     print(f"sync verification share: {spread(shares)}; ideal ratio: {spread(ideals)}")
     print(f"stream policy wait before the drain: {spread(waits)}")
-    if nospec:
-        print(f"nospec/sync step time over seeds: {spread(n_ratios)}; its policy wait before the drain: {spread(n_waits)}")
+    for arm in extras:
+        print(f"{arm}/sync step time over seeds: {spread(x_ratios[arm])}; its policy wait before the drain: "
+              f"{spread(x_waits[arm])}")

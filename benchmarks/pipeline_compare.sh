@@ -17,8 +17,9 @@
 # LEAP_BENCH_CONFIG=FILE runs another config (default configs/demo_v1.ini);
 # LEAP_BENCH_EXTRA="--rl.batch_tasks 8" adds leap options to every run (printed first); LEAP=PATH
 # runs another leap binary (a copy, so that a rebuild does not change it mid-run);
-# LEAP_BENCH_NOSPEC=1 adds a third arm after stream, nospec: stream with
-# rl.speculative_turns = false, for what speculative turns change.
+# LEAP_BENCH_NOSPEC=1 adds an arm after stream, nospec: stream with
+# rl.speculative_turns = false, for what speculative turns change; LEAP_BENCH_AHEAD=1 adds one,
+# ahead: stream with rl.rollout_ahead = true (the next step's turn 1 started during the step).
 set -euo pipefail
 steps="${1:-3}" ms="${2:-1500}"
 shift $(( $# > 2 ? 2 : $# ))
@@ -33,10 +34,12 @@ for seed in "${seeds[@]}"; do
   for setting in ${LEAP_BENCH_SETTINGS:-plain simulated}; do
     extra=(); [ "$setting" = simulated ] && extra=(--sandbox.simulated_exec_ms "$ms")
     arms=(sync stream); [ "${LEAP_BENCH_NOSPEC:-0}" = 1 ] && arms+=(nospec)
+    [ "${LEAP_BENCH_AHEAD:-0}" = 1 ] && arms+=(ahead)
     for pipeline in "${arms[@]}"; do
       dir="$out/$setting-$pipeline-$seed"
       how=(--rl.pipeline "$pipeline")
       [ "$pipeline" = nospec ] && how=(--rl.pipeline stream --rl.speculative_turns false)
+      [ "$pipeline" = ahead ] && how=(--rl.pipeline stream --rl.rollout_ahead true)
       scripts/mpirun_local.sh 4 "$leap" train --config "$config" --train.steps "$steps" --run.seed "$seed" \
         "${how[@]}" "${extra[@]}" "${more[@]}" --run.out_dir "$dir" >"$dir.log" 2>&1 || { echo "FAILED: $dir.log"; exit 1; }
       echo "done $setting $pipeline seed $seed"

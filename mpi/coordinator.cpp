@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <utility>
 
 #include "common/check.h"
 #include "common/cpu_time.h"
@@ -40,6 +41,9 @@ Coordinator::Coordinator(const Topology& topo, const tasks::Suite& suite, const 
   else if (rl.rl.ppo_epochs != 1 || rl.rl.mini_batches != 1) overlap_off_ = "more than one update a step";
   else if (opts.zero_stage2) overlap_off_ = "optim.zero_stage = 2";
   else if (!policy.supports_train_early()) overlap_off_ = "the policy engine cannot";
+  // Dynamic sampling draws further tasks within a step, after the next step's would be drawn.
+  LEAP_CHECK(!rl.rl.rollout_ahead || (rl.rl.pipeline == "stream" && !rl.rl.resample_zero_variance),
+             "rl.rollout_ahead needs rl.pipeline = stream and rl.resample_zero_variance = false (RlConfig::validate)");
   if (overlap_off_.empty()) {
     overlap_ = OverlapTraining{rl.rl.reward_options(), rl.rl.advantage_options(), trajectory_once(),
                                std::max(1, opts.micro_batch_seqs)};
@@ -79,18 +83,43 @@ TrainReport Coordinator::train(const StepState& state, int64_t step, const TurnT
   return total;
 }
 
-Status Coordinator::run_turns(StepState& state, TurnTimes* times) {
+Status Coordinator::run_turns(StepState& state, TurnTimes* times, RolloutAhead* carried, RolloutAhead* next) {
   if (rl_.rl.pipeline == "sync") return turns_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times);
-  return stream_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times, overlap_ ? &*overlap_ : nullptr,
-                           rl_.rl.speculative_turns);
+  return stream_.run_turns(state, suite_, prompts_, dcp_, rl_.rl.max_turns, times,
+                           {overlap_ ? &*overlap_ : nullptr, rl_.rl.speculative_turns, carried, next});
 }
 
-Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out) {
+void Coordinator::start_next_step(int64_t next_step) {
+  // The checkpoint after this step must record the sampler as it stands between the steps: a
+  // resumed run draws the next step's tasks itself.
+  sampler_between_steps_ = sampler_.state();
+  StepState next(next_step, sampler_.next_batch(opts_.batch_tasks), StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
+  RolloutAhead ahead;
+  auto items = next.make_turn(1, suite_, prompts_, &ahead.dropped);
+  if (!items) {  // a prompt that cannot be built fails the next step itself, in its own phase
+    sampler_.set_state(*sampler_between_steps_);
+    sampler_between_steps_.reset();
+    return;
+  }
+  ahead.items = std::move(*items);
+  next_state_.emplace(std::move(next));
+  ahead_.emplace(std::move(ahead));
+}
+
+Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out, bool another_follows) {
   auto t_step = std::chrono::steady_clock::now();
   TurnTimes times;
-  StepState state(step, sampler_.next_batch(opts_.batch_tasks),
-                  StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
-  LEAP_RETURN_IF_ERROR(run_turns(state, &times));
+  // This step's turn 1, when the step before started it (rl.rollout_ahead).
+  std::optional<RolloutAhead> carried = std::exchange(ahead_, std::nullopt);
+  sampler_between_steps_.reset();
+  StepState state = next_state_ ? std::move(*next_state_)
+                                : StepState(step, sampler_.next_batch(opts_.batch_tasks),
+                                            StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
+  next_state_.reset();
+  LEAP_CHECK(state.step() == step, "step " << step << " was started ahead as step " << state.step());
+  const int ahead_done = carried ? static_cast<int>(carried->done.size()) : 0;
+  if (another_follows && rl_.rl.rollout_ahead && rl_.rl.pipeline == "stream") start_next_step(step + 1);
+  LEAP_RETURN_IF_ERROR(run_turns(state, &times, carried ? &*carried : nullptr, ahead_ ? &*ahead_ : nullptr));
   state.score(rl_.rl.reward_options(), rl_.rl.advantage_options());
   // Dynamic sampling: groups with nothing to learn are replaced by fresh tasks, round by round.
   int resampled = 0;
@@ -139,6 +168,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   r.n_speculative = times.speculative_turns;
   r.n_speculative_dropped = times.speculative_dropped;
   r.speculative_dropped_tokens = times.speculative_dropped_tokens;
+  r.n_rollout_ahead = ahead_done;
   r.loss = tr.loss;
   // Means over the trained tokens: NaN when the step trained none (every group dropped for
   // all-zero advantages), as the pass rates are NaN when every trajectory was void; a 0 would

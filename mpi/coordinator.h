@@ -59,8 +59,9 @@ class Coordinator {
               CoordinatorOptions opts, uint64_t seed, PolicyEngine& policy,
               const rl::PromptFormat& format, VerifyEngine* local_verifier, const Logger& log);
 
-  // One RL step; appends it to `out` when given.
-  Expected<StepReport> run_step(int64_t step, io::TrajectoryFile* out);
+  // One RL step; appends it to `out` when given. `another_follows`: the run has a step after this
+  // one, which rl.rollout_ahead may start during this one.
+  Expected<StepReport> run_step(int64_t step, io::TrajectoryFile* out, bool another_follows = false);
   // Tells every other rank to leave its serve loop.
   void stop();
   // Writes a checkpoint with every policy rank (the others take part from their serve loop).
@@ -72,6 +73,11 @@ class Coordinator {
   // The job's CPU seconds at the end of the last step (cumulative over attempts).
   double last_cpu_s() const { return last_cpu_s_; }
   tasks::TaskSampler& sampler() { return sampler_; }
+  // The sampler's state between the last step and the next, for a checkpoint: as it was before
+  // the next step's tasks were drawn ahead (rl.rollout_ahead), since a resumed run draws them.
+  tasks::TaskSampler::State sampler_state() const {
+    return sampler_between_steps_ ? *sampler_between_steps_ : sampler_.state();
+  }
   // Whether steps train during the rollout (rl.overlap_training), and if not, why; for the log.
   bool overlap_training() const { return overlap_.has_value(); }
   const std::string& overlap_training_off() const { return overlap_off_; }
@@ -82,8 +88,12 @@ class Coordinator {
   TrainReport train(const StepState& state, int64_t step, const TurnTimes& times, io::StepRow* row);
   // Whether a trajectory trains as one sequence (rl.train_trajectory_once where it is exact).
   bool trajectory_once() const;
-  // The turns of the step's latest round, through the configured pipeline.
-  Status run_turns(StepState& state, TurnTimes* times);
+  // The turns of the step's latest round, through the configured pipeline (rl.rollout_ahead:
+  // `carried`, this step's turn 1 as the step before left it; `next`, the next step's).
+  Status run_turns(StepState& state, TurnTimes* times, RolloutAhead* carried = nullptr, RolloutAhead* next = nullptr);
+  // Draws the next step's tasks and makes its turn-1 items, for this step's phase to start
+  // (rl.rollout_ahead); leaves none when a prompt cannot be built.
+  void start_next_step(int64_t next_step);
 
   const Topology& topo_;
   const tasks::Suite& suite_;
@@ -98,6 +108,11 @@ class Coordinator {
   rl::PromptBuilder prompts_;
   std::optional<OverlapTraining> overlap_;  // training during the rollout, when it applies
   std::string overlap_off_;                 // why it does not
+  // rl.rollout_ahead: the next step, drawn and started during this one, and the sampler's state
+  // before it was drawn.
+  std::optional<StepState> next_state_;
+  std::optional<RolloutAhead> ahead_;
+  std::optional<tasks::TaskSampler::State> sampler_between_steps_;
   double cpu_offset_s_ = 0, last_cpu_s_ = 0;
 };
 

@@ -21,6 +21,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Marks a work item (and its completion) of the next step's turn 1 (rl.rollout_ahead): uids name
+// (group, sample, turn) within a step, so the next step's would meet this step's.
+constexpr int64_t kAheadTag = int64_t{1} << 62;
+
 // Wall time during which a count was above zero (generation in flight, jobs in the sandbox).
 class BusyClock {
  public:
@@ -91,21 +95,36 @@ class Phase {
   Phase(const Topology& topo, PolicyEngine& policy, VerifyEngine* local, int retries, const Logger& log,
         StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
         const rl::DcpController& dcp, int max_turns, const std::vector<int>& policy_ranks,
-        const std::vector<int>& sandbox_ranks, const OverlapTraining* overlap, bool speculate)
+        const std::vector<int>& sandbox_ranks, const StreamOptions& opts)
       : topo_(topo), local_(local), log_(log), state_(state), suite_(suite), prompts_(prompts), dcp_(dcp),
-        max_turns_(max_turns), policy_ranks_(policy_ranks), sandbox_ranks_(sandbox_ranks), overlap_(overlap),
-        speculate_(speculate && max_turns > 1), retries_(retries, log), generator_(policy) {
+        max_turns_(max_turns), policy_ranks_(policy_ranks), sandbox_ranks_(sandbox_ranks), overlap_(opts.overlap),
+        speculate_(opts.speculate && max_turns > 1), carried_(opts.carried), next_(opts.next), retries_(retries, log),
+        generator_(policy) {
     if (sandbox_ranks_.empty()) credits_[0] = local_->slots();
   }
 
   Status run(TurnTimes* times) {
     last_gen_ = {Clock::now(), 0};
     auto t_tick = last_gen_.at;
-    LEAP_ASSIGN_OR_RETURN(auto items, state_.make_turn(1, suite_, prompts_, &dropped_));
-    for (auto& it : items) queue_.push(std::move(it));
+    std::vector<RolloutItem> items;
+    if (carried_) {  // made during the step before, some of it generated there
+      items = std::move(carried_->items);
+      dropped_ = carried_->dropped;
+    } else {
+      LEAP_ASSIGN_OR_RETURN(items, state_.make_turn(1, suite_, prompts_, &dropped_));
+    }
     // A group of this round none of whose samples could start has no verdict to wait for: DCP
     // decides it now, as the synchronous pipeline does after turn 1.
     for (const auto& it : items) pending_groups_.insert(StepState::group_of(it.uid));
+    for (auto& it : items) queue_.push(std::move(it));
+    if (carried_) {
+      for (auto& [c, rank] : carried_->done) {
+        pending_groups_.insert(StepState::group_of(c.uid));
+        LEAP_RETURN_IF_ERROR(state_.add_completions({c}, rank));
+        queue_new_job(c);
+      }
+      carried_->done.clear();
+    }
     for (int g : groups_of_round_without_items()) state_.apply_dcp_to_group(g, dcp_);
     while (!done()) {
       // Policy workers idle while verdicts are outstanding and no work is queued for them wait on
@@ -126,6 +145,7 @@ class Phase {
       hand_out_generation();
       hand_out_training(times);
       LEAP_RETURN_IF_ERROR(hand_out_speculation(times));
+      hand_out_ahead();
       hand_out_jobs(times);
       outbox_.progress();
       gen_clock_.set(generating());
@@ -215,7 +235,10 @@ class Phase {
       training_out_[from] -= r.trained;
       LEAP_CHECK(training_out_[from] >= 0, "rank " << from << " trained more sequences than it was given");
       LEAP_RETURN_IF_ERROR(file_completions(r, from, times));
-      if (r.want > 0) waiting_policy_[from] = r.want;
+      if (r.want > 0) {
+        waiting_policy_[from] = r.want;
+        batch_of_[from] = std::max(batch_of_[from], r.want);  // its first request asks for a whole batch
+      }
       got = true;
     }
     return got;
@@ -235,24 +258,35 @@ class Phase {
   Status file_completions(const RolloutResult& r, int rank, TurnTimes* times) {
     times->policy_gen_s += r.busy_s;
     for (const auto& c : r.completions) {
+      if (c.uid & kAheadTag) {  // the next step's: it waits for that step's phase
+        LEAP_CHECK(next_ != nullptr, "a completion of the next step came back with no next step started");
+        next_->done.emplace_back(c, rank);
+        next_->done.back().first.uid &= ~kAheadTag;
+        continue;
+      }
       if (dropped_uids_.erase(c.uid)) {  // a speculative turn DCP did not keep, retracted meanwhile
         times->speculative_dropped_tokens += static_cast<int64_t>(c.completion_tokens.size());
         continue;
       }
       LEAP_RETURN_IF_ERROR(state_.add_completions({c}, rank));
-      const int g = StepState::group_of(c.uid);
-      job_of_uid_[c.uid] = {c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text};
       const GenerationEnd end{Clock::now(), wait_};
       // A speculative turn is verified only once DCP keeps it (settle_speculation).
       if (speculative_.count(c.uid)) {
-        held_[c.uid] = {job_of_uid_[c.uid], end};
+        held_[c.uid] = {job_of(c), end};
       } else {
-        queue_job(job_of_uid_[c.uid], false);
+        queue_new_job(c);
         generation_ended(end);
       }
     }
     return Status::ok();
   }
+
+  // The sandbox job of a completion the step holds, remembered for a retry.
+  const SandboxJob& job_of(const Completion& c) {
+    const int g = StepState::group_of(c.uid);
+    return job_of_uid_[c.uid] = {c.uid, state_.groups()[static_cast<size_t>(g)].task, c.text};
+  }
+  void queue_new_job(const Completion& c) { queue_job(job_of(c), false); }
 
   // Jobs wait for a sandbox slot highest turn first (later turns are the step's critical path,
   // as in the work queue), in arrival order within a turn, except that a retry goes to the front
@@ -389,11 +423,7 @@ class Phase {
   Status hand_out_speculation(TurnTimes* times) {
     if (!speculate_ || no_candidates_ || !queue_.empty() || !trainable_.empty() || !sandbox_busy())
       return Status::ok();
-    std::vector<std::pair<int, int>> idle;  // (rank, room); a room of 1 keeps its one slot for real work
-    for (const auto& [rank, want] : waiting_policy_)
-      if (items_out_[rank] == 0 && training_out_[rank] == 0 && want >= 2) idle.emplace_back(rank, want);
-    if (generator_.outstanding() == 0 && generator_.training() == 0 && generator_.room() >= 2)
-      idle.emplace_back(0, generator_.room());
+    const std::vector<std::pair<int, int>> idle = idle_with_room();
     if (idle.empty()) return Status::ok();
     std::vector<std::pair<int, int>> candidates;  // (group, sample)
     for (size_t g = 0; g < state_.groups().size(); ++g) {
@@ -431,15 +461,58 @@ class Phase {
       }
       if (items.empty()) continue;
       times->speculative_turns += static_cast<int>(items.size());
-      if (r == 0) {
-        generator_.give(std::move(items));
-        continue;
-      }
-      items_out_[r] += static_cast<int>(items.size());
-      outbox_.send(RolloutWork{std::move(items)}, r, topo_.world);  // never blocks
-      waiting_policy_.erase(r);
+      give(r, std::move(items));
     }
     return Status::ok();
+  }
+
+  // Whole idle policy workers, as (rank, room): nothing decoding or training, and room for two
+  // items at least (a room of 1 keeps its one slot for the step's own work). An idle worker's room
+  // is its whole batch: its open request may be older than its last completions, and asked for
+  // the room it had then.
+  std::vector<std::pair<int, int>> idle_with_room() {
+    std::vector<std::pair<int, int>> idle;
+    for (const auto& [rank, want] : waiting_policy_) {
+      const int room = std::max(want, batch_of_[rank]);
+      if (items_out_[rank] == 0 && training_out_[rank] == 0 && room >= 2) idle.emplace_back(rank, room);
+    }
+    if (generator_.outstanding() == 0 && generator_.training() == 0 && generator_.room() >= 2)
+      idle.emplace_back(0, generator_.room());
+    return idle;
+  }
+
+  // Items to a waiting worker (rank 0: its generator thread).
+  void give(int rank, std::vector<RolloutItem> items) {
+    if (rank == 0) {
+      generator_.give(std::move(items));
+      return;
+    }
+    items_out_[rank] += static_cast<int>(items.size());
+    outbox_.send(RolloutWork{std::move(items)}, rank, topo_.world);  // never blocks
+    waiting_policy_.erase(rank);
+  }
+
+  // The next step's turn 1 (rl.rollout_ahead), last of all: only while verdicts are outstanding
+  // and nothing of this step is left to generate, train or speculate on, to whole idle workers,
+  // half their room each (as speculative turns: this step's later turns, which come with its
+  // verdicts, find a free slot). The phase ends only once they are back, so a worker takes no
+  // more than its share of what is left. Tagged (kAheadTag) so their uids, which are the next
+  // step's, meet none of this step's.
+  void hand_out_ahead() {
+    if (!next_ || next_->items.empty() || !queue_.empty() || !trainable_.empty() || !sandbox_busy()) return;
+    const std::vector<std::pair<int, int>> idle = idle_with_room();
+    if (idle.empty()) return;
+    const int n_idle = static_cast<int>(idle.size());
+    const int fair = std::max(1, (static_cast<int>(next_->items.size()) + n_idle - 1) / n_idle);
+    for (const auto& [rank, room] : idle) {
+      const int n = std::min({room / 2, fair, static_cast<int>(next_->items.size())});
+      if (n == 0) break;
+      std::vector<RolloutItem> items(std::make_move_iterator(next_->items.begin()),
+                                     std::make_move_iterator(next_->items.begin() + n));
+      next_->items.erase(next_->items.begin(), next_->items.begin() + n);
+      for (auto& it : items) it.uid |= kAheadTag;
+      give(rank, std::move(items));
+    }
   }
 
   // Group g is decided, or its expansion forced: each of its speculative turns becomes the turn 2
@@ -552,6 +625,8 @@ class Phase {
   const std::vector<int>& sandbox_ranks_;
   const OverlapTraining* overlap_;  // null: no training during the phase
   const bool speculate_;             // rl.speculative_turns
+  RolloutAhead* carried_;            // this step's turn 1, started during the step before
+  RolloutAhead* next_;               // the next step's turn 1 (rl.rollout_ahead), or null
   SandboxRetries retries_;
   LocalGenerator generator_;
 
@@ -560,6 +635,7 @@ class Phase {
   std::set<int> heard_policy_;              // remote policy ranks that have asked for work
   std::map<int, int> waiting_policy_;       // remote policy rank -> items it asked for
   std::map<int, int> items_out_;            // remote policy rank -> items given, not returned
+  std::map<int, int> batch_of_;             // remote policy rank -> its decoding batch (largest request)
   std::map<int, int> training_out_;         // remote policy rank -> sequences to train, not reported
   std::deque<TrainUnit> trainable_;         // sequences of final groups, not handed out yet
   std::set<int64_t> speculative_;           // speculative turns whose group is not decided yet
@@ -599,10 +675,10 @@ StreamRunner::StreamRunner(const Topology& topo, PolicyEngine& policy, VerifyEng
 
 Status StreamRunner::run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
                                const rl::DcpController& dcp, int max_turns, TurnTimes* times,
-                               const OverlapTraining* overlap, bool speculate) {
+                               const StreamOptions& opts) {
   announce(Control::Kind::kStream, state.step(), 0, topo_.world);
   Phase phase(topo_, policy_, local_, sandbox_retries_, log_, state, suite, prompts, dcp, max_turns, policy_ranks_,
-              sandbox_ranks_, overlap, speculate);
+              sandbox_ranks_, opts);
   Status status;
   try {
     status = phase.run(times);

@@ -21,10 +21,15 @@
 //    once and its sequences go, a hand-out at a time, to policy workers with nothing to generate,
 //    which run their forward and backward into the gradient while the rollout goes on
 //    (PolicyEngine::train_early); what is not handed out by the end trains after the phase.
+//  - with rl.rollout_ahead, a policy worker with nothing of this step left to generate, train or
+//    speculate on while verdicts are outstanding starts the next step's turn 1 (RolloutAhead),
+//    with this step's weights: one step off the policy, which the PPO ratio's recorded old
+//    log-probabilities account for. The next step's phase starts from those completions.
 // DCP, the rewards and the update are the same functions of the verdicts as in the synchronous
 // pipeline: StepState applies the same rules one group or one sample at a time.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -50,6 +55,25 @@ struct OverlapTraining {
   int sequences_per_handout = 4;
 };
 
+// The next step's turn 1 as far as this step's phase got with it (rl.rollout_ahead): its items
+// no worker took, and the completions generated, with the rank that generated each. The items
+// come from StepState::make_turn(1) on the next step's state, which the coordinator keeps.
+struct RolloutAhead {
+  std::vector<RolloutItem> items;
+  std::vector<std::pair<Completion, int>> done;
+  int dropped = 0;  // turn-1 prompts longer than the context (make_turn's count)
+};
+
+// What a phase does beside the step's own turns.
+struct StreamOptions {
+  const OverlapTraining* overlap = nullptr;  // null: every sequence trains after the phase
+  bool speculate = false;                    // rl.speculative_turns
+  // rl.rollout_ahead: this step's turn 1 as the step before left it (its items replace
+  // make_turn(1)'s), and the next step's, which idle workers generate during this phase.
+  RolloutAhead* carried = nullptr;
+  RolloutAhead* next = nullptr;
+};
+
 class StreamRunner {
  public:
   StreamRunner(const Topology& topo, PolicyEngine& policy, VerifyEngine* local_verifier, int sandbox_retries,
@@ -59,10 +83,11 @@ class StreamRunner {
   // `state`, DCP after turn 1; adds the time spent to *times. With `overlap`, final groups are
   // trained during the phase and marked in `state` (StepState::mark_trained_early). With
   // `speculate` (rl.speculative_turns), idle policy workers generate turn 2 of failed samples
-  // before their group is decided; what DCP does not keep is dropped unverified.
+  // before their group is decided; what DCP does not keep is dropped unverified. With `carried`,
+  // `state`'s turn 1 was made and partly generated during the step before; with `next`, idle
+  // workers generate the next step's turn 1 once nothing of this step is left to them.
   Status run_turns(StepState& state, const tasks::Suite& suite, const rl::PromptBuilder& prompts,
-                   const rl::DcpController& dcp, int max_turns, TurnTimes* times,
-                   const OverlapTraining* overlap = nullptr, bool speculate = false);
+                   const rl::DcpController& dcp, int max_turns, TurnTimes* times, const StreamOptions& opts = {});
 
  private:
   const Topology& topo_;

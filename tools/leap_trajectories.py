@@ -66,7 +66,7 @@ def _enum_names(dtype_field):
     return {v: k for k, v in mapping.items()} if mapping else {}
 
 
-SCHEMA_VERSION = 6  # what this module reads in full (src/io/trajectory_rows.h)
+SCHEMA_VERSION = 7  # what this module reads in full (src/io/trajectory_rows.h)
 
 
 def _committed(steps_arr, sample_rows):

@@ -265,6 +265,8 @@ Table run_table(const io::TrajectoryRun& run, const io::RunSummary& s) {
        [](const R& r) { return Cell(r.speculative); }},
       {{"speculative_dropped", "of them dropped by DCP", -1, ""},
        [](const R& r) { return Cell(r.speculative_dropped); }},
+      {{"rollout_ahead", "turn-1 samples from the step before", -1, ""},
+       [](const R& r) { return Cell(r.rollout_ahead); }},
       {{"tokens_generated", "tokens generated", -1, ""},
        [](const R& r) { return Cell(r.tokens_generated); }},
       {{"prefill_tokens", "prompt tokens run", -1, ""},

@@ -36,7 +36,7 @@ void TrainProgress::add(const mpi::StepReport& report) {
   const double generated = static_cast<double>(r.tokens_generated + r.speculative_dropped_tokens);
   log_.info(
       "step {}/{} | pass t1 {:.2f} final {:.2f} | easy {} hopeless {} expanded {} | sandbox jobs {} (unpruned {}) | "
-      "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s{} | policy wait {:.0f}% idle {:.0f}%, sandbox idle {:.0f}%{} | "
+      "{:.0f} tok/s | gen {:.1f}s sandbox {:.1f}s train {:.1f}s{} | policy wait {:.0f}% idle {:.0f}%, sandbox idle {:.0f}%{}{} | "
       "loss {:+.4f} | ETA {}{}",
       r.step + 1, total_, r.pass_turn1, r.pass_final, r.n_easy, r.n_hopeless, r.n_expanded, r.n_sandbox_jobs,
       report.jobs_if_unpruned, r.gen_s > 0 ? generated / r.gen_s : 0.0, r.gen_s,
@@ -51,6 +51,9 @@ void TrainProgress::add(const mpi::StepReport& report) {
       r.n_speculative > 0
           ? fmt::format(", {} turns speculative ({} dropped)", r.n_speculative, r.n_speculative_dropped)
           : std::string(),
+      // Turn-1 samples generated during the step before, one update off the policy (rl.rollout_ahead).
+      r.n_rollout_ahead > 0 ? fmt::format(", {} turn-1 samples from the step before", r.n_rollout_ahead)
+                            : std::string(),
       r.loss, format_duration(eta), label_);
   // Void samples are the infrastructure's failures and train nothing: a sandbox rank whose GPU or
   // workers broke answers every job it pulls at once with SANDBOX_ERROR, so it takes far more

@@ -22,7 +22,7 @@ Status save(const RlRunContext& ctx, mpi::Coordinator& coord, int64_t step) {
   const TrainConfig& c = ctx.config;
   nlohmann::json state;
   state["dcp"] = coord.dcp().state_json();
-  auto s = coord.sampler().state();
+  auto s = coord.sampler_state();
   state["task_sampler"] = {{"epoch", s.epoch}, {"position", s.position}};
   state["mode"] = "rl";
   state["cpu_s"] = coord.last_cpu_s();
@@ -107,7 +107,7 @@ Status run_rl_coordinator(const RlRunContext& ctx) {
     // checkpoint; taken here it would end the run without one.
     if (step == start_step && (stopped_by = stop.requested()) != 0) break;
     const auto t0 = std::chrono::steady_clock::now();
-    auto report = coord.run_step(step, ctx.out);
+    auto report = coord.run_step(step, ctx.out, step + 1 < c.train.steps);
     if (!report) LEAP_FATAL("training stopped at step " << step << ": " << report.status().message());
     progress.add(*report);
     last_done = step;

@@ -174,6 +174,7 @@ RunSummary summarize_run(const std::vector<StepRow>& steps, const std::vector<Sa
     out.train_sequences_early += row.train_sequences_early;
     out.speculative += row.n_speculative;
     out.speculative_dropped += row.n_speculative_dropped;
+    out.rollout_ahead += row.n_rollout_ahead;
     out.samples += n_rows;
     out.trajectories += st.trajectories;
     out.groups += row.n_groups;

@@ -57,6 +57,7 @@ struct RunSummary {
   int64_t prefill_tokens = 0, kv_reused_tokens = 0, jobs_overlapped = 0;
   int64_t train_sequences = 0, train_sequences_early = 0;  // of them during the rollout
   int64_t speculative = 0, speculative_dropped = 0;  // turns generated before their group's decision
+  int64_t rollout_ahead = 0;  // turn-1 samples generated during the step before (rl.rollout_ahead)
   int64_t groups = 0, easy = 0, hopeless = 0, expanded = 0, dropped_groups = 0;
 };
 

@@ -16,7 +16,8 @@ namespace leap::io {
 //    kv_reused_tokens.
 // 5: /steps gained train_sequences_early.
 // 6: /steps gained n_speculative, n_speculative_dropped and speculative_dropped_tokens.
-inline constexpr int kTrajectorySchemaVersion = 6;
+// 7: /steps gained n_rollout_ahead.
+inline constexpr int kTrajectorySchemaVersion = 7;
 
 struct StepRow {
   int64_t step = 0;
@@ -53,6 +54,9 @@ struct StepRow {
   // them, and the tokens those dropped had generated (not in tokens_generated).
   int32_t n_speculative = 0, n_speculative_dropped = 0;
   int64_t speculative_dropped_tokens = 0;
+  // Turn-1 samples generated during the step before, with its weights (rl.rollout_ahead: one
+  // update off the policy); 0 without it.
+  int32_t n_rollout_ahead = 0;
   double mean_completion_tokens = 0, pass_turn1 = 0, pass_final = 0;
 };
 

@@ -83,6 +83,7 @@ H5Id step_type() {
   LEAP_FIELD(id, StepRow, n_speculative, H5T_NATIVE_INT32);
   LEAP_FIELD(id, StepRow, n_speculative_dropped, H5T_NATIVE_INT32);
   LEAP_FIELD(id, StepRow, speculative_dropped_tokens, H5T_NATIVE_INT64);
+  LEAP_FIELD(id, StepRow, n_rollout_ahead, H5T_NATIVE_INT32);
   LEAP_FIELD(id, StepRow, mean_completion_tokens, H5T_NATIVE_DOUBLE);
   LEAP_FIELD(id, StepRow, pass_turn1, H5T_NATIVE_DOUBLE);
   LEAP_FIELD(id, StepRow, pass_final, H5T_NATIVE_DOUBLE);

@@ -145,12 +145,29 @@ void RlConfig::declare(OptionSet& o) {
         "before it decides. A kept turn is the one the decision would have started (same seed); "
         "one DCP does not keep is dropped unverified and never reaches the trajectory file "
         "(/steps n_speculative, n_speculative_dropped, speculative_dropped_tokens).");
+  o.add("rl.rollout_ahead", &rollout_ahead, false,
+        "With rl.pipeline = stream: a policy rank with nothing of the step left to generate or "
+        "train while its last verdicts come in starts the next step's turn 1, with this step's "
+        "weights. Those samples are one update off the policy (the PPO ratio's old log-probs are "
+        "the sampler's, so clipping bounds the lag), which changes what is trained: off by "
+        "default. /steps n_rollout_ahead counts a step's turn-1 samples generated during the step "
+        "before. A resumed run generates them again with the checkpoint's weights, so such a "
+        "run resumes equal in distribution, not bit for bit. Needs rl.resample_zero_variance = "
+        "false.");
 }
 
 Status RlConfig::validate() const {
   if (dual_clip != 0 && dual_clip <= 1)
     return invalid_input(
         fmt::format("option 'rl.dual_clip' = {} must be 0 (off) or above 1", dual_clip));
+  if (rollout_ahead && pipeline != "stream")
+    return invalid_input(fmt::format(
+        "option 'rl.rollout_ahead' = true needs rl.pipeline = stream (it is {}): set one or the other", pipeline));
+  // Dynamic sampling draws further tasks within a step, after the next step's would be drawn.
+  if (rollout_ahead && resample_zero_variance)
+    return invalid_input(
+        "options 'rl.rollout_ahead' and 'rl.resample_zero_variance' cannot both be true: dynamic sampling draws "
+        "tasks within a step, after the next step's were drawn ahead; turn one of them off");
   return Status::ok();
 }
 

@@ -45,6 +45,7 @@ struct RlConfig {
   std::string pipeline = "stream";  // stream | sync (mpi/stream_runner.h, mpi/turn_runner.h)
   bool overlap_training = true;  // stream only: train finished groups during the rollout
   bool speculative_turns = true;  // stream only: idle ranks start turn 2 before DCP decides
+  bool rollout_ahead = false;  // stream only: idle ranks start the next step's turn 1
 
   void declare(OptionSet& opts);
   Status validate() const;

@@ -84,7 +84,7 @@ rates = pass_rates(run)
 
 # The run facts.
 want_run = {
-    "version": run.version, "git_commit": run.git_commit, "schema_version": "6",
+    "version": run.version, "git_commit": run.git_commit, "schema_version": "7",
     "swmr_read": "SWMR",
     "steps_in_file": len(steps) if args.prefix else len(all_steps),
     "steps": len(steps),
@@ -100,6 +100,7 @@ want_run = {
     "train_sequences_early": int(steps["train_sequences_early"].sum()),
     "speculative_turns": int(steps["n_speculative"].sum()),
     "speculative_dropped": int(steps["n_speculative_dropped"].sum()),
+    "rollout_ahead": int(steps["n_rollout_ahead"].sum()),
     # From /samples, not /steps: each turn-sample's prompt, less what came from another sequence's KV cache.
     "prefill_tokens": int((samples["prompt_tokens"] - samples["kv_reused_tokens"]).sum()),
     "kv_reused_frac": ratio(samples["kv_reused_tokens"].sum(), samples["prompt_tokens"].sum()),

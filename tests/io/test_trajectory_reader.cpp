@@ -64,7 +64,7 @@ TEST(TrajectoryReader, ReadsEveryStepAndTheLastN) {
   EXPECT_EQ(all->rows_pending, 0);
   EXPECT_EQ(all->task_ids, (std::vector<std::string>{"L1/a", "L1/b"}));
   EXPECT_EQ(all->config_ini, "[rl]\nmax_turns = 2\n");
-  EXPECT_EQ(all->schema_version, "6");
+  EXPECT_EQ(all->schema_version, "7");
   EXPECT_EQ(all->samples[4].completion_tokens, 12);  // step 1, sample 2: rows 0-1 are step 0
 
   auto last = read_trajectory_run(path, 2);

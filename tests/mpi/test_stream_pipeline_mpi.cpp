@@ -29,12 +29,13 @@ using testing_fakes::FakeVerifier;
 
 struct RunResult {
   std::vector<io::StepRow> steps;
+  std::vector<tasks::TaskSampler::State> sampler_after;  // what each step's checkpoint records
   float params[2] = {0, 0};
 };
 
 // Three steps on `topo` with the given pipeline; rank 0 writes `h5` (when not empty).
 RunResult run(const Topology& topo, const tasks::Suite& suite, const std::string& pipeline, const std::string& h5,
-              FakeVerifier* local_verifier, rl::RlSections rl = testing_fakes::rl_config()) {
+              FakeVerifier* local_verifier, rl::RlSections rl = testing_fakes::rl_config(), int verify_ms = 5) {
   rl.rl.pipeline = pipeline;
   Logger log(0, false, LogLevel::kWarn);
   CoordinatorOptions co;
@@ -42,7 +43,7 @@ RunResult run(const Topology& topo, const tasks::Suite& suite, const std::string
   FakePolicy policy;
   policy.delay_ms = 2;
   FakeVerifier verifier;
-  verifier.delay_ms = 5;
+  verifier.delay_ms = verify_ms;
   RunResult out;
   if (topo.is_coordinator()) {
     std::unique_ptr<io::TrajectoryFile> file;
@@ -56,9 +57,10 @@ RunResult run(const Topology& topo, const tasks::Suite& suite, const std::string
     EXPECT_TRUE(format.has_value());
     Coordinator coord(topo, suite, rl, co, 77, policy, *format, local_verifier, log);
     for (int step = 0; step < 3; ++step) {
-      auto rep = coord.run_step(step, file.get());
+      auto rep = coord.run_step(step, file.get(), step < 2);
       EXPECT_TRUE(rep.has_value()) << rep.status().message();
       if (rep.has_value()) out.steps.push_back(rep->row);
+      out.sampler_after.push_back(coord.sampler_state());
     }
     coord.stop();
     if (file) {
@@ -100,63 +102,85 @@ void expect_same_decisions(const std::vector<io::StepRow>& a, const std::vector<
   EXPECT_TRUE(some_loss);
 }
 
-TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
-  int world_rank = 0, world_size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-  ASSERT_EQ(world_size, 4);
-  auto suite = testing_fakes::fake_suite();
-  ASSERT_TRUE(suite.has_value()) << suite.status().message();
-  auto topo = two_policy_two_sandbox();
-  ASSERT_TRUE(topo.has_value());
+// Row for row, the same samples of two runs' files with the same verdicts, classes, rewards,
+// advantages and tokens; returns the first file's rows.
+std::vector<io::SampleRow> expect_same_sample_rows(const std::string& a, const std::string& b) {
+  auto x = io::read_trajectory_run(a);
+  auto y = io::read_trajectory_run(b);
+  if (!x.has_value() || !y.has_value()) {
+    ADD_FAILURE() << "reading " << a << " or " << b;
+    return {};
+  }
+  EXPECT_EQ(x->samples.size(), y->samples.size());
+  for (size_t i = 0; i < std::min(x->samples.size(), y->samples.size()); ++i) {
+    const io::SampleRow& p = x->samples[i];
+    const io::SampleRow& q = y->samples[i];
+    EXPECT_EQ(p.step, q.step) << i;
+    EXPECT_EQ(p.task, q.task) << i;
+    EXPECT_EQ(p.group, q.group) << i;
+    EXPECT_EQ(p.sample, q.sample) << i;
+    EXPECT_EQ(p.turn, q.turn) << i;
+    EXPECT_EQ(p.verdict, q.verdict) << i;
+    EXPECT_EQ(p.dcp, q.dcp) << i;
+    EXPECT_EQ(p.reward, q.reward) << i;
+    EXPECT_EQ(p.advantage, q.advantage) << i;
+    EXPECT_EQ(p.completion_tokens, q.completion_tokens) << i;
+  }
+  return x->samples;
+}
+
+// The tests' ranks (4), suite and layout (two_policy_two_sandbox), and where they write.
+class StreamPipelineMpi : public testing::Test {
+ protected:
+  void SetUp() override {
+    int world_size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    ASSERT_EQ(world_size, 4);
+    suite = testing_fakes::fake_suite();
+    ASSERT_TRUE(suite.has_value()) << suite.status().message();
+    topo = two_policy_two_sandbox();
+    ASSERT_TRUE(topo.has_value());
+  }
+  int world_rank = 0;
+  Expected<tasks::Suite> suite = internal_error("not read");
+  Expected<Topology> topo = internal_error("not made");
   const std::string dir = std::string(LEAP_BINARY_DIR);
+
+  // After both runs: their replicas took the same update. Frees the layout; true on rank 0 only,
+  // which goes on to check the rows (the other ranks have then passed the test's last barrier).
+  bool same_update_then_rank0(const RunResult& a, const RunResult& b) {
+    free_topology(&*topo);
+    if (world_rank == 0 || topo->self().role == Role::kPolicy) {
+      EXPECT_EQ(a.params[0], b.params[0]);
+      EXPECT_EQ(a.params[1], b.params[1]);
+    }
+    if (world_rank != 0) MPI_Barrier(MPI_COMM_WORLD);
+    return world_rank == 0;
+  }
+};
+
+TEST_F(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
   RunResult sync = run(*topo, *suite, "sync", dir + "/stream_test_sync.h5", nullptr);
   RunResult stream = run(*topo, *suite, "stream", dir + "/stream_test_stream.h5", nullptr);
-  free_topology(&*topo);
-  if (world_rank != 0) {
-    if (topo->self().role == Role::kPolicy) {  // both replicas took the same updates either way
-      EXPECT_EQ(sync.params[0], stream.params[0]);
-      EXPECT_EQ(sync.params[1], stream.params[1]);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    return;
-  }
+  if (!same_update_then_rank0(sync, stream)) return;
   expect_same_decisions(sync.steps, stream.steps);
-  EXPECT_EQ(sync.params[0], stream.params[0]);
-  EXPECT_EQ(sync.params[1], stream.params[1]);
 
   // Row for row, the same samples with the same verdicts, classes, rewards and advantages.
-  auto a = io::read_trajectory_run(dir + "/stream_test_sync.h5");
-  auto b = io::read_trajectory_run(dir + "/stream_test_stream.h5");
-  ASSERT_TRUE(a.has_value()) << a.status().message();
-  ASSERT_TRUE(b.has_value()) << b.status().message();
-  ASSERT_EQ(a->samples.size(), b->samples.size());
+  const std::vector<io::SampleRow> rows = expect_same_sample_rows(dir + "/stream_test_sync.h5", dir + "/stream_test_stream.h5");
   int later_turns = 0;
-  for (size_t i = 0; i < a->samples.size(); ++i) {
-    const io::SampleRow& x = a->samples[i];
-    const io::SampleRow& y = b->samples[i];
-    EXPECT_EQ(x.step, y.step) << i;
-    EXPECT_EQ(x.group, y.group) << i;
-    EXPECT_EQ(x.sample, y.sample) << i;
-    EXPECT_EQ(x.turn, y.turn) << i;
-    EXPECT_EQ(x.verdict, y.verdict) << i;
-    EXPECT_EQ(x.dcp, y.dcp) << i;
-    EXPECT_EQ(x.reward, y.reward) << i;
-    EXPECT_EQ(x.advantage, y.advantage) << i;
-    EXPECT_EQ(x.completion_tokens, y.completion_tokens) << i;
-    later_turns += x.turn > 1;
-  }
+  for (const auto& x : rows) later_turns += x.turn > 1;
   EXPECT_GT(later_turns, 0);  // DCP expanded some groups, so the later-turn path ran
   // sync sends every later turn back to the rank that generated the sample's previous turn (its
   // KV cache is there); turn 1 was spread over both policy ranks.
   std::map<std::tuple<int64_t, int32_t, int32_t, int32_t>, int32_t> rank_of;
   std::set<int32_t> turn1_ranks;
-  for (const auto& x : a->samples) {
+  for (const auto& x : rows) {
     rank_of[{x.step, x.group, x.sample, x.turn}] = x.mpi_rank;
     if (x.turn == 1) turn1_ranks.insert(x.mpi_rank);
   }
   EXPECT_EQ(turn1_ranks.size(), 2u);
-  for (const auto& x : a->samples) {
+  for (const auto& x : rows) {
     if (x.turn > 1) {
       EXPECT_EQ(x.mpi_rank, (rank_of[{x.step, x.group, x.sample, x.turn - 1}]));
     }
@@ -228,14 +252,7 @@ TEST(StreamPipelineMpi, SameDecisionsAsSyncAndAccountedTime) {
 // The other shapes of a step, through both pipelines: dynamic sampling (a zero-variance group is
 // replaced by a further round of the same step) and single-turn GRPO (max_turns = 1, no DCP
 // expansion). The same decisions, rows and update either way.
-TEST(StreamPipelineMpi, DynamicSamplingAndSingleTurnDecideAsSync) {
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
-  auto suite = testing_fakes::fake_suite();
-  ASSERT_TRUE(suite.has_value()) << suite.status().message();
-  auto topo = two_policy_two_sandbox();
-  ASSERT_TRUE(topo.has_value());
-  const std::string dir = std::string(LEAP_BINARY_DIR);
+TEST_F(StreamPipelineMpi, DynamicSamplingAndSingleTurnDecideAsSync) {
   for (const char* shape : {"resample", "single-turn"}) {
     SCOPED_TRACE(shape);
     auto rl = testing_fakes::rl_config();
@@ -248,17 +265,9 @@ TEST(StreamPipelineMpi, DynamicSamplingAndSingleTurnDecideAsSync) {
     expect_same_decisions(sync.steps, stream.steps);
     EXPECT_EQ(sync.params[0], stream.params[0]);
     EXPECT_EQ(sync.params[1], stream.params[1]);
-    auto x = io::read_trajectory_run(a);
-    auto y = io::read_trajectory_run(b);
-    ASSERT_TRUE(x.has_value() && y.has_value());
-    ASSERT_EQ(x->samples.size(), y->samples.size());
     int64_t resampled = 0;
     int max_turn = 0;
-    for (size_t i = 0; i < x->samples.size(); ++i) {
-      EXPECT_EQ(x->samples[i].verdict, y->samples[i].verdict) << i;
-      EXPECT_EQ(x->samples[i].advantage, y->samples[i].advantage) << i;
-      max_turn = std::max<int>(max_turn, x->samples[i].turn);
-    }
+    for (const auto& x : expect_same_sample_rows(a, b)) max_turn = std::max<int>(max_turn, x.turn);
     for (const auto& r : sync.steps) resampled += r.n_resampled;
     if (std::string(shape) == "resample") {
       EXPECT_GT(resampled, 0) << "no zero-variance group was replaced: the round path did not run";
@@ -267,6 +276,35 @@ TEST(StreamPipelineMpi, DynamicSamplingAndSingleTurnDecideAsSync) {
     }
   }
   free_topology(&*topo);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// rl.rollout_ahead: idle policy ranks start the next step's turn 1 while a step's last verdicts
+// come in. The fakes' completions depend on their seeds alone, not on the weights, so the run
+// must decide exactly as one without it: the same rows and update, each sample of the next step
+// filed under its own step, group and sample, none lost or generated twice, and each checkpoint
+// recording the task sampler as it stood between the steps (before the next step's tasks were
+// drawn ahead). Verification is slowed so that the policy ranks wait, as the option is for.
+TEST_F(StreamPipelineMpi, RolloutAheadDecidesAsWithout) {
+  const std::string a = dir + "/stream_ahead_off.h5", b = dir + "/stream_ahead_on.h5";
+  auto rl = testing_fakes::rl_config();
+  RunResult off = run(*topo, *suite, "stream", a, nullptr, rl, 20);
+  rl.rl.rollout_ahead = true;
+  RunResult on = run(*topo, *suite, "stream", b, nullptr, rl, 20);
+  if (!same_update_then_rank0(off, on)) return;
+  expect_same_decisions(off.steps, on.steps);
+  int ahead = 0;
+  for (const auto& r : on.steps) ahead += r.n_rollout_ahead;
+  std::printf("turn-1 samples generated a step ahead: %d\n", ahead);
+  EXPECT_GT(ahead, 0) << "no idle policy rank started the next step: the option's path did not run";
+  EXPECT_EQ(on.steps[0].n_rollout_ahead, 0);  // nothing comes before the first step
+  for (const auto& r : off.steps) EXPECT_EQ(r.n_rollout_ahead, 0);
+  ASSERT_EQ(off.sampler_after.size(), on.sampler_after.size());
+  for (size_t i = 0; i < off.sampler_after.size(); ++i) {
+    EXPECT_EQ(off.sampler_after[i].epoch, on.sampler_after[i].epoch) << i;
+    EXPECT_EQ(off.sampler_after[i].position, on.sampler_after[i].position) << i;
+  }
+  EXPECT_FALSE(expect_same_sample_rows(a, b).empty());
   MPI_Barrier(MPI_COMM_WORLD);
 }
 

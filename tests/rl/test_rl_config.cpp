@@ -50,6 +50,15 @@ TEST(RlConfig, CommandLineSetsEverySection) {
   EXPECT_EQ(s.prompt.options(1000).max_prompt_tokens, 900u);
 }
 
+TEST(RlConfig, RollingAheadIsOffByDefaultAndTakesTheStreamPipeline) {
+  RlSections s;
+  ASSERT_TRUE(parse(s, {}).is_ok());
+  EXPECT_FALSE(s.rl.rollout_ahead);
+  ASSERT_TRUE(parse(s, {"--rl.rollout_ahead=true"}).is_ok());
+  EXPECT_TRUE(s.rl.rollout_ahead);
+  EXPECT_EQ(s.rl.pipeline, "stream");
+}
+
 TEST(RlConfig, RejectsOutOfRangeAndInconsistentValues) {
   const std::vector<std::vector<std::string>> bad = {
       {"--rl.group_size=1"},
@@ -64,6 +73,8 @@ TEST(RlConfig, RejectsOutOfRangeAndInconsistentValues) {
       {"--dcp.mode=adaptive"},  // no budget
       {"--dcp.easy_below=0.8", "--dcp.hopeless_at=0.6"},
       {"--prompt.chat_template=llama"},
+      {"--rl.rollout_ahead=true", "--rl.pipeline=sync"},
+      {"--rl.rollout_ahead=true", "--rl.resample_zero_variance=true"},
   };
   for (const auto& args : bad) {
     RlSections s;

@@ -9,7 +9,8 @@
 # refused. These use rl.pipeline = sync, the mode for exact reproducibility; a streaming run
 # resumes at a step boundary with every step once, and resumed from an earlier checkpoint sets the
 # later ones aside (abandoned_step_N). Dynamic sampling is on (rl.resample_zero_variance), so its extra draws must resume
-# too, and some step must have made one. SFT: a run continued from its checkpoint ends with the
+# too, and some step must have made one. With rl.rollout_ahead (the next step's tasks drawn during
+# a step), a run resumed from an earlier checkpoint draws the same tasks for the later steps. SFT: a run continued from its checkpoint ends with the
 # same model and optimizer as a run that went straight through, and checkpoints every
 # train.checkpoint_every steps; a SIGUSR1 stops it at a step boundary with a checkpoint, exit 75.
 set -u
@@ -20,8 +21,9 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 # Three elementwise tasks the demo policy passes some of the time: every step's groups mix passes and
 # failures, so every step trains.
 grep -E '"id": "L1/(relu|silu|f32_to_f16)"' "$src/tasks/level1.jsonl" > "$tmp/three.jsonl"
-rl=(--config "$src/configs/demo_v1.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 --sampler.max_new_tokens 384 --optim.lr 1e-4
-    --rl.kl_beta 0.05 --train.checkpoint_every 1 --log.level info --rl.resample_zero_variance true)
+rl_base=(--config "$src/configs/demo_v1.ini" --model "$src/models/demo" --suite "$tmp/three.jsonl" --train.batch_tasks 2 --rl.group_size 4 --rl.max_turns 2 --sampler.max_new_tokens 384 --optim.lr 1e-4
+    --rl.kl_beta 0.05 --train.checkpoint_every 1 --log.level info)
+rl=("${rl_base[@]}" --rl.resample_zero_variance true)
 # The exact comparison is the synchronous pipeline's promise; the streaming one's resume is below.
 rl_sync=("${rl[@]}" --rl.pipeline sync)
 run() {  # run NAME NP ARGS...
@@ -139,6 +141,30 @@ if grep -q "moved a later checkpoint aside as .*abandoned_step_000002" "$tmp/rl-
   echo "ok   a resumed branch set steps 1 and 2 aside and wrote its own"
 else
   echo "FAIL the branch from step 0: $(ls "$ck" | tr '\n' ' ')"; grep -i "aside\|resum" "$tmp/rl-branch.log"; fail=1
+fi
+
+# ---- RL, streaming with rl.rollout_ahead: a checkpoint records the task sampler between steps ----
+# Every step but the last draws the next step's tasks during its own (to start its turn 1), so a
+# checkpoint must record the sampler as it was before that draw: resumed from step 0's checkpoint,
+# steps 1 and 2 must get the tasks they got in the run that went straight through.
+ahead=("${rl_base[@]}" --rl.pipeline stream --rl.rollout_ahead true --train.steps 3)
+tasks_of() {  # tasks_of RUN_DIR OUT: the task of each (step, group), in order
+  /usr/bin/python3 - "$1" "$src/tools" > "$2" <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from leap_trajectories import load_run
+s = load_run(os.path.join(sys.argv[1], "trajectories.h5"), with_text=False).samples
+print(s[s["turn"] == 1].groupby(["step", "group"])["task"].first().to_string())
+PY
+}
+run rl-ahead-straight 4 "${ahead[@]}" --run.out_dir "$tmp/ahead"
+tasks_of "$tmp/ahead" "$tmp/ahead-straight.tasks"
+run rl-ahead-branch 4 "${ahead[@]}" --run.out_dir "$tmp/ahead" --resume "$tmp/ahead/checkpoints/step_000000"
+tasks_of "$tmp/ahead" "$tmp/ahead-branch.tasks"
+if [ "$(grep -c . "$tmp/ahead-straight.tasks")" -ge 6 ] && cmp -s "$tmp/ahead-straight.tasks" "$tmp/ahead-branch.tasks"; then
+  echo "ok   rollout_ahead: resumed from step 0, steps 1 and 2 drew the same tasks ($(grep -o "turn-1 samples from the step before" "$tmp/rl-ahead-straight.log" | wc -l) step(s) started a step ahead)"
+else
+  echo "FAIL rollout_ahead: the tasks differ after the resume"; diff "$tmp/ahead-straight.tasks" "$tmp/ahead-branch.tasks"; fail=1
 fi
 
 # ---- SFT: checkpoints as it goes; a continued run equals a straight one ------------------------
