@@ -324,6 +324,13 @@ int run_train(const std::vector<std::string>& args) {
   } else {
     result = mpi::serve_sandbox(*topo, *sandbox);
   }
+  // Every rank returns from an SFT run together; bad input found in it (an empty SFT material, on
+  // rank 0) stops them all with exit 2 and rank 0's message. Anything else aborts the job.
+  if (sft) result = mpi::agree(result, MPI_COMM_WORLD);
+  if (sft && result.exit_code() == 2) {
+    mpi::free_topology(&*topo);
+    return finish_ranks(result, log);
+  }
   if (!result.is_ok()) LEAP_FATAL(result.message());
   // Every rank exits as rank 0 decided: 75 (EX_TEMPFAIL) for a run stopped early by a signal,
   // which the jobscripts requeue, 0 for a finished one.

@@ -84,14 +84,17 @@ Status run_sft(const SftRunContext& ctx) {
   const mpi::SftPosition from = start_position(ctx.resume_state);
   const bool complete = from.next_step >= c.train.steps;
   mpi::TrainWork material;
+  Status refused;  // rank 0's bad input (exit 2), which reaches the other ranks as an empty material
   if (topo.is_coordinator()) {
     if (complete) {
       log.info("the SFT run in {} is already complete ({} of {} steps): nothing to do",
                c.app.run.out_dir, from.next_step, c.train.steps);
     } else {
       auto examples = build_material(ctx);
-      if (!examples) LEAP_FATAL(examples.status().message());  // the other ranks wait to serve
-      material.samples = std::move(*examples);
+      // Anything but bad input is the infrastructure's: the job aborts (the other ranks wait to serve).
+      if (!examples && examples.status().exit_code() != 2) LEAP_FATAL(examples.status().message());
+      if (examples) material.samples = std::move(*examples);
+      else refused = examples.status();
     }
     mpi::Control stop{mpi::Control::Kind::kStop, 0, 0};
     mpi::broadcast(stop, 0, topo.world);
@@ -108,6 +111,10 @@ Status run_sft(const SftRunContext& ctx) {
     return export_policy(ctx);
   }
   mpi::broadcast(material, 0, topo.role_comm);
+  // A material is never empty (build_material refuses that), so an empty one is rank 0's refusal:
+  // every policy rank stops with exit 2, and rank 0's message says why.
+  if (material.samples.empty())
+    return topo.is_coordinator() ? refused : invalid_input("no SFT material: rank 0's error says why");
   const std::string material_hash = mpi::sft_material_hash(material.samples);
   const std::string saved_hash = ctx.resume_state.is_null()
                                      ? material_hash

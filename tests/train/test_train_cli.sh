@@ -72,6 +72,17 @@ refused export-in-run "inside run.out_dir's checkpoints" --mode sft --sft.save_t
 # SFT warm start on a few tasks: material verified by a sandbox rank, two policy ranks train, the
 # policy is written where asked (both ranks joining the export) and opens with `leap score`.
 head -n 4 "$src/tasks/level1.jsonl" > "$tmp/four.jsonl"
+# An SFT material that comes out empty (the prompts fit a 1700-position context, no prompt with its
+# reference answer does) is bad input: exit 2 with the reason from rank 0, every rank stopping,
+# not an abort.
+mkdir -p "$tmp/short" && sed 's/"max_position_embeddings": 4096/"max_position_embeddings": 1700/' "$here/tiny_config.json" > "$tmp/short/config.json"
+"$src/scripts/mpirun_local.sh" 3 "$LEAP" train --mode sft --suite "$tmp/four.jsonl" --model "$tmp/short" --train.random_init \
+  --train.steps 2 --sft.batch_seqs 4 --mpi.sandbox_ranks 1 --sandbox.device cpu --sampler.max_new_tokens 64 \
+  --run.out_dir "$tmp/sft-empty" >"$tmp/sft-empty.log" 2>&1
+rc=$?
+if [ "$rc" = 2 ] && grep -q "the SFT material of .* is empty" "$tmp/sft-empty.log" && ! grep -q "FATAL" "$tmp/sft-empty.log"; then
+  echo "ok   sft-empty-material"
+else echo "FAIL sft-empty-material (exit $rc)"; tail -5 "$tmp/sft-empty.log"; fail=1; fi
 run sft 3 --mode sft --suite "$tmp/four.jsonl" --model "$tmp/model" --train.random_init --train.steps 3 \
     --sft.batch_seqs 4 --mpi.sandbox_ranks 1 --sandbox.device cpu --run.out_dir "$tmp/sft" --sft.save_to "$tmp/sft/policy"
 if grep -q "sft material: [0-9]* train tasks -> [1-9]" "$tmp/sft.log" && grep -q "sft done: 3 steps" "$tmp/sft.log" &&
