@@ -310,12 +310,13 @@ int run_train(const std::vector<std::string>& args) {
 
   // ---- the run -----------------------------------------------------------------------------
   Status result;
-  bool stopped_early = false;
+  bool stopped_early = false, material_refused = false;
   const int64_t budget = policy.model ? mpi::prompt_budget(policy.model->config().max_position_embeddings,
                                                            c.sampler.max_new_tokens)
                                       : 0;
   if (sft) {
-    result = run_sft({c, *topo, policy, sandbox.get(), resume_state, budget, log, stop, &stopped_early});
+    result = run_sft({c, *topo, policy, sandbox.get(), resume_state, budget, log, stop, &stopped_early,
+                      &material_refused});
   } else if (topo->is_coordinator()) {
     result = run_rl_coordinator(
         {c, *topo, *suite, policy, sandbox.get(), out.get(), resume_state, budget, log, stop, &stopped_early});
@@ -324,17 +325,13 @@ int run_train(const std::vector<std::string>& args) {
   } else {
     result = mpi::serve_sandbox(*topo, *sandbox);
   }
-  // Every rank returns from an SFT run together; bad input found in it (an empty SFT material, on
-  // rank 0) stops them all with exit 2 and rank 0's message. Anything else aborts the job.
-  if (sft) result = mpi::agree(result, MPI_COMM_WORLD);
-  if (sft && result.exit_code() == 2) {
-    mpi::free_topology(&*topo);
-    return finish_ranks(result, log);
-  }
-  if (!result.is_ok()) LEAP_FATAL(result.message());
-  // Every rank exits as rank 0 decided: 75 (EX_TEMPFAIL) for a run stopped early by a signal,
-  // which the jobscripts requeue, 0 for a finished one.
-  int code = stopped_early ? kExitStoppedEarly : 0;
+  // An empty SFT material is bad input found on rank 0 (every policy rank returns the refusal
+  // together): rank 0 says why and every rank exits 2. Anything else aborts the job.
+  if (!result.is_ok() && !material_refused) LEAP_FATAL(result.message());
+  if (material_refused && topo->is_coordinator()) log.error("{}", result.message());
+  // Every rank exits as rank 0 decided: 2 for a refused material, 75 (EX_TEMPFAIL) for a run
+  // stopped early by a signal, which the jobscripts requeue, 0 for a finished one.
+  int code = material_refused ? 2 : stopped_early ? kExitStoppedEarly : 0;
   MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
   mpi::free_topology(&*topo);
   MPI_Finalize();

@@ -113,8 +113,10 @@ Status run_sft(const SftRunContext& ctx) {
   mpi::broadcast(material, 0, topo.role_comm);
   // A material is never empty (build_material refuses that), so an empty one is rank 0's refusal:
   // every policy rank stops with exit 2, and rank 0's message says why.
-  if (material.samples.empty())
+  if (material.samples.empty()) {
+    *ctx.material_refused = true;
     return topo.is_coordinator() ? refused : invalid_input("no SFT material: rank 0's error says why");
+  }
   const std::string material_hash = mpi::sft_material_hash(material.samples);
   const std::string saved_hash = ctx.resume_state.is_null()
                                      ? material_hash

@@ -28,9 +28,13 @@ struct SftRunContext {
   const Logger& log;
   const StopSignal& stop;  // SIGUSR1/SIGTERM: checkpoint the step in flight and stop
   bool* stopped_early;     // set on every rank when a signal stopped the run before its end
+  // Set on every policy rank, which all return the refusal together, when rank 0 found the SFT
+  // material empty (bad input: the job exits 2 rather than aborting).
+  bool* material_refused;
 };
 
-// Every rank. Errors are returned; the caller makes them fatal on every rank.
+// Every rank. Errors are returned; the caller makes them fatal on every rank, but a refused
+// material (ctx.material_refused) exits 2.
 Status run_sft(const SftRunContext& ctx);
 
 }  // namespace leap::app
