@@ -89,11 +89,15 @@ Status Coordinator::run_turns(StepState& state, TurnTimes* times, RolloutAhead* 
                            {overlap_ ? &*overlap_ : nullptr, rl_.rl.speculative_turns, carried, next});
 }
 
+StepState Coordinator::draw_step(int64_t step) {
+  return StepState(step, sampler_.next_batch(opts_.batch_tasks), StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
+}
+
 void Coordinator::start_next_step(int64_t next_step) {
   // The checkpoint after this step must record the sampler as it stands between the steps: a
   // resumed run draws the next step's tasks itself.
   sampler_between_steps_ = sampler_.state();
-  StepState next(next_step, sampler_.next_batch(opts_.batch_tasks), StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
+  StepState next = draw_step(next_step);
   RolloutAhead ahead;
   auto items = next.make_turn(1, suite_, prompts_, &ahead.dropped);
   if (!items) {  // a prompt that cannot be built fails the next step itself, in its own phase
@@ -112,9 +116,7 @@ Expected<StepReport> Coordinator::run_step(int64_t step, io::TrajectoryFile* out
   // This step's turn 1, when the step before started it (rl.rollout_ahead).
   std::optional<RolloutAhead> carried = std::exchange(ahead_, std::nullopt);
   sampler_between_steps_.reset();
-  StepState state = next_state_ ? std::move(*next_state_)
-                                : StepState(step, sampler_.next_batch(opts_.batch_tasks),
-                                            StepOptions{rl_.rl.group_size, rl_.rl.max_turns, seed_});
+  StepState state = next_state_ ? std::move(*next_state_) : draw_step(step);
   next_state_.reset();
   LEAP_CHECK(state.step() == step, "step " << step << " was started ahead as step " << state.step());
   const int ahead_done = carried ? static_cast<int>(carried->done.size()) : 0;

@@ -91,6 +91,8 @@ class Coordinator {
   // The turns of the step's latest round, through the configured pipeline (rl.rollout_ahead:
   // `carried`, this step's turn 1 as the step before left it; `next`, the next step's).
   Status run_turns(StepState& state, TurnTimes* times, RolloutAhead* carried = nullptr, RolloutAhead* next = nullptr);
+  // A step's state with its tasks drawn from the sampler.
+  StepState draw_step(int64_t step);
   // Draws the next step's tasks and makes its turn-1 items, for this step's phase to start
   // (rl.rollout_ahead); leaves none when a prompt cannot be built.
   void start_next_step(int64_t next_step);
