@@ -41,6 +41,49 @@ struct Ctx {
 };
 using HostFn = std::function<void(const Ctx&)>;
 
+// `want` as a perfect kernel would store it in `dtype`.
+inline Vec stored_values(const Vec& want, DType dtype) {
+  Vec out(want.size());
+  std::vector<uint8_t> cell(8);
+  for (size_t i = 0; i < want.size(); ++i) {
+    write_element(cell.data(), dtype, 0, want[i]);
+    out[i] = read_element(cell.data(), dtype, 0);
+  }
+  return out;
+}
+
+// A tolerance wide enough to accept an output that computes nothing is a reward the policy can
+// take without solving the task. Writing zeros everywhere, or the output's own mean everywhere
+// (which needs no per-element work), must fail on most elements: on at least half of those whose
+// value is not zero, and on at least half of all of them. A softmax over wide rows in bf16 with an
+// atol of 1e-2 accepted both almost everywhere: its outputs are about 1/cols.
+inline void expect_tolerance_rejects_trivial_outputs(const Task& t, const std::string& name,
+                                                     const Vec& w) {
+  if (w.size() < 2) return;  // a single value: its mean is itself
+  double mean = 0;
+  size_t nonzero = 0;
+  for (double v : w) {
+    mean += v / static_cast<double>(w.size());
+    nonzero += v != 0.0;
+  }
+  const auto rejected = [&](double constant, bool nonzero_only) {
+    size_t n = 0;
+    for (double v : w)
+      if ((!nonzero_only || v != 0.0) && !(std::fabs(constant - v) <= t.atol + t.rtol * std::fabs(v))) ++n;
+    return n;
+  };
+  const size_t zeros_rejected = rejected(0.0, true);
+  EXPECT_GE(2 * zeros_rejected, nonzero)
+      << t.id << " " << name << ": atol " << t.atol << ", rtol " << t.rtol << " accept zeros at "
+      << nonzero - zeros_rejected << " of the " << nonzero
+      << " nonzero outputs; scale the tolerance to the outputs' size";
+  const size_t mean_rejected = rejected(mean, false);
+  EXPECT_GE(2 * mean_rejected, w.size())
+      << t.id << " " << name << ": atol " << t.atol << ", rtol " << t.rtol << " accept the mean ("
+      << mean << ") at " << w.size() - mean_rejected << " of " << w.size()
+      << " outputs; scale the tolerance to the outputs' spread";
+}
+
 // Runs the reference of `t` on its cpu_params through the CPU sandbox path and compares every
 // output with the host implementation, over `trials` trials.
 inline void check_reference(const Task& t, const HostFn& fn, int trials) {
@@ -87,6 +130,7 @@ inline void check_reference(const Task& t, const HostFn& fn, int trials) {
         }
         EXPECT_EQ(bad, 0) << t.id << " " << got.name << ": " << bad << " mismatches, max error "
                           << max_err;
+        expect_tolerance_rejects_trivial_outputs(t, got.name, stored_values(want, got.dtype));
       }
     }
   }

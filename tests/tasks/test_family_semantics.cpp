@@ -1,5 +1,5 @@
 // The task families (tasks/families.jsonl, written by tasks/make_families.py): the suite keeps its
-// promises (at least 400 train and 100 held-out tasks, every family holding out 15-30%, small and
+// promises (at least 400 train and 100 held-out tasks, every family holding out 5-30%, small and
 // ragged interpreter sizes), every launch plan fits the sandbox's limits at both sizes, and every
 // reference computes what its prompt says: run through the sandbox's CPU path (NVRTC, the PTX
 // interpreter) on cpu_params and compared with its host reference in family_host_refs.inc, which

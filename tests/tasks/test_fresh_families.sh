@@ -12,7 +12,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 /usr/bin/env python3 "$src/tasks/make_families.py" --fresh "$tmp/fresh.jsonl" > "$tmp/out.txt"
-grep -q "785 fresh train tasks (elementwise 785) and the 110 held-out tasks" "$tmp/out.txt" \
+grep -q "785 fresh train tasks (elementwise 785) and the 131 held-out tasks" "$tmp/out.txt" \
   || { cat "$tmp/out.txt"; echo "FAIL: counts"; exit 1; }
 
 /usr/bin/env python3 - "$src/tasks" "$tmp/fresh.jsonl" <<'PY'
@@ -39,7 +39,7 @@ for name, combos, heldout, n_train, n_held, build in mf.FAMILIES:
 print("fresh ok:", len(train), "train tasks")
 PY
 
-"$leap" tasks validate --suite "$tmp/fresh.jsonl" | grep -q "785 train, 110 heldout"
+"$leap" tasks validate --suite "$tmp/fresh.jsonl" | grep -q "785 train, 131 heldout"
 
 # --with-train: the fresh tasks, then the suite's train tasks of the families without fresh ones.
 /usr/bin/env python3 "$src/tasks/make_families.py" --fresh "$tmp/mixed.jsonl" --with-train > /dev/null
@@ -52,7 +52,7 @@ assert train(mixed) == train(fresh) + others, "--with-train: not the fresh tasks
 assert [t for t in mixed if t["split"] == "heldout"] == [t for t in suite if t["split"] == "heldout"]
 print("with-train ok:", len(train(mixed)), "train tasks")
 PY
-"$leap" tasks validate --suite "$tmp/mixed.jsonl" | grep -q "1372 train, 110 heldout"
+"$leap" tasks validate --suite "$tmp/mixed.jsonl" | grep -q "1372 train, 131 heldout"
 
 set +e
 /usr/bin/env python3 "$src/tasks/make_families.py" --fresh 2> "$tmp/err"

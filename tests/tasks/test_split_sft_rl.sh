@@ -42,8 +42,8 @@ assert all(by_id[t["id"]] == t for t in sft + rl), "a task was changed"
 print("parts ok:", len(ids(sft, "train")), "sft,", len(rl_ids), "rl")
 EOF
 
-"$leap" tasks validate --suite "$tmp/split/sft.jsonl" | grep -q "723 train, 110 heldout"
-"$leap" tasks validate --suite "$tmp/split/rl.jsonl" | grep -q "364 train, 110 heldout"
+"$leap" tasks validate --suite "$tmp/split/sft.jsonl" | grep -q "723 train, 131 heldout"
+"$leap" tasks validate --suite "$tmp/split/rl.jsonl" | grep -q "364 train, 131 heldout"
 
 set +e
 /usr/bin/env python3 "$src/tasks/split_sft_rl.py" --suite "$src/tasks/families.jsonl" --every 1 --out "$tmp/x" 2> "$tmp/err1"
