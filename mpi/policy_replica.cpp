@@ -18,7 +18,7 @@
 
 namespace leap::mpi {
 
-PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW& optimizer,
+PolicyReplica::PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW* optimizer,
                              PolicyReplicaOptions opts)
     : model_(model), tokenizer_(tokenizer), optimizer_(optimizer), opts_(std::move(opts)), sampler_(model, &tokenizer) {
   sampler_.set_eos_ids(opts_.eos_ids);
@@ -190,6 +190,7 @@ void PolicyReplica::backprop(MicroBatch& mb, double norm, bool last, TrainReport
 }
 
 void PolicyReplica::train_early(const std::vector<TrainSample>& samples) {
+  LEAP_CHECK(optimizer_ != nullptr, "training a replica built for sampling only (no optimizer)");
   LEAP_CHECK(opts_.loss.kl_beta == 0 || reference_ != nullptr, "rl.kl_beta > 0 needs a reference policy");
   LEAP_CHECK(opts_.zero == nullptr || model_.gradient_stream() == nullptr,
              "training during the rollout cannot stream the gradient into ZeRO stage 2's shards");
@@ -208,6 +209,7 @@ void PolicyReplica::train_early(const std::vector<TrainSample>& samples) {
 }
 
 TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
+  LEAP_CHECK(optimizer_ != nullptr, "training a replica built for sampling only (no optimizer)");
   LEAP_CHECK(opts_.loss.kl_beta == 0 || reference_ != nullptr, "rl.kl_beta > 0 needs a reference policy");
   const bool deferred = work.deferred_norm;
   LEAP_CHECK(!deferred || (work.ppo_epochs == 1 && work.mini_batches == 1),
@@ -240,7 +242,7 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
       for (int i = static_cast<int>(micro.size()); i < passes; ++i) model_.backward_nothing();
       // This rank may hold no micro-batch of this mini-batch; it still takes part.
       const model::StepStats s =
-          sum_and_step(model_, optimizer_, opts_.reducer, opts_.zero, policy, deferred ? 1.0 / global_norm : 1.0);
+          sum_and_step(model_, *optimizer_, opts_.reducer, opts_.zero, policy, deferred ? 1.0 / global_norm : 1.0);
       if (deferred) {  // both parts' losses were summed under 1
         part_report.loss = (part_report.loss + report.loss) / global_norm;
         report.loss = 0;
@@ -254,7 +256,8 @@ TrainReport PolicyReplica::train(const TrainWork& work, MPI_Comm policy) {
 }
 
 Status PolicyReplica::write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) {
-  return mpi::write_checkpoint(policy, req, model_, optimizer_, opts_.zero ? opts_.zero->plan : nullptr);
+  LEAP_CHECK(optimizer_ != nullptr, "a checkpoint of a replica built for sampling only (no optimizer)");
+  return mpi::write_checkpoint(policy, req, model_, *optimizer_, opts_.zero ? opts_.zero->plan : nullptr);
 }
 
 uint64_t PolicyReplica::params_checksum() const {

@@ -41,7 +41,9 @@ struct MicroBatch;  // policy_replica.cpp
 
 class PolicyReplica final : public PolicyEngine {
  public:
-  PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW& optimizer,
+  // `optimizer` null: a replica that samples only (leap eval); train() and write_checkpoint()
+  // then stop the job.
+  PolicyReplica(model::Transformer& model, const model::Tokenizer& tokenizer, model::AdamW* optimizer,
                 PolicyReplicaOptions opts);
 
   std::vector<Completion> generate(const std::vector<RolloutItem>& items) override;
@@ -63,7 +65,7 @@ class PolicyReplica final : public PolicyEngine {
  private:
   model::Transformer& model_;
   const model::Tokenizer& tokenizer_;
-  model::AdamW& optimizer_;
+  model::AdamW* optimizer_;  // null: sampling only
   PolicyReplicaOptions opts_;
   model::ReferencePolicy* reference_ = nullptr;
   model::Sampler sampler_;

@@ -184,7 +184,7 @@ int run_eval(const std::vector<std::string>& args) {
   PolicyState policy;
   std::unique_ptr<mpi::SandboxEngine> sandbox;
   if (role == mpi::Role::kPolicy)
-    setup = build_policy(c.run, threads_per_rank(c.run, *topo), *topo, setup, &policy);
+    setup = build_policy(c.run, threads_per_rank(c.run, *topo), *topo, setup, &policy, PolicyUse::kSample);
   // A checkpoint's state.json pins the date its run's prompts printed (prompt_now).
   if (setup && topo->is_coordinator()) {
     std::ifstream state_file(c.run.model.path + "/state.json");

@@ -25,8 +25,12 @@ namespace leap::app {
 
 namespace {
 
-// The backend (backend.name, on this rank's GPU for cuda), the model and its optimizer.
-Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p) {
+// The backend (backend.name, on this rank's GPU for cuda) and the model, with a flat gradient
+// only where one is used: training with replicas or ZeRO stage 1 (stage 2 streams it into shards).
+Status build_model(const TrainConfig& c, int threads, int device, PolicyUse use, PolicyState* p) {
+  const model::GradientBuffer gradient = use == PolicyUse::kTrain && c.optim.zero_stage < 2
+                                             ? model::GradientBuffer::kFlat
+                                             : model::GradientBuffer::kNone;
   if (c.model.path.empty())
     return invalid_input(
         "model.path is empty: give the policy folder (config.json + model.safetensors), "
@@ -38,10 +42,10 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyState* p
   p->backend = std::move(be.backend);
   if (c.train.random_init) {
     LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_folder_config(c.model.path));
-    p->model = std::make_unique<model::Transformer>(cfg, *p->backend);
+    p->model = std::make_unique<model::Transformer>(cfg, *p->backend, gradient);
     p->model->init_random(static_cast<uint64_t>(c.app.run.seed));
   } else {
-    LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend));
+    LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend, gradient));
   }
   p->model->set_logits_chunk_bytes(static_cast<size_t>(c.model.logits_chunk_mib) << 20);
   p->model->set_activation_checkpointing(c.train.activation_checkpointing);
@@ -116,22 +120,11 @@ int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
   return cores_for_rank(ranks_here);
 }
 
-Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
-                    PolicyState* p) {
-  if (ready) ready = build_model(c, threads, topo.self().device, p);
-  if (ready) {
-    // ZeRO stage 1: this rank keeps the moments of its shard only; stage 2: and of the gradient.
-    std::optional<std::vector<std::pair<size_t, size_t>>> shard;
-    if (c.optim.zero_stage >= 1) {
-      int rank = 0, size = 1;
-      MPI_Comm_rank(topo.role_comm, &rank);
-      MPI_Comm_size(topo.role_comm, &size);
-      p->zero = std::make_unique<mpi::ZeroPlan>(mpi::make_zero_plan(p->model->layout(), rank, size));
-      shard = p->zero->owned();
-    }
-    p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model, shard);
-  }
-  LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
+namespace {
+
+// How the policy ranks sum the gradient: a reducer (replicas), or ZeRO's collectives and, for
+// stage 2, the shards the model's gradient streams into, or stage 1's overlap with the backward.
+Status build_gradient_sum(const TrainConfig& c, const mpi::Topology& topo, PolicyState* p) {
   // optim.grad_comm_dtype; NCCL's bf16 staging holds one layer's gradient.
   const mpi::GradComm grad_comm = mpi::grad_comm(c.optim.grad_comm_dtype, p->model->layout().layer_floats());
   if (!p->zero) {
@@ -153,6 +146,28 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
       p->zero_shard.overlap = p->zero1_overlap.get();
     }
   }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
+                    PolicyState* p, PolicyUse use) {
+  if (ready) ready = build_model(c, threads, topo.self().device, use, p);
+  if (ready && use == PolicyUse::kTrain) {
+    // ZeRO stage 1: this rank keeps the moments of its shard only; stage 2: and of the gradient.
+    std::optional<std::vector<std::pair<size_t, size_t>>> shard;
+    if (c.optim.zero_stage >= 1) {
+      int rank = 0, size = 1;
+      MPI_Comm_rank(topo.role_comm, &rank);
+      MPI_Comm_size(topo.role_comm, &size);
+      p->zero = std::make_unique<mpi::ZeroPlan>(mpi::make_zero_plan(p->model->layout(), rank, size));
+      shard = p->zero->owned();
+    }
+    p->optimizer = std::make_unique<model::AdamW>(c.optim, *p->model, shard);
+  }
+  LEAP_RETURN_IF_ERROR(mpi::agree(ready, topo.role_comm));
+  if (use == PolicyUse::kTrain) LEAP_RETURN_IF_ERROR(build_gradient_sum(c, topo, p));
   mpi::PolicyReplicaOptions ro;
   ro.reducer = p->reducer.get();
   ro.sampler = c.sampler;
@@ -162,7 +177,7 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   ro.micro_batch_seqs = c.train.micro_batch_seqs;
   ro.context_tokens = static_cast<int>(c.longest_sequence(p->model->config().max_position_embeddings));
   ro.zero = p->zero ? &p->zero_shard : nullptr;
-  p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, *p->tokenizer, *p->optimizer, ro);
+  p->replica = std::make_unique<mpi::PolicyReplica>(*p->model, *p->tokenizer, p->optimizer.get(), ro);
   return Status::ok();
 }
 

@@ -21,11 +21,16 @@ Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log);
 // Threads per rank: backend.threads, or this node's cores shared among its ranks.
 int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo);
 
+// What a policy rank is built for: training (the model's gradient, the optimizer and the
+// gradient's collectives) or sampling only (leap eval: the weights, and none of those, which at
+// 7B in fp32 with ZeRO stage 0 are 28 GiB of gradient and 57 GiB of AdamW moments).
+enum class PolicyUse { kTrain, kSample };
+
 // Collective over the policy ranks (`ready` is what came before on this rank): the model, then,
-// once every policy rank has one, the gradient reducer (NCCL's setup is collective), then the
-// replica that samples and trains it.
+// once every policy rank has one and `use` is kTrain, the gradient reducer or ZeRO's collectives
+// (NCCL's setup is collective), then the replica that samples (and trains) it.
 Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
-                    PolicyState* p);
+                    PolicyState* p, PolicyUse use);
 
 // Rank 0: how conversations become prompt ids (prompt.chat_template, prompt.multi_turn) with the
 // policy's tokenizer. strftime_now's time is prompt.now, else the one `resume_state` recorded

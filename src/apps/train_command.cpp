@@ -208,7 +208,7 @@ int run_train(const std::vector<std::string>& args) {
   std::unique_ptr<mpi::SandboxEngine> sandbox;
   const int threads = threads_per_rank(c, *topo);
   const bool sft = c.train.mode == "sft";
-  if (role == mpi::Role::kPolicy) setup = build_policy(c, threads, *topo, setup, &policy);
+  if (role == mpi::Role::kPolicy) setup = build_policy(c, threads, *topo, setup, &policy, PolicyUse::kTrain);
   // The KL reference is taken before any checkpoint is loaded: by default the initial weights.
   if (setup && role == mpi::Role::kPolicy && !sft) setup = add_kl_reference(c, &policy);
   if (setup && policy.reference && topo->is_coordinator())

@@ -185,10 +185,10 @@ Expected<ModelConfig> read_folder_config(const std::string& dir) {
   return read_model_config((fs::path(dir) / "config.json").string());
 }
 
-Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
-                                                  backend::Backend& backend) {
+Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir, backend::Backend& backend,
+                                                  GradientBuffer gradient) {
   LEAP_ASSIGN_OR_RETURN(ModelConfig cfg, read_folder_config(dir));
-  auto model = std::make_unique<Transformer>(cfg, backend);
+  auto model = std::make_unique<Transformer>(cfg, backend, gradient);
   LEAP_RETURN_IF_ERROR(load_weights(dir, *model));
   return model;
 }

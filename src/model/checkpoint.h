@@ -22,9 +22,10 @@ namespace leap::model {
 // begin_staged_export), the error names the earlier copy to rename back.
 Expected<ModelConfig> read_folder_config(const std::string& dir);
 
-// Reads DIR/config.json and the weights into a new Transformer on `backend`.
-Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir,
-                                                  backend::Backend& backend);
+// Reads DIR/config.json and the weights into a new Transformer on `backend`, with the gradient
+// buffer `gradient` asks for.
+Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir, backend::Backend& backend,
+                                                  GradientBuffer gradient = GradientBuffer::kFlat);
 // Loads the weights of DIR (single file or sharded) into an existing model whose config matches.
 Status load_weights(const std::string& dir, Transformer& model);
 // The checks of load_weights without reading the data: every tensor the config implies is

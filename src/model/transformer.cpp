@@ -15,11 +15,11 @@
 
 namespace leap::model {
 
-Transformer::Transformer(const ModelConfig& cfg, backend::Backend& backend)
+Transformer::Transformer(const ModelConfig& cfg, backend::Backend& backend, GradientBuffer gradient)
     : cfg_(cfg), layout_(cfg), be_(&backend) {
   LEAP_CHECK(cfg.validate("model config").is_ok(), cfg.validate("model config").message());
   params_ = be_->alloc_floats(layout_.total());
-  grads_ = be_->alloc_floats(layout_.total());
+  if (gradient == GradientBuffer::kFlat) grads_ = be_->alloc_floats(layout_.total());
 }
 
 Transformer::~Transformer() {
@@ -48,18 +48,21 @@ void Transformer::zero_grad() {
   if (stream_ != nullptr) {
     stream_->clear();
   } else {
+    LEAP_CHECK(grads_ != nullptr, "zero_grad() on a model built without a gradient (GradientBuffer::kNone)");
     be_->zero(grads_, layout_.total());
   }
 }
 
 ParameterViews Transformer::grad_views() const {
-  LEAP_CHECK(grads_ != nullptr, "grad_views() while the gradient streams: there is no flat gradient");
+  LEAP_CHECK(grads_ != nullptr,
+             "grad_views() while the gradient streams, or on a model built without a gradient: there is no flat "
+             "gradient");
   return layout_.views(grads_);
 }
 
 void Transformer::set_gradient_stream(GradientStream* stream) {
   if (stream == stream_) return;
-  if (stream_ == nullptr) {  // flat -> compact
+  if (stream_ == nullptr) {  // flat (or none) -> compact
     be_->free_floats(grads_);
     grads_ = nullptr;
     own_layer_grads_ = layer_grads_ = be_->alloc_floats(layout_.layer_floats());  // zero-initialised

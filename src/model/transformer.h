@@ -39,9 +39,15 @@
 
 namespace leap::model {
 
+// What a Transformer keeps for its gradient. kFlat: one buffer of every parameter's (training
+// with replicas or ZeRO stage 1). kNone: none, so a model that is only sampled (leap eval) holds no
+// gradient, and one whose gradient streams into ZeRO stage 2's shards never holds the whole of it,
+// not even between its construction and set_gradient_stream() (at 7B, 28 GiB of fp32).
+enum class GradientBuffer { kFlat, kNone };
+
 class Transformer {
  public:
-  Transformer(const ModelConfig& cfg, backend::Backend& backend);
+  Transformer(const ModelConfig& cfg, backend::Backend& backend, GradientBuffer gradient = GradientBuffer::kFlat);
   ~Transformer();
   Transformer(const Transformer&) = delete;
   Transformer& operator=(const Transformer&) = delete;
@@ -51,7 +57,7 @@ class Transformer {
   backend::Backend& backend() const { return *be_; }
 
   // The flat buffers (backend memory, host memory on the CPU), layout() floats each. grads() is
-  // null while a gradient stream is set.
+  // null while a gradient stream is set, and in a model built with GradientBuffer::kNone.
   float* params() { return params_; }
   const float* params() const { return params_; }
   float* grads() { return grads_; }

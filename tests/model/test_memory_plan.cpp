@@ -4,7 +4,7 @@
 // another within 10%: the model and optimizer appearing, the first training step, more tokens,
 // a larger micro-batch, a generation batch's KV cache, a larger generation batch, one larger than
 // the training micro-batch, a bf16 cache instead of an fp32 one, and the KL reference in fp32
-// and in bf16.
+// and in bf16; and a model built without a gradient (leap eval, ZeRO stage 2) holds its weights only.
 #include <gtest/gtest.h>
 #include <malloc.h>
 
@@ -79,6 +79,26 @@ TEST(MemoryPlan, PredictsTheModelAndOptimizerAllocations) {
   const MemoryPlan plan = plan_policy_rank(input(2, 64));
   expect_within_10pct(measured, bytes_of(plan, {"weights", "master_weights", "gradients", "optimizer_state"}),
                       "weights, gradients, AdamW state");
+}
+
+// A model built without a gradient (leap eval's, and ZeRO stage 2's before its gradient streams
+// into the shards) holds its weights and nothing else: the plan's weights without its gradients.
+TEST(MemoryPlan, AModelWithoutAGradientHoldsItsWeightsOnly) {
+  backend::CpuBackend be(1);
+  int64_t before = heap_in_use();
+  int64_t flat = 0;
+  {
+    Transformer model(config(), be);
+    flat = heap_in_use() - before;
+    ASSERT_NE(model.grads(), nullptr);
+  }
+  before = heap_in_use();
+  Transformer model(config(), be, GradientBuffer::kNone);
+  const int64_t none = heap_in_use() - before;
+  EXPECT_EQ(model.grads(), nullptr);
+  const MemoryPlan plan = plan_policy_rank(input(2, 64));
+  expect_within_10pct(none, bytes_of(plan, {"weights", "master_weights"}), "weights, no gradient");
+  expect_within_10pct(flat - none, bytes_of(plan, {"gradients"}), "the flat gradient");
 }
 
 TEST(MemoryPlan, PredictsTheChangeWithTokensAndMicroBatch) {

@@ -61,7 +61,7 @@ struct Replica {
   PolicyReplica engine;
   explicit Replica(rl::LossAggregation agg, double kl_beta = 0, double temperature = 1.0, int context = 0)
       : opt(model::OptimConfig{.lr = 1e-2, .grad_clip = 1.0}, model),
-        engine(model, tok, opt, options(agg, kl_beta, temperature, context)) {
+        engine(model, tok, &opt, options(agg, kl_beta, temperature, context)) {
     model.init_random(5);
   }
   static PolicyReplicaOptions options(rl::LossAggregation agg, double kl_beta, double temperature, int context = 0) {

@@ -125,9 +125,11 @@ struct AgainstReplicated {
 // replicated run's and the sharded run's), the optimizer settings (clipping by the global norm
 // active), this rank's plan (pieces of at most 700 floats), the collectives and both optimizers.
 struct Twins {
-  // bf16: the sharded run's collectives carry bf16 (optim.grad_comm_dtype).
-  Twins(backend::Backend& be, const model::ModelConfig& c, MPI_Comm comm, bool bf16 = false)
-      : replicated(c, be), sharded(c, be), oc(settings()),
+  // bf16: the sharded run's collectives carry bf16 (optim.grad_comm_dtype). sharded_gradient:
+  // kNone for stage 2, whose model is built without a flat gradient, as leap train builds it.
+  Twins(backend::Backend& be, const model::ModelConfig& c, MPI_Comm comm, bool bf16 = false,
+        model::GradientBuffer sharded_gradient = model::GradientBuffer::kFlat)
+      : replicated(c, be), sharded(c, be, sharded_gradient), oc(settings()),
         plan(make_zero_plan(sharded.layout(), rank_of(comm), size_of(comm), 700)), collectives(comm, bf16),
         full(oc, replicated), shard(oc, sharded, plan.owned()) {
     replicated.init_random(5, 0.1f);
@@ -444,7 +446,8 @@ TEST(ZeroShard, StageTwoMatchesTheReplicatedStepWithUnevenMicroBatches) {
   for (bool tied : {false, true}) {
     model::ModelConfig c = tiny_config();
     c.tie_word_embeddings = tied;  // tied: the LM head's and the embedding's gradients share the rest buffer
-    Twins t(be, c, comm);
+    Twins t(be, c, comm, false, model::GradientBuffer::kNone);
+    EXPECT_EQ(t.sharded.grads(), nullptr) << "stage 2's model is built without a whole gradient";
     ShardedGradients grads(t.plan, t.sharded.layout(), be, t.collectives);
     t.sharded.set_gradient_stream(&grads);
     EXPECT_EQ(t.sharded.grads(), nullptr) << "stage 2 keeps no whole gradient";
