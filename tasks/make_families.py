@@ -104,6 +104,8 @@ TOL = {"f32": (1e-5, 1e-4), "f16": (2e-3, 2e-3), "bf16": (1e-2, 1e-2), "i32": (0
 # below it (gauss, rsqrt1p, softplus, ...) made max(u, s) = u and min(u, s) = s there, so a kernel
 # ignoring s, or writing s everywhere, passed. tasks/audit_heldout.py reads both.
 BS_S_GPU, BS_S_CPU = 0.3, 0.5
+NORM_ALPHA_CPU = -1.25  # normalization's alpha under cpu_params (its GPU value is 0.5)
+FUSED_ALPHA_CPU = -0.5  # the fused family's
 SHRINKING_TOL = {"f16": (1e-6, 2e-3), "bf16": (1e-5, 1e-2)}
 
 
@@ -1034,7 +1036,10 @@ def scan_build(c):
     else:
         params, cpu, shape = {"n": 4194304}, {"n": ragged(rng, [5003, 4099, 6007, 3001])}, ["n"]
         lines, base = "1", ""
-    init = "randint(-9,9)" if dtn == "i32" else "normal"
+    # Running max and min of integers over a wide range: over -9..9 they reached +-9 within a few
+    # dozen elements, after which a scan that skipped the carry between blocks wrote the same.
+    # Sums keep the small range, which cannot overflow.
+    init = ("randint(-9,9)" if op == "sum" else "randint(-100000,100000)") if dtn == "i32" else "normal"
     bufs = [ms.buf("x", dtn, shape, "in", init), ms.buf("out", out_dt, shape, "out")]
     hp = "j" if d == "fwd" else f"{K} - 1 - j"
     e = f"x[{base}p]"
@@ -1283,7 +1288,9 @@ def norm_build(c):
     # The kernel.
     ins = ["x"] + (["res"] if pre == "residual" else [])
     wts = {"layernorm": ["gamma", "beta"], "rmsnorm": ["w"]}.get(kind, [])
-    floats = [("alpha", 0.5, 1.75)] if pre == "scale" else []
+    # alpha on the CPU sizes is negative: layernorm, rmsnorm and L2 normalisation of alpha * x with
+    # alpha > 0 are those of x, so a kernel ignoring alpha passed there (at 1.75, before 2026-12-05).
+    floats = [("alpha", 0.5, NORM_ALPHA_CPU)] if pre == "scale" else []
     dims = ["cols"] if row else ["rows", "cols"]
     sig = ", ".join([f"const {dt.ctype}* __restrict__ {v}" for v in ins] +
                     [f"const float* __restrict__ {v}" for v in wts] + [f"{dt.ctype}* __restrict__ out"] +
@@ -1926,7 +1933,10 @@ def fused_build(c):
         dnote = (f" {data} and out are {dt.words}: compute in f32 and round each stored result to nearest "
                  f"{dtn}.")
     defs = definitions(u)
-    floats = [("alpha", 0.5, 1.75)] if pre == "scale" else []
+    # alpha on the CPU sizes: negative and small, so that neither the activation nor alpha can be
+    # left out. At 1.75, relu(alpha * x) was alpha * relu(x) (which a layernorm or rmsnorm after it
+    # ignores), and every row's maximum was past 4, where gelu(v) is v within tolerance.
+    floats = [("alpha", 0.5, FUSED_ALPHA_CPU)] if pre == "scale" else []
     phr = pick_phrasing(rng, 3)
     if phr == 0:
         text = f"Fused row-wise chain: with {tdef} for every r < rows and c < cols, compute {pformula}.{defs}{weights}{dnote}"

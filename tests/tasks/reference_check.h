@@ -84,6 +84,24 @@ inline void expect_tolerance_rejects_trivial_outputs(const Task& t, const std::s
       << " outputs; scale the tolerance to the outputs' spread";
 }
 
+// The host implementation's buffers for `t` at `params` on the inputs of trial `trial` (seed 5,
+// as check_reference draws them): inputs as read, outputs as a perfect kernel would store them.
+inline Bufs host_buffers(const Task& t, const HostFn& fn, const Params& params, uint64_t trial) {
+  Bufs bufs;
+  auto inputs = generate_inputs(t, params, 5, trial);
+  EXPECT_TRUE(inputs) << t.id;
+  if (!inputs) return bufs;
+  for (const auto& b : *inputs) {
+    Vec v(static_cast<size_t>(b.elements));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = read_element(b.bytes.data(), b.dtype, i);
+    bufs[b.name] = std::move(v);
+  }
+  fn(Ctx{params, bufs});
+  for (const auto& spec : t.buffers)
+    if (spec.role != Role::kIn) bufs[spec.name] = stored_values(bufs[spec.name], spec.dtype);
+  return bufs;
+}
+
 // Runs the reference of `t` on its cpu_params through the CPU sandbox path and compares every
 // output with the host implementation, over `trials` trials.
 inline void check_reference(const Task& t, const HostFn& fn, int trials) {

@@ -142,6 +142,49 @@ TEST_P(FamilySemantics, MatchesHostReferencesOnCpuSizes) {
   EXPECT_GT(checked, 0);
 }
 
+// Every float parameter matters at the CPU sizes, where the demo's sandbox checks: a kernel that
+// ignores it (as if it were 0, or 1: a scale left out, a term left out) must fail on at least 1%
+// of the outputs. Before 2026-12-05 it did not in 30 tasks: a scale before a norm that ignores a
+// positive one, relu(alpha * x) = alpha * relu(x) before one, tanh and sigmoid before a
+// half-precision softmax (then within its loose atol), and the bs form's max with an s below the
+// range of its op (max(u, s) = u; with min, min(u, s) = s, which the constant-output check in
+// reference_check.h catches).
+TEST(FamilySuite, EveryFloatParameterMattersOnTheCpuSizes) {
+  const Suite s = load_families();
+  const auto refs = host_refs();
+  int checked = 0;
+  for (const Task& t : s.tasks) {
+    auto r = refs.find(t.id);
+    ASSERT_NE(r, refs.end()) << t.id;
+    const HostFn fn = host_fn(t, *r->second);
+    std::unique_ptr<Bufs> base;
+    for (const auto& [name, value] : t.cpu_params) {
+      if (!std::holds_alternative<double>(value)) continue;
+      if (!base) base = std::make_unique<Bufs>(host_buffers(t, fn, t.cpu_params, 0));
+      for (double ignored : {0.0, 1.0}) {
+        if (std::get<double>(value) == ignored) continue;
+        Params other = t.cpu_params;
+        other[name] = ignored;
+        const Bufs alt = host_buffers(t, fn, other, 0);
+        size_t differ = 0, total = 0;
+        for (const auto& spec : t.buffers) {
+          if (spec.role == Role::kIn) continue;
+          const Vec& want = base->at(spec.name);
+          const Vec& got = alt.at(spec.name);
+          total += want.size();
+          for (size_t i = 0; i < want.size(); ++i)
+            differ += !(std::fabs(got[i] - want[i]) <= t.atol + t.rtol * std::fabs(want[i]));
+        }
+        EXPECT_GE(100 * differ, total) << t.id << ": with " << name << " = " << ignored << " instead of "
+                                       << std::get<double>(value) << ", " << differ << " of " << total
+                                       << " outputs change: a kernel ignoring " << name << " passes";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
 // Capped grids (grid-stride loops) and the flat scans' carry across 1024 chunk totals only take
 // their second round past sizes that cpu_params stay under. One task of each such kernel runs at
 // sizes that cross them, so the code paths the GPU sizes take are executed too.
