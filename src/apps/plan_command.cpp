@@ -28,13 +28,20 @@ namespace leap::app {
 namespace {
 
 constexpr const char* kUsage =
-    "[--config FILE.ini] --model.path DIR [--ranks N] [--gpu-memory-gib G] [--format table|json]";
+    "[--config FILE.ini] --model.path DIR [--for train|eval] [--ranks N] [--gpu-memory-gib G] "
+    "[--format table|json]";
 
 struct PlanOptions {
+  std::string use = "train";
   int ranks = 1;
   double gpu_memory_gib = 79;
   std::string format = "table";
   void declare(OptionSet& o) {
+    o.add("plan.for", &use, std::string("train"),
+          "What the policy ranks run: train (leap train, with the config's train.mode) or eval "
+          "(leap eval: the weights, the prefill of a micro-batch of prompts, the KV cache and "
+          "workspace; no gradient, optimizer state or KL reference).",
+          {.choices = {"train", "eval"}, .alias = "for"});
     o.add("plan.ranks", &ranks, 1,
           "Policy ranks of the job: with optim.zero_stage = 1 each keeps 1/N of AdamW's moments, "
           "with 2 also 1/N of the gradient; weights are full replicas on every rank.",
@@ -107,7 +114,7 @@ std::vector<Remedy> remedies(const model::PlanInput& in) {
     if (total < now)
       out.push_back({std::move(option), std::move(value), std::move(apply), total});
   };
-  if (in.zero_stage < 2 && in.policy_ranks > 1)
+  if (in.trains && in.zero_stage < 2 && in.policy_ranks > 1)
     add("optim.zero_stage", "2", [](model::PlanInput& x) { x.zero_stage = 2; });
   if (!in.activation_checkpointing)
     add("train.activation_checkpointing", "true", [](model::PlanInput& x) { x.activation_checkpointing = true; });
@@ -154,15 +161,17 @@ int run_plan(const std::vector<std::string>& args) {
   in.kv_keep_sequences = c.sampler.reuse_kv ? c.sampler.kv_keep_sequences : 0;
   in.kv_bf16 = model::kv_cache_dtype(c.sampler, in.backend == "cuda") == backend::KvDtype::kBf16;
   in.train_tokens = std::min(context, prompt + new_tokens);
-  // SFT samples nothing and loads no KL reference (train_command.cpp): neither is counted.
-  in.generates = c.train.mode != "sft";
-  in.kl_reference = in.generates && c.rl.rl.kl_beta > 0;
+  // SFT samples nothing and loads no KL reference (train_command.cpp): neither is counted. An
+  // evaluation samples and trains nothing.
+  in.trains = p.use == "train";
+  in.generates = !in.trains || c.train.mode != "sft";
+  in.kl_reference = in.trains && in.generates && c.rl.rl.kl_beta > 0;
   in.kl_reference_bf16 =
       model::reference_dtype(c.rl.rl.kl_reference_dtype, in.backend == "cuda") == model::ReferenceDtype::kBf16 &&
       model::bf16_storable(model::ParameterLayout(in.model));
   in.logits_chunk_bytes = static_cast<uint64_t>(c.model.logits_chunk_mib) << 20;
   in.activation_checkpointing = c.train.activation_checkpointing;
-  in.zero_stage = c.optim.zero_stage;
+  in.zero_stage = in.trains ? c.optim.zero_stage : 0;  // an evaluation builds no shard
   in.policy_ranks = p.ranks;
   in.grad_comm_bf16 = c.optim.grad_comm_dtype == "bf16";
   const model::MemoryPlan plan = model::plan_policy_rank(in);
@@ -182,6 +191,7 @@ int run_plan(const std::vector<std::string>& args) {
   if (p.format == "json") {
     nlohmann::ordered_json j;
     j["model"] = {{"path", c.model.path}, {"model_type", mc->model_type}, {"parameters", plan.parameters}};
+    j["for"] = p.use;
     j["backend"] = in.backend;
     j["policy_ranks"] = p.ranks;
     j["zero_stage"] = in.zero_stage;
@@ -219,10 +229,15 @@ int run_plan(const std::vector<std::string>& args) {
     return 0;
   }
 
-  std::printf("memory plan of one policy rank: %s (%s, %llu parameters), backend %s, %d policy "
-              "rank(s), ZeRO stage %d\n",
-              c.model.path.c_str(), mc->model_type.c_str(),
-              static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks, in.zero_stage);
+  if (in.trains)
+    std::printf("memory plan of one policy rank: %s (%s, %llu parameters), backend %s, %d policy "
+                "rank(s), ZeRO stage %d\n",
+                c.model.path.c_str(), mc->model_type.c_str(),
+                static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks, in.zero_stage);
+  else
+    std::printf("memory plan of one policy rank of leap eval: %s (%s, %llu parameters), backend %s\n",
+                c.model.path.c_str(), mc->model_type.c_str(),
+                static_cast<unsigned long long>(plan.parameters), in.backend.c_str());
   std::printf("sequences: micro-batches of %d, decoding batches of %d, up to %lld tokens (prompts up to "
               "%lld, answers up to %lld)\n\n",
               in.micro_batch_seqs, generation_batch, static_cast<long long>(in.train_tokens),
@@ -252,10 +267,11 @@ int run_plan(const std::vector<std::string>& args) {
                 all_total <= limit ? "fits" : fmt::format("still {} GiB over", gib(all_total - limit)).c_str());
   }
   if (!fits && (fixes.empty() || all_total > limit))
-    std::printf("%s: more policy ranks (with optim.zero_stage 2), shorter sequences "
-                "(prompt.max_prompt_tokens, sampler.max_new_tokens), rl.kl_beta 0 (no KL reference) or "
-                "a device with more memory\n",
-                fixes.empty() ? "no memory setting of the run is left to lower it; what would" : "beyond these");
+    std::printf("%s: %sshorter sequences (prompt.max_prompt_tokens, sampler.max_new_tokens)%s or a device "
+                "with more memory\n",
+                fixes.empty() ? "no memory setting of the run is left to lower it; what would" : "beyond these",
+                in.trains ? "more policy ranks (with optim.zero_stage 2), " : "",
+                in.trains ? ", rl.kl_beta 0 (no KL reference)" : "");
   // mpi.sandbox_per_node, when set, places that many on every node (sandbox_ranks is then unused).
   const std::string sandbox_ranks = c.app.mpi.sandbox_per_node > 0
                                         ? fmt::format("{} rank(s) per node", c.app.mpi.sandbox_per_node)

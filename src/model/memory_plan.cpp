@@ -63,7 +63,9 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   MemoryPlan plan;
   plan.parameters = ParameterLayout(c).total();
   const uint64_t P = plan.parameters, B = static_cast<uint64_t>(std::max(1, in.micro_batch_seqs));
-  const uint64_t T = static_cast<uint64_t>(std::max<int64_t>(1, in.train_tokens));
+  // A training rank's arena is a micro-batch of the longest sequence; an evaluating one's is the
+  // prefill's, a micro-batch of the longest prompt.
+  const uint64_t T = static_cast<uint64_t>(std::max<int64_t>(1, in.trains ? in.train_tokens : in.prompt_tokens));
   const uint64_t N = B * T, V = c.vocab_size;
   auto add = [&](std::string kind, uint64_t bytes, std::string note) {
     plan.items.push_back({std::move(kind), bytes, std::move(note)});
@@ -83,7 +85,9 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   // ZeRO: each bucket split evenly over the ranks, so a rank holds P / ranks floats, plus at most
   // one per piece of the plan (a few hundred floats: not counted).
   const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks)), shard = (P + R - 1) / R;
-  if (in.zero_stage >= 2) {
+  if (!in.trains) {
+    add("gradients", 0, "none: sampling only (leap eval)");
+  } else if (in.zero_stage >= 2) {
     add("gradients", 4 * (shard + 2 * layout.layer_floats() + layout.rest_floats()),
         fmt::format("fp32: this rank's 1/{} of the sum, two layers' buffers (one written by the backward, "
                     "one in its reduce-scatter) and the embedding, LM head and final norm's (ZeRO stage 2)",
@@ -91,7 +95,9 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   } else {
     add("gradients", 4 * P, "fp32, a full replica");
   }
-  if (in.zero_stage >= 1) {
+  if (!in.trains) {
+    add("optimizer_state", 0, "none: sampling only (leap eval)");
+  } else if (in.zero_stage >= 1) {
     add("optimizer_state", 8 * shard,
         fmt::format("AdamW m and v, fp32, this rank's 1/{} of them (ZeRO stage {})", R, in.zero_stage));
   } else {
@@ -103,16 +109,19 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   const uint64_t slots = in.activation_checkpointing ? 1 : c.num_hidden_layers;
   add("activations",
       4 * activation_floats(c, static_cast<int64_t>(B), static_cast<int64_t>(T), att, slots),
-      fmt::format("{}, B={} T={}{}",
+      fmt::format("{}{}, B={} T={}{}", in.trains ? "" : "the prefill's arena, ",
                   in.activation_checkpointing
                       ? "checkpointed: each layer's input and one layer's activations"
-                      : "every layer's, kept for the backward (no checkpointing)",
+                      : (in.trains ? "every layer's, kept for the backward (no checkpointing)"
+                                   : "every layer's (no checkpointing)"),
                   B, T, cuda ? "" : "; attention probabilities (B, H, T, T) per layer"));
   // Transformer::logit_rows: as many rows as the chunk bytes allow, at least B, at most N.
   const uint64_t rows = std::min(N, std::max<uint64_t>({in.logits_chunk_bytes / (4 * V), B, 1}));
   add("logits", 4 * 2 * arena_floats(rows * V),
       fmt::format("LM-head logits and their gradient, {} of the {} rows at a time", rows, N));
-  if (!in.kl_reference) {
+  if (!in.trains) {
+    add("kl_reference", 0, "none: sampling only (leap eval)");
+  } else if (!in.kl_reference) {
     add("kl_reference", 0, "none (rl.kl_beta = 0)");
   } else if (!in.kl_reference_bf16) {
     add("kl_reference", 4 * P + (cuda ? 2 * gemm : 0),
@@ -162,7 +171,7 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
     const uint64_t slot1 = N * std::max({C, I, HD});
     workspace += (uint64_t{32} << 20) + 2 * slot0 + 2 * slot1;
     note += ", the cuBLASLt workspace (32 MiB), bf16 GEMM operands";
-    if (in.grad_comm_bf16) {
+    if (in.grad_comm_bf16 && in.trains) {
       // NCCL's bf16 staging (mpi/grad_comm.h): one layer's gradient, at most 2^28 values.
       workspace += 2 * std::min<uint64_t>(ParameterLayout(c).layer_floats(), uint64_t{1} << 28);
       note += ", NCCL's bf16 gradient staging (one layer)";

@@ -24,7 +24,8 @@
 //    workspace, the bf16 GEMM operand buffers and, with optim.grad_comm_dtype = bf16, NCCL's
 //    staging of one layer's gradient in bf16 (over MPI the bf16 copies last one call).
 // Weights are full replicas on every policy rank; stage 1's moments shrink with the rank count,
-// and with stage 2 the gradient does too.
+// and with stage 2 the gradient does too. A rank of leap eval (PlanInput::trains false) holds the
+// weights, the prefill's arena, the KV cache and the workspace only.
 //
 // tests/model/test_memory_plan.cpp checks the plan against glibc's count of the CPU backend's
 // real allocations (mallinfo2), as differences between configs.
@@ -57,6 +58,10 @@ struct PlanInput {
   int policy_ranks = 1;                               // what stages 1 and 2 shard over
   bool grad_comm_bf16 = false;                        // optim.grad_comm_dtype = bf16
   bool generates = true;  // RL samples (a KV cache, the sampler's logits rows); SFT never does
+  // false: a rank of leap eval, built for sampling only (apps/rank_setup.h): no gradient, no
+  // optimizer state, no KL reference, and the activations are the prefill's, a micro-batch of
+  // prompts of prompt_tokens (train_tokens is not used).
+  bool trains = true;
 };
 
 struct PlanItem {

@@ -5,7 +5,9 @@
 # with one 4k-token sequence does not fit a 141 GiB GPU replicated (fp32 master and Adam state)
 # while the 1.5B one does, ZeRO stages 1 and 2 shrink what they shard as worked out by hand, the 7B
 # config (stage 2) fits an H200's 140 GiB but not 80, a plan that does not fit lists settings whose
-# promised totals leap plan then gives, and bad input exits 2 naming the problem.
+# promised totals leap plan then gives, an evaluation's plan (--for eval) leaves out exactly the
+# gradient, optimizer state and KL reference and fits the 7B config on 80 GB, and bad input exits
+# 2 naming the problem.
 # Run by ctest with LEAP and LEAP_SOURCE_DIR set.
 set -u
 source "$(dirname "$0")/check_lib.sh"
@@ -235,6 +237,29 @@ if errors:
 print("ok   plan-sft: no KV cache, no KL reference, no sampler remedies")
 PY
 else echo "FAIL plan-sft: leap plan failed"; fail=1; fi
+# leap eval's ranks (--for eval) hold no gradient, optimizer state or KL reference, and their
+# activations are the prefill's (prompts only): the 7B config's evaluation fits an 80 GB GPU, its
+# training does not, and the two differ by exactly what evaluation leaves out.
+check plan-eval-7b-80gib 0 "of leap eval.*gradients +0 .*optimizer_state +0 .*activations .*prefill's arena.*T=3072.*kl_reference +0 .*fits: yes, 54.27 of 79.00" -- bash -c \
+  "'$LEAP' plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --for eval --gpu-memory-gib 79 | tr '\n' ' '"
+"$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --format json > "$tmp/train7b.json" \
+  && "$LEAP" plan --config configs/qwen2.5-coder-7b.ini --ranks 8 --for eval --format json > "$tmp/eval7b.json" \
+  && /usr/bin/python3 - "$tmp/train7b.json" "$tmp/eval7b.json" <<'PY' || fail=1
+import json, sys
+train, ev = (json.load(open(p)) for p in sys.argv[1:3])
+t, e = train["per_rank"], ev["per_rank"]
+errors = []
+if ev.get("for") != "eval" or train.get("for") != "train":
+    errors.append(f"for: {train.get('for')}, {ev.get('for')}")
+same = ["weights", "master_weights", "kv_cache"]
+if any(t[k] != e[k] for k in same):
+    errors.append("weights, masters or KV cache differ: " + ", ".join(f"{k} {t[k]} vs {e[k]}" for k in same))
+if any(e[k] != 0 for k in ("gradients", "optimizer_state", "kl_reference")) or not 0 < e["activations"] < t["activations"]:
+    errors.append(f"eval counts {e}")
+print(("FAIL " if errors else "ok   ") + f"plan-eval-vs-train: {e['total']} against {t['total']} bytes" + ("; " + "; ".join(errors) if errors else ""))
+sys.exit(1 if errors else 0)
+PY
+check plan-bad-for 2 "plan.for" -- "$LEAP" plan --config configs/demo_v1.ini --for serve
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
 check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo_v1.ini --model.path "$tmp"
 check plan-bad-format 2 "format" -- "$LEAP" plan --model.path models/demo --format yaml

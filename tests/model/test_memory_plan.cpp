@@ -254,6 +254,41 @@ TEST(MemoryPlan, PredictsAGenerationBatchLargerThanTheMicroBatch) {
   EXPECT_GT(bytes_of(plan, {"kv_cache"}), bytes_of(plan_policy_rank(same_batch), {"kv_cache"}));
 }
 
+// A rank of leap eval (built without a gradient or an optimizer, apps/rank_setup.h): its whole
+// allocation, from before the model to after a generation batch, is the plan's total for
+// PlanInput::trains false: the weights, the prefill's arena of a micro-batch of prompts, the KV
+// cache of the decoding batch and the workspace.
+TEST(MemoryPlan, PredictsAnEvaluatingRank) {
+  backend::CpuBackend be(1);
+  const int64_t before = heap_in_use();
+  Transformer model(config(), be, GradientBuffer::kNone);
+  model.init_random(2);
+  Sampler sampler(model, nullptr);
+  sampler.set_max_batch(6);
+  sampler.set_prefill_batch(2);
+  SamplerConfig sc;
+  sc.temperature = 1.0;
+  sc.max_new_tokens = 60;
+  sc.stop_at_eos = false;
+  sc.batch_seqs = 6;
+  Rng rng(3);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int b = 0; b < 6; ++b) prompts.push_back(std::vector<int32_t>(90, 5 + b));
+  ASSERT_TRUE(sampler.generate(prompts, sc, rng).has_value());
+  PlanInput pin = input(2, 0, 90, 60);
+  pin.trains = false;
+  pin.generation_batch_seqs = sc.batch_seqs;
+  pin.kv_keep_sequences = sc.kv_keep_sequences;
+  const MemoryPlan plan = plan_policy_rank(pin);
+  expect_within_10pct(heap_in_use() - before, static_cast<int64_t>(plan.total), "an evaluating rank, all of it");
+  EXPECT_EQ(bytes_of(plan, {"gradients", "optimizer_state", "kl_reference"}), 0);
+  PlanInput training = pin;
+  training.trains = true;
+  training.train_tokens = 150;
+  const MemoryPlan trained = plan_policy_rank(training);
+  EXPECT_GE(trained.total - plan.total, static_cast<uint64_t>(bytes_of(trained, {"gradients", "optimizer_state"})));
+}
+
 TEST(MemoryPlan, PredictsTheKlReferenceInFp32AndBf16) {
   // Eight layers, so that one layer's scratch is small beside the copy (as at 7B: 28 layers).
   backend::CpuBackend be(1);
