@@ -62,6 +62,24 @@ void train_step(Transformer& model, int B, int T) {
   model.backward(dlp.data());
 }
 
+// A decoding batch (sampler.batch_seqs) of `batch` distinct prompts of `prompt_tokens`, so each
+// is prefilled, `prefill` at a time (PolicyReplica's set_prefill_batch), sampled to
+// max_new_tokens without stopping at EOS. Returns the sampler settings it used.
+SamplerConfig generate_batch(Sampler& sampler, int batch, int prefill, int prompt_tokens, int max_new_tokens) {
+  sampler.set_max_batch(batch);
+  sampler.set_prefill_batch(prefill);
+  SamplerConfig sc;
+  sc.temperature = 1.0;
+  sc.max_new_tokens = max_new_tokens;
+  sc.stop_at_eos = false;
+  sc.batch_seqs = batch;
+  Rng rng(3);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int b = 0; b < batch; ++b) prompts.push_back(std::vector<int32_t>(static_cast<size_t>(prompt_tokens), 5 + b));
+  EXPECT_TRUE(sampler.generate(prompts, sc, rng).has_value());
+  return sc;
+}
+
 void expect_within_10pct(int64_t measured, int64_t planned, const char* what) {
   ASSERT_GT(planned, 0) << what;
   const double rel = static_cast<double>(measured - planned) / static_cast<double>(planned);
@@ -229,18 +247,8 @@ TEST(MemoryPlan, PredictsAGenerationBatchLargerThanTheMicroBatch) {
   model.init_random(2);
   train_step(model, 2, 100);
   Sampler sampler(model, nullptr);
-  sampler.set_max_batch(8);
-  sampler.set_prefill_batch(2);
-  SamplerConfig sc;
-  sc.temperature = 1.0;
-  sc.max_new_tokens = 30;
-  sc.stop_at_eos = false;
-  sc.batch_seqs = 8;
-  Rng rng(3);
-  std::vector<std::vector<int32_t>> prompts;
-  for (int b = 0; b < 8; ++b) prompts.push_back(std::vector<int32_t>(70, 5 + b));  // distinct: 8 prefills
   const int64_t before = heap_in_use();
-  ASSERT_TRUE(sampler.generate(prompts, sc, rng).has_value());
+  const SamplerConfig sc = generate_batch(sampler, 8, 2, 70, 30);
   PlanInput pin = input(2, 100, 70, 30);
   pin.generation_batch_seqs = sc.batch_seqs;
   pin.kv_keep_sequences = sc.kv_keep_sequences;
@@ -264,17 +272,7 @@ TEST(MemoryPlan, PredictsAnEvaluatingRank) {
   Transformer model(config(), be, GradientBuffer::kNone);
   model.init_random(2);
   Sampler sampler(model, nullptr);
-  sampler.set_max_batch(6);
-  sampler.set_prefill_batch(2);
-  SamplerConfig sc;
-  sc.temperature = 1.0;
-  sc.max_new_tokens = 60;
-  sc.stop_at_eos = false;
-  sc.batch_seqs = 6;
-  Rng rng(3);
-  std::vector<std::vector<int32_t>> prompts;
-  for (int b = 0; b < 6; ++b) prompts.push_back(std::vector<int32_t>(90, 5 + b));
-  ASSERT_TRUE(sampler.generate(prompts, sc, rng).has_value());
+  const SamplerConfig sc = generate_batch(sampler, 6, 2, 90, 60);
   PlanInput pin = input(2, 0, 90, 60);
   pin.trains = false;
   pin.generation_batch_seqs = sc.batch_seqs;
