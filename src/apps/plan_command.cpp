@@ -248,6 +248,10 @@ int run_plan(const std::vector<std::string>& args) {
                 gib(item.bytes).c_str(), item.note.c_str());
   std::printf("  %-16s %16llu %10s\n\n", "total", static_cast<unsigned long long>(plan.total),
               gib(plan.total).c_str());
+  if (in.backend == "cuda")
+    std::printf("not counted: the CUDA context and loaded kernels, and NCCL's own buffers (set up outside "
+                "LEAP's allocations; not measured here, about a GiB or two): keep that margin below the device's "
+                "memory in --gpu-memory-gib\n");
   if (in.zero_stage >= 1 && in.backend != "cpu")
     std::printf("note: optim.zero_stage = %d on backend.name = %s uses NCCL's reduce-scatter and all-gather, "
                 "which have run on one GPU only, one rank (the same steps are checked over MPI on the CPU)\n",

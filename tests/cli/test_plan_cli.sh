@@ -259,6 +259,7 @@ if any(e[k] != 0 for k in ("gradients", "optimizer_state", "kl_reference")) or n
 print(("FAIL " if errors else "ok   ") + f"plan-eval-vs-train: {e['total']} against {t['total']} bytes" + ("; " + "; ".join(errors) if errors else ""))
 sys.exit(1 if errors else 0)
 PY
+check plan-cuda-uncounted 0 "not counted: the CUDA context.*NCCL" -- "$LEAP" plan --config configs/qwen2.5-coder-7b.ini
 check plan-bad-for 2 "plan.for" -- "$LEAP" plan --config configs/demo_v1.ini --for serve
 check plan-no-model 2 "model.path is not set" -- "$LEAP" plan
 check plan-no-config-json 2 "$tmp/config.json" -- "$LEAP" plan --config configs/demo_v1.ini --model.path "$tmp"
