@@ -54,7 +54,7 @@ class PolicyReplica final : public PolicyEngine {
     return std::max(1, opts_.sampler.batch_seqs > 0 ? opts_.sampler.batch_seqs : opts_.micro_batch_seqs);
   }
   TrainReport train(const TrainWork& work, MPI_Comm policy) override;
-  bool supports_train_early() const override { return true; }
+  bool supports_train_early() const override { return optimizer_ != nullptr; }
   void train_early(const std::vector<TrainSample>& samples) override;
   Status write_checkpoint(MPI_Comm policy, const io::CheckpointRequest* req) override;
   // The frozen KL reference (not owned); train() needs one when loss.kl_beta > 0.

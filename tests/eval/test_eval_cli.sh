@@ -29,6 +29,12 @@ check one-rank 0 "split heldout" -- "$mpirun_local" 1 "$LEAP" eval "${common[@]}
 if /usr/bin/python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['records']; sys.exit(not any(x['verdict']=='OK' for x in r))" "$tmp/four.json"
 then echo "ok   some samples pass"; else echo "FAIL no sample passed"; fail=1; fi
 
+# The policy ranks are built for sampling only: no gradient, no optimizer state (read from what
+# was built; a training-shaped policy held both, 3x the weights).
+check sampling-only-policy 0 "policy: [0-9]+ parameters, gradient none, optimizer state none" -- "$mpirun_local" 1 "$LEAP" eval \
+  --config "$src/configs/demo_v1.ini" --eval.samples 1 --eval.turns 1 --sampler.max_new_tokens 8 "${demo[@]}" \
+  --suite "$tmp/three.jsonl" --split heldout --eval.k 1 --mpi.sandbox_ranks 0 --output "$tmp/lean.json"
+
 # Bad input: exit 2, a message naming the key or file and the fix, and no report written.
 check k-above-n 2 "eval.k = '1,8'.*raise eval.samples" -- "$LEAP" eval "${common[@]}" --model "$src/models/demo" "${three[@]}" --eval.k 1,8 --output "$tmp/bad.json"
 check bad-k 2 "'x' is not a positive integer" -- "$LEAP" eval "${common[@]}" --model "$src/models/demo" "${three[@]}" --eval.k 1,x --output "$tmp/bad.json"
