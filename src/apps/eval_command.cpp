@@ -186,9 +186,7 @@ int run_eval(const std::vector<std::string>& args) {
   if (role == mpi::Role::kPolicy)
     setup = build_policy(c.run, threads_per_rank(c.run, *topo), *topo, setup, &policy, PolicyUse::kSample);
   // What the policy ranks hold, read from what was built (rank 0 is a policy rank).
-  if (setup && role == mpi::Role::kPolicy)
-    log.info("policy: {} parameters, gradient {}, optimizer state {}", policy.model->num_params(),
-             policy.model->grads() ? "yes" : "none", policy.optimizer ? "yes" : "none");
+  if (setup && role == mpi::Role::kPolicy) log.info("policy: {}", describe_policy_state(policy));
   // A checkpoint's state.json pins the date its run's prompts printed (prompt_now).
   if (setup && topo->is_coordinator()) {
     std::ifstream state_file(c.run.model.path + "/state.json");

@@ -181,6 +181,14 @@ Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo
   return Status::ok();
 }
 
+std::string describe_policy_state(const PolicyState& p) {
+  const char* gradient = p.model->grads() ? "flat"
+                         : p.model->gradient_stream() ? "streamed into ZeRO stage 2's shards"
+                                                      : "none";
+  const char* optimizer = !p.optimizer ? "none" : p.zero ? "this rank's shard" : "all";
+  return fmt::format("{} parameters, gradient {}, optimizer state {}", p.model->num_params(), gradient, optimizer);
+}
+
 Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_state,
                            PolicyState* p, const Logger& log) {
   int64_t now = c.rl.prompt.now;

@@ -4,6 +4,8 @@
 // with the same message, so no rank is left waiting in a collective.
 #pragma once
 
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "apps/train_config.h"
@@ -31,6 +33,11 @@ enum class PolicyUse { kTrain, kSample };
 // (NCCL's setup is collective), then the replica that samples (and trains) it.
 Status build_policy(const TrainConfig& c, int threads, const mpi::Topology& topo, Status ready,
                     PolicyState* p, PolicyUse use);
+
+// What a built policy rank holds besides its weights, read from what build_policy made (for the
+// start-up log): "gradient none|flat|streamed into ZeRO stage 2's shards, optimizer state
+// none|all|this rank's shard".
+std::string describe_policy_state(const PolicyState& p);
 
 // Rank 0: how conversations become prompt ids (prompt.chat_template, prompt.multi_turn) with the
 // policy's tokenizer. strftime_now's time is prompt.now, else the one `resume_state` recorded

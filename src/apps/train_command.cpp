@@ -209,6 +209,7 @@ int run_train(const std::vector<std::string>& args) {
   const int threads = threads_per_rank(c, *topo);
   const bool sft = c.train.mode == "sft";
   if (role == mpi::Role::kPolicy) setup = build_policy(c, threads, *topo, setup, &policy, PolicyUse::kTrain);
+  if (setup && role == mpi::Role::kPolicy && topo->is_coordinator()) log.info("policy: {}", describe_policy_state(policy));
   // The KL reference is taken before any checkpoint is loaded: by default the initial weights.
   if (setup && role == mpi::Role::kPolicy && !sft) setup = add_kl_reference(c, &policy);
   if (setup && policy.reference && topo->is_coordinator())

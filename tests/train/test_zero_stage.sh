@@ -14,6 +14,7 @@
 # With one sequence a micro-batch (the ranks then run 2 backward passes each, summed over the ranks
 # pass by pass) it must agree with stage 0 to 1e-6 in relative error, in SFT and in RL.
 # bf16 gradient communication (optim.grad_comm_dtype = bf16) at stages 0, 1 and 2: close to fp32.
+# Each stage's start-up line says what its ranks hold: stage 2 never a flat gradient.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 src="$here/../.."
@@ -60,6 +61,12 @@ run rl-stage1 3 "${rl[@]}" "${even[@]}" --run.out_dir "$tmp/r1" --optim.zero_sta
 # ---- stage 2 ------------------------------------------------------------------------------------
 run sft-stage2 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/s2" --optim.zero_stage 2
 same_checkpoint "sft stage 2 = stage 0" "$tmp/s0/checkpoints/step_000003" "$tmp/s2/checkpoints/step_000003"
+# What each stage's policy ranks hold, as built: stage 2's model never has a flat gradient.
+for stage_log in "sft-stage0:gradient flat, optimizer state all" "sft-stage1:gradient flat, optimizer state this rank's shard" \
+                 "sft-stage2:gradient streamed into ZeRO stage 2's shards, optimizer state this rank's shard"; do
+  if grep -q "policy: [0-9]* parameters, ${stage_log#*:}$" "$tmp/${stage_log%%:*}.log"; then echo "ok   ${stage_log%%:*} holds ${stage_log#*:}"
+  else echo "FAIL ${stage_log%%:*}: no line 'policy: ... ${stage_log#*:}'"; grep "policy:" "$tmp/${stage_log%%:*}.log"; fail=1; fi
+done
 run sft-stage2-half 3 "${sft[@]}" --train.steps 2 --run.out_dir "$tmp/h2" --optim.zero_stage 2
 run sft-stage2-resumed 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/h2" --optim.zero_stage 2 --resume latest
 same_checkpoint "sft stage 2 resumed" "$tmp/s0/checkpoints/step_000003" "$tmp/h2/checkpoints/step_000003"
