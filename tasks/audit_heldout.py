@@ -11,8 +11,8 @@ rules are make_families.leak_reasons):
 
   u2      an elementwise pair (op, dtype) or (op, op) that train shows through the second op of a
           `uu` task (U2(U1(x))), which make_families.py's check does not read;
-  noop    a scale before a norm that ignores it (l2norm, rmsnorm and layernorm of alpha * x with
-          alpha > 0 are those of x, up to eps): the same function as a train task of that norm;
+  noop    a scale before a norm that ignores it but for its sign (l2norm, rmsnorm and layernorm of
+          alpha * x are sign(alpha) times those of x, up to eps): a train task of that norm;
   retype  pure data movement (transpose, gathers, roll, concat, crop, ...) in a dtype of the
           same width as one train shows: only the type's name differs;
   cpu_s   `bs` with max or min where the op's range on normal inputs (|x| <= 4) lies on one side of

@@ -254,7 +254,8 @@ WIDTH = {"f32": 4, "i32": 4, "f16": 2, "bf16": 2}
 def leak_reasons(family, c, train, pairs):
     """Why the held-out candidate c is not new in the way the split means, given the family's train
     draw (empty when it is): its held-out pair shown by a uu task's second op (u2), a scale that
-    its norm ignores (noop), data movement in a dtype of the same width as train moves (retype).
+    its norm ignores but for its sign (noop), data movement in a dtype of the same width as train
+    moves (retype).
     The held-out rule (has_pair) does not see these; tasks/audit_heldout.py lists the drawn
     held-out tasks they flag, and the extra held-out draw (select) takes none of them."""
     reasons = []
@@ -266,7 +267,7 @@ def leak_reasons(family, c, train, pairs):
     if family == "normalization" and c.get("pre") == "scale" and c["kind"] in SCALE_INVARIANT:
         same = [t for t in train if t["kind"] == c["kind"] and t["axis"] == c["axis"] and t["pre"] == "none"]
         if same:
-            reasons.append(f"noop: {c['kind']} ignores the scale; train has it unscaled ({len(same)} tasks)")
+            reasons.append(f"noop: {c['kind']} ignores the scale but for its sign; train has it unscaled ({len(same)} tasks)")
     if family == "indexing" and c["op"] in MOVES:
         same = [t for t in train if t["op"] == c["op"] and t.get("dtype") != c.get("dtype")
                 and WIDTH.get(t.get("dtype")) == WIDTH.get(c.get("dtype"))
