@@ -45,18 +45,21 @@ using StmtPtr = std::unique_ptr<Stmt>;
 using Body = std::vector<StmtPtr>;
 
 struct Stmt {
-  enum class Kind { kText, kOutput, kIf, kFor, kSet, kBreak, kContinue };
+  enum class Kind { kText, kOutput, kIf, kFor, kSet, kBreak, kContinue, kMacro };
   Kind kind;
   int line = 0;
   std::string text;  // kText
   ExprPtr expr;      // kOutput, kFor (the iterable), kSet (the value)
   // kIf: one (condition, body) per if/elif; else_body for else.
   std::vector<std::pair<ExprPtr, Body>> branches;
-  Body body;                         // kFor
+  Body body;                         // kFor, kMacro
   Body else_body;                    // kIf, kFor
-  std::vector<std::string> targets;  // kFor: loop variables; kSet: the name
+  std::vector<std::string> targets;  // kFor: loop variables; kSet, kMacro: the name
   std::string attr;                  // kSet: `set ns.attr = ...` when not empty
   ExprPtr filter;                    // kFor: `for x in xs if cond`
+  // kMacro: the parameters in order, each with its default (null: none; then the argument is
+  // Undefined when the call leaves it out, as in jinja2).
+  std::vector<std::pair<std::string, ExprPtr>> params;
 };
 
 }  // namespace leap::chat

@@ -11,9 +11,9 @@
 namespace leap::chat {
 namespace {
 
-const std::set<std::string> kFilters = {"length",  "count", "trim", "tojson", "items",
-                                        "default", "d",     "join", "reject", "select",
-                                        "list",    "first", "last", "string", "safe"};
+const std::set<std::string> kFilters = {"length", "count",  "trim",   "tojson", "items", "default",
+                                        "d",      "join",   "reject", "select", "list",  "first",
+                                        "last",   "string", "safe",   "replace"};
 const std::set<std::string> kTests = {"defined",  "undefined", "none",   "string",  "mapping",
                                       "iterable", "sequence",  "number", "integer", "float",
                                       "boolean",  "true",      "false",  "equalto", "eq",
@@ -338,6 +338,16 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& call
     return name == "first" ? items.front() : items.back();
   }
   if (name == "string") return Value::string(to_text(v));
+  if (name == "replace") {  // jinja2 prints the operand, old and new with str() first
+    const Value* old_v = call.get(0, "old");
+    const Value* new_v = call.get(1, "new");
+    if (!old_v || !new_v) fail_render(line, "replace needs two arguments");
+    const Value* count_v = call.get(2, "count");
+    if (count_v && !count_v->is_none() && count_v->kind != Value::Kind::kInt)
+      fail_render(line, "replace(count) needs an int");
+    return replace_text(to_text(v), Value::string(to_text(*old_v)), Value::string(to_text(*new_v)),
+                        count_v, line);
+  }
   // jinja2's Markup: with autoescaping off (transformers' environment) only the type changes, so
   // a string stays as it is, its provenance included ('x|tojson|safe').
   if (name == "safe") return v.is_string() ? v : Value::string(to_text(v));

@@ -15,8 +15,8 @@ namespace {
 // Statements jinja2 has that this subset does not: named so the error says what was found.
 const std::set<std::string>& unsupported_statements() {
   static const std::set<std::string> names = {
-      "macro", "call", "include",    "import", "from",       "extends", "block",     "filter",
-      "with",  "raw",  "autoescape", "do",     "generation", "trans",   "pluralize", "print"};
+      "call", "include",    "import", "from",       "extends", "block",     "filter", "with",
+      "raw",  "autoescape", "do",     "generation", "trans",   "pluralize", "print"};
   return names;
 }
 
@@ -49,6 +49,11 @@ class Parser {
   Body parse() {
     std::string stop;
     Body body = parse_body({}, &stop);
+    // A macro may be called above its definition (inside another macro's body, say), so calls
+    // of names that are neither built in nor a macro are refused once the whole template is read.
+    for (const auto& [name, line] : called_names_) {
+      if (!macro_names_.count(name)) fail_unsupported(line, "function '" + name + "()'");
+    }
     return body;
   }
 
@@ -159,6 +164,7 @@ class Parser {
         return s;
       }
     }
+    if (kw.text == "macro") return parse_macro(std::move(s));
     if (kw.text == "for") {
       s->kind = Stmt::Kind::kFor;
       s->targets.push_back(expect_name());
@@ -176,7 +182,9 @@ class Parser {
       if (at_name("recursive")) fail_unsupported(peek().line, "'for ... recursive'");
       expect_block_end();
       std::string stop;
+      ++for_depth_;
       s->body = parse_body({"else", "endfor"}, &stop);
+      --for_depth_;
       if (stop == "else") {
         expect_block_end();
         s->else_body = parse_body({"endfor"}, &stop);
@@ -210,6 +218,39 @@ class Parser {
       fail_syntax(kw.line, "'{% " + kw.text + " %}' without an open block it could close");
     }
     fail_unsupported(kw.line, "'{% " + kw.text + " %}' (unknown statement)");
+  }
+
+  // {% macro name(a, b=default) %}body{% endmacro %}. The body sees its arguments and the
+  // template's top-level variables as they are when it is called, as in jinja2; so a macro is
+  // defined only where no loop variable or other macro's argument could be in its closure.
+  StmtPtr parse_macro(StmtPtr s) {
+    s->kind = Stmt::Kind::kMacro;
+    if (for_depth_ > 0 || macro_depth_ > 0)
+      fail_unsupported(s->line, "'{% macro %}' inside a for loop or another macro");
+    s->targets.push_back(expect_name());
+    expect_op("(");
+    while (!at_op(")")) {
+      std::string param = expect_name();
+      ExprPtr dflt;
+      if (at_op("=")) {
+        next();
+        dflt = parse_expr();
+      } else if (!s->params.empty() && s->params.back().second) {
+        fail_syntax(s->line, "non-default argument follows default argument");
+      }
+      s->params.emplace_back(std::move(param), std::move(dflt));
+      if (!at_op(",")) break;
+      next();
+    }
+    expect_op(")");
+    expect_block_end();
+    std::string stop;
+    ++macro_depth_;
+    s->body = parse_body({"endmacro"}, &stop);
+    --macro_depth_;
+    expect_block_end();
+    macro_names_.insert(s->targets[0]);
+    return s;
   }
 
   static std::int64_t parse_int(const Token& t) {
@@ -385,6 +426,9 @@ class Parser {
       else if (n == "none" || n == "None")
         e->value = Value::none();
       else {
+        // jinja2 gives a macro's body these three implicitly; this subset does not.
+        if (macro_depth_ > 0 && (n == "varargs" || n == "kwargs" || n == "caller"))
+          fail_unsupported(t.line, "'" + n + "' in a macro");
         e->kind = Expr::Kind::kName;
         e->name = n;
       }
@@ -512,11 +556,11 @@ class Parser {
     }
   }
 
-  // Only the global functions and the methods the subset implements may be called.
-  static void check_callee(const Expr& callee, int line) {
+  // Only the global functions, the template's macros and the methods the subset implements may
+  // be called.
+  void check_callee(const Expr& callee, int line) {
     if (callee.kind == Expr::Kind::kName) {
-      if (!is_known_function(callee.name))
-        fail_unsupported(line, "function '" + callee.name + "()'");
+      if (!is_known_function(callee.name)) called_names_.emplace_back(callee.name, line);
     } else if (callee.kind == Expr::Kind::kAttr) {
       if (!is_known_method(callee.name)) fail_unsupported(line, "method '." + callee.name + "()'");
     } else {
@@ -563,6 +607,10 @@ class Parser {
   std::vector<Token> toks_;
   size_t i_ = 0;
   int depth_ = 0;
+  int for_depth_ = 0;    // for loops around the statement being read
+  int macro_depth_ = 0;  // macro bodies around it
+  std::set<std::string> macro_names_;
+  std::vector<std::pair<std::string, int>> called_names_;  // names called, not built in; and line
 };
 
 }  // namespace

@@ -63,7 +63,26 @@ class Renderer {
     return Flow::kNormal;
   }
 
+  // Statements and expressions nest as deep as the parser allows (250 levels), and macros call
+  // each other; each level is a few C++ frames, so the renderer bounds the total nesting, and a
+  // hostile template is an error, not a stack overflow.
+  class NestingGuard {
+   public:
+    NestingGuard(int& depth, int line) : depth_(depth) {
+      if (++depth_ > kMaxNesting)
+        fail_unsupported(line, "templates nested deeper than " + std::to_string(kMaxNesting) +
+                                   " levels while rendering");
+    }
+    ~NestingGuard() { --depth_; }
+    NestingGuard(const NestingGuard&) = delete;
+    NestingGuard& operator=(const NestingGuard&) = delete;
+
+   private:
+    int& depth_;
+  };
+
   Flow exec(const Stmt& s) {
+    NestingGuard guard(nesting_, s.line);
     switch (s.kind) {
       case Stmt::Kind::kText:
         out_.append_template(s.text);
@@ -87,6 +106,14 @@ class Renderer {
       case Stmt::Kind::kContinue:
         if (loop_depth_ == 0) fail_syntax(s.line, "'continue' outside a for loop");
         return Flow::kContinue;
+      case Stmt::Kind::kMacro: {
+        Value m;
+        m.kind = Value::Kind::kCallable;
+        m.str = Text::from_template(s.targets[0]);
+        m.macro = &s;
+        scopes_.back()[s.targets[0]] = std::move(m);
+        return Flow::kNormal;
+      }
     }
     return Flow::kNormal;
   }
@@ -183,6 +210,7 @@ class Renderer {
   }
 
   Value eval(const Expr& e) {
+    NestingGuard guard(nesting_, e.line);
     switch (e.kind) {
       case Expr::Kind::kLiteral:
         return e.value;
@@ -303,9 +331,11 @@ class Renderer {
       return call_method(obj, callee.name, eval_args(e));
     }
     Value f = eval(callee);
+    if (f.is_undefined()) fail_render(e.line, "'" + callee.name + "' is undefined");
     if (f.kind != Value::Kind::kCallable)
       fail_render(e.line, "'" + callee.name + "' is not callable");
     CallArgs call = eval_args(e);
+    if (f.macro) return call_macro(*f.macro, call);
     const std::string& name = f.str.bytes;
     if (name == "namespace") {
       Object attrs;
@@ -335,6 +365,51 @@ class Renderer {
       return Value::template_string(std::string(buf, n));
     }
     fail_unsupported(e.line, "function '" + name + "()'");
+  }
+
+  // A macro's call: its body renders into a text of its own, which is the call's value. The body
+  // sees the template's top-level variables as they are now, and its arguments; not the
+  // caller's loop variables (jinja2's scoping). Arguments left out are Undefined unless the
+  // parameter has a default, evaluated here, after the parameters before it.
+  Value call_macro(const Stmt& macro, const CallArgs& call) {
+    const std::string& name = macro.targets[0];
+    if (call.args.size() > macro.params.size()) {
+      fail_render(call.line, "macro '" + name + "' takes not more than " +
+                                 std::to_string(macro.params.size()) + " argument(s)");
+    }
+    for (const auto& [key, v] : call.kwargs) {
+      bool known = false;
+      for (size_t k = call.args.size(); k < macro.params.size(); ++k)
+        known |= macro.params[k].first == key;
+      if (!known)
+        fail_render(call.line, "macro '" + name + "' takes no keyword argument '" + key + "'");
+    }
+    if (macro_depth_ >= kMaxMacroDepth) {
+      fail_unsupported(call.line,
+                       "macro calls nested deeper than " + std::to_string(kMaxMacroDepth));
+    }
+    std::vector<Scope> outer(std::make_move_iterator(scopes_.begin() + 1),
+                             std::make_move_iterator(scopes_.end()));
+    scopes_.resize(1);
+    scopes_.emplace_back();
+    Text outer_out = std::move(out_);
+    out_ = Text();
+    const int outer_loops = loop_depth_;
+    loop_depth_ = 0;
+    ++macro_depth_;
+    for (size_t k = 0; k < macro.params.size(); ++k) {
+      const auto& [param, dflt] = macro.params[k];
+      const Value* given = call.get(k, param.c_str());
+      scopes_.back()[param] = given ? *given : (dflt ? eval(*dflt) : Value::undefined());
+    }
+    exec_body(macro.body);
+    --macro_depth_;
+    loop_depth_ = outer_loops;
+    Text result = std::move(out_);
+    out_ = std::move(outer_out);
+    scopes_.resize(1);
+    for (auto& scope : outer) scopes_.push_back(std::move(scope));
+    return Value::string(std::move(result));
   }
 
   static double as_double(const Value& v) {
@@ -468,9 +543,16 @@ class Renderer {
     fail_operands(e, a, b);
   }
 
+  // Bound a macro's recursion and all nesting (NestingGuard): jinja2 stops at Python's recursion
+  // limit (1000 frames, several per template level), so real templates stay far below both.
+  static constexpr int kMaxMacroDepth = 100;
+  static constexpr int kMaxNesting = 1000;
+
   const RenderContext& ctx_;
   std::vector<Scope> scopes_;
   int loop_depth_ = 0;
+  int macro_depth_ = 0;
+  int nesting_ = 0;
   Text out_;
 };
 

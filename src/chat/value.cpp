@@ -276,6 +276,7 @@ Text to_text(const Value& v) {
     case Value::Kind::kNamespace:
       return Text::from_template("<Namespace>");
     case Value::Kind::kCallable:
+      if (v.macro) return Text::from_template("<Macro '" + v.str.bytes + "'>");
       return Text::from_template("<function " + v.str.bytes + ">");
   }
   return {};
@@ -320,7 +321,7 @@ bool values_equal(const Value& a, const Value& b) {
     case Value::Kind::kNamespace:
       return a.object == b.object;
     case Value::Kind::kCallable:
-      return a.str.bytes == b.str.bytes;
+      return a.str.bytes == b.str.bytes && a.macro == b.macro;
     default:
       return false;
   }
@@ -371,11 +372,13 @@ void dump_json_string(const std::string& s, std::string* out, bool ensure_ascii)
       const size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
       if (n > 1 && at + n <= s.size()) {
         std::uint32_t cp = c & (0xFF >> (n + 1));
-        for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[at + k]) & 0x3F);
+        for (size_t k = 1; k < n; ++k)
+          cp = (cp << 6) | (static_cast<unsigned char>(s[at + k]) & 0x3F);
         char buf[16];
         if (cp > 0xFFFF) {
           cp -= 0x10000;
-          std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+          std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", 0xD800 + (cp >> 10),
+                        0xDC00 + (cp & 0x3FF));
         } else {
           std::snprintf(buf, sizeof(buf), "\\u%04x", cp);
         }

@@ -39,6 +39,7 @@ struct Text {
 };
 
 struct Value;
+struct Stmt;  // chat/ast.h: a macro's definition
 using Array = std::vector<Value>;
 using Object = std::vector<std::pair<std::string, Value>>;  // dict, in insertion order
 
@@ -53,7 +54,8 @@ struct Value {
     kArray,
     kObject,
     kNamespace,
-    kCallable,  // a global function (raise_exception, strftime_now, namespace); str holds its name
+    kCallable,  // a global function (raise_exception, strftime_now, namespace) or a macro; str
+                // holds its name
   };
   Kind kind = Kind::kUndefined;
   bool b = false;
@@ -63,6 +65,8 @@ struct Value {
   std::shared_ptr<const Array> array;
   std::shared_ptr<Object> object;  // kObject (never mutated once built) and kNamespace (mutable)
   bool keys_are_content = false;   // kObject from the caller's data: its keys are content too
+  const Stmt* macro = nullptr;     // kCallable made by {% macro %}: its definition (the parsed
+                                   // template outlives every rendering of it)
 
   static Value undefined() { return {}; }
   static Value none();

@@ -197,6 +197,20 @@ SNIPPETS = [
     "{% for m in messages if m.role == 'assistant' %}{{ loop.length }}{{ m.role }}{% endfor %}",
     "{{ raise_exception('no system message allowed') }}",
     "{{ {'k': 'é😀\\\"', 'n': [1, 'ü']} | tojson(ensure_ascii=true) }}|{{ 'ü' | tojson(ensure_ascii=false) }}|{{ messages[1].args | tojson | safe }}|{{ 3 | safe }}{{ 'x' | safe }}",
+    # Macros: defaults (a later one reading an earlier argument), keywords, missing arguments,
+    # recursion, the value a call returns, and scoping (top-level variables as they are at the
+    # call, the macro's own set, no loop variables of the caller, namespaces shared).
+    "{% macro m(a, b='d', c=a) %}[{{ a }}|{{ b }}|{{ c }}]{% endmacro %}{{ m(1) }}{{ m(1, 2) }}{{ m(1, c=3) }}{{ m() }}{{ m(b=4) }}",
+    "{% macro m() %}x{% endmacro %}{{ m }}|{{ m is defined }}|{{ m | string }}|{{ m() | length }}|{{ m() ~ 'y' }}|{{ m() + 'z' }}|{{ m() == m() }}",
+    "{% macro f(n) %}{% if n > 0 %}{{ n }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(3) }}|{% macro g(a, b) %}{{ a is defined }}{{ b is defined }}{% endmacro %}{{ g(1) }}",
+    "{% set x = 1 %}{% macro m(a) %}{% set a = a ~ '!' %}{% set x = 9 %}{{ a }}{{ x }}{{ y }}{% endmacro %}{% set x = 2 %}{% set y = 5 %}{% set a = 'top' %}{{ m('q') }}{{ a }}{{ x }}",
+    "{% set x = 1 %}{% macro m() %}{{ x }}{% for i in [1, 2] %}{{ loop.index }}{% endfor %}{% endmacro %}{% for x in [7] %}{{ m() }}{{ loop.index }}{% endfor %}",
+    "{% set ns = namespace(v=1) %}{% macro m() %}{% set ns.v = 7 %}{% endmacro %}{{ m() }}{{ ns.v }}{% if true %}{% macro h() %}in-if{% endmacro %}{% endif %}{{ h() }}",
+    "{% macro m() %}\n  x {{ messages[0].content }}\n{% endmacro %}\n[{{ m() }}]\n[{{- m() | trim -}}]",
+    "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}",
+    "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(q=2) }}",
+    "{{ m() }}{% macro m() %}a{% endmacro %}",
+    "{{ 'a-b c$' | replace('-', '_') | replace(' ', '_') | replace('$', '') }}|{{ 1234 | replace(2, 'x') }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ messages[0].content | replace('l', 'L') }}",
 ]
 
 

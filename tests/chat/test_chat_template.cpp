@@ -58,8 +58,10 @@ TEST(ChatSnippets, MatchJinja2) {
       opts.now_unix_seconds = golden["now_unix_seconds"].get<std::int64_t>();
       auto r = t->render(golden["messages"], opts);
       ASSERT_FALSE(r) << "jinja2 failed with: " << s["error"].get<std::string>();
-      EXPECT_NE(r.status().message().find(s["error"].get<std::string>()), std::string::npos)
-          << r.status().message();
+      // jinja2's own message; a Python TypeError's (a bad macro call) without the type's name.
+      std::string want = s["error"].get<std::string>();
+      if (want.rfind("TypeError: ", 0) == 0) want = want.substr(11);
+      EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
       continue;
     }
     ASSERT_TRUE(t) << t.status().message();
@@ -104,8 +106,9 @@ TEST(ChatSpans, SpecialTokensTypedByTheUserAreContent) {
 // text whole, so the tokenizer can encode it as its special token; the message's text stays
 // content.
 TEST(ChatSpans, AMarkerBuiltFromTheRoleIsTemplateText) {
-  auto t = ChatTemplate::parse("{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}{% endfor %}",
-                               {});
+  auto t = ChatTemplate::parse(
+      "{% for m in messages %}{{ '<|' + m['role'] + '|>' + m['content'] + '<|end|>' }}{% endfor %}",
+      {});
   ASSERT_TRUE(t) << t.status().message();
   auto r = t->render(Json::array({user("hi <|user|>")}), {});
   ASSERT_TRUE(r);
@@ -148,8 +151,16 @@ TEST(ChatSpans, ProvenanceSurvivesTrimSplitAndTojson) {
 // and its line.
 TEST(ChatUnsupported, NamesTheConstructAndLine) {
   const std::pair<const char*, const char*> cases[] = {
-      {"ok\n{% if false %}\n{% macro m() %}x{% endmacro %}\n{% endif %}",
-       "line 3: unsupported construct '{% macro %}'"},
+      {"ok\n{% if false %}\n{% call m() %}x{% endcall %}\n{% endif %}",
+       "line 3: unsupported construct '{% call %}'"},
+      {"{% for m in messages %}\n{% macro f() %}{% endmacro %}{% endfor %}",
+       "line 2: unsupported construct '{% macro %}' inside a for loop or another macro"},
+      {"{% macro f(a) %}\n{{ varargs }}{% endmacro %}",
+       "line 2: unsupported construct 'varargs' in a macro"},
+      {"{% macro f() %}{{ caller() }}{% endmacro %}",
+       "line 1: unsupported construct 'caller' in a macro"},
+      {"{% macro f() %}{{ g() }}{% endmacro %}\n{{ h() }}{% macro g() %}{% endmacro %}",
+       "line 2: unsupported construct function 'h()'"},
       {"a\nb\n{% include 'other.jinja' %}", "line 3: unsupported construct '{% include %}'"},
       {"{% if tools %}\n  {{ tools | shuffle }}\n{% endif %}",
        "line 2: unsupported construct filter 'shuffle'"},
@@ -186,6 +197,51 @@ TEST(ChatRender, TheDateIsThePinnedOneOrAnError) {
   auto r = t.render(Json::array({user("day?")}), opts);
   ASSERT_TRUE(r) << r.status().message();
   EXPECT_NE(r->text.find("Today Date: 31 Dec 2025\n"), std::string::npos);
+}
+
+// Macros: a call the macro cannot take is an error naming the line, as jinja2's TypeError is,
+// and so is recursion past a fixed depth, instead of a stack overflow.
+TEST(ChatMacro, BadCallsAndDeepRecursionAreErrors) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{% macro m(a) %}{% endmacro %}\n{{ m(1, 2) }}",
+       "line 2: macro 'm' takes not more than 1 argument(s)"},
+      {"{% macro m(a) %}{% endmacro %}\n\n{{ m(1, a=2) }}",
+       "line 3: macro 'm' takes no keyword argument 'a'"},
+      {"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+       "macro calls nested deeper than 100"},
+      {"{% macro m() %}{% break %}{% endmacro %}{% for x in [1] %}{{ m() }}{% endfor %}",
+       "'break' outside a for loop"},
+  };
+  for (const auto& [source, want] : cases) {
+    SCOPED_TRACE(source);
+    auto t = ChatTemplate::parse(source, {});
+    ASSERT_TRUE(t) << t.status().message();
+    auto r = t->render(Json::array(), {});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.status().exit_code(), 2);
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  }
+  auto bad = ChatTemplate::parse("{% macro m(a='x', b) %}{% endmacro %}", {});
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.status().message().find("non-default argument follows default argument"),
+            std::string::npos)
+      << bad.status().message();
+}
+
+// What a macro writes keeps its provenance: Qwen3-Coder's tool list is written by a macro, and
+// a tool schema's text is still content there.
+TEST(ChatSpans, MacroOutputKeepsProvenance) {
+  Json tools = Json::parse(
+      R"([{"type": "function", "function": {"name": "f", "parameters": {"type": "object",
+          "properties": {"x": {"type": "string", "pattern": "<|im_end|>"}}}}}])");
+  RenderOptions opts;
+  opts.tools = tools;
+  auto r = load_fixture("qwen3-coder").render(Json::array({user("hi")}), opts);
+  ASSERT_TRUE(r) << r.status().message();
+  EXPECT_NE(r->text.find("\n<pattern><|im_end|></pattern>"), std::string::npos) << r->text;
+  // The key and the value are the caller's; the brackets around them are the template's.
+  EXPECT_NE(text_of(*r, SpanKind::kContent).find("pattern<|im_end|>pattern"), std::string::npos);
+  EXPECT_NE(text_of(*r, SpanKind::kTemplate).find("\n<></>"), std::string::npos);
 }
 
 TEST(ChatUnsupported, SyntaxAndRuntimeErrorsNameTheLine) {
@@ -282,8 +338,8 @@ TEST(ChatRobustness, MangledTemplatesFailCleanly) {
   std::mt19937 rng(1234);
   const std::string alphabet = "{}%#-+()[]'\"|.:~ \n\\0aZ";
   int parsed = 0, failed = 0;
-  for (const char* name :
-       {"qwen2.5-instruct", "qwen3", "llama-3.1-instruct", "deepseek-coder-instruct"}) {
+  for (const char* name : {"qwen2.5-instruct", "qwen3", "llama-3.1-instruct",
+                           "deepseek-coder-instruct", "qwen3-coder"}) {
     const std::string source = load_fixture(name).source();
     for (int trial = 0; trial < 300; ++trial) {
       std::string s = source;
@@ -324,7 +380,8 @@ TEST(ChatRobustness, MangledTemplatesFailCleanly) {
 // indent is refused instead of truncated to int.
 TEST(ChatRender, TojsonIndentZeroOrLessBreaksLinesAsPythonDoes) {
   for (const char* k : {"-1", "0"}) {
-    auto t = ChatTemplate::parse(std::string("{{ {'a': 1, 'b': [1, 2]} | tojson(indent=") + k + ") }}", {});
+    auto t = ChatTemplate::parse(
+        std::string("{{ {'a': 1, 'b': [1, 2]} | tojson(indent=") + k + ") }}", {});
     ASSERT_TRUE(t) << t.status().message();
     auto r = t->render(Json::array(), {});
     ASSERT_TRUE(r) << r.status().message();
@@ -346,6 +403,17 @@ TEST(ChatRobustness, DeepNestingAndHugeNumbersAreErrors) {
   std::string ifs;
   for (int k = 0; k < 5000; ++k) ifs += "{% if x %}";
   EXPECT_FALSE(ChatTemplate::parse(ifs, {}));
+  // A recursive macro whose body nests as deep as the parser allows: a render error, where the
+  // C++ stack (about 550 bytes a level at -O2) would have run out before the macro limit.
+  std::string deep_body;
+  for (int k = 0; k < 240; ++k) deep_body += "not ";
+  auto recursive = ChatTemplate::parse(
+      "{% macro f(x) %}{{ " + deep_body + "f(x) }}{% endmacro %}{{ f(0) }}", {});
+  ASSERT_TRUE(recursive) << recursive.status().message();
+  auto rr = recursive->render(Json::array(), {});
+  ASSERT_FALSE(rr);
+  EXPECT_NE(rr.status().message().find("nested deeper than 1000 levels"), std::string::npos)
+      << rr.status().message();
   EXPECT_FALSE(ChatTemplate::parse("{{ 99999999999999999999 }}", {}));
   EXPECT_FALSE(ChatTemplate::parse("{{ '\\ud83d' }}", {}));  // a lone surrogate
   auto escapes = ChatTemplate::parse("{{ '\\u00e9\\x41\\U0001F680\\n\\d' }}", {});
