@@ -194,11 +194,13 @@ int run_plan(const std::vector<std::string>& args) {
     j["for"] = p.use;
     j["backend"] = in.backend;
     j["policy_ranks"] = p.ranks;
-    j["zero_stage"] = in.zero_stage;
-    j["activation_checkpointing"] = in.activation_checkpointing;
+    // An evaluation builds no ZeRO shard and trains no sequence: what only training has is left
+    // out, rather than reported with values no evaluation uses.
+    if (in.trains) j["zero_stage"] = in.zero_stage;
+    j["activation_checkpointing"] = in.activation_checkpointing;  // the prefill's arena too
     j["micro_batch_seqs"] = in.micro_batch_seqs;
     j["generation_batch_seqs"] = generation_batch;
-    j["train_tokens"] = in.train_tokens;
+    if (in.trains) j["train_tokens"] = in.train_tokens;
     j["prompt_tokens"] = in.prompt_tokens;
     j["max_new_tokens"] = in.max_new_tokens;
     nlohmann::ordered_json per_rank;

@@ -251,6 +251,10 @@ t, e = train["per_rank"], ev["per_rank"]
 errors = []
 if ev.get("for") != "eval" or train.get("for") != "train":
     errors.append(f"for: {train.get('for')}, {ev.get('for')}")
+# Only training has a ZeRO stage and training sequences: an evaluation's plan does not claim them.
+if any(k in ev for k in ("zero_stage", "train_tokens")) or not all(k in train for k in ("zero_stage", "train_tokens")):
+    errors.append("zero_stage/train_tokens: in train " + str([k in train for k in ("zero_stage", "train_tokens")])
+                  + ", in eval " + str([k in ev for k in ("zero_stage", "train_tokens")]))
 same = ["weights", "master_weights", "kv_cache"]
 if any(t[k] != e[k] for k in same):
     errors.append("weights, masters or KV cache differ: " + ", ".join(f"{k} {t[k]} vs {e[k]}" for k in same))
