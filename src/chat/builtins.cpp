@@ -342,6 +342,11 @@ Value apply_filter(const std::string& name, const Value& v, const CallArgs& call
     const Value* old_v = call.get(0, "old");
     const Value* new_v = call.get(1, "new");
     if (!old_v || !new_v) fail_render(line, "replace needs two arguments");
+    if (call.args.size() + call.kwargs.size() > 3)
+      fail_render(line, "replace takes at most 3 arguments");
+    for (const auto& [key, v] : call.kwargs)
+      if (key != "old" && key != "new" && key != "count")
+        fail_render(line, "replace got an unexpected keyword argument '" + key + "'");
     const Value* count_v = call.get(2, "count");
     if (count_v && !count_v->is_none() && count_v->kind != Value::Kind::kInt)
       fail_render(line, "replace(count) needs an int");
@@ -407,6 +412,8 @@ Value call_method(const Value& obj, const std::string& name, const CallArgs& cal
       const Value* old_v = call.get(0, "old");
       const Value* new_v = call.get(1, "new");
       if (!old_v || !new_v) fail_render(line, "replace() needs two arguments");
+      if (call.args.size() + call.kwargs.size() > 3)
+        fail_render(line, "replace() takes at most 3 arguments");
       return replace_text(t, *old_v, *new_v, call.get(2, "count"), line);
     }
   } else if (obj.kind == Value::Kind::kObject) {

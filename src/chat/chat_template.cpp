@@ -75,7 +75,8 @@ Value messages_value(const nlohmann::ordered_json& messages) {
   for (const auto& m : messages) {
     Object fields;
     for (const auto& [k, e] : m.items())
-      fields.emplace_back(k, value_from_json(e, k == "role" ? Origin::kTemplate : Origin::kContent));
+      fields.emplace_back(k,
+                          value_from_json(e, k == "role" ? Origin::kTemplate : Origin::kContent));
     Value v = Value::dict(std::move(fields));
     v.keys_are_content = true;
     items.push_back(std::move(v));
@@ -122,8 +123,7 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std
   } catch (const nlohmann::json::exception& e) {
     return invalid_input(path + ": not valid JSON: " + e.what());
   }
-  if (!config.is_object())
-    return invalid_input(path + ": expected a JSON object");
+  if (!config.is_object()) return invalid_input(path + ": expected a JSON object");
   // transformers 4.47+ writes the template to its own file beside tokenizer_config.json, and
   // that file wins over a template in the config, as transformers loads them.
   const std::string jinja_path = tokenizer_dir + "/chat_template.jinja";
@@ -132,8 +132,9 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std
     text << jinja.rdbuf();
     config["chat_template"] = text.str();
   } else if (!config.contains("chat_template") || config["chat_template"].is_null()) {
-    return invalid_input(path + ": no \"chat_template\" key and no chat_template.jinja beside it "
-                                "(this tokenizer has no chat template)");
+    return invalid_input(path +
+                         ": no \"chat_template\" key and no chat_template.jinja beside it "
+                         "(this tokenizer has no chat template)");
   }
   const auto& field = config["chat_template"];
   std::string source;

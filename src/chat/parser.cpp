@@ -183,12 +183,14 @@ class Parser {
       expect_block_end();
       std::string stop;
       ++for_depth_;
+      ++loop_depth_;
       s->body = parse_body({"else", "endfor"}, &stop);
-      --for_depth_;
-      if (stop == "else") {
+      --loop_depth_;
+      if (stop == "else") {  // outside the loop, but still no place for a macro
         expect_block_end();
         s->else_body = parse_body({"endfor"}, &stop);
       }
+      --for_depth_;
       expect_block_end();
       return s;
     }
@@ -208,6 +210,8 @@ class Parser {
       return s;
     }
     if (kw.text == "break" || kw.text == "continue") {
+      // jinja2 refuses these when compiling, wherever they sit (a macro body never called too).
+      if (loop_depth_ == 0) fail_syntax(kw.line, "'" + kw.text + "' outside a for loop");
       s->kind = kw.text == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue;
       expect_block_end();
       return s;
@@ -229,8 +233,15 @@ class Parser {
       fail_unsupported(s->line, "'{% macro %}' inside a for loop or another macro");
     s->targets.push_back(expect_name());
     expect_op("(");
+    const int outer_loops = loop_depth_;
+    loop_depth_ = 0;  // a loop around the definition (refused below anyway) is not the body's
     while (!at_op(")")) {
       std::string param = expect_name();
+      if (param == "true" || param == "false" || param == "none" || param == "True" ||
+          param == "False" || param == "None")
+        fail_syntax(s->line, "'" + param + "' cannot be a parameter name");
+      for (const auto& [other, unused] : s->params)
+        if (other == param) fail_syntax(s->line, "duplicate parameter '" + param + "'");
       ExprPtr dflt;
       if (at_op("=")) {
         next();
@@ -248,6 +259,7 @@ class Parser {
     ++macro_depth_;
     s->body = parse_body({"endmacro"}, &stop);
     --macro_depth_;
+    loop_depth_ = outer_loops;
     expect_block_end();
     macro_names_.insert(s->targets[0]);
     return s;
@@ -489,6 +501,8 @@ class Parser {
       if (peek().kind == TokenKind::kName && peek(1).kind == TokenKind::kOp &&
           peek(1).text == "=") {
         std::string key = next().text;
+        for (const auto& [other, unused] : call->kwargs)
+          if (other == key) fail_syntax(peek().line, "keyword argument '" + key + "' repeated");
         next();
         call->kwargs.emplace_back(key, parse_expr());
       } else {
@@ -607,7 +621,8 @@ class Parser {
   std::vector<Token> toks_;
   size_t i_ = 0;
   int depth_ = 0;
-  int for_depth_ = 0;    // for loops around the statement being read
+  int for_depth_ = 0;    // for loops around the statement being read (their else branches too)
+  int loop_depth_ = 0;   // for-loop bodies around it, within the innermost macro
   int macro_depth_ = 0;  // macro bodies around it
   std::set<std::string> macro_names_;
   std::vector<std::pair<std::string, int>> called_names_;  // names called, not built in; and line

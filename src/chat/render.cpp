@@ -150,7 +150,12 @@ class Renderer {
       }
       items = std::move(kept);
     }
-    if (items.empty()) return exec_body(s.else_body);
+    if (items.empty()) {  // jinja2 gives the else branch a scope of its own
+      scopes_.emplace_back();
+      Flow f = exec_body(s.else_body);
+      scopes_.pop_back();
+      return f;
+    }
     const auto n = static_cast<std::int64_t>(items.size());
     ++loop_depth_;
     for (std::int64_t k = 0; k < n; ++k) {
@@ -269,6 +274,8 @@ class Renderer {
 
   Value get_attr(const Value& obj, const std::string& name, const Expr& e) {
     if (obj.is_undefined()) fail_undefined(e, "attribute '" + name + "'");
+    if (obj.kind == Value::Kind::kCallable)  // jinja2's macro.name, .arguments, ...: not modelled
+      fail_unsupported(e.line, "attribute '." + name + "' of a function or macro");
     if (const Value* v = obj.find(name)) return *v;
     return Value::undefined();
   }
@@ -397,10 +404,17 @@ class Renderer {
     const int outer_loops = loop_depth_;
     loop_depth_ = 0;
     ++macro_depth_;
+    // Every parameter is bound (Undefined where not given) before any default is evaluated, so
+    // a default that names another parameter sees that argument, or Undefined, as in jinja2.
+    std::vector<bool> given(macro.params.size());
+    for (size_t k = 0; k < macro.params.size(); ++k) {
+      const Value* v = call.get(k, macro.params[k].first.c_str());
+      given[k] = v != nullptr;
+      scopes_.back()[macro.params[k].first] = v ? *v : Value::undefined();
+    }
     for (size_t k = 0; k < macro.params.size(); ++k) {
       const auto& [param, dflt] = macro.params[k];
-      const Value* given = call.get(k, param.c_str());
-      scopes_.back()[param] = given ? *given : (dflt ? eval(*dflt) : Value::undefined());
+      if (!given[k] && dflt) scopes_.back()[param] = eval(*dflt);
     }
     exec_body(macro.body);
     --macro_depth_;

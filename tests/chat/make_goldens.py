@@ -210,6 +210,9 @@ SNIPPETS = [
     "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}",
     "{% macro m(a) %}{{ a }}{% endmacro %}{{ m(q=2) }}",
     "{{ m() }}{% macro m() %}a{% endmacro %}",
+    "{% macro m(a=b, b=1) %}{{ a }}|{{ b }}{% endmacro %}{% set b = 'top' %}{{ m() }},{{ m(b=5) }},{{ m(b=5, a=2) }}",
+    "{% for x in [] %}{% else %}{% set y = 1 %}[{{ y }}]{% endfor %}[{{ y }}]",
+    "{% macro m() %}{% break %}{% endmacro %}ok",
     "{{ 'a-b c$' | replace('-', '_') | replace(' ', '_') | replace('$', '') }}|{{ 1234 | replace(2, 'x') }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ messages[0].content | replace('l', 'L') }}",
 ]
 
@@ -228,7 +231,8 @@ def render_case(env, source, config, case):
         return {"text": text}
     except jinja2.exceptions.TemplateError as e:
         return {"error": str(e)}
-    except (TypeError, ValueError) as e:  # e.g. str + dict: LEAP must fail too
+    except (TypeError, ValueError, SyntaxError) as e:  # str + dict, or Python refusing jinja2's
+        # compiled code ('break' outside a loop): LEAP must fail too
         return {"error": type(e).__name__ + ": " + str(e)}
 
 

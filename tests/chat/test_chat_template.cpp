@@ -209,8 +209,9 @@ TEST(ChatMacro, BadCallsAndDeepRecursionAreErrors) {
        "line 3: macro 'm' takes no keyword argument 'a'"},
       {"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
        "macro calls nested deeper than 100"},
-      {"{% macro m() %}{% break %}{% endmacro %}{% for x in [1] %}{{ m() }}{% endfor %}",
-       "'break' outside a for loop"},
+      {"{% macro m() %}x{% endmacro %}{{ m.name }}", "attribute '.name' of a function or macro"},
+      {"{{ 'abc' | replace('a', 'b', 1, 2) }}", "replace takes at most 3 arguments"},
+      {"{{ 'abc'.replace('a', 'b', 1, 2) }}", "replace() takes at most 3 arguments"},
   };
   for (const auto& [source, want] : cases) {
     SCOPED_TRACE(source);
@@ -221,11 +222,24 @@ TEST(ChatMacro, BadCallsAndDeepRecursionAreErrors) {
     EXPECT_EQ(r.status().exit_code(), 2);
     EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
   }
-  auto bad = ChatTemplate::parse("{% macro m(a='x', b) %}{% endmacro %}", {});
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.status().message().find("non-default argument follows default argument"),
-            std::string::npos)
-      << bad.status().message();
+  // What jinja2 refuses when compiling, refused at load.
+  const std::pair<const char*, const char*> syntax[] = {
+      {"{% macro m(a='x', b) %}{% endmacro %}", "non-default argument follows default argument"},
+      {"{% macro m(a, a) %}{% endmacro %}", "duplicate parameter 'a'"},
+      {"{% macro m(none) %}{% endmacro %}", "'none' cannot be a parameter name"},
+      {"{% macro m(a) %}{% endmacro %}{{ m(a=1, a=2) }}", "keyword argument 'a' repeated"},
+      {"{% macro m() %}{% break %}{% endmacro %}", "'break' outside a for loop"},
+      {"{% for x in [1] %}{% else %}{% continue %}{% endfor %}", "'continue' outside a for loop"},
+      {"{% for x in [] %}{% else %}{% macro m() %}{% endmacro %}{% endfor %}",
+       "'{% macro %}' inside a for loop or another macro"},
+  };
+  for (const auto& [source, want] : syntax) {
+    SCOPED_TRACE(source);
+    auto bad = ChatTemplate::parse(source, {});
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.status().exit_code(), 2);
+    EXPECT_NE(bad.status().message().find(want), std::string::npos) << bad.status().message();
+  }
 }
 
 // What a macro writes keeps its provenance: Qwen3-Coder's tool list is written by a macro, and
