@@ -12,14 +12,18 @@ namespace {
 int blocks_for(int positions, int block_size) { return (positions + block_size - 1) / block_size; }
 
 // The scratch's pieces before the logits, in carve order (x, ln, tmp, rstd, q, atty, k, v, gu,
-// h), each rounded up to kKvScratchAlign floats: a piece is a GEMM's output or operand, which a
-// GPU's GEMM library wants aligned (cuBLASLt's vectorised kernels need 16 bytes), and with an odd
-// row count an unrounded rstd (one float a row) would leave every later piece 4-byte aligned.
-std::array<size_t, 10> kv_scratch_pieces(const ModelConfig& c, size_t R) {
+// h, then qwen3's q_lin, k_lin and q/k norm rstd, empty for other models), each rounded up to
+// kKvScratchAlign floats: a piece is a GEMM's output or operand, which a GPU's GEMM library wants
+// aligned (cuBLASLt's vectorised kernels need 16 bytes), and with an odd row count an unrounded
+// rstd (one float a row) would leave every later piece 4-byte aligned.
+std::array<size_t, 13> kv_scratch_pieces(const ModelConfig& c, size_t R) {
   const size_t C = c.hidden_size, I = c.intermediate_size;
   const size_t HD = static_cast<size_t>(c.num_attention_heads) * c.head_dim;
   const size_t KD = static_cast<size_t>(c.num_key_value_heads) * c.head_dim;
-  std::array<size_t, 10> n = {R * C, R * C, R * C, R, R * HD, R * HD, R * KD, R * KD, R * 2 * I, R * I};
+  const size_t qk = c.qk_norm ? R : 0;
+  std::array<size_t, 13> n = {R * C,  R * C,     R * C, R,       R * HD,  R * HD,
+                              R * KD, R * KD,    R * 2 * I, R * I, qk * HD, qk * KD,
+                              qk * static_cast<size_t>(c.num_attention_heads)};
   for (size_t& k : n) k = (k + kKvScratchAlign - 1) / kKvScratchAlign * kKvScratchAlign;
   return n;
 }
@@ -37,7 +41,7 @@ size_t kv_scratch_floats(const ModelConfig& c, int rows, int logit_rows) {
 }
 
 KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
-  const std::array<size_t, 10> n = kv_scratch_pieces(c, static_cast<size_t>(rows));
+  const std::array<size_t, 13> n = kv_scratch_pieces(c, static_cast<size_t>(rows));
   KvScratch d;
   float* p = base;
   size_t i = 0;
@@ -56,6 +60,9 @@ KvScratch carve_kv_scratch(const ModelConfig& c, float* base, int rows) {
   d.v = next();
   d.gu = next();
   d.h = next();
+  d.q_lin = next();
+  d.k_lin = next();
+  d.qk_rstd = next();
   d.logits = p;  // the rest: logit_rows * V
   return d;
 }

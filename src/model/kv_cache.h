@@ -44,6 +44,7 @@ uint64_t kv_cache_bytes(const ModelConfig& cfg, int slots, int maxT, int block_s
 constexpr size_t kKvScratchAlign = 16;
 struct KvScratch {
   float *x, *ln, *rstd, *q, *k, *v, *atty, *tmp, *gu, *h, *logits;
+  float *q_lin, *k_lin, *qk_rstd;  // qwen3: q_proj's and k_proj's outputs, the q/k norms' rstd
 };
 size_t kv_scratch_floats(const ModelConfig& cfg, int rows, int logit_rows);
 KvScratch carve_kv_scratch(const ModelConfig& cfg, float* base, int rows);

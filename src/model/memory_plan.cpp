@@ -54,6 +54,10 @@ uint64_t activation_floats(const ModelConfig& c, int64_t B, int64_t T, uint64_t 
   uint64_t total = 0;
   for (uint64_t n : saved) total += arena_floats(n);
   for (uint64_t n : scratch) total += arena_floats(n);
+  if (c.qk_norm) {  // qwen3: q_proj's and k_proj's outputs before their norms, and the norms' rstd
+    const uint64_t H = c.num_attention_heads, Hkv = c.num_key_value_heads;
+    for (uint64_t n : {S * N * HD, S * N * KD, S * N * H, S * N * Hkv}) total += arena_floats(n);
+  }
   return total;
 }
 

@@ -1,4 +1,5 @@
-// config.json reading and writing with HF's key names and defaults (LlamaConfig, Qwen2Config).
+// config.json reading and writing with HF's key names and defaults (LlamaConfig, Qwen2Config,
+// Qwen3Config).
 #include "model/model_config.h"
 
 #include <cmath>
@@ -13,6 +14,10 @@ namespace leap::model {
 namespace {
 
 using json = nlohmann::json;
+
+bool supported_type(const std::string& t) {
+  return t == "llama" || t == "qwen2" || t == "qwen3";
+}
 
 // Reads an integer key; missing keys keep `fallback` (-1 fallback = required).
 Status get_int(const json& j, const char* key, int* out, const std::string& where, bool required) {
@@ -61,8 +66,8 @@ Status get_token_id(const json& j, const char* key, int* out, const std::string&
 
 Status ModelConfig::validate(const std::string& where) const {
   auto bad = [&](const std::string& m) { return invalid_input(where + ": " + m); };
-  if (model_type != "llama" && model_type != "qwen2")
-    return bad(fmt::format("model_type '{}' is not supported (llama or qwen2)", model_type));
+  if (!supported_type(model_type))
+    return bad(fmt::format("model_type '{}' is not supported (llama, qwen2 or qwen3)", model_type));
   if (vocab_size <= 0) return bad("vocab_size must be > 0");
   if (hidden_size <= 0) return bad("hidden_size must be > 0");
   if (intermediate_size <= 0) return bad("intermediate_size must be > 0");
@@ -77,8 +82,10 @@ Status ModelConfig::validate(const std::string& where) const {
   if (!(rope_theta > 0)) return bad("rope_theta must be > 0");
   if (!(rms_norm_eps > 0)) return bad("rms_norm_eps must be > 0");
   if (model_type == "qwen2" && (!qkv_bias || o_bias)) return bad("qwen2 has biases on q/k/v only");
-  if (model_type == "llama" && qkv_bias != o_bias)
-    return bad("llama's attention_bias puts biases on q, k, v and o alike");
+  if (model_type != "qwen2" && qkv_bias != o_bias)
+    return bad(model_type + "'s attention_bias puts biases on q, k, v and o alike");
+  if (qk_norm != (model_type == "qwen3"))
+    return bad("the per-head q/k norms are qwen3's, and qwen3 has them");
   if (bos_token_id >= vocab_size || eos_token_id >= vocab_size)
     return bad("bos_token_id/eos_token_id must be < vocab_size");
   return Status::ok();
@@ -91,10 +98,10 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   if (auto it = j.find("model_type"); it != j.end() && it->is_string())
     c.model_type = it->get<std::string>();
   else
-    return invalid_input(where + ": required key 'model_type' is missing (llama or qwen2)");
-  if (c.model_type != "llama" && c.model_type != "qwen2")
-    return invalid_input(
-        fmt::format("{}: model_type '{}' is not supported (llama or qwen2)", where, c.model_type));
+    return invalid_input(where + ": required key 'model_type' is missing (llama, qwen2 or qwen3)");
+  if (!supported_type(c.model_type))
+    return invalid_input(fmt::format("{}: model_type '{}' is not supported (llama, qwen2 or qwen3)",
+                                     where, c.model_type));
   LEAP_RETURN_IF_ERROR(get_int(j, "vocab_size", &c.vocab_size, where, true));
   LEAP_RETURN_IF_ERROR(get_int(j, "hidden_size", &c.hidden_size, where, true));
   LEAP_RETURN_IF_ERROR(get_int(j, "intermediate_size", &c.intermediate_size, where, true));
@@ -102,7 +109,10 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   LEAP_RETURN_IF_ERROR(get_int(j, "num_attention_heads", &c.num_attention_heads, where, true));
   c.num_key_value_heads = c.num_attention_heads;
   LEAP_RETURN_IF_ERROR(get_int(j, "num_key_value_heads", &c.num_key_value_heads, where, false));
+  // Qwen3Config's head_dim defaults to 128 whatever the width; LlamaConfig's and Qwen2Config's
+  // to hidden_size / num_attention_heads.
   c.head_dim = c.num_attention_heads > 0 ? c.hidden_size / c.num_attention_heads : 0;
+  if (c.model_type == "qwen3") c.head_dim = 128;
   LEAP_RETURN_IF_ERROR(get_int(j, "head_dim", &c.head_dim, where, false));
   c.max_position_embeddings = 2048;
   LEAP_RETURN_IF_ERROR(
@@ -152,7 +162,8 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   bool attention_bias = false;
   LEAP_RETURN_IF_ERROR(get_bool(j, "attention_bias", &attention_bias, where));
   c.qkv_bias = c.model_type == "qwen2" || attention_bias;
-  c.o_bias = c.model_type == "llama" && attention_bias;
+  c.o_bias = c.model_type != "qwen2" && attention_bias;
+  c.qk_norm = c.model_type == "qwen3";
   bool mlp_bias = false;
   LEAP_RETURN_IF_ERROR(get_bool(j, "mlp_bias", &mlp_bias, where));
   if (mlp_bias) return unsupported(where + ": mlp_bias = true is not supported");
@@ -206,7 +217,9 @@ Expected<ModelConfig> read_model_config(const std::string& path) {
 
 std::string model_config_to_json(const ModelConfig& c, const std::string& torch_dtype) {
   json j;
-  j["architectures"] = {c.model_type == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"};
+  j["architectures"] = {c.model_type == "qwen2"   ? "Qwen2ForCausalLM"
+                        : c.model_type == "qwen3" ? "Qwen3ForCausalLM"
+                                                  : "LlamaForCausalLM"};
   j["model_type"] = c.model_type;
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.hidden_size;
@@ -233,6 +246,7 @@ std::string model_config_to_json(const ModelConfig& c, const std::string& torch_
     j["attention_bias"] = c.qkv_bias;
     j["mlp_bias"] = false;
   } else {
+    if (c.model_type == "qwen3") j["attention_bias"] = c.qkv_bias;
     j["use_sliding_window"] = false;
   }
   if (c.bos_token_id >= 0) j["bos_token_id"] = c.bos_token_id;

@@ -1,5 +1,5 @@
 // The policy's architecture, read from and written to a Hugging Face style config.json
-// (model_type llama or qwen2). Only what this implementation computes exactly is accepted:
+// (model_type llama, qwen2 or qwen3). Only what this implementation computes exactly is accepted:
 // anything else (rope_scaling, MLP bias, sliding windows, other activations) is an error that
 // names the key, never a silent difference from HF transformers.
 #pragma once
@@ -12,14 +12,14 @@
 namespace leap::model {
 
 struct ModelConfig {
-  std::string model_type = "llama";  // "llama" or "qwen2"
+  std::string model_type = "llama";  // "llama", "qwen2" or "qwen3"
   int vocab_size = 0;                // V
   int hidden_size = 0;               // C
   int intermediate_size = 0;         // I
   int num_hidden_layers = 0;         // L
   int num_attention_heads = 0;       // H
   int num_key_value_heads = 0;       // Hkv; H % Hkv == 0
-  int head_dim = 0;                  // D; HF default hidden_size / num_attention_heads
+  int head_dim = 0;                  // D; HF default hidden_size / num_attention_heads (qwen3: 128)
   int max_position_embeddings = 0;   // maxT
   double rope_theta = 10000.0;
   // RoPE scaling: none, or Llama-3.1's "llama3" (low frequencies divided by `factor`, a smooth
@@ -31,9 +31,12 @@ struct ModelConfig {
   } rope_scaling;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
-  // Biases on q/k/v (Qwen2 always; Llama with attention_bias also on o_proj).
+  // Biases on q/k/v (Qwen2 always; Llama and Qwen3 with attention_bias also on o_proj).
   bool qkv_bias = false;
   bool o_bias = false;
+  // Qwen3: an RMSNorm over each head's query and key (head_dim weights, self_attn.q_norm and
+  // k_norm), after the projection and before RoPE.
+  bool qk_norm = false;
   int bos_token_id = -1;  // -1: none
   int eos_token_id = -1;
 

@@ -64,6 +64,10 @@ ParameterLayout::ParameterLayout(const ModelConfig& cfg) : cfg_(cfg) {
   }
   if (cfg.o_bias)
     for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.o_proj.bias"), {C});
+  if (cfg.qk_norm) {
+    for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.q_norm.weight"), {cfg.head_dim});
+    for (int l = 0; l < L; ++l) add(layer_name(l, "self_attn.k_norm.weight"), {cfg.head_dim});
+  }
   for (const auto& t : tensors_)
     if (t.name.starts_with(layer_name(0, ""))) layer_floats_ += t.numel;
 }
@@ -95,6 +99,8 @@ ParameterViews ParameterLayout::views(float* base) const {
   p.kb = at(layer_name(0, "self_attn.k_proj.bias"));
   p.vb = at(layer_name(0, "self_attn.v_proj.bias"));
   p.ob = at(layer_name(0, "self_attn.o_proj.bias"));
+  p.qn = at(layer_name(0, "self_attn.q_norm.weight"));
+  p.kn = at(layer_name(0, "self_attn.k_norm.weight"));
   return p;
 }
 
@@ -102,10 +108,11 @@ LayerViews ParameterLayout::layer_views(const ParameterViews& p, int l) const {
   const size_t C = static_cast<size_t>(cfg_.hidden_size), I = static_cast<size_t>(cfg_.intermediate_size);
   const size_t HD = static_cast<size_t>(cfg_.num_attention_heads) * cfg_.head_dim;
   const size_t KD = static_cast<size_t>(cfg_.num_key_value_heads) * cfg_.head_dim, L = static_cast<size_t>(l);
+  const size_t D = static_cast<size_t>(cfg_.head_dim);
   auto at = [L](float* stack, size_t stride) { return stack == nullptr ? nullptr : stack + L * stride; };
   return {at(p.qw, HD * C), at(p.kw, KD * C), at(p.vw, KD * C), at(p.ow, C * HD), at(p.gate_up, 2 * I * C),
           at(p.down, C * I), at(p.ln1, C),      at(p.ln2, C),      at(p.qb, HD),     at(p.kb, KD),
-          at(p.vb, KD),      at(p.ob, C)};
+          at(p.vb, KD),      at(p.ob, C),       at(p.qn, D),       at(p.kn, D)};
 }
 
 RestViews ParameterLayout::rest_views(float* base) const {
@@ -138,7 +145,8 @@ LayerViews ParameterLayout::compact_layer_views(float* buf) const {
   return {at("self_attn.q_proj.weight"), at("self_attn.k_proj.weight"),  at("self_attn.v_proj.weight"),
           at("self_attn.o_proj.weight"), at("mlp.gate_proj.weight"),     at("mlp.down_proj.weight"),
           at("input_layernorm.weight"),  at("post_attention_layernorm.weight"), at("self_attn.q_proj.bias"),
-          at("self_attn.k_proj.bias"),   at("self_attn.v_proj.bias"),    at("self_attn.o_proj.bias")};
+          at("self_attn.k_proj.bias"),   at("self_attn.v_proj.bias"),    at("self_attn.o_proj.bias"),
+          at("self_attn.q_norm.weight"), at("self_attn.k_norm.weight")};
 }
 
 RestViews ParameterLayout::compact_rest_views(float* buf) const {

@@ -45,13 +45,17 @@ struct ParameterViews {
   float* kb = nullptr;       // (L, Hkv*D) or null
   float* vb = nullptr;       // (L, Hkv*D) or null
   float* ob = nullptr;       // (L, C) or null    self_attn.o_proj.bias (llama attention_bias)
+  float* qn = nullptr;       // (L, D) or null    self_attn.q_norm.weight (qwen3)
+  float* kn = nullptr;       // (L, D) or null    self_attn.k_norm.weight (qwen3)
 };
 
 // One transformer layer's tensors in some buffer (a ParameterViews' stacked arrays at layer l, or
-// a compact buffer that holds that layer alone); the biases are null where the model has none.
+// a compact buffer that holds that layer alone); the biases and q/k norms are null where the
+// model has none.
 struct LayerViews {
   float *qw = nullptr, *kw = nullptr, *vw = nullptr, *ow = nullptr, *gate_up = nullptr, *down = nullptr;
   float *ln1 = nullptr, *ln2 = nullptr, *qb = nullptr, *kb = nullptr, *vb = nullptr, *ob = nullptr;
+  float *qn = nullptr, *kn = nullptr;
 };
 
 // The tensors outside the layers: embedding, LM head (== wte when tied) and final norm.

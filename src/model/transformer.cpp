@@ -143,6 +143,12 @@ void Transformer::ensure_activations(int B, int T) {
   m.take(&a.rstd1, S * N);
   m.take(&a.q, S * N * HD);
   m.take(&a.k, S * N * KD);
+  if (cfg_.qk_norm) {
+    m.take(&a.q_lin, S * N * HD);
+    m.take(&a.k_lin, S * N * KD);
+    m.take(&a.rstdq, S * N * H);
+    m.take(&a.rstdk, S * N * cfg_.num_key_value_heads);
+  }
   m.take(&a.v, S * N * KD);
   m.take(&a.att, S * be_->attention_saved_floats(B, T, static_cast<int>(H), cfg_.head_dim));
   m.take(&a.atty, S * N * HD);
@@ -189,6 +195,13 @@ Transformer::LayerActs Transformer::layer_acts(int l) const {
   x.rstd1 = a.rstd1 + s * N;
   x.q = a.q + s * N * HD;
   x.k = a.k + s * N * KD;
+  if (cfg_.qk_norm) {
+    const size_t H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
+    x.q_lin = a.q_lin + s * N * HD;
+    x.k_lin = a.k_lin + s * N * KD;
+    x.rstdq = a.rstdq + s * N * H;
+    x.rstdk = a.rstdk + s * N * Hkv;
+  }
   x.v = a.v + s * N * KD;
   x.att = a.att + s * be_->attention_saved_floats(a.B, a.T, cfg_.num_attention_heads, cfg_.head_dim);
   x.atty = a.atty + s * N * HD;
@@ -207,17 +220,24 @@ void Transformer::layer_forward(const LayerViews& w, const LayerActs& x, bool wr
   const int H = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
   const int HD = H * D, KD = Hkv * D;
   const size_t NC = static_cast<size_t>(N) * C;
-  be_->rmsnorm_forward(x.ln1, x.rstd1, x.rin, w.ln1, N, C, static_cast<float>(cfg_.rms_norm_eps));
-  be_->matmul_forward(x.q, x.ln1, w.qw, w.qb, N, C, HD);
-  be_->matmul_forward(x.k, x.ln1, w.kw, w.kb, N, C, KD);
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  be_->rmsnorm_forward(x.ln1, x.rstd1, x.rin, w.ln1, N, C, eps);
+  if (cfg_.qk_norm) {  // Qwen3: each head's query and key RMS-normalised (rows of D) before RoPE
+    be_->matmul_forward(x.q_lin, x.ln1, w.qw, w.qb, N, C, HD);
+    be_->matmul_forward(x.k_lin, x.ln1, w.kw, w.kb, N, C, KD);
+    be_->rmsnorm_forward(x.q, x.rstdq, x.q_lin, w.qn, N * H, D, eps);
+    be_->rmsnorm_forward(x.k, x.rstdk, x.k_lin, w.kn, N * Hkv, D, eps);
+  } else {
+    be_->matmul_forward(x.q, x.ln1, w.qw, w.qb, N, C, HD);
+    be_->matmul_forward(x.k, x.ln1, w.kw, w.kb, N, C, KD);
+  }
   be_->matmul_forward(x.v, x.ln1, w.vw, w.vb, N, C, KD);
   be_->rope_forward(x.q, x.q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
   be_->rope_forward(x.k, x.k, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
   be_->attention_forward(x.atty, x.att, x.q, x.k, x.v, B, T, H, Hkv, D);
   be_->matmul_forward(a.tmp, x.atty, w.ow, w.ob, N, HD, C);
   be_->add_forward(x.rmid, x.rin, a.tmp, NC);
-  be_->rmsnorm_forward(x.ln2, x.rstd2, x.rmid, w.ln2, N, C,
-                       static_cast<float>(cfg_.rms_norm_eps));
+  be_->rmsnorm_forward(x.ln2, x.rstd2, x.rmid, w.ln2, N, C, eps);
   be_->matmul_forward(x.gu, x.ln2, w.gate_up, nullptr, N, C, 2 * I);
   be_->swiglu_forward(x.hm, x.gu, N, I);
   // A recomputation (checkpointing) stops here: the layer's output is already saved.
@@ -362,9 +382,20 @@ void Transformer::backward(const float* dlogprobs) {
     be_->zero(a.dk_pre, static_cast<size_t>(N) * KD);
     be_->rope_backward(a.dq_pre, a.dq, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
     be_->rope_backward(a.dk_pre, a.dk, rope_cos_, rope_sin_, a.pos.data(), N, Hkv, D);
+    // The projections' output gradient: before RoPE, or with qwen3's q/k norms before those
+    // (into dq and dk, whose values the RoPE backward has consumed).
+    const float *dq_lin = a.dq_pre, *dk_lin = a.dk_pre;
+    if (cfg_.qk_norm) {
+      be_->zero(a.dq, static_cast<size_t>(N) * HD);
+      be_->zero(a.dk, static_cast<size_t>(N) * KD);
+      be_->rmsnorm_backward(a.dq, gl.qn, a.dq_pre, x.q_lin, wl.qn, x.rstdq, N * H, D);
+      be_->rmsnorm_backward(a.dk, gl.kn, a.dk_pre, x.k_lin, wl.kn, x.rstdk, N * Hkv, D);
+      dq_lin = a.dq;
+      dk_lin = a.dk;
+    }
     be_->zero(a.dln, NC);
-    be_->matmul_backward(a.dln, gl.qw, gl.qb, a.dq_pre, ln1, wl.qw, N, C, HD);
-    be_->matmul_backward(a.dln, gl.kw, gl.kb, a.dk_pre, ln1, wl.kw, N, C, KD);
+    be_->matmul_backward(a.dln, gl.qw, gl.qb, dq_lin, ln1, wl.qw, N, C, HD);
+    be_->matmul_backward(a.dln, gl.kw, gl.kb, dk_lin, ln1, wl.kw, N, C, KD);
     be_->matmul_backward(a.dln, gl.vw, gl.vb, a.dv, ln1, wl.vw, N, C, KD);
     be_->rmsnorm_backward(a.dres, gl.ln1, a.dln, rin, wl.ln1, x.rstd1, N, C);
     if (stream_) layer_grads_ = stream_->layer_done(l, layer_grads_);

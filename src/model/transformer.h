@@ -158,6 +158,8 @@ class Transformer {
   // the residual stream.
   struct LayerActs {
     float *rin, *rout, *ln1, *rstd1, *q, *k, *v, *att, *atty, *rmid, *ln2, *rstd2, *gu, *hm;
+    // qwen3's q/k norms: their inputs and rstd (null for other models)
+    float *q_lin = nullptr, *k_lin = nullptr, *rstdq = nullptr, *rstdk = nullptr;
   };
   // Called after each layer of a forward with the layer's keys (after RoPE) and values, (N, KD).
   using KvSink = std::function<void(int layer, const float* k, const float* v)>;

@@ -23,6 +23,10 @@ struct Transformer::Activations {
   float* rstd1 = nullptr;    // (L, N)
   float* q = nullptr;        // (L, N, H*D) after RoPE
   float* k = nullptr;        // (L, N, Hkv*D) after RoPE
+  float* q_lin = nullptr;    // (L, N, H*D) q_proj's output before the q norm (qwen3; else null)
+  float* k_lin = nullptr;    // (L, N, Hkv*D) k_proj's output before the k norm (qwen3)
+  float* rstdq = nullptr;    // (L, N*H) the q norm's per-head rstd (qwen3)
+  float* rstdk = nullptr;    // (L, N*Hkv) the k norm's (qwen3)
   float* v = nullptr;        // (L, N, Hkv*D)
   float* att = nullptr;      // (L, attention_saved_floats(B, T, H, D)); CPU: probabilities
   float* atty = nullptr;     // (L, N, H*D) attention output before o_proj

@@ -83,10 +83,20 @@ void Transformer::forward_cached(const int32_t* tokens, const int32_t* slots, co
   be_->embedding_forward(d.x, tokens, w.wte, n, C);
   for (int l = 0; l < L; ++l) {
     be_->rmsnorm_forward(d.ln, d.rstd, d.x, w.ln1 + l * C, n, C, eps);
-    be_->matmul_forward(d.q, d.ln, w.qw + static_cast<size_t>(l) * HD * C,
+    // Qwen3 normalises each head's query and key: the training forward's order (projection,
+    // norm, RoPE).
+    float* q_out = cfg_.qk_norm ? d.q_lin : d.q;
+    float* k_out = cfg_.qk_norm ? d.k_lin : d.k;
+    be_->matmul_forward(q_out, d.ln, w.qw + static_cast<size_t>(l) * HD * C,
                         w.qb ? w.qb + l * HD : nullptr, n, C, HD);
-    be_->matmul_forward(d.k, d.ln, w.kw + static_cast<size_t>(l) * KD * C,
+    be_->matmul_forward(k_out, d.ln, w.kw + static_cast<size_t>(l) * KD * C,
                         w.kb ? w.kb + l * KD : nullptr, n, C, KD);
+    if (cfg_.qk_norm) {
+      be_->rmsnorm_forward(d.q, d.qk_rstd, d.q_lin, w.qn + static_cast<size_t>(l) * D, n * H, D,
+                           eps);
+      be_->rmsnorm_forward(d.k, d.qk_rstd, d.k_lin, w.kn + static_cast<size_t>(l) * D, n * Hkv, D,
+                           eps);
+    }
     be_->matmul_forward(d.v, d.ln, w.vw + static_cast<size_t>(l) * KD * C,
                         w.vb ? w.vb + l * KD : nullptr, n, C, KD);
     be_->rope_forward(d.q, d.q, rope_cos_, rope_sin_, pos, n, H, D);

@@ -237,6 +237,11 @@ if errors:
 print("ok   plan-sft: no KV cache, no KL reference, no sampler remedies")
 PY
 else echo "FAIL plan-sft: leap plan failed"; fail=1; fi
+# A Qwen3 model (per-head q/k norms): Qwen3-8B's parameter count is its safetensors index's
+# total_size (16,381,470,720 bf16 bytes) halved; the norms' 2 x 36 x 128 floats are counted.
+check plan-qwen3-8b-parameters 0 "models/qwen3-8b \(qwen3, 8190735360 parameters\)" -- \
+  "$LEAP" plan "${gpu[@]}" --model.path models/qwen3-8b
+
 # leap eval's ranks (--for eval) hold no gradient, optimizer state or KL reference, and their
 # activations are the prefill's (prompts only): the 7B config's evaluation fits an 80 GB GPU, its
 # training does not, and the two differ by exactly what evaluation leaves out.

@@ -18,7 +18,7 @@ For each tiny configuration this writes, under OUT/<name>/:
       adamw_losses (5,)     the loss before each of 5 AdamW steps (clipping at 1.0)
       adamw.* (1,)          the optimizer settings used
 
-The model is written here from HF's Llama/Qwen2 definitions (transformers is not needed):
+The model is written here from HF's Llama/Qwen2/Qwen3 definitions (transformers is not needed):
 RMSNorm in fp32, rotate-half RoPE with HF's inv_freq arithmetic, repeat_kv for GQA, eager
 attention with a causal mask, SwiGLU MLP. Each sequence runs on its own (no padding), so the
 C++ padded batch is checked against an independent computation.
@@ -49,6 +49,13 @@ CONFIGS = {
         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1, head_dim=10,
         max_position_embeddings=64, rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
         rms_norm_eps=1e-5, tie_word_embeddings=True, attention_bias=True),
+    # Qwen3: an RMSNorm over each head's query and key (q_norm, k_norm) before RoPE, no biases,
+    # tied embeddings, head_dim given and != hidden/heads (as in Qwen3-0.6B: 16 x 128 > 1024).
+    "qwen3_qk_norm_tied": dict(
+        model_type="qwen3", vocab_size=89, hidden_size=48, intermediate_size=80,
+        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        max_position_embeddings=64, rope_theta=1000000.0, rms_norm_eps=1e-6,
+        tie_word_embeddings=True, attention_bias=False, use_sliding_window=False),
 }
 
 LENGTHS = [13, 7, 10]
@@ -85,7 +92,8 @@ def make_params(cfg, gen):
     V, C, I = cfg["vocab_size"], cfg["hidden_size"], cfg["intermediate_size"]
     L, H, Hkv, D = cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg_value(cfg, "head_dim")
     qkv_bias = cfg["model_type"] == "qwen2" or cfg.get("attention_bias", False)
-    o_bias = cfg["model_type"] == "llama" and cfg.get("attention_bias", False)
+    o_bias = cfg["model_type"] != "qwen2" and cfg.get("attention_bias", False)
+    qk_norm = cfg["model_type"] == "qwen3"
     p = {}
 
     def rnd(*shape, std=0.08):
@@ -111,6 +119,9 @@ def make_params(cfg, gen):
         p[pre + "mlp.down_proj.weight"] = rnd(C, I, std=0.2)
         p[pre + "input_layernorm.weight"] = 1.0 + rnd(C, std=0.1)
         p[pre + "post_attention_layernorm.weight"] = 1.0 + rnd(C, std=0.1)
+        if qk_norm:
+            p[pre + "self_attn.q_norm.weight"] = 1.0 + rnd(D, std=0.3)
+            p[pre + "self_attn.k_norm.weight"] = 1.0 + rnd(D, std=0.3)
     p["model.norm.weight"] = 1.0 + rnd(C, std=0.1)
     return {k: v.clone().requires_grad_(True) for k, v in p.items()}
 
@@ -148,8 +159,12 @@ def forward_logits(cfg, p, ids):
     for l in range(L):
         pre = f"model.layers.{l}."
         h = rms_norm(x, p[pre + "input_layernorm.weight"], eps)
-        q = linear(h, pre + "self_attn.q_proj").view(T, H, D).transpose(0, 1)
-        k = linear(h, pre + "self_attn.k_proj").view(T, Hkv, D).transpose(0, 1)
+        q = linear(h, pre + "self_attn.q_proj").view(T, H, D)
+        k = linear(h, pre + "self_attn.k_proj").view(T, Hkv, D)
+        if cfg["model_type"] == "qwen3":  # Qwen3Attention: q_norm/k_norm over head_dim, then RoPE
+            q = rms_norm(q, p[pre + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, p[pre + "self_attn.k_norm.weight"], eps)
+        q, k = q.transpose(0, 1), k.transpose(0, 1)
         v = linear(h, pre + "self_attn.v_proj").view(T, Hkv, D).transpose(0, 1)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin

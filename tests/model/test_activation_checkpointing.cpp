@@ -17,16 +17,18 @@
 namespace leap::model {
 namespace {
 
-ModelConfig config() { return testing::small_config("qwen2", 61, 32, 48, 3, 64); }
+ModelConfig config(const char* type) {
+  return testing::small_config(type, 61, 32, 48, 3, 64);
+}
 
 struct Outcome {
   std::vector<float> logprobs, grads;
   std::vector<std::vector<int32_t>> samples;
 };
 
-Outcome run(bool checkpointing, int threads) {
+Outcome run(bool checkpointing, int threads, const char* type) {
   backend::CpuBackend be(threads);
-  Transformer m(config(), be);
+  Transformer m(config(type), be);
   m.init_random(9, 0.3f);
   m.set_activation_checkpointing(checkpointing);
   std::vector<std::vector<int32_t>> seqs;
@@ -56,16 +58,19 @@ Outcome run(bool checkpointing, int threads) {
 }
 
 TEST(ActivationCheckpointing, GradientsAndSamplesAreBitIdentical) {
-  for (int threads : {1, 2}) {
-    const Outcome kept = run(false, threads), ckpt = run(true, threads);
-    EXPECT_EQ(kept.logprobs, ckpt.logprobs) << threads << " threads";
-    EXPECT_EQ(kept.grads, ckpt.grads) << threads << " threads";
-    EXPECT_EQ(kept.samples, ckpt.samples) << threads << " threads";
-    // The gradient is not trivially zero (the comparison would then prove nothing).
-    double norm = 0;
-    for (float g : kept.grads) norm += static_cast<double>(g) * g;
-    EXPECT_GT(norm, 1e-6);
-  }
+  // qwen3: the q/k norms' inputs and rstd are recomputed too.
+  for (const char* type : {"qwen2", "qwen3"})
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(type);
+      const Outcome kept = run(false, threads, type), ckpt = run(true, threads, type);
+      EXPECT_EQ(kept.logprobs, ckpt.logprobs) << threads << " threads";
+      EXPECT_EQ(kept.grads, ckpt.grads) << threads << " threads";
+      EXPECT_EQ(kept.samples, ckpt.samples) << threads << " threads";
+      // The gradient is not trivially zero (the comparison would then prove nothing).
+      double norm = 0;
+      for (float g : kept.grads) norm += static_cast<double>(g) * g;
+      EXPECT_GT(norm, 1e-6);
+    }
 }
 
 }  // namespace

@@ -467,6 +467,30 @@ TEST(ModelConfigJson, HfConventions) {
   auto again = parse_model_config(model_config_to_json(*c), "again.json");
   ASSERT_TRUE(again.has_value()) << again.status().message();
   EXPECT_EQ(model_config_to_json(*again), model_config_to_json(*c));
+  // Qwen3Config: head_dim 128 unless given (not hidden / heads), per-head q/k norms, and
+  // attention_bias on q, k, v and o alike; the written config names Qwen3ForCausalLM.
+  const std::string qwen3 = R"({"model_type": "qwen3", "vocab_size": 10, "hidden_size": 8,
+      "intermediate_size": 12, "num_hidden_layers": 1, "num_attention_heads": 2,
+      "num_key_value_heads": 1, "max_window_layers": 28)";
+  auto q3 = parse_model_config(qwen3 + R"(, "use_sliding_window": false})", "q3.json");
+  ASSERT_TRUE(q3.has_value()) << q3.status().message();
+  EXPECT_EQ(q3->head_dim, 128);
+  EXPECT_TRUE(q3->qk_norm);
+  EXPECT_FALSE(q3->qkv_bias || q3->o_bias);
+  EXPECT_NE(model_config_to_json(*q3).find("Qwen3ForCausalLM"), std::string::npos);
+  q3 = parse_model_config(qwen3 + R"(, "head_dim": 6, "attention_bias": true})", "q3.json");
+  ASSERT_TRUE(q3.has_value()) << q3.status().message();
+  EXPECT_EQ(q3->head_dim, 6);
+  EXPECT_TRUE(q3->qkv_bias && q3->o_bias && q3->qk_norm);
+  again = parse_model_config(model_config_to_json(*q3), "again.json");
+  ASSERT_TRUE(again.has_value()) << again.status().message();
+  EXPECT_EQ(model_config_to_json(*again), model_config_to_json(*q3));
+  ParameterLayout layout(*q3);
+  ASSERT_NE(layout.find("model.layers.0.self_attn.k_norm.weight"), nullptr);
+  EXPECT_EQ(layout.find("model.layers.0.self_attn.q_norm.weight")->shape, std::vector<int64_t>{6});
+  EXPECT_GE(layout.find("model.layers.0.self_attn.q_norm.weight")->offset, layout.decay_size());
+  auto sliding = parse_model_config(qwen3 + R"(, "use_sliding_window": true})", "q3.json");
+  EXPECT_FALSE(sliding.has_value());
 }
 
 TEST(ModelConfigJson, UnsupportedAndBadValuesAreClearErrors) {

@@ -1,7 +1,8 @@
 // The CPU transformer against PyTorch (make_golden.py): logits, log-probs, the loss, every
 // parameter gradient (also at a sampling temperature), five AdamW steps, and a bit-identical
-// rerun. Two configurations: Qwen2 with GQA, q/k/v biases and an untied head; Llama with tied
-// embeddings, one KV head, explicit head_dim, q/k/v/o biases and rope_parameters.
+// rerun. Three configurations: Qwen2 with GQA, q/k/v biases and an untied head; Llama with tied
+// embeddings, one KV head, explicit head_dim, q/k/v/o biases and rope_parameters; Qwen3 with its
+// per-head q/k norms, GQA, tied embeddings and head_dim != hidden/heads.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -170,7 +171,8 @@ TEST_P(Golden, RerunIsBitIdentical) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Configs, Golden,
-                         ::testing::Values("qwen2_gqa_bias_untied", "llama_tied_bias"));
+                         ::testing::Values("qwen2_gqa_bias_untied", "llama_tied_bias",
+                                           "qwen3_qk_norm_tied"));
 
 }  // namespace
 }  // namespace leap::model

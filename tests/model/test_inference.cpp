@@ -36,6 +36,16 @@ ModelConfig tiny_config() {
   return c;
 }
 
+// Qwen3's layer: per-head q/k norms, no biases, and H * head_dim (72) wider than the model (48).
+ModelConfig qwen3_config() {
+  ModelConfig c = tiny_config();
+  c.model_type = "qwen3";
+  c.qkv_bias = false;
+  c.qk_norm = true;
+  c.head_dim = 12;
+  return c;
+}
+
 class Inference : public ::testing::Test {
  protected:
   // One generator per sequence, streams 0..n-1 of `seed`.
@@ -59,44 +69,48 @@ class Inference : public ::testing::Test {
 // At temperature 1 and at 0.5 (with top-k, which the log-prob ignores): the recorded log-probs
 // are the training forward's at the same temperature, and at 0.5 far from the untempered ones.
 TEST_F(Inference, DecodeLogprobsEqualFullForward) {
-  auto m = make(tiny_config());
-  Sampler s(*m, &tok);
-  for (const double temperature : {1.0, 0.5}) {
-    SCOPED_TRACE(::testing::Message() << "temperature " << temperature);
-    SamplerConfig sc;
-    sc.max_new_tokens = 20;
-    sc.stop_at_eos = false;
-    sc.temperature = temperature;
-    if (temperature != 1.0) sc.top_k = 50;
-    Rng rng(42);
-    auto out = s.generate(prompts, sc, rng);
-    ASSERT_TRUE(out.has_value()) << out.status().message();
-    std::vector<std::vector<int32_t>> full;
-    for (size_t b = 0; b < prompts.size(); ++b) {
-      ASSERT_EQ((*out)[b].tokens.size(), 20u);
-      EXPECT_EQ((*out)[b].stop_reason, StopReason::kMaxTokens);
-      full.push_back(prompts[b]);
-      full.back().insert(full.back().end(), (*out)[b].tokens.begin(), (*out)[b].tokens.end());
-    }
-    TokenBatch batch = TokenBatch::from_sequences(full);
-    std::vector<float> lp(static_cast<size_t>(batch.B) * batch.T), lp1(lp.size());
-    ASSERT_TRUE(m->forward(batch, lp1.data()).is_ok());
-    m->set_logprob_temperature(logprob_temperature(sc));
-    ASSERT_TRUE(m->forward(batch, lp.data()).is_ok());
-    m->set_logprob_temperature(1.0);
-    double max_diff = 0, max_untempered = 0;
-    for (size_t b = 0; b < prompts.size(); ++b)
-      for (size_t i = 0; i < 20; ++i) {
-        const size_t at = b * batch.T + prompts[b].size() + i;
-        max_diff = std::fmax(max_diff, std::fabs(lp[at] - (*out)[b].logprobs[i]));
-        max_untempered = std::fmax(max_untempered, std::fabs(lp1[at] - (*out)[b].logprobs[i]));
+  for (const ModelConfig& config : {tiny_config(), qwen3_config()}) {
+    SCOPED_TRACE(config.model_type);
+    auto m = make(config);
+    Sampler s(*m, &tok);
+    for (const double temperature : {1.0, 0.5}) {
+      SCOPED_TRACE(::testing::Message() << "temperature " << temperature);
+      SamplerConfig sc;
+      sc.max_new_tokens = 20;
+      sc.stop_at_eos = false;
+      sc.temperature = temperature;
+      if (temperature != 1.0) sc.top_k = 50;
+      Rng rng(42);
+      auto out = s.generate(prompts, sc, rng);
+      ASSERT_TRUE(out.has_value()) << out.status().message();
+      std::vector<std::vector<int32_t>> full;
+      for (size_t b = 0; b < prompts.size(); ++b) {
+        ASSERT_EQ((*out)[b].tokens.size(), 20u);
+        EXPECT_EQ((*out)[b].stop_reason, StopReason::kMaxTokens);
+        full.push_back(prompts[b]);
+        full.back().insert(full.back().end(), (*out)[b].tokens.begin(), (*out)[b].tokens.end());
       }
-    std::printf("  temperature %.1f: decode vs full forward: max|diff| of log-probs %.3e "
-                "(against temperature 1: %.3e)\n",
-                temperature, max_diff, max_untempered);
-    EXPECT_LE(max_diff, 1e-4);
-    if (temperature != 1.0) {
-      EXPECT_GT(max_untempered, 0.1);
+      TokenBatch batch = TokenBatch::from_sequences(full);
+      std::vector<float> lp(static_cast<size_t>(batch.B) * batch.T), lp1(lp.size());
+      ASSERT_TRUE(m->forward(batch, lp1.data()).is_ok());
+      m->set_logprob_temperature(logprob_temperature(sc));
+      ASSERT_TRUE(m->forward(batch, lp.data()).is_ok());
+      m->set_logprob_temperature(1.0);
+      double max_diff = 0, max_untempered = 0;
+      for (size_t b = 0; b < prompts.size(); ++b)
+        for (size_t i = 0; i < 20; ++i) {
+          const size_t at = b * batch.T + prompts[b].size() + i;
+          max_diff = std::fmax(max_diff, std::fabs(lp[at] - (*out)[b].logprobs[i]));
+          max_untempered = std::fmax(max_untempered, std::fabs(lp1[at] - (*out)[b].logprobs[i]));
+        }
+      std::printf(
+          "  temperature %.1f: decode vs full forward: max|diff| of log-probs %.3e "
+          "(against temperature 1: %.3e)\n",
+          temperature, max_diff, max_untempered);
+      EXPECT_LE(max_diff, 1e-4);
+      if (temperature != 1.0) {
+        EXPECT_GT(max_untempered, 0.1);
+      }
     }
   }
 }
@@ -415,36 +429,41 @@ TEST_F(Inference, SessionSharesAPromptWithALiveSiblingAddedEarlier) {
 // Extending a cached prompt by new tokens (a later turn), in several chunks, gives the logits of
 // prefilling the whole sequence; so does the next decode step after it. Blocks of 4 positions.
 TEST_F(Inference, ExtendEqualsPrefillOfTheWholeSequence) {
-  const ModelConfig c = tiny_config();
-  auto m = make(c);
-  const int V = c.vocab_size;
-  std::vector<std::vector<int32_t>> suffix = {tok.encode(" and then some more text to append", false),
-                                              tok.encode(" second sequence's longer continuation!", false),
-                                              tok.encode(" third: a few tokens", false)};
-  std::vector<std::vector<int32_t>> whole;
-  size_t rows = 0;
-  for (size_t b = 0; b < prompts.size(); ++b) {
-    whole.push_back(prompts[b]);
-    whole.back().insert(whole.back().end(), suffix[b].begin(), suffix[b].end());
-    rows += suffix[b].size();
+  for (const ModelConfig& config : {tiny_config(), qwen3_config()}) {
+    SCOPED_TRACE(config.model_type);
+    const ModelConfig& c = config;
+    auto m = make(c);
+    const int V = c.vocab_size;
+    std::vector<std::vector<int32_t>> suffix = {
+        tok.encode(" and then some more text to append", false),
+        tok.encode(" second sequence's longer continuation!", false),
+        tok.encode(" third: a few tokens", false)};
+    std::vector<std::vector<int32_t>> whole;
+    size_t rows = 0;
+    for (size_t b = 0; b < prompts.size(); ++b) {
+      whole.push_back(prompts[b]);
+      whole.back().insert(whole.back().end(), suffix[b].begin(), suffix[b].end());
+      rows += suffix[b].size();
+    }
+    ASSERT_GT(rows, static_cast<size_t>(3 + kKvExtendRows)) << "the extend must take two chunks";
+    KvCache a(c, be, 3, 96, 4), b(c, be, 3, 96, 4);
+    std::vector<float> la(3 * V), lb(3 * V);
+    const std::vector<int32_t> slots = {2, 0, 1};
+    ASSERT_TRUE(
+        m->prefill(TokenBatch::from_sequences(prompts), a, la.data(), slots.data()).is_ok());
+    m->extend(suffix, slots.data(), a, la.data());
+    ASSERT_TRUE(m->prefill(TokenBatch::from_sequences(whole), b, lb.data(), slots.data()).is_ok());
+    auto near = [&](const std::vector<float>& x, const std::vector<float>& y, const char* what) {
+      for (size_t i = 0; i < x.size(); ++i)
+        EXPECT_NEAR(x[i], y[i], 1e-4f * std::max(1.0f, std::fabs(y[i]))) << what << " " << i;
+    };
+    near(la, lb, "extend");
+    for (size_t i = 0; i < 3; ++i) EXPECT_EQ(a.len[slots[i]], static_cast<int>(whole[i].size()));
+    const std::vector<int32_t> next = {'x', 'y', 'z'};
+    m->decode(next.data(), slots.data(), 3, a, la.data());
+    m->decode(next.data(), slots.data(), 3, b, lb.data());
+    near(la, lb, "decode after extend");
   }
-  ASSERT_GT(rows, static_cast<size_t>(3 + kKvExtendRows)) << "the extend must take two chunks";
-  KvCache a(c, be, 3, 96, 4), b(c, be, 3, 96, 4);
-  std::vector<float> la(3 * V), lb(3 * V);
-  const std::vector<int32_t> slots = {2, 0, 1};
-  ASSERT_TRUE(m->prefill(TokenBatch::from_sequences(prompts), a, la.data(), slots.data()).is_ok());
-  m->extend(suffix, slots.data(), a, la.data());
-  ASSERT_TRUE(m->prefill(TokenBatch::from_sequences(whole), b, lb.data(), slots.data()).is_ok());
-  auto near = [&](const std::vector<float>& x, const std::vector<float>& y, const char* what) {
-    for (size_t i = 0; i < x.size(); ++i)
-      EXPECT_NEAR(x[i], y[i], 1e-4f * std::max(1.0f, std::fabs(y[i]))) << what << " " << i;
-  };
-  near(la, lb, "extend");
-  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(a.len[slots[i]], static_cast<int>(whole[i].size()));
-  const std::vector<int32_t> next = {'x', 'y', 'z'};
-  m->decode(next.data(), slots.data(), 3, a, la.data());
-  m->decode(next.data(), slots.data(), 3, b, lb.data());
-  near(la, lb, "decode after extend");
 }
 
 // A later turn whose prompt extends a finished sequence (prompt + sampled tokens + feedback)
@@ -610,22 +629,28 @@ TEST_F(Inference, Bf16KvCacheHoldsRoundedValuesAndDecodesThem) {
 // every piece after the per-row rstd 4-byte aligned: GEMM outputs a GPU's cuBLASLt wants aligned),
 // the pieces do not overlap, and they end within kv_scratch_floats.
 TEST(KvCacheTest, ScratchPiecesAreAlignedForAnyRowCount) {
-  const ModelConfig cfg = tiny_config();
-  for (int rows : {1, 7, 65, 66}) {
-    const size_t total = kv_scratch_floats(cfg, rows, 3);
-    std::vector<float> buf(total + kKvScratchAlign);
-    float* base = buf.data();
-    while (reinterpret_cast<uintptr_t>(base) % 64 != 0) ++base;
-    const KvScratch d = carve_kv_scratch(cfg, base, rows);
-    const std::vector<float*> pieces = {d.x, d.ln, d.tmp, d.rstd, d.q, d.atty, d.k, d.v, d.gu, d.h, d.logits};
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(pieces[i]) % 64, 0u) << "piece " << i << " rows " << rows;
-      if (i > 0) {
-        EXPECT_GT(pieces[i], pieces[i - 1]);
+  for (const ModelConfig& config : {tiny_config(), qwen3_config()}) {
+    SCOPED_TRACE(config.model_type);
+    const ModelConfig& cfg = config;
+    for (int rows : {1, 7, 65, 66}) {
+      const size_t total = kv_scratch_floats(cfg, rows, 3);
+      std::vector<float> buf(total + kKvScratchAlign);
+      float* base = buf.data();
+      while (reinterpret_cast<uintptr_t>(base) % 64 != 0) ++base;
+      const KvScratch d = carve_kv_scratch(cfg, base, rows);
+      std::vector<float*> pieces = {d.x, d.ln, d.tmp, d.rstd, d.q, d.atty, d.k, d.v, d.gu, d.h};
+      if (cfg.qk_norm) pieces.insert(pieces.end(), {d.q_lin, d.k_lin, d.qk_rstd});
+      pieces.push_back(d.logits);
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(pieces[i]) % 64, 0u)
+            << "piece " << i << " rows " << rows;
+        if (i > 0) {
+          EXPECT_GT(pieces[i], pieces[i - 1]);
+        }
       }
+      EXPECT_EQ(d.rstd + rows <= d.q, true);
+      EXPECT_LE(d.logits + static_cast<size_t>(cfg.vocab_size) * 3, base + total) << rows;
     }
-    EXPECT_EQ(d.rstd + rows <= d.q, true);
-    EXPECT_LE(d.logits + static_cast<size_t>(cfg.vocab_size) * 3, base + total) << rows;
   }
 }
 

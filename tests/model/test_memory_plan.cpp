@@ -190,6 +190,44 @@ TEST(MemoryPlan, PredictsTheChangeWithActivationCheckpointing) {
   EXPECT_LT(training(on), training(off) * 3 / 4);
 }
 
+// Qwen3's per-head q/k norms keep their inputs and rstd for the backward, and decoding keeps
+// q_proj's and k_proj's outputs apart: what a qwen3 rank allocates beyond the same shapes
+// without the norms (llama) is predicted, for a training step and for a generation batch.
+TEST(MemoryPlan, PredictsWhatQwen3sQkNormsAdd) {
+  auto measure = [](const char* type, int64_t* step_bytes, int64_t* generation_bytes) {
+    ModelConfig c = testing::small_config(type, 512, 128, 352, 2, 512);
+    c.head_dim = 96;  // H * D = 384, wider than the model, as in Qwen3-0.6B
+    backend::CpuBackend be(1);
+    Transformer model(c, be);
+    model.init_random(4);
+    int64_t before = heap_in_use();
+    train_step(model, 3, 96);
+    *step_bytes = heap_in_use() - before;
+    before = heap_in_use();
+    Sampler sampler(model, nullptr);
+    SamplerConfig sc;
+    ASSERT_TRUE(generate_batch(sampler, 4, 1, 30, 20, &sc));
+    *generation_bytes = heap_in_use() - before;
+  };
+  int64_t step3 = 0, gen3 = 0, step_llama = 0, gen_llama = 0;
+  measure("qwen3", &step3, &gen3);
+  measure("llama", &step_llama, &gen_llama);
+  auto plan = [](const char* type, int B, int64_t T, int64_t prompt, int64_t new_tokens) {
+    PlanInput in = input(B, T, prompt, new_tokens);
+    in.model = testing::small_config(type, 512, 128, 352, 2, 512);
+    in.model.head_dim = 96;
+    in.generation_batch_seqs = 4;
+    return plan_policy_rank(in);
+  };
+  expect_within_10pct(step3 - step_llama, training(plan("qwen3", 3, 96, 0, 0)) - training(plan("llama", 3, 96, 0, 0)),
+                      "qwen3's q/k norms in a training step");
+  expect_within_10pct(step3, training(plan("qwen3", 3, 96, 0, 0)), "qwen3 training step");
+  const int64_t kv3 = bytes_of(plan("qwen3", 1, 96, 30, 20), {"kv_cache"});
+  const int64_t kv_llama = bytes_of(plan("llama", 1, 96, 30, 20), {"kv_cache"});
+  EXPECT_GT(kv3, kv_llama);  // the decode scratch's q_lin, k_lin and rstd
+  expect_within_10pct(gen3 - gen_llama, kv3 - kv_llama, "qwen3's q/k norms in decoding");
+}
+
 TEST(MemoryPlan, PredictsTheKvCacheOfAGenerationBatch) {
   backend::CpuBackend be(1);
   Transformer model(config(), be);

@@ -6,12 +6,14 @@
 
 namespace leap::model::testing {
 
-// A Llama-family decoder (Qwen2 biases on q/k/v when qwen2), 4 query heads on 2 KV heads.
+// A Llama-family decoder (Qwen2 biases on q/k/v when qwen2, Qwen3's per-head q/k norms when
+// qwen3), 4 query heads on 2 KV heads.
 inline ModelConfig small_config(const char* type, int vocab, int hidden, int intermediate, int layers,
                                 int context) {
   ModelConfig c;
   c.model_type = type;
   c.qkv_bias = c.model_type == "qwen2";
+  c.qk_norm = c.model_type == "qwen3";
   c.vocab_size = vocab;
   c.hidden_size = hidden;
   c.intermediate_size = intermediate;

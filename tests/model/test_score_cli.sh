@@ -7,8 +7,10 @@ dir="$LEAP_GOLDEN_DIR/qwen2_gqa_bias_untied/model"
 source "$(dirname "$0")/../cli/check_lib.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-# The first sequence of the golden batch, scored by the CLI and by PyTorch.
-read -r tokens want < <(/usr/bin/python3 - "$LEAP_GOLDEN_DIR/qwen2_gqa_bias_untied/golden.safetensors" <<'PY'
+# The first sequence of each golden batch, scored by the CLI and by PyTorch: Qwen2, and Qwen3
+# (its per-head q/k norms) as a user's checkpoint folder.
+for model in qwen2_gqa_bias_untied qwen3_qk_norm_tied; do
+read -r tokens want < <(/usr/bin/python3 - "$LEAP_GOLDEN_DIR/$model/golden.safetensors" <<'PY'
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
@@ -23,18 +25,19 @@ lp = get("logprobs")[1:L]
 print(",".join(map(str, toks)), ",".join("%.9g" % x for x in lp))
 PY
 )
-out=$("$LEAP" score --model "$dir" --tokens "$tokens" 2>&1); rc=$?
-if [ $rc != 0 ]; then echo "FAIL score: exit $rc: $out"; fail=1
+out=$("$LEAP" score --model "$LEAP_GOLDEN_DIR/$model/model" --tokens "$tokens" 2>&1); rc=$?
+if [ $rc != 0 ]; then echo "FAIL score $model: exit $rc: $out"; fail=1
 elif ! /usr/bin/python3 -c '
 import json, sys
 got = json.loads(sys.argv[1])["logprobs"]
 want = [float(x) for x in sys.argv[2].split(",")]
 assert len(got) == len(want), (len(got), len(want))
 err = max(abs(a - b) for a, b in zip(got, want)) / max(abs(b) for b in want)
-print("  leap score vs PyTorch: rel err %.3e over %d tokens" % (err, len(got)))
-sys.exit(0 if err <= 1e-4 else 1)' "$out" "$want"; then
-  echo "FAIL score: log-probs differ from PyTorch"; echo "$out"; fail=1
-else echo "ok   score-matches-pytorch"; fi
+print("  leap score vs PyTorch (%s): rel err %.3e over %d tokens" % (sys.argv[3], err, len(got)))
+sys.exit(0 if err <= 1e-4 else 1)' "$out" "$want" "$model"; then
+  echo "FAIL score $model: log-probs differ from PyTorch"; echo "$out"; fail=1
+else echo "ok   score-matches-pytorch ($model)"; fi
+done
 
 check score-help 0 "--score.tokens" -- "$LEAP" score --help
 check no-model 2 "--model DIR is required" -- "$LEAP" score --tokens 1,2

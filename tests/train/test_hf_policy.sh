@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A Hugging Face model folder as the policy (models/tiny-qwen2: Qwen2 architecture, a BPE
-# tokenizer, Qwen2.5's chat template, a padded vocabulary, two EOS ids): `leap train` runs RL
+# tokenizer, Qwen2.5's chat template, a padded vocabulary, two EOS ids; and a Qwen3 folder made
+# from it with Qwen3-Coder's template): `leap train` runs RL
 # steps with debugging turns on it, in both multi-turn modes; the checkpoint is a complete model
 # folder that `leap tokenize --chat`, `leap score` and `leap eval` open; the same seed gives the
 # same trajectories; bad folders or template choices are exit 2 naming the file or option; and a
@@ -77,6 +78,44 @@ done
 check plain-template-stop-kept 0 'or at the text "```", "### End"' -- \
   "$src/scripts/mpirun_local.sh" 1 "$LEAP" train "${solo[@]}" --model "$model" --prompt.chat_template plain --sampler.stop '```' \
   --run.out_dir "$tmp/plain-stop"
+
+# A Qwen3 folder (model_type qwen3: per-head q/k norms, no biases, head_dim 32 with 4 heads on a
+# width of 64) with Qwen3-Coder's chat template (a macro writes its tool list), from random
+# weights: RL steps with debugging turns, and a checkpoint that is a Qwen3 folder again, with
+# the norms' tensors, which `leap score` and `leap eval` open.
+mkdir -p "$tmp/qwen3" && cp "$model"/tokenizer* "$model"/generation_config.json "$model"/special_tokens_map.json "$tmp/qwen3/"
+/usr/bin/python3 - "$model/config.json" "$src/tests/chat/templates/qwen3-coder/tokenizer_config.json" "$tmp/qwen3" <<'PY'
+import json, os, sys
+config = json.load(open(sys.argv[1]))
+config.update(architectures=["Qwen3ForCausalLM"], model_type="qwen3", head_dim=32, attention_bias=False)
+json.dump(config, open(os.path.join(sys.argv[3], "config.json"), "w"), indent=2)
+tok = json.load(open(os.path.join(sys.argv[3], "tokenizer_config.json")))
+tok["chat_template"] = json.load(open(sys.argv[2]))["chat_template"]
+json.dump(tok, open(os.path.join(sys.argv[3], "tokenizer_config.json"), "w"), indent=2)
+PY
+check train-qwen3 0 "summary after 2 steps" -- \
+  "$src/scripts/mpirun_local.sh" 2 "$LEAP" train "${base[@]}" --model "$tmp/qwen3" --mpi.sandbox_ranks 1 \
+  --train.random_init true --train.steps 2 \
+  --run.out_dir "$tmp/q3"
+q3ckpt="$tmp/q3/checkpoints/step_000001"
+check qwen3-checkpoint-is-qwen3 0 "Qwen3ForCausalLM with q/k norms" -- /usr/bin/python3 - "$q3ckpt" <<'PY'
+import json, struct, sys
+d = sys.argv[1]
+config = json.load(open(d + "/config.json"))
+raw = open(d + "/model.safetensors", "rb").read(8)
+n = struct.unpack("<Q", raw)[0]
+header = json.loads(open(d + "/model.safetensors", "rb").read(8 + n)[8:])
+norms = [k for k in header if k.endswith(("q_norm.weight", "k_norm.weight"))]
+assert config["architectures"] == ["Qwen3ForCausalLM"] and config["model_type"] == "qwen3", config
+assert config["head_dim"] == 32 and len(norms) == 2 * config["num_hidden_layers"], norms
+assert all(header[k]["shape"] == [32] for k in norms), norms
+assert not any(k.endswith("_proj.bias") for k in header), "qwen3 without attention_bias has no biases"
+print("Qwen3ForCausalLM with q/k norms")
+PY
+check qwen3-checkpoint-score 0 '"logprobs": \[' -- "$LEAP" score --model "$q3ckpt" --tokens 1,2,3,4
+check qwen3-checkpoint-eval 0 "pass@1" -- "$src/scripts/mpirun_local.sh" 1 "$LEAP" eval --config "$src/configs/demo_v1.ini" \
+  --model "$q3ckpt" --suite "$tmp/two.jsonl" --mpi.sandbox_ranks 0 --eval.split train --eval.samples 2 \
+  --eval.turns 2 --sampler.max_new_tokens 24 --eval.output "$tmp/q3eval"
 
 # A config whose embedding is smaller than the tokenizer; a template the folder does not have.
 mkdir -p "$tmp/small" && cp "$model"/tokenizer* "$tmp/small/"
