@@ -122,11 +122,15 @@ void CudaBackend::rmsnorm_backward(float* dinp, float* dweight, const float* dou
     check_launch();
   }
   if (dweight != nullptr) {
-    const int chunks = static_cast<int>(kn::cdiv(N, kn::kRmsnormDweightRows));
+    // More rows a chunk once the chunks would pass grid.y's 65535: Qwen3's q/k norms have a row
+    // per head and token (N*H rows), which a long micro-batch takes past 256 * 65535.
+    const int rows_per_chunk =
+        std::max(kn::kRmsnormDweightRows, static_cast<int>(kn::cdiv(N, 65535)));
+    const int chunks = static_cast<int>(kn::cdiv(N, rows_per_chunk));
     float* partial = partials_.reserve_as<float>(static_cast<size_t>(chunks) * C);
     const dim3 grid(static_cast<unsigned>(kn::cdiv(C, 32)), static_cast<unsigned>(chunks));
     kn::rmsnorm_backward_dweight_partial<float><<<grid, kn::kRmsnormThreads, 0, ctx_->compute()>>>(
-        partial, dout, inp, rstd, N, C, kn::kRmsnormDweightRows);
+        partial, dout, inp, rstd, N, C, rows_per_chunk);
     check_launch();
     kn::rmsnorm_backward_dweight_finish<<<static_cast<unsigned>(kn::cdiv(C, kn::kRmsnormThreads)),
                                           kn::kRmsnormThreads, 0, ctx_->compute()>>>(

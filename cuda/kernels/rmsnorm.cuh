@@ -12,7 +12,7 @@
 //     kRmsnormThreads, no dynamic smem; partial (chunks, C) fp32 is overwritten. Each block sums
 //     32 channels over its chunk's rows (kRmsnormThreads / 32 row lanes, then in order).
 //   rmsnorm_backward_dweight_finish: grid cdiv(C, kRmsnormThreads), block kRmsnormThreads.
-// The backend uses rows_per_chunk = kRmsnormDweightRows.
+// The backend uses rows_per_chunk = kRmsnormDweightRows, or more where N needs it.
 // Limits: none beyond N <= 2^31 - 1 blocks, cdiv(N, rows_per_chunk) <= 65535; weight is the
 // compute copy (T).
 #pragma once

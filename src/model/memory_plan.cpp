@@ -167,11 +167,12 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   std::string note = in.generates ? "RoPE tables, the sampler's logits" : "RoPE tables";
   if (cuda) {
     // The GEMM operands rounded to bf16: slot 0 holds an input or an upstream gradient (the
-    // widest: the gate|up gradient, or the LM head's one chunk of logit rows), slot 1 the other
-    // input of a weight gradient.
+    // widest: the gate|up gradient, o_proj's input or q_proj's gradient where H*D is wider
+    // (Qwen3), or the LM head's one chunk of logit rows), slot 1 the other input of a weight
+    // gradient.
     const uint64_t I = c.intermediate_size, C = c.hidden_size;
     const uint64_t HD = static_cast<uint64_t>(c.num_attention_heads) * c.head_dim;
-    const uint64_t slot0 = std::max(N * std::max(2 * I, C), rows * V);
+    const uint64_t slot0 = std::max(N * std::max({2 * I, C, HD}), rows * V);
     const uint64_t slot1 = N * std::max({C, I, HD});
     workspace += (uint64_t{32} << 20) + 2 * slot0 + 2 * slot1;
     note += ", the cuBLASLt workspace (32 MiB), bf16 GEMM operands";

@@ -114,7 +114,7 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   c.head_dim = c.num_attention_heads > 0 ? c.hidden_size / c.num_attention_heads : 0;
   if (c.model_type == "qwen3") c.head_dim = 128;
   LEAP_RETURN_IF_ERROR(get_int(j, "head_dim", &c.head_dim, where, false));
-  c.max_position_embeddings = 2048;
+  c.max_position_embeddings = c.model_type == "llama" ? 2048 : 32768;  // LlamaConfig's; Qwen2/3's
   LEAP_RETURN_IF_ERROR(
       get_int(j, "max_position_embeddings", &c.max_position_embeddings, where, false));
   LEAP_RETURN_IF_ERROR(get_double(j, "rms_norm_eps", &c.rms_norm_eps, where));
@@ -174,6 +174,12 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   bool sliding = false;
   LEAP_RETURN_IF_ERROR(get_bool(j, "use_sliding_window", &sliding, where));
   if (sliding) return unsupported(where + ": use_sliding_window = true is not supported");
+  // transformers v5 writes each layer's attention kind; only full attention is implemented.
+  if (auto it = j.find("layer_types"); it != j.end() && it->is_array())
+    for (const auto& t : *it)
+      if (!t.is_string() || t.get<std::string>() != "full_attention")
+        return unsupported(fmt::format("{}: layer_types holds {} (only \"full_attention\" is supported)",
+                                       where, t.dump()));
   LEAP_RETURN_IF_ERROR(get_token_id(j, "bos_token_id", &c.bos_token_id, where));
   LEAP_RETURN_IF_ERROR(get_token_id(j, "eos_token_id", &c.eos_token_id, where));
   LEAP_RETURN_IF_ERROR(c.validate(where));
