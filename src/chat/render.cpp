@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "chat/builtins.h"
+#include "chat/root_symbols.h"
 #include "chat/template_error.h"
 
 namespace leap::chat {
@@ -48,6 +49,8 @@ class Renderer {
   }
 
   Text run(const Body& body) {
+    // The template's own variables hide the caller's of the same name until they are set.
+    for (const std::string& name : names_undefined_until_set(body)) scopes_[0][name] = Value::undefined();
     exec_body(body);
     return std::move(out_);
   }

@@ -213,6 +213,12 @@ SNIPPETS = [
     "{% macro m(a=b, b=1) %}{{ a }}|{{ b }}{% endmacro %}{% set b = 'top' %}{{ m() }},{{ m(b=5) }},{{ m(b=5, a=2) }}",
     "{% for x in [] %}{% else %}{% set y = 1 %}[{{ y }}]{% endfor %}[{{ y }}]",
     "{% macro m() %}{% break %}{% endmacro %}ok",
+    # A name the template sets at the top level before reading it there is its own variable from
+    # the start: Undefined until set, in macros and loops too, whatever the caller passed; set in
+    # only some branches of an if, it is the caller's until then (jinja2's symbol analysis).
+    "{% macro m() %}[{{ bos_token }}]{% endmacro %}{{ m() }}{% set bos_token = 'X' %}{{ m() }}|{% for i in [1] %}{{ eos_token }}{% endfor %}{% set eos_token = '' %}|{{ messages | length }}{% set messages = [] %}",
+    "{% macro m() %}[{{ bos_token }}]{% endmacro %}{{ m() }}{% if true %}{% set bos_token = 'X' %}{% else %}{% set bos_token = 'Y' %}{% endif %}{{ m() }}|{% if false %}{% set eos_token = 'Z' %}{% endif %}{% for i in [1] %}{{ eos_token }}{% endfor %}",
+    "{% macro m() %}[{{ bos_token }}]{% endmacro %}{{ m() }}{% set bos_token = bos_token ~ 'X' %}{{ m() }}|{% if x %}{% elif y %}{% set eos_token = 'E' %}{% else %}{% set eos_token = 'F' %}{% endif %}{{ eos_token }}",
     "{{ 'a-b c$' | replace('-', '_') | replace(' ', '_') | replace('$', '') }}|{{ 1234 | replace(2, 'x') }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ messages[0].content | replace('l', 'L') }}",
 ]
 
