@@ -50,7 +50,8 @@ class Renderer {
 
   Text run(const Body& body) {
     // The template's own variables hide the caller's of the same name until they are set.
-    for (const std::string& name : names_undefined_until_set(body)) scopes_[0][name] = Value::undefined();
+    for (const std::string& name : names_undefined_until_set(body))
+      scopes_[0][name] = Value::undefined();
     exec_body(body);
     return std::move(out_);
   }

@@ -178,8 +178,8 @@ Expected<ModelConfig> parse_model_config(const std::string& json_text, const std
   if (auto it = j.find("layer_types"); it != j.end() && it->is_array())
     for (const auto& t : *it)
       if (!t.is_string() || t.get<std::string>() != "full_attention")
-        return unsupported(fmt::format("{}: layer_types holds {} (only \"full_attention\" is supported)",
-                                       where, t.dump()));
+        return unsupported(fmt::format(
+            "{}: layer_types holds {} (only \"full_attention\" is supported)", where, t.dump()));
   LEAP_RETURN_IF_ERROR(get_token_id(j, "bos_token_id", &c.bos_token_id, where));
   LEAP_RETURN_IF_ERROR(get_token_id(j, "eos_token_id", &c.eos_token_id, where));
   LEAP_RETURN_IF_ERROR(c.validate(where));

@@ -491,10 +491,12 @@ TEST(ModelConfigJson, HfConventions) {
   EXPECT_GE(layout.find("model.layers.0.self_attn.q_norm.weight")->offset, layout.decay_size());
   auto sliding = parse_model_config(qwen3 + R"(, "use_sliding_window": true})", "q3.json");
   EXPECT_FALSE(sliding.has_value());
-  sliding = parse_model_config(qwen3 + R"(, "layer_types": ["full_attention", "sliding_attention"]})", "q3.json");
+  sliding = parse_model_config(
+      qwen3 + R"(, "layer_types": ["full_attention", "sliding_attention"]})", "q3.json");
   ASSERT_FALSE(sliding.has_value());
   EXPECT_NE(sliding.status().message().find("sliding_attention"), std::string::npos);
-  EXPECT_TRUE(parse_model_config(qwen3 + R"(, "layer_types": ["full_attention"]})", "q3.json").has_value());
+  EXPECT_TRUE(
+      parse_model_config(qwen3 + R"(, "layer_types": ["full_attention"]})", "q3.json").has_value());
   EXPECT_EQ(q3->max_position_embeddings, 32768);  // Qwen3Config's default, not LlamaConfig's 2048
 }
 
