@@ -226,10 +226,14 @@ if torch_ok; then
 else
   note "SKIPPED torch_eager: PyTorch with a CUDA device is not available"
 fi
-# Last, so that it never takes the others' budget: the 1.5B-class step at T = 2048 (random
+# At the end, so that it never takes the others' budget: the 1.5B-class step at T = 2048 (random
 # weights: 6 GB made on the host first), its MFU, and leap plan's memory against cudaMemGetInfo's.
 run_step train_1p5b 120 "$CHECK" train --config="$ROOT/models/qwen2.5-coder-1.5b/config.json" --batch=1 \
   --seq=2048 --steps=3
+# A Qwen3 step (Qwen3-0.6B's shapes: per-head q/k norms, 16 heads of 128 on a width of 1024), the
+# CUDA path of model_type qwen3, with its plan against the measured memory.
+run_step train_qwen3 60 "$CHECK" train --config="$ROOT/models/qwen3-0.6b/config.json" --batch=1 \
+  --seq=2048 --steps=2
 if have "$PY"; then
   "$PY" "$ROOT/benchmarks/gpu/summarize.py" "$WORK" 2>&1 | tee -a "$SUMMARY"
 fi

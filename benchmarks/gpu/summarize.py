@@ -24,6 +24,7 @@ info, ops, ex, nccl = load("info"), load("ops"), load("executor"), load("nccl")
 train, decode, torch_eager = load("train"), load("decode"), load("torch_eager")
 decode1 = load("decode_batch1")
 train_1p5b = load("train_1p5b")
+train_qwen3 = load("train_qwen3")
 rows = []
 if info:
     rows.append(("device", "%s, %s" % (info.get("name", "none"), info.get("libraries", ""))))
@@ -54,6 +55,11 @@ if train_1p5b:
                  "the issue's check: the plan within 10%%)" % (
                      train_1p5b["step_ms"], 100 * train_1p5b["mfu"], train_1p5b["step_memory_gib"],
                      train_1p5b["plan_gib"], train_1p5b["plan_over_measured"])))
+if train_qwen3:
+    rows.append(("train step, Qwen3-0.6B shapes, T=%d" % train_qwen3["seq"],
+                 "%.1f ms/step, MFU %.1f%%; memory %.2f GiB, leap plan %.2f GiB (plan/measured %.3f)" % (
+                     train_qwen3["step_ms"], 100 * train_qwen3["mfu"], train_qwen3["step_memory_gib"],
+                     train_qwen3["plan_gib"], train_qwen3["plan_over_measured"])))
 if decode:
     line = "%.3f ms/step on the device, %.0f tok/s, %.1f%% of the HBM bound (goal >= 50%%)" % (
         decode["step_ms"], decode["tokens_per_s"], 100 * decode["fraction_of_hbm_bound"])
