@@ -17,7 +17,7 @@ struct Expr {
   enum class Kind {
     kLiteral,  // value
     kName,     // name
-    kList,     // children: items (tuples are lists too)
+    kList,     // children: items; name "tuple" for a tuple literal
     kDict,     // children: key, value, key, value, ...
     kAttr,     // children[0] . name
     kIndex,    // children[0] [ children[1] ]
@@ -32,7 +32,7 @@ struct Expr {
   };
   Kind kind;
   int line = 0;
-  std::string name;  // kName, kAttr, kFilter, kTest, kBinary (the operator)
+  std::string name;  // kName, kAttr, kFilter, kTest, kBinary (the operator), kList ("tuple")
   Value value;       // kLiteral
   bool negated = false;
   std::vector<ExprPtr> children;

@@ -252,6 +252,7 @@ class Parser {
       s->params.emplace_back(std::move(param), std::move(dflt));
       if (!at_op(",")) break;
       next();
+      if (at_op(")")) fail_syntax(s->line, "expected a parameter name after ',', found ')'");
     }
     expect_op(")");
     expect_block_end();
@@ -451,11 +452,14 @@ class Parser {
       int line = next().line;
       if (at_op(")")) {
         next();
-        return make(Expr::Kind::kList, line);
+        auto e = make(Expr::Kind::kList, line);
+        e->name = "tuple";
+        return e;
       }
       ExprPtr first = parse_expr();
-      if (at_op(",")) {  // a tuple: treated as a list
+      if (at_op(",")) {  // a tuple: a list that prints, compares and adds as Python's tuple
         auto e = make(Expr::Kind::kList, line);
+        e->name = "tuple";
         e->children.push_back(std::move(first));
         while (at_op(",")) {
           next();

@@ -228,7 +228,9 @@ class Renderer {
       case Expr::Kind::kList: {
         Array items;
         for (const auto& c : e.children) items.push_back(eval(*c));
-        return Value::list(std::move(items));
+        Value v = Value::list(std::move(items));
+        v.tuple = e.name == "tuple";
+        return v;
       }
       case Expr::Kind::kDict: {
         Object items;
@@ -324,7 +326,9 @@ class Renderer {
     if (obj.kind == Value::Kind::kArray) {
       Array items;
       for (size_t k : idx) items.push_back((*obj.array)[k]);
-      return Value::list(std::move(items));
+      Value v = Value::list(std::move(items));
+      v.tuple = obj.tuple;
+      return v;
     }
     if (obj.is_string()) {
       std::vector<size_t> cp = code_point_offsets(obj.str.bytes);
@@ -507,10 +511,16 @@ class Renderer {
         t.append(b.str);
         return Value::string(t);
       }
+      if (a.kind == Value::Kind::kArray && b.kind == Value::Kind::kArray && a.tuple != b.tuple) {
+        const std::string x = a.tuple ? "tuple" : "list", y = b.tuple ? "tuple" : "list";
+        fail_render(e.line, "can only concatenate " + x + " (not \"" + y + "\") to " + x);
+      }
       if (a.kind == Value::Kind::kArray && b.kind == Value::Kind::kArray) {
         Array items = *a.array;
         items.insert(items.end(), b.array->begin(), b.array->end());
-        return Value::list(std::move(items));
+        Value v = Value::list(std::move(items));
+        v.tuple = a.tuple;
+        return v;
       }
     }
     if (!a.is_number() || !b.is_number()) fail_operands(e, a, b);

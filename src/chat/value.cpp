@@ -254,12 +254,13 @@ Text to_text(const Value& v) {
     case Value::Kind::kString:
       return v.str;
     case Value::Kind::kArray: {
-      Text out = Text::from_template("[");
+      Text out = Text::from_template(v.tuple ? "(" : "[");
       for (size_t k = 0; k < v.array->size(); ++k) {
         if (k) out.append_template(", ");
         out.append(to_repr((*v.array)[k]));
       }
-      out.append_template("]");
+      if (v.tuple && v.array->size() == 1) out.append_template(",");
+      out.append_template(v.tuple ? ")" : "]");
       return out;
     }
     case Value::Kind::kObject: {
@@ -305,7 +306,7 @@ bool values_equal(const Value& a, const Value& b) {
     case Value::Kind::kString:
       return a.str.bytes == b.str.bytes;
     case Value::Kind::kArray:
-      if (a.array->size() != b.array->size()) return false;
+      if (a.tuple != b.tuple || a.array->size() != b.array->size()) return false;
       for (size_t k = 0; k < a.array->size(); ++k) {
         if (!values_equal((*a.array)[k], (*b.array)[k])) return false;
       }

@@ -65,6 +65,7 @@ struct Value {
   std::shared_ptr<const Array> array;
   std::shared_ptr<Object> object;  // kObject (never mutated once built) and kNamespace (mutable)
   bool keys_are_content = false;   // kObject from the caller's data: its keys are content too
+  bool tuple = false;              // kArray of a tuple literal: printed (a, b) and never == a list
   const Stmt* macro = nullptr;     // kCallable made by {% macro %}: its definition (the parsed
                                    // template outlives every rendering of it)
 

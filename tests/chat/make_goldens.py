@@ -219,6 +219,8 @@ SNIPPETS = [
     "{% macro m() %}[{{ bos_token }}]{% endmacro %}{{ m() }}{% set bos_token = 'X' %}{{ m() }}|{% for i in [1] %}{{ eos_token }}{% endfor %}{% set eos_token = '' %}|{{ messages | length }}{% set messages = [] %}",
     "{% macro m() %}[{{ bos_token }}]{% endmacro %}{{ m() }}{% if true %}{% set bos_token = 'X' %}{% else %}{% set bos_token = 'Y' %}{% endif %}{{ m() }}|{% if false %}{% set eos_token = 'Z' %}{% endif %}{% for i in [1] %}{{ eos_token }}{% endfor %}",
     "{% macro m() %}[{{ bos_token }}]{% endmacro %}{{ m() }}{% set bos_token = bos_token ~ 'X' %}{{ m() }}|{% if x %}{% elif y %}{% set eos_token = 'E' %}{% else %}{% set eos_token = 'F' %}{% endif %}{{ eos_token }}",
+    "{{ (1, 2) }}|{{ (1,) }}|{{ () }}|{{ (1, 2) | string | replace(',', '') }}|{{ (1, 2) == [1, 2] }}|{{ (1, 2) == (1, 2) }}|{{ (1, 2) + (3,) }}|{{ (1, 2, 3)[1:] }}|{{ [(1, 'a')] }}|{{ (1, 2) | tojson }}|{{ (1, 2) | list }}|{{ 'ab'.endswith(('x', 'b')) }}",
+    "{{ (1, 2) + [3] }}",
     "{{ 'a-b c$' | replace('-', '_') | replace(' ', '_') | replace('$', '') }}|{{ 1234 | replace(2, 'x') }}|{{ 'aaa' | replace('a', 'b', 2) }}|{{ messages[0].content | replace('l', 'L') }}",
 ]
 

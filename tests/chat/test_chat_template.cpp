@@ -226,6 +226,7 @@ TEST(ChatMacro, BadCallsAndDeepRecursionAreErrors) {
   const std::pair<const char*, const char*> syntax[] = {
       {"{% macro m(a='x', b) %}{% endmacro %}", "non-default argument follows default argument"},
       {"{% macro m(a, a) %}{% endmacro %}", "duplicate parameter 'a'"},
+      {"{% macro m(a,) %}{% endmacro %}", "expected a parameter name after ','"},
       {"{% macro m(none) %}{% endmacro %}", "'none' cannot be a parameter name"},
       {"{% macro m(a) %}{% endmacro %}{{ m(a=1, a=2) }}", "keyword argument 'a' repeated"},
       {"{% macro m() %}{% break %}{% endmacro %}", "'break' outside a for loop"},
