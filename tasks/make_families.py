@@ -1002,8 +1002,11 @@ def scan_build(c):
                  f"each one directly rather than subtracting)")
     else:
         torch = f"out = {torch}"
+    # The i32 range said here is the buffer's init below: sums keep -9..9, running max and min
+    # draw from -100000..100000.
+    i32_range = "[-9, 9]" if op == "sum" else "[-100000, 100000]"
     dnote = {"f32": " x and out are f32.",
-             "i32": " x and out are i32 (inputs in [-9, 9]); the result must be exact.",
+             "i32": f" x and out are i32 (inputs in {i32_range}); the result must be exact.",
              "f16": " x is f16 and out is f32: read x as floats and accumulate in f32."}[dtn]
     phr = pick_phrasing(rng, 3)
     if phr == 0:
@@ -1039,7 +1042,7 @@ def scan_build(c):
         lines, base = "1", ""
     # Running max and min of integers over a wide range: over -9..9 they reached +-9 within a few
     # dozen elements, after which a scan that skipped the carry between blocks wrote the same.
-    # Sums keep the small range, which cannot overflow.
+    # Sums keep the small range, which cannot overflow. (The prompt's i32_range says the same.)
     init = ("randint(-9,9)" if op == "sum" else "randint(-100000,100000)") if dtn == "i32" else "normal"
     bufs = [ms.buf("x", dtn, shape, "in", init), ms.buf("out", out_dt, shape, "out")]
     hp = "j" if d == "fwd" else f"{K} - 1 - j"
@@ -2028,6 +2031,13 @@ def check_task(obj):
             gpu *= eval_shape(d, obj["params"])
         assert 0 < cpu <= 20480, f"{obj['id']}: {b['name']} has {cpu} elements under cpu_params"
         assert 0 < gpu <= 1 << 24, f"{obj['id']}: {b['name']} has {gpu} elements under params"
+    # A range the prompt states is the one the integer inputs are drawn from (the scan's i32 text
+    # said [-9, 9] after its running max and min had moved to -100000..100000).
+    for lo, hi in re.findall(r"inputs in \[(-?\d+), (-?\d+)\]", obj["prompt"]):
+        ints = [b for b in obj["buffers"] if b["role"] == "in" and b["dtype"].startswith("i")]
+        assert ints and all(b.get("init") == f"randint({lo},{hi})" for b in ints), (
+            f"{obj['id']}: the prompt says inputs in [{lo}, {hi}], the buffers draw "
+            + ", ".join(str(b.get("init")) for b in ints))
     ref = obj["reference"]
     assert ref.startswith("```cuda\n") and ref.endswith("\n```") and ref.count("```") == 2, obj["id"]
     assert "// launch: " in ref, obj["id"]
