@@ -1,8 +1,9 @@
 // `leap_gpu_check train`: one training step of the ~124M benchmark model (bench_model.h) on the
 // CUDA backend — forward, log-probabilities, backward, global gradient norm, AdamW — as the
 // policy replica runs it, at B sequences of T tokens. Reports ms per step, tokens/s and MFU:
-// model FLOPs per token 6*P + 12*L*C*T (PaLM's count: matmuls forward and backward, plus
-// attention scores and values without causal savings) over the GPU's dense bf16 peak.
+// model FLOPs per token 6*P + 12*L*H*D*T (PaLM's count: matmuls forward and backward, plus
+// attention scores and values without causal savings; H*D is the width attention works in, C
+// for Llama and Qwen2, twice C for Qwen3-0.6B) over the GPU's dense bf16 peak.
 // It also measures the device memory the model, optimizer state and step take (cudaMemGetInfo
 // before the model and after the warm-up step) beside what leap plan predicts for them
 // (model/memory_plan.h: every kind but the KV cache, the KL reference and the sampler's logits,
@@ -77,9 +78,10 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
   }
   std::sort(ms.begin(), ms.end());
   const double med = ms[ms.size() / 2];
-  const double L = cfg.num_hidden_layers, C = cfg.hidden_size;
+  const double L = cfg.num_hidden_layers;
+  const double HD = static_cast<double>(cfg.num_attention_heads) * cfg.head_dim;
   const double flops_per_token =
-      6.0 * static_cast<double>(P) + 12.0 * L * C * static_cast<double>(T);
+      6.0 * static_cast<double>(P) + 12.0 * L * HD * static_cast<double>(T);
   const double tokens = static_cast<double>(B * T);
   const double tflops = flops_per_token * tokens / (med * 1e-3) / 1e12;
   size_t free_b = 0;
