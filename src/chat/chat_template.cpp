@@ -9,6 +9,7 @@
 #include "chat/ast.h"
 #include "chat/parser.h"
 #include "chat/render.h"
+#include "chat/root_symbols.h"
 #include "chat/template_error.h"
 
 namespace leap::chat {
@@ -51,6 +52,8 @@ Expected<ChatTemplate> ChatTemplate::parse(
   t.special_tokens_ = std::move(special_tokens);
   try {
     t.body_ = std::make_shared<const Body>(parse_template(source));
+    t.own_names_ =
+        std::make_shared<const std::set<std::string>>(names_undefined_until_set(*t.body_));
   } catch (const TemplateError& e) {
     return to_status(e);
   }
@@ -75,8 +78,7 @@ Value messages_value(const nlohmann::ordered_json& messages) {
   for (const auto& m : messages) {
     Object fields;
     for (const auto& [k, e] : m.items())
-      fields.emplace_back(k,
-                          value_from_json(e, k == "role" ? Origin::kTemplate : Origin::kContent));
+      fields.emplace_back(k, value_from_json(e, k == "role" ? Origin::kTemplate : Origin::kContent));
     Value v = Value::dict(std::move(fields));
     v.keys_are_content = true;
     items.push_back(std::move(v));
@@ -106,7 +108,7 @@ Expected<Rendering> ChatTemplate::render(const nlohmann::ordered_json& messages,
     ctx.globals.emplace_back(k, value_from_json(v, Origin::kTemplate));
   for (const auto& [k, v] : special_tokens_) ctx.globals.emplace_back(k, Value::template_string(v));
   try {
-    return to_rendering(render_template(*body_, ctx));
+    return to_rendering(render_template(*body_, *own_names_, ctx));
   } catch (const TemplateError& e) {
     return to_status(e);
   }
@@ -123,7 +125,8 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std
   } catch (const nlohmann::json::exception& e) {
     return invalid_input(path + ": not valid JSON: " + e.what());
   }
-  if (!config.is_object()) return invalid_input(path + ": expected a JSON object");
+  if (!config.is_object())
+    return invalid_input(path + ": expected a JSON object");
   // transformers 4.47+ writes the template to its own file beside tokenizer_config.json, and
   // that file wins over a template in the config, as transformers loads them.
   const std::string jinja_path = tokenizer_dir + "/chat_template.jinja";
@@ -132,9 +135,8 @@ Expected<ChatTemplate> load_template(const std::string& tokenizer_dir, const std
     text << jinja.rdbuf();
     config["chat_template"] = text.str();
   } else if (!config.contains("chat_template") || config["chat_template"].is_null()) {
-    return invalid_input(path +
-                         ": no \"chat_template\" key and no chat_template.jinja beside it "
-                         "(this tokenizer has no chat template)");
+    return invalid_input(path + ": no \"chat_template\" key and no chat_template.jinja beside it "
+                                "(this tokenizer has no chat template)");
   }
   const auto& field = config["chat_template"];
   std::string source;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,8 @@ class ChatTemplate {
   std::string source_;
   std::vector<std::pair<std::string, std::string>> special_tokens_;
   std::shared_ptr<const std::vector<std::unique_ptr<Stmt>>> body_;
+  // The names the template sets before it reads them at the top level (chat/root_symbols.h).
+  std::shared_ptr<const std::set<std::string>> own_names_;
 };
 
 // The template of a Hugging Face tokenizer folder: tokenizer_config.json's chat_template (a

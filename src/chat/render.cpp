@@ -10,7 +10,6 @@
 #include <optional>
 
 #include "chat/builtins.h"
-#include "chat/root_symbols.h"
 #include "chat/template_error.h"
 
 namespace leap::chat {
@@ -48,10 +47,9 @@ class Renderer {
     for (const auto& [k, v] : ctx.globals) scopes_.back()[k] = v;
   }
 
-  Text run(const Body& body) {
+  Text run(const Body& body, const std::set<std::string>& own_names) {
     // The template's own variables hide the caller's of the same name until they are set.
-    for (const std::string& name : names_undefined_until_set(body))
-      scopes_[0][name] = Value::undefined();
+    for (const std::string& name : own_names) scopes_[0][name] = Value::undefined();
     exec_body(body);
     return std::move(out_);
   }
@@ -586,8 +584,9 @@ class Renderer {
 
 }  // namespace
 
-Text render_template(const Body& body, const RenderContext& context) {
-  return Renderer(context).run(body);
+Text render_template(const Body& body, const std::set<std::string>& own_names,
+                     const RenderContext& context) {
+  return Renderer(context).run(body, own_names);
 }
 
 }  // namespace leap::chat

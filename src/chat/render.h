@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,9 @@ struct RenderContext {
 };
 
 // The rendered text with each byte's origin. Throws TemplateError (raise_exception() included).
-Text render_template(const Body& body, const RenderContext& context);
+// own_names is names_undefined_until_set(body) (chat/root_symbols.h), found once when the
+// template is loaded: they hide the context's globals of the same name until they are set.
+Text render_template(const Body& body, const std::set<std::string>& own_names,
+                     const RenderContext& context);
 
 }  // namespace leap::chat
