@@ -222,14 +222,11 @@ void Transformer::layer_forward(const LayerViews& w, const LayerActs& x, bool wr
   const size_t NC = static_cast<size_t>(N) * C;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   be_->rmsnorm_forward(x.ln1, x.rstd1, x.rin, w.ln1, N, C, eps);
+  be_->matmul_forward(cfg_.qk_norm ? x.q_lin : x.q, x.ln1, w.qw, w.qb, N, C, HD);
+  be_->matmul_forward(cfg_.qk_norm ? x.k_lin : x.k, x.ln1, w.kw, w.kb, N, C, KD);
   if (cfg_.qk_norm) {  // Qwen3: each head's query and key RMS-normalised (rows of D) before RoPE
-    be_->matmul_forward(x.q_lin, x.ln1, w.qw, w.qb, N, C, HD);
-    be_->matmul_forward(x.k_lin, x.ln1, w.kw, w.kb, N, C, KD);
     be_->rmsnorm_forward(x.q, x.rstdq, x.q_lin, w.qn, N * H, D, eps);
     be_->rmsnorm_forward(x.k, x.rstdk, x.k_lin, w.kn, N * Hkv, D, eps);
-  } else {
-    be_->matmul_forward(x.q, x.ln1, w.qw, w.qb, N, C, HD);
-    be_->matmul_forward(x.k, x.ln1, w.kw, w.kb, N, C, KD);
   }
   be_->matmul_forward(x.v, x.ln1, w.vw, w.vb, N, C, KD);
   be_->rope_forward(x.q, x.q, rope_cos_, rope_sin_, a.pos.data(), N, H, D);
