@@ -217,6 +217,10 @@ run_step nccl 45 "$CHECK" nccl
 note "== benchmarks"
 run_step gemm 45 "$CHECK" gemm
 run_step train 90 "$CHECK" train
+# The same step as optim.master_weights = optimizer runs it (the matrices in bf16 only, on CUDA's
+# virtual memory; fp32 masters apart), never run before: its memory against the plan, and its
+# log-probabilities against an fp32 model holding the same values (they should be equal).
+run_step train_masters 60 "$CHECK" train --masters=optimizer
 run_step decode 60 "$CHECK" decode
 # One sequence at a time, as a rank decoded when sampler.batch_seqs followed train.micro_batch_seqs = 1
 # (the Qwen configs' training micro-batch): what the decoding batch buys, per token.

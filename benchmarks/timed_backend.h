@@ -40,6 +40,9 @@ class TimedBackend final : public backend::Backend {
   const char* name() const override { return in_.name(); }
   bool host_memory() const override { return in_.host_memory(); }
   float* alloc_floats(size_t n) override { return in_.alloc_floats(n); }
+  float* alloc_weights(size_t n, size_t bf16_floats) override {
+    return in_.alloc_weights(n, bf16_floats);
+  }
   void free_floats(float* p) override { in_.free_floats(p); }
   void zero(float* p, size_t n) override {
     timed(OpKind::kMemory, [&] { in_.zero(p, n); });

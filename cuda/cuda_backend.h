@@ -8,7 +8,10 @@
 //  - GEMMs read bf16: weights through ComputeCopies (bf16 copies refreshed only after a weight is
 //    written), activations and upstream gradients rounded to bf16 into scratch per call. Outputs
 //    and accumulated gradients stay fp32 (beta = 1 accumulation in cuBLASLt);
-//  - the other ops run the kernels with storage type T = float and fp32 arithmetic.
+//  - the other ops run the kernels with storage type T = float and fp32 arithmetic;
+//  - except for a model that keeps its matrices in bf16 only (alloc_weights, bf16_weights.h):
+//    there the fp32 pointers into the matrices stand for bf16 elements, which the GEMMs read
+//    directly and the memory ops convert.
 // Ordering: every op is issued on ctx.compute() in call order; download() and sum_squares()
 // wait for it. Integer arrays arrive in host memory and are staged into device scratch on the
 // same stream, so the host may reuse them as soon as the op returns.
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "cuda/bf16_weights.h"
 #include "cuda/compute_copies.h"
 #include "cuda/cublaslt_gemm.h"
 #include "cuda/cuda_context.h"
@@ -40,7 +44,11 @@ class CudaBackend final : public backend::Backend {
   const GemmRunner& gemm() const { return gemm_; }
 
   float* alloc_floats(size_t n) override;
+  // The matrices in bf16 only (bf16_weights.h): every op that reads or writes them goes through
+  // their bf16 buffer.
+  float* alloc_weights(size_t n, size_t bf16_floats) override;
   void free_floats(float* p) override;
+  const Bf16Weights& bf16_weights() const { return bf16_weights_; }
   void zero(float* p, size_t n) override;
   void copy(float* dst, const float* src, size_t n) override;
   void upload(float* dst, const float* host, size_t n) override;
@@ -112,10 +120,20 @@ class CudaBackend final : public backend::Backend {
   const __nv_bfloat16* operand_bf16(int slot, const float* x, size_t n);
   // A device vector of n ones (the dbias reduction is a GEMV against it).
   const float* ones(size_t n);
+  // The bf16 a GEMM reads for weight[0, n): the weight's own where its matrices are bf16 only,
+  // else its compute copy.
+  const __nv_bfloat16* weight_bf16(const float* weight, size_t n);
+  // Host <-> the bf16 matrices through fp32 staging of at most kStagingFloats (memory_plan.cpp
+  // counts it): rounded on the way in, widened on the way out.
+  static constexpr size_t kStagingFloats = size_t{8} << 20;
+  void upload_bf16(__nv_bfloat16* dst, const float* host, size_t n);
+  void download_bf16(float* host, const __nv_bfloat16* src, size_t n);
 
   CudaContext* ctx_;
   GemmRunner gemm_;
   ComputeCopies weights_;
+  Bf16Weights bf16_weights_;
+  DeviceBuffer wide_;                     // upload_bf16 and download_bf16's fp32 staging
   std::map<float*, size_t> allocations_;  // backend buffers and their sizes, for free_floats
   DeviceBuffer operands_[2];
   // Slots: 0 tokens or targets; 1 a second index array; 2-3 the decode attention's block tables

@@ -72,9 +72,16 @@ void CudaBackend::embedding_forward(float* out, const int32_t* tokens, const flo
   if (N == 0) return;
   const int32_t* dev_tokens = stage(0, tokens, N);
   const size_t n = static_cast<size_t>(N) * C;
-  kn::embedding_forward<float>
-      <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, ctx_->compute()>>>(out, dev_tokens,
-                                                                                   wte, N, C);
+  // A model whose matrices are bf16 only looks its rows up in their bf16 buffer.
+  const Bf16Weights::Part table = bf16_weights_.bf16_part(wte, 1);
+  if (table.n > 0)
+    kn::embedding_forward<float, __nv_bfloat16>
+        <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
+            out, dev_tokens, table.bf16, N, C);
+  else
+    kn::embedding_forward<float>
+        <<<kn::elementwise_blocks(n), kn::kElementwiseThreads, 0, ctx_->compute()>>>(
+            out, dev_tokens, wte, N, C);
   check_launch();
 }
 
@@ -193,6 +200,7 @@ void CudaBackend::add_forward(float* out, const float* a, const float* b, size_t
 
 double CudaBackend::sum_squares(const float* x, size_t n) {
   if (n == 0) return 0.0;
+  LEAP_CHECK(bf16_weights_.bf16_part(x, n).n == 0, "sum_squares over a model's bf16 matrices");
   const unsigned blocks = kn::sum_squares_blocks(n);
   auto* partial = partials_.reserve_as<double>(blocks + 1);
   kn::sum_squares_partial<float>
@@ -212,6 +220,8 @@ void CudaBackend::adamw_update(float* params, float* m, float* v, const float* g
                                float lr, float beta1, float beta2, float eps, float weight_decay,
                                float grad_scale, int t) {
   if (n == 0) return;
+  // The fp32 masters of bf16 matrices are the optimizer's (AdamW::masters()), never the model's.
+  LEAP_CHECK(bf16_weights_.bf16_part(params, n).n == 0, "adamw_update on a model's bf16 matrices");
   // The bf16 copies are per weight view (ComputeCopies), refreshed on their next use, so the
   // kernel's fused copy output is not used here.
   weights_.invalidate(params, n);

@@ -190,10 +190,22 @@ Status NcclComm::slices_async(bool reduce, const std::vector<RankSlices>& pieces
       // Every rank sees the same counts, so every rank skips the same empty slices.
       const size_t n = static_cast<size_t>((*p.counts)[static_cast<size_t>(r)]);
       float* slice = p.piece + (*p.displs)[static_cast<size_t>(r)];
+      // Weights whose matrices are bf16 only: the slice's bf16 elements (ZeroPlan cuts no piece
+      // across the end of the matrices, so a slice is all bf16 or all fp32).
+      const Bf16Weights::Part bf =
+          !reduce && bf16_weights_ ? bf16_weights_->bf16_part(slice, n) : Bf16Weights::Part{};
+      if (bf.n > 0 && bf.n != n) {
+        ncclGroupEnd();
+        return fail("a ZeRO all-gather slice crosses the end of a model's bf16 matrices");
+      }
       for (size_t off = 0; off < n; off += kMaxFloatsPerCall) {
         const size_t count = std::min(kMaxFloatsPerCall, n - off);
-        rc = reduce ? ncclReduce(slice + off, slice + off, count, ncclFloat, ncclSum, r, comm_, ctx_->comm())
-                    : ncclBroadcast(slice + off, slice + off, count, ncclFloat, r, comm_, ctx_->comm());
+        rc = reduce     ? ncclReduce(slice + off, slice + off, count, ncclFloat, ncclSum, r, comm_,
+                                     ctx_->comm())
+             : bf.n > 0 ? ncclBroadcast(bf.bf16 + off, bf.bf16 + off, count, ncclBfloat16, r, comm_,
+                                        ctx_->comm())
+                        : ncclBroadcast(slice + off, slice + off, count, ncclFloat, r, comm_,
+                                        ctx_->comm());
         if (rc != ncclSuccess && rc != ncclInProgress) {
           ncclGroupEnd();
           return fail(std::string(what) + ": " + ncclGetErrorString(rc));

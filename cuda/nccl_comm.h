@@ -22,6 +22,7 @@
 
 #include "common/rank_slices.h"
 #include "common/status.h"
+#include "cuda/bf16_weights.h"
 #include "cuda/cuda_context.h"
 #include "cuda/device_buffer.h"
 
@@ -48,7 +49,7 @@ class NcclComm {
   // each call's values are rounded into a staging buffer of `staging_floats` bf16 values on the
   // comm stream, reduced as ncclBfloat16 and widened back into place (for the reduce-scatter, this
   // rank's slices only); a call larger than the staging goes in parts of its size, each its own
-  // NCCL group. The all-gather stays fp32.
+  // NCCL group. The all-gather stays fp32 (but see set_bf16_weights).
   void enable_bf16(size_t staging_floats);
   bool bf16() const { return bf16_staging_ > 0; }
   // Enqueues the in-place ncclSum of every slice (one NCCL group) on the comm stream, after the
@@ -60,6 +61,10 @@ class NcclComm {
   // allgather_async gives every rank every rank's slices (ncclBroadcast from each).
   Status reduce_scatter_async(const std::vector<RankSlices>& pieces);
   Status allgather_async(const std::vector<RankSlices>& pieces);
+  // The all-gather of a piece in a model's bf16 matrices (optim.master_weights = optimizer)
+  // carries their bf16 values (ncclBfloat16, half the bytes) into their bf16 buffer; `weights`
+  // (the backend's) must outlive the communicator.
+  void set_bf16_weights(const Bf16Weights* weights) { bf16_weights_ = weights; }
   // Waits until every enqueued collective has finished, or fails (error or timeout: aborted).
   Status wait();
 
@@ -87,6 +92,7 @@ class NcclComm {
   double timeout_s_ = 0;
   bool broken_ = false;
   size_t bf16_staging_ = 0;  // 0: sums in fp32
+  const Bf16Weights* bf16_weights_ = nullptr;
   DeviceBuffer staging_;     // on the comm stream
 };
 

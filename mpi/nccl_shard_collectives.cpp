@@ -11,6 +11,7 @@ Expected<std::unique_ptr<NcclShardCollectives>> NcclShardCollectives::create(cud
                                                                              MPI_Comm policy, double timeout_s,
                                                                              const GradComm& grad_comm) {
   LEAP_ASSIGN_OR_RETURN(auto comm, join_nccl(backend, policy, timeout_s, grad_comm));
+  comm->set_bf16_weights(&backend.bf16_weights());
   return std::unique_ptr<NcclShardCollectives>(new NcclShardCollectives(std::move(comm), policy));
 }
 

@@ -17,6 +17,17 @@ ZeroPlan make_zero_plan(const model::ParameterLayout& layout, int rank, int worl
   for (int l = layout.config().num_hidden_layers - 1; l >= 0; --l)
     for (const auto& r : layout.layer_ranges(l)) buckets.push_back(r);
   for (const auto& r : uncovered_ranges(buckets, layout.total())) buckets.push_back(r);
+  // No piece crosses the end of the matrices: where the model keeps them in bf16 (CUDA,
+  // optim.master_weights = optimizer) a piece is all bf16 or all fp32, one dtype to all-gather.
+  // (Only a one-layer model has a bucket that crosses it.)
+  const size_t nd = layout.decay_size();
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const auto [off, n] = buckets[i];
+    if (off < nd && off + n > nd) {
+      buckets[i] = {off, nd - off};
+      buckets.insert(buckets.begin() + static_cast<std::ptrdiff_t>(i) + 1, {nd, off + n - nd});
+    }
+  }
   for (const auto& [off, n] : buckets) {
     for (size_t at = 0; at < n; at += max_piece) {
       const size_t len = std::min(max_piece, n - at);

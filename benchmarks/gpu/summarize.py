@@ -25,6 +25,7 @@ train, decode, torch_eager = load("train"), load("decode"), load("torch_eager")
 decode1 = load("decode_batch1")
 train_1p5b = load("train_1p5b")
 train_qwen3 = load("train_qwen3")
+train_masters = load("train_masters")
 rows = []
 if info:
     rows.append(("device", "%s, %s" % (info.get("name", "none"), info.get("libraries", ""))))
@@ -60,6 +61,12 @@ if train_qwen3:
                  "%.1f ms/step, MFU %.1f%%; memory %.2f GiB, leap plan %.2f GiB (plan/measured %.3f)" % (
                      train_qwen3["step_ms"], 100 * train_qwen3["mfu"], train_qwen3["step_memory_gib"],
                      train_qwen3["plan_gib"], train_qwen3["plan_over_measured"])))
+if train_masters:
+    rows.append(("train step, ~124M, bf16 matrices + fp32 masters",
+                 "%.1f ms/step; memory %.2f GiB, leap plan %.2f GiB (plan/measured %.3f); log-probs against "
+                 "fp32 weights of the same values: max |diff| %.3g (expected 0)" % (
+                     train_masters["step_ms"], train_masters["step_memory_gib"], train_masters["plan_gib"],
+                     train_masters["plan_over_measured"], train_masters["logp_max_abs_diff_vs_fp32_weights"])))
 if decode:
     line = "%.3f ms/step on the device, %.0f tok/s, %.1f%% of the HBM bound (goal >= 50%%)" % (
         decode["step_ms"], decode["tokens_per_s"], 100 * decode["fraction_of_hbm_bound"])

@@ -9,11 +9,16 @@
 // (model/memory_plan.h: every kind but the KV cache, the KL reference and the sampler's logits,
 // which this step does not allocate). `--config=models/qwen2.5-coder-1.5b/config.json` runs that
 // model's shapes with random weights instead of the ~124M model (at T = 2048: the issue's
-// 1.5B-class step).
+// 1.5B-class step). `--masters=optimizer` runs it as optim.master_weights = optimizer does: the
+// model keeps its matrices in bf16 only (cuda/bf16_weights.h), AdamW updates fp32 masters of all
+// of them (one rank: the whole shard) and writes them back rounded; after the timed steps it
+// checks that such a model's log-probabilities are those of an fp32 model holding the same
+// values (the GEMMs read the same bf16 either way), and reports the largest difference.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -35,6 +40,10 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
   if (steps < 1) return invalid_input("--steps must be at least 1 (the median of the timed steps)");
   LEAP_ASSIGN_OR_RETURN(double peak_tflops, args.number("peak_tflops"));
   const std::string& config_path = args.str("config");
+  const std::string& masters_at = args.str("masters");
+  if (masters_at != "replica" && masters_at != "optimizer")
+    return invalid_input("--masters must be replica or optimizer, not '" + masters_at + "'");
+  const bool bf16_matrices = masters_at == "optimizer";
   model::ModelConfig cfg = bench_model_config();
   if (!config_path.empty()) {
     LEAP_ASSIGN_OR_RETURN(cfg, model::read_model_config(config_path));
@@ -44,11 +53,18 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
   size_t free_before = 0, total_b = 0;
   CUDA_CHECK(cudaDeviceSynchronize());
   cudaMemGetInfo(&free_before, &total_b);
-  model::Transformer m(cfg, be);
+  model::Transformer m(
+      cfg, be, model::GradientBuffer::kFlat,
+      bf16_matrices ? model::WeightStorage::kBf16Matrices : model::WeightStorage::kFp32);
   m.init_random(1);
   const size_t P = m.num_params();
   float* adam_m = be.alloc_floats(P);
   float* adam_v = be.alloc_floats(P);
+  float* masters = nullptr;  // AdamW's fp32 masters beside bf16 matrices
+  if (bf16_matrices) {
+    masters = be.alloc_floats(P);
+    be.copy(masters, m.params(), P);
+  }
 
   Rng rng(7);
   std::vector<std::vector<int32_t>> seqs(static_cast<size_t>(B), std::vector<int32_t>(T));
@@ -64,8 +80,9 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
     m.backward(dlogp.data());
     const double norm = std::sqrt(be.sum_squares(m.grads(), P));
     const float scale = norm > 1.0 ? static_cast<float>(1.0 / norm) : 1.0f;
-    be.adamw_update(m.params(), adam_m, adam_v, m.grads(), P, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f,
-                    scale, t);
+    be.adamw_update(masters ? masters : m.params(), adam_m, adam_v, m.grads(), P, 3e-4f, 0.9f,
+                    0.95f, 1e-8f, 0.1f, scale, t);
+    if (masters) be.copy(m.params(), masters, P);  // AdamW::publish_masters
     CUDA_CHECK(cudaStreamSynchronize(ctx->compute()));
   };
   step(1);  // warm-up: allocations, cuBLASLt plans, bf16 weight copies
@@ -93,11 +110,25 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
   in.backend = "cuda";
   in.micro_batch_seqs = static_cast<int>(B);
   in.train_tokens = T;
+  in.masters_in_optimizer = bf16_matrices;
   const model::MemoryPlan plan = model::plan_policy_rank(in);
   uint64_t planned = 0;
   for (const auto& item : plan.items)
     if (item.kind != "kv_cache" && item.kind != "kl_reference") planned += item.bytes;
   planned -= (uint64_t{32} << 20) + 4 * static_cast<uint64_t>(B) * cfg.vocab_size;  // workspace, sampler logits
+  // The bf16 matrices against an fp32 model holding the same values: the same log-probabilities.
+  double logp_diff = -1;
+  if (bf16_matrices) {
+    model::Transformer fp32(cfg, be);
+    be.copy(fp32.params(), m.params(), P);
+    std::vector<float> again(logp.size());
+    Status st = m.forward(batch, logp.data());
+    if (st.is_ok()) st = fp32.forward(batch, again.data());
+    LEAP_CHECK(st.is_ok(), st.message());
+    logp_diff = 0;
+    for (size_t i = 0; i < logp.size(); ++i)
+      logp_diff = std::max(logp_diff, std::fabs(double(logp[i]) - again[i]));
+  }
   const double measured_gib = static_cast<double>(free_before - free_b) / (1 << 30);
   const double planned_gib = static_cast<double>(planned) / (1 << 30);
   JsonRecord r;
@@ -115,7 +146,9 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
       .set("step_memory_gib", measured_gib)
       .set("plan_gib", planned_gib)
       .set("plan_over_measured", planned_gib / measured_gib)
-      .set("gemm_plans", static_cast<long long>(be.gemm().plans()));
+      .set("gemm_plans", static_cast<long long>(be.gemm().plans()))
+      .set("masters", masters_at);
+  if (bf16_matrices) r.set("logp_max_abs_diff_vs_fp32_weights", logp_diff);
   std::fprintf(
       stderr,
       "train step: %.1fM params, B=%lld T=%lld: %.1f ms (%.0f tok/s), %.0f TFLOP/s, MFU %.1f%%; memory %.2f GiB, "
@@ -123,6 +156,7 @@ Expected<JsonRecord> run_train(const CheckArgs& args) {
       P / 1e6, B, T, med, tokens / (med * 1e-3), tflops, 100 * tflops / peak_tflops, measured_gib, planned_gib);
   be.free_floats(adam_m);
   be.free_floats(adam_v);
+  be.free_floats(masters);
   return r;
 }
 

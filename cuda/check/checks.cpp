@@ -20,14 +20,18 @@ std::vector<CheckSpec> all_checks() {
                  {{"tokens", "8192", "rows N = B*T"}},
                  run_gemm});
 #ifdef LEAP_CHECK_HAS_MODEL
-  out.push_back({"train",
-                 "training step of a ~124M-parameter (or 1.5B) model: time, tokens/s, MFU, memory against leap plan",
-                 {{"config", "", "a model's config.json (random weights); empty: the ~124M benchmark model"},
-                  {"batch", "8", "sequences B"},
-                  {"seq", "1024", "sequence length T"},
-                  {"steps", "5", "timed steps (after one warm-up)"},
-                  {"peak_tflops", "989", "dense bf16 peak of the GPU (H100/H200 SXM: 989)"}},
-                 run_train});
+  out.push_back(
+      {"train",
+       "training step of a ~124M-parameter (or 1.5B) model: time, tokens/s, MFU, memory against "
+       "leap plan",
+       {{"config", "", "a model's config.json (random weights); empty: the ~124M benchmark model"},
+        {"batch", "8", "sequences B"},
+        {"seq", "1024", "sequence length T"},
+        {"steps", "5", "timed steps (after one warm-up)"},
+        {"peak_tflops", "989", "dense bf16 peak of the GPU (H100/H200 SXM: 989)"},
+        {"masters", "replica",
+         "replica (fp32 weights) or optimizer (bf16 matrices, fp32 masters apart)"}},
+       run_train});
   out.push_back({"decode",
                  "KV-cache decode at batch 64: time per token, against the HBM bound",
                  {{"batch", "64", "sequences decoded together"},

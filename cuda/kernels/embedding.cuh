@@ -1,5 +1,5 @@
-// Token embedding of the CPU backend: out (N, C) = wte[tokens[n]] (T storage), and its backward
-// into the fp32 table gradient dwte (V, C), ACCUMULATED.
+// Token embedding of the CUDA backend: out (N, C) = wte[tokens[n]] (T storage; the table T or
+// bf16), and its backward into the fp32 table gradient dwte (V, C), ACCUMULATED.
 //
 // The backward is deterministic without atomics: rows that share a token are summed by one
 // thread per channel, in row order. The host groups the rows by token first (it has the tokens
@@ -21,12 +21,15 @@ namespace leap::cuda::kernels {
 
 constexpr int kEmbeddingBackwardThreads = 256;
 
-template <class T>
-__global__ void embedding_forward(T* out, const int* tokens, const T* wte, int N, int C) {
+// The table may be stored in another type W than the output (a model whose matrices are kept
+// in bf16 only: optim.master_weights = optimizer); the row is converted exactly when W is
+// narrower than T.
+template <class T, class W = T>
+__global__ void embedding_forward(T* out, const int* tokens, const W* wte, int N, int C) {
   const u64 n_elems = static_cast<u64>(N) * C;
   for (u64 i = grid_first(); i < n_elems; i += grid_stride()) {
     const u64 n = i / C, c = i % C;
-    out[i] = wte[static_cast<u64>(tokens[n]) * C + c];
+    out[i] = from_float<T>(to_float(wte[static_cast<u64>(tokens[n]) * C + c]));
   }
 }
 

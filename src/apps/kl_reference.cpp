@@ -45,8 +45,10 @@ Status check_kl_reference(const nlohmann::json& state, const std::string& checkp
   if (hash != ref->hash())
     return invalid_input(fmt::format(
         "{}/state.json: the run was trained with the KL reference {} (hash {}), but this run's "
-        "reference is {} "
-        "(hash {}): resume with --rl.kl_reference pointing at the run's reference weights",
+        "reference is {} (hash {}): resume with --rl.kl_reference pointing at the run's reference "
+        "weights (a reference copied from the starting policy also changes with "
+        "optim.master_weights, since optimizer keeps the matrices in bf16: resume with the run's "
+        "setting)",
         checkpoint, path, hash, ref->source(), ref->hash()));
   if (path != ref->source())
     log.info("KL reference {} has the checkpoint's weights (hash {}), recorded as {}",

@@ -116,6 +116,9 @@ std::vector<Remedy> remedies(const model::PlanInput& in) {
   };
   if (in.trains && in.zero_stage < 2 && in.policy_ranks > 1)
     add("optim.zero_stage", "2", [](model::PlanInput& x) { x.zero_stage = 2; });
+  if (!in.masters_in_optimizer && in.backend == "cuda")
+    add("optim.master_weights", "optimizer",
+        [](model::PlanInput& x) { x.masters_in_optimizer = true; });
   if (!in.activation_checkpointing)
     add("train.activation_checkpointing", "true", [](model::PlanInput& x) { x.activation_checkpointing = true; });
   if (in.micro_batch_seqs > 1)
@@ -174,6 +177,8 @@ int run_plan(const std::vector<std::string>& args) {
   in.zero_stage = in.trains ? c.optim.zero_stage : 0;  // an evaluation builds no shard
   in.policy_ranks = p.ranks;
   in.grad_comm_bf16 = c.optim.grad_comm_dtype == "bf16";
+  // As rank_setup.cpp builds it: an evaluation keeps the weights as training would.
+  in.masters_in_optimizer = c.optim.masters_in_optimizer();
   const model::MemoryPlan plan = model::plan_policy_rank(in);
   const int generation_batch = std::max(1, in.generation_batch_seqs > 0 ? in.generation_batch_seqs : in.micro_batch_seqs);
   const uint64_t limit = static_cast<uint64_t>(p.gpu_memory_gib * 1073741824.0);
@@ -197,6 +202,7 @@ int run_plan(const std::vector<std::string>& args) {
     // An evaluation builds no ZeRO shard and trains no sequence: what only training has is left
     // out, rather than reported with values no evaluation uses.
     if (in.trains) j["zero_stage"] = in.zero_stage;
+    j["master_weights"] = in.masters_in_optimizer ? "optimizer" : "replica";
     j["activation_checkpointing"] = in.activation_checkpointing;  // the prefill's arena too
     j["micro_batch_seqs"] = in.micro_batch_seqs;
     j["generation_batch_seqs"] = generation_batch;
@@ -232,10 +238,13 @@ int run_plan(const std::vector<std::string>& args) {
   }
 
   if (in.trains)
-    std::printf("memory plan of one policy rank: %s (%s, %llu parameters), backend %s, %d policy "
-                "rank(s), ZeRO stage %d\n",
-                c.model.path.c_str(), mc->model_type.c_str(),
-                static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks, in.zero_stage);
+    std::printf(
+        "memory plan of one policy rank: %s (%s, %llu parameters), backend %s, %d policy "
+        "rank(s), ZeRO stage %d, fp32 master weights %s\n",
+        c.model.path.c_str(), mc->model_type.c_str(),
+        static_cast<unsigned long long>(plan.parameters), in.backend.c_str(), p.ranks,
+        in.zero_stage,
+        in.masters_in_optimizer ? "in the optimizer state" : "as the weights (a replica)");
   else
     std::printf("memory plan of one policy rank of leap eval: %s (%s, %llu parameters), backend %s\n",
                 c.model.path.c_str(), mc->model_type.c_str(),
@@ -258,6 +267,12 @@ int run_plan(const std::vector<std::string>& args) {
     std::printf("note: optim.zero_stage = %d on backend.name = %s uses NCCL's reduce-scatter and all-gather, "
                 "which have run on one GPU only, one rank (the same steps are checked over MPI on the CPU)\n",
                 in.zero_stage, in.backend.c_str());
+  if (in.masters_in_optimizer && in.backend != "cpu")
+    std::printf(
+        "note: optim.master_weights = optimizer on backend.name = %s keeps the matrices in bf16 "
+        "only (CUDA virtual memory), which has not run on a GPU (the same steps are checked on "
+        "the CPU)\n",
+        in.backend.c_str());
   if (fits)
     std::printf("fits: yes, %s of %s GiB per device\n", gib(plan.total).c_str(), gib(limit).c_str());
   else

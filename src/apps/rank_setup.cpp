@@ -40,12 +40,18 @@ Status build_model(const TrainConfig& c, int threads, int device, PolicyUse use,
   p->cuda = std::move(be.cuda);
 #endif
   p->backend = std::move(be.backend);
+  // optim.master_weights = optimizer: the matrices in bf16 only, the fp32 masters in AdamW's
+  // shard. An evaluation follows the same setting (it has no masters: its weights are bf16).
+  const model::WeightStorage storage = c.optim.masters_in_optimizer()
+                                           ? model::WeightStorage::kBf16Matrices
+                                           : model::WeightStorage::kFp32;
   if (c.train.random_init) {
     LEAP_ASSIGN_OR_RETURN(auto cfg, model::read_folder_config(c.model.path));
-    p->model = std::make_unique<model::Transformer>(cfg, *p->backend, gradient);
+    p->model = std::make_unique<model::Transformer>(cfg, *p->backend, gradient, storage);
     p->model->init_random(static_cast<uint64_t>(c.app.run.seed));
   } else {
-    LEAP_ASSIGN_OR_RETURN(p->model, model::load_model(c.model.path, *p->backend, gradient));
+    LEAP_ASSIGN_OR_RETURN(p->model,
+                          model::load_model(c.model.path, *p->backend, gradient, storage));
   }
   p->model->set_logits_chunk_bytes(static_cast<size_t>(c.model.logits_chunk_mib) << 20);
   p->model->set_activation_checkpointing(c.train.activation_checkpointing);
@@ -186,7 +192,12 @@ std::string describe_policy_state(const PolicyState& p) {
                          : p.model->gradient_stream() ? "streamed into ZeRO stage 2's shards"
                                                       : "none";
   const char* optimizer = !p.optimizer ? "none" : p.zero ? "this rank's shard" : "all";
-  return fmt::format("{} parameters, gradient {}, optimizer state {}", p.model->num_params(), gradient, optimizer);
+  const char* weights =
+      p.model->weight_storage() == model::WeightStorage::kBf16Matrices
+          ? (p.optimizer ? "bf16 matrices, fp32 masters in the optimizer state" : "bf16 matrices")
+          : "fp32";
+  return fmt::format("{} parameters, weights {}, gradient {}, optimizer state {}",
+                     p.model->num_params(), weights, gradient, optimizer);
 }
 
 Status build_prompt_format(const TrainConfig& c, const nlohmann::json& resume_state,

@@ -173,6 +173,15 @@ int run_train(const std::vector<std::string>& args) {
     LEAP_RETURN_IF_ERROR(c.rl.validate());
     if (c.train.mode == "rl") LEAP_RETURN_IF_ERROR(c.rl.validate_dcp_expands());
     LEAP_RETURN_IF_ERROR(c.sampler.validate());
+    // An fp32 export of a model whose matrices are bf16 would write their rounding as if it
+    // were fp32 (the exact masters are in the checkpoints' rank-state files).
+    if (c.train.mode == "sft" && !c.sft.save_to.empty() && c.sft.save_dtype == "f32" &&
+        c.optim.masters_in_optimizer())
+      return invalid_input(
+          "option 'sft.save_dtype' = f32 with 'optim.master_weights' = optimizer: the model's "
+          "matrices are bf16 (the fp32 masters are the optimizer's, in each checkpoint's "
+          "optimizer-rank*.safetensors), so an fp32 export would only widen them; set "
+          "--sft.save_dtype bf16, or --optim.master_weights replica");
     return c.optim.validate();
   };
   if (int rc = parse_or_exit("train", "[--config FILE.ini] [--section.key=value ...]", args, opts, validate); rc >= 0)

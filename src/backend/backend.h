@@ -64,6 +64,15 @@ class Backend {
   virtual void round_to_bf16(float* dst, const float* src, size_t n) = 0;
   virtual void widen_from_bf16(float* dst, const float* src, size_t n) = 0;
 
+  // ---- a model's weights with bf16 matrices (optim.master_weights = optimizer) --------------
+  // A buffer of n floats (freed with free_floats) whose first `bf16_floats` hold bf16 values
+  // only: every write into that part (zero, copy, upload, adamw_update) rounds what it writes to
+  // nearest even; reads see the rounded values. The fp32 masters then live in the optimizer. The
+  // CUDA backend stores that part as bf16 alone, which is what its GEMMs read (the compute
+  // copies become the only copy: half the bytes, no fp32 replica); the CPU keeps fp32 floats
+  // holding bf16 values, so it computes with the same weights and checks the logic.
+  virtual float* alloc_weights(size_t n, size_t bf16_floats) = 0;
+
   // ---- matmul: out (N, OC) = inp (N, IC) @ weight (OC, IC)^T + bias (OC); bias may be null ---
   virtual void matmul_forward(float* out, const float* inp, const float* weight, const float* bias,
                               int N, int IC, int OC) = 0;

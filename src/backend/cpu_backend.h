@@ -5,6 +5,9 @@
 // static OpenMP schedules, so a rerun with the same thread count is bit-identical.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "backend/backend.h"
 
 namespace leap::backend {
@@ -18,6 +21,7 @@ class CpuBackend final : public Backend {
   void bind_calling_thread() override;
 
   float* alloc_floats(size_t n) override;
+  float* alloc_weights(size_t n, size_t bf16_floats) override;
   void free_floats(float* p) override;
   void zero(float* p, size_t n) override;
   void copy(float* dst, const float* src, size_t n) override;
@@ -75,7 +79,11 @@ class CpuBackend final : public Backend {
                     int t) override;
 
  private:
+  // Rounds [p, p + n)'s floats that lie in a buffer's bf16 part (alloc_weights) to bf16 values.
+  void round_bf16_parts(float* p, size_t n) const;
+
   int threads_ = 0;
+  std::vector<std::pair<float*, size_t>> bf16_parts_;  // alloc_weights' buffers: start, bf16 floats
 };
 
 }  // namespace leap::backend

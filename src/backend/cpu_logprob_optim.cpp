@@ -69,6 +69,7 @@ void CpuBackend::adamw_update(float* params, float* m, float* v, const float* gr
     float p = params[i] * decay;
     params[i] = p - step * m[i] / (std::sqrt(v[i]) / bc2_sqrt + eps);
   }
+  round_bf16_parts(params, n);
 }
 
 }  // namespace leap::backend

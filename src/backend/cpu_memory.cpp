@@ -2,6 +2,7 @@
 // rows start on cache lines and vector loads never split them.
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -35,9 +36,28 @@ float* CpuBackend::alloc_floats(size_t n) {
   return static_cast<float*>(p);
 }
 
+float* CpuBackend::alloc_weights(size_t n, size_t bf16_floats) {
+  LEAP_CHECK(bf16_floats <= n,
+             "alloc_weights: a bf16 part of " << bf16_floats << " floats in a buffer of " << n);
+  float* p = alloc_floats(n);
+  if (bf16_floats > 0) bf16_parts_.emplace_back(p, bf16_floats);
+  return p;
+}
+
 void CpuBackend::free_floats(float* p) {
+  if (p == nullptr) return;
+  std::erase_if(bf16_parts_, [p](const auto& part) { return part.first == p; });
   std::free(p);
 }
+
+void CpuBackend::round_bf16_parts(float* p, size_t n) const {
+  for (const auto& [start, count] : bf16_parts_) {
+    float* lo = std::max(p, start);
+    float* hi = std::min(p + n, start + count);
+    for (float* x = lo; x < hi; ++x) *x = bf16_to_f32(f32_to_bf16(*x));
+  }
+}
+
 void CpuBackend::zero(float* p, size_t n) {
   std::memset(p, 0, n * sizeof(float));
 }
@@ -47,6 +67,7 @@ void CpuBackend::copy(float* dst, const float* src, size_t n) {
   const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src), bytes = n * sizeof(float);
   LEAP_CHECK(d == s || d + bytes <= s || s + bytes <= d, "Backend::copy of overlapping ranges");
   std::memmove(dst, src, n * sizeof(float));
+  round_bf16_parts(dst, n);
 }
 void CpuBackend::upload(float* dst, const float* host, size_t n) {
   copy(dst, host, n);

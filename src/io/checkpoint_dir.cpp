@@ -288,7 +288,12 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
   // sharded optimizer keeps the parts of each tensor that its shard holds (compact, in order).
   const bool host = model.backend().host_memory();
   const bool sharded = optimizer.state_floats() != model.num_params();
-  const auto& shard = optimizer.shard();
+  // The fp32 masters (a model with bf16 matrices) from the checkpoint's fp32 weights, exactly.
+  if (optimizer.masters())
+    LEAP_RETURN_IF_ERROR(
+        model::stream_weights(dir, model, [&](const model::TensorInfo& t, const float* data) {
+          optimizer.upload_state(optimizer.masters(), t.offset, data, t.numel);
+        }));
   std::vector<float> stage;
   for (const auto& t : model.layout().tensors()) {
     for (auto [suffix, base] : {std::pair{".exp_avg", optimizer.m()}, std::pair{".exp_avg_sq", optimizer.v()}}) {
@@ -301,17 +306,7 @@ Expected<nlohmann::json> load_checkpoint(const std::string& dir, model::Transfor
       }
       stage.resize(t.numel);
       LEAP_RETURN_IF_ERROR(opt->read_f32(name, t.shape, stage.data()));
-      if (!sharded) {
-        model.backend().upload(base + t.offset, stage.data(), t.numel);
-        continue;
-      }
-      for (size_t k = 0; k < shard.size(); ++k) {
-        const auto [off, n] = shard[k];
-        const size_t lo = std::max(off, t.offset), hi = std::min(off + n, t.offset + t.numel);
-        if (lo < hi)
-          model.backend().upload(base + optimizer.state_offset(k) + (lo - off), stage.data() + (lo - t.offset),
-                                 hi - lo);
-      }
+      optimizer.upload_state(base, t.offset, stage.data(), t.numel);
     }
   }
   return read_state(dir, optimizer);

@@ -75,9 +75,11 @@ Status write_rank_state(const std::string& dir, int rank, int world, const model
     for (const auto& [off, n] : ranges) {
       LEAP_CHECK(off + n <= P);
       tensors.push_back({fmt::format("{}{}", kKinds[kind], off), {static_cast<int64_t>(n)}, nullptr});
-      sources.push_back(kind == 0   ? model.params() + off
-                        : kind == 1 ? optimizer.m() + moment_offset(optimizer, P, off, n)
-                                    : optimizer.v() + moment_offset(optimizer, P, off, n));
+      // The masters: the model's fp32 weights, or the optimizer's (a model with bf16 matrices).
+      const float* state = kind == 0   ? optimizer.masters()
+                           : kind == 1 ? optimizer.m()
+                                       : optimizer.v();
+      sources.push_back(state ? state + moment_offset(optimizer, P, off, n) : model.params() + off);
     }
   }
   backend::Backend& be = model.backend();
@@ -148,42 +150,35 @@ Status load_rank_states(const std::string& dir, model::Transformer& model, model
         "{}: the rank-state files hold {} parameters, the model has {}: the checkpoint is of another model "
         "(compare its config.json with the model's)",
         dir, covered, P));
-  // Weights: every range, into the model. Moments: every range on a replicated optimizer; the
-  // parts of the ranges this shard holds on a sharded one.
+  // Weights: every range, into the model (or, for a caller that all-gathers them, the parts of
+  // the ranges this shard holds). Moments, and masters kept by the optimizer: the parts of the
+  // ranges the shard holds, compact (every range, on a replicated optimizer).
   backend::Backend& be = model.backend();
-  const bool replicated = optimizer.state_floats() == P;
-  weights_of_shard_only = weights_of_shard_only && !replicated;  // a shard of everything (1 rank)
-  const auto& shard = optimizer.shard();
+  weights_of_shard_only =
+      weights_of_shard_only && optimizer.state_floats() != P;  // not a 1-rank shard
   std::vector<float> stage;
   for (const auto& s : stored) {
     const std::vector<int64_t> shape{static_cast<int64_t>(s.count)};
     for (int kind = 0; kind < 3; ++kind) {
       const std::string name = fmt::format("{}{}", kKinds[kind], s.offset);
-      float* base = kind == 0 ? model.params() : kind == 1 ? optimizer.m() : optimizer.v();
-      if (kind == 0 ? !weights_of_shard_only : replicated) {
-        if (be.host_memory()) {
-          LEAP_RETURN_IF_ERROR(s.file->read_f32(name, shape, base + s.offset));
-          continue;
+      float* state = kind == 0 ? optimizer.masters() : kind == 1 ? optimizer.m() : optimizer.v();
+      const bool into_weights = kind == 0 && !weights_of_shard_only;
+      const bool in_shard =
+          std::any_of(optimizer.shard().begin(), optimizer.shard().end(), [&](const auto& r) {
+            return r.first < s.offset + s.count && s.offset < r.first + r.second;
+          });
+      if (!into_weights && !in_shard) continue;
+      stage.resize(s.count);
+      LEAP_RETURN_IF_ERROR(s.file->read_f32(name, shape, stage.data()));
+      if (into_weights) be.upload(model.params() + s.offset, stage.data(), s.count);
+      if (kind == 0 && weights_of_shard_only) {
+        // The weights of the shard at their place in the flat buffer.
+        for (const auto& [off, n] : optimizer.shard()) {
+          const size_t lo = std::max(off, s.offset), hi = std::min(off + n, s.offset + s.count);
+          if (lo < hi) be.upload(model.params() + lo, stage.data() + (lo - s.offset), hi - lo);
         }
-        stage.resize(s.count);
-        LEAP_RETURN_IF_ERROR(s.file->read_f32(name, shape, stage.data()));
-        be.upload(base + s.offset, stage.data(), s.count);
-        continue;
       }
-      bool read = false;
-      for (size_t k = 0; k < shard.size(); ++k) {
-        const auto [off, n] = shard[k];
-        const size_t lo = std::max(off, s.offset), hi = std::min(off + n, s.offset + s.count);
-        if (lo >= hi) continue;
-        if (!read) {
-          stage.resize(s.count);
-          LEAP_RETURN_IF_ERROR(s.file->read_f32(name, shape, stage.data()));
-          read = true;
-        }
-        // The weights at their place in the flat buffer; the moments compact, range after range.
-        float* to = kind == 0 ? base + lo : base + optimizer.state_offset(k) + (lo - off);
-        be.upload(to, stage.data() + (lo - s.offset), hi - lo);
-      }
+      if (state) optimizer.upload_state(state, s.offset, stage.data(), s.count);
     }
   }
   return Status::ok();

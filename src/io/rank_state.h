@@ -1,7 +1,8 @@
 // A checkpoint's exact training state, one file per policy rank (docs/design.md, Checkpoints):
 // RUN/checkpoints/step_N/optimizer-rankRRRRR-of-NNNNN.safetensors holds, for each range
 // (offset, count) of the flat parameter buffer that rank R of N owns, three F32 tensors:
-//   master@OFFSET       the fp32 weights (the model beside them is a bf16 export);
+//   master@OFFSET       the fp32 weights (the model beside them is a bf16 export): the model's
+//                       own, or the optimizer's masters (optim.master_weights = optimizer);
 //   exp_avg@OFFSET      AdamW's first moment;
 //   exp_avg_sq@OFFSET   AdamW's second moment.
 // The ranges are the ZeRO plan's (mpi/zero_shard.h) whatever the stage, so the N ranks write
@@ -36,13 +37,15 @@ Status write_rank_state(const std::string& dir, int rank, int world, const model
 // Whether DIR holds rank-state files (a checkpoint from before them has optimizer.safetensors).
 bool has_rank_states(const std::string& dir);
 
-// Reads every rank-state file of DIR: the fp32 weights into `model` (all of them) and the
-// moments this optimizer holds (its shard, or all). The files must be one complete set
-// (0..N-1 of N) whose ranges cover the buffer exactly once, or it is invalid_input naming the
-// file and the fix. With `weights_of_shard_only` (a sharded optimizer: ZeRO) the weights too are
-// read at the shard's ranges only, and only the stored ranges that overlap the shard are read at
-// all: resumed onto as many ranks, each rank reads its own file, 1/N of the checkpoint, instead
-// of every rank reading every file; the caller all-gathers the rest (mpi::allgather_weights).
+// Reads every rank-state file of DIR: the fp32 weights into `model` (all of them; rounded where
+// its matrices are bf16) and the moments this optimizer holds (its shard, or all), with the fp32
+// masters where the optimizer keeps them (AdamW::masters(), exactly). The files must be one
+// complete set (0..N-1 of N) whose ranges cover the buffer exactly once, or it is invalid_input
+// naming the file and the fix. With `weights_of_shard_only` (a sharded optimizer: ZeRO) the weights
+// too are read at the shard's ranges only, and only the stored ranges that overlap the shard are
+// read at all: resumed onto as many ranks, each rank reads its own file, 1/N of the checkpoint,
+// instead of every rank reading every file; the caller all-gathers the rest
+// (mpi::allgather_weights).
 Status load_rank_states(const std::string& dir, model::Transformer& model, model::AdamW& optimizer,
                         bool weights_of_shard_only = false);
 

@@ -186,9 +186,9 @@ Expected<ModelConfig> read_folder_config(const std::string& dir) {
 }
 
 Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir, backend::Backend& backend,
-                                                  GradientBuffer gradient) {
+                                                  GradientBuffer gradient, WeightStorage storage) {
   LEAP_ASSIGN_OR_RETURN(ModelConfig cfg, read_folder_config(dir));
-  auto model = std::make_unique<Transformer>(cfg, backend, gradient);
+  auto model = std::make_unique<Transformer>(cfg, backend, gradient, storage);
   LEAP_RETURN_IF_ERROR(load_weights(dir, *model));
   return model;
 }

@@ -23,9 +23,11 @@ namespace leap::model {
 Expected<ModelConfig> read_folder_config(const std::string& dir);
 
 // Reads DIR/config.json and the weights into a new Transformer on `backend`, with the gradient
-// buffer `gradient` asks for.
+// buffer `gradient` asks for and the weights stored as `storage` says (bf16 matrices: an fp32
+// checkpoint's matrices are rounded as they load).
 Expected<std::unique_ptr<Transformer>> load_model(const std::string& dir, backend::Backend& backend,
-                                                  GradientBuffer gradient = GradientBuffer::kFlat);
+                                                  GradientBuffer gradient = GradientBuffer::kFlat,
+                                                  WeightStorage storage = WeightStorage::kFp32);
 // Loads the weights of DIR (single file or sharded) into an existing model whose config matches.
 Status load_weights(const std::string& dir, Transformer& model);
 // The checks of load_weights without reading the data: every tensor the config implies is

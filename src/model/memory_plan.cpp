@@ -82,13 +82,35 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
   const ParameterLayout layout(c);
   const uint64_t head_matrix = V * static_cast<uint64_t>(c.hidden_size);
   const uint64_t gemm = layout.decay_size() - (c.tie_word_embeddings ? 0 : head_matrix);
-  const uint64_t layer_matrices = (gemm - head_matrix) / static_cast<uint64_t>(std::max(1, c.num_hidden_layers));
-  add("weights", cuda ? 2 * gemm : 0,
-      cuda ? "bf16 compute copies of the matrices the GEMMs read" : "none: the CPU's GEMMs read the fp32 masters");
-  add("master_weights", 4 * P, fmt::format("{} parameters in fp32, a full replica", P));
+  const uint64_t layer_matrices =
+      (gemm - head_matrix) / static_cast<uint64_t>(std::max(1, c.num_hidden_layers));
   // ZeRO: each bucket split evenly over the ranks, so a rank holds P / ranks floats, plus at most
   // one per piece of the plan (a few hundred floats: not counted).
   const uint64_t R = static_cast<uint64_t>(std::max(1, in.policy_ranks)), shard = (P + R - 1) / R;
+  const bool sharded = in.trains && in.zero_stage >= 1;
+  if (!in.masters_in_optimizer) {
+    add("weights", cuda ? 2 * gemm : 0,
+        cuda ? "bf16 compute copies of the matrices the GEMMs read"
+             : "none: the CPU's GEMMs read the fp32 masters");
+    add("master_weights", 4 * P, fmt::format("{} parameters in fp32, a full replica", P));
+  } else {
+    // cuda/bf16_weights.h: the matrices' bf16 buffer, and the fp32 vectors mapped in pages of
+    // 2 MiB (the granularity of CUDA's virtual memory on current GPUs) from the page that holds
+    // the first of them.
+    const uint64_t nd = layout.decay_size(), page = uint64_t{2} << 20;
+    const uint64_t vectors = ((4 * P + page - 1) / page) * page - (4 * nd / page) * page;
+    add("weights", cuda ? 2 * nd + vectors : 4 * P,
+        cuda ? "every matrix in bf16 (the GEMMs' only copy), the norms and biases in fp32"
+             : "fp32 floats holding the bf16 values of the matrices (the CPU computes in fp32)");
+    if (!in.trains)
+      add("master_weights", 0, "none: sampling only (leap eval)");
+    else
+      add("master_weights", 4 * (sharded ? shard : P),
+          sharded ? fmt::format(
+                        "fp32, in the optimizer state: this rank's 1/{} of them (ZeRO stage {})", R,
+                        in.zero_stage)
+                  : std::string("fp32, in the optimizer state, all of them (ZeRO stage 0)"));
+  }
   if (!in.trains) {
     add("gradients", 0, "none: sampling only (leap eval)");
   } else if (in.zero_stage >= 2) {
@@ -176,6 +198,11 @@ MemoryPlan plan_policy_rank(const PlanInput& in) {
     const uint64_t slot1 = N * std::max({C, I, HD});
     workspace += (uint64_t{32} << 20) + 2 * slot0 + 2 * slot1;
     note += ", the cuBLASLt workspace (32 MiB), bf16 GEMM operands";
+    if (in.masters_in_optimizer) {
+      // Bf16Weights' fp32 staging for loading and reading the bf16 matrices (kStagingFloats).
+      workspace += uint64_t{32} << 20;
+      note += ", the bf16 weights' fp32 staging (32 MiB)";
+    }
     if (in.grad_comm_bf16 && in.trains) {
       // NCCL's bf16 staging (mpi/grad_comm.h): one layer's gradient, at most 2^28 values.
       workspace += 2 * std::min<uint64_t>(ParameterLayout(c).layer_floats(), uint64_t{1} << 28);

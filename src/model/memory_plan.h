@@ -9,7 +9,11 @@
 //    this rank's 1/policy_ranks of them (mpi/zero_shard.h);
 //  - weights: the compute copies the GEMMs read: bf16 on the CUDA backend (compute_copies.h) of
 //    every matrix a GEMM reads (the layers' and the LM head's; not an untied embedding, which is
-//    looked up in fp32, nor the norms and biases), none on the CPU, whose GEMMs read the masters;
+//    looked up in fp32, nor the norms and biases), none on the CPU, whose GEMMs read the masters.
+//    With the masters in the optimizer (optim.master_weights = optimizer) the weights are the
+//    model's own buffer (Backend::alloc_weights): on CUDA every matrix in bf16 (their only copy)
+//    and the norms and biases in fp32, mapped in 2 MiB pages; on the CPU all of it in fp32; and
+//    the master weights are the optimizer's fp32 copy of its shard (none in leap eval);
 //  - activations: the training arena of transformer.cpp for one micro-batch of the longest
 //    sequence, backward scratch included, but without the logits; with activation
 //    checkpointing, the residual stream of every layer and one layer's activations;
@@ -57,6 +61,9 @@ struct PlanInput {
   int zero_stage = 0;                                 // optim.zero_stage
   int policy_ranks = 1;                               // what stages 1 and 2 shard over
   bool grad_comm_bf16 = false;                        // optim.grad_comm_dtype = bf16
+  // optim.master_weights resolved (OptimConfig::masters_in_optimizer): the model keeps its
+  // matrices in bf16 (on CUDA their only copy), the optimizer the fp32 masters of its shard.
+  bool masters_in_optimizer = false;
   bool generates = true;  // RL samples (a KV cache, the sampler's logits rows); SFT never does
   // false: a rank of leap eval, built for sampling only (apps/rank_setup.h): no gradient, no
   // optimizer state, no KL reference, and the activations are the prefill's, a micro-batch of

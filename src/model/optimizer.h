@@ -29,12 +29,17 @@ struct OptimConfig {
   double grad_clip = 1.0;  // max global L2 norm; 0 = no clipping
   int zero_stage = 0;      // 0: replicas; 1: moments sharded (mpi/zero_shard.h); 2: gradients too (mpi/zero_gradients.h)
   std::string grad_comm_dtype = "fp32";  // how gradients travel between policy ranks: fp32 or bf16
+  // Where the fp32 master weights live: "replica" (the model's own fp32 weights, on every rank)
+  // or "optimizer" (in AdamW's state, sharded with it under ZeRO; the model's matrices bf16:
+  // WeightStorage::kBf16Matrices).
+  std::string master_weights = "replica";
 
   // Section [optim].
   void declare(OptionSet& opts);
   // What involves several options: min_lr at most lr, a warm-up that ends before the decay's end.
   Status validate() const;
   backend::LrSchedule schedule() const { return {lr, min_lr, warmup_steps, total_steps}; }
+  bool masters_in_optimizer() const { return master_weights == "optimizer"; }
 };
 
 struct StepStats {
@@ -48,6 +53,10 @@ class AdamW {
   // The moments of every parameter, or with `shard` (ranges (offset, count) of the flat buffer,
   // sorted, disjoint; possibly none) of those floats only: ZeRO stage 1 (mpi/zero_shard.h),
   // where each rank updates its shard. The moments are stored compactly, range after range.
+  // A model with bf16 matrices (WeightStorage::kBf16Matrices) gets fp32 master weights here too,
+  // compact like the moments and copied from the model's weights now (so those of an fp32
+  // checkpoint are its bf16 rounding; a LEAP checkpoint's rank states restore them exactly):
+  // step() updates them and writes them, rounded, into the model's weights at the shard.
   AdamW(const OptimConfig& cfg, Transformer& model,
         std::optional<std::vector<std::pair<size_t, size_t>>> shard = std::nullopt);
   ~AdamW();
@@ -74,6 +83,15 @@ class AdamW {
   const float* m() const { return m_; }
   float* v() { return v_; }
   const float* v() const { return v_; }
+  // The fp32 master weights of the shard (compact like the moments), or null when the model's
+  // own fp32 weights are the masters.
+  float* masters() { return masters_; }
+  const float* masters() const { return masters_; }
+  // Writes the masters, rounded, into the model's weights at the shard (after they were loaded).
+  void publish_masters();
+  // Uploads the parts of the flat floats [offset, offset + n), given in host memory, that the
+  // shard holds into `state` (m(), v() or masters(): compact, range after range).
+  void upload_state(float* state, size_t offset, const float* host, size_t n);
   void set_steps_taken(int t) { t_ = t; }
 
  private:
@@ -84,6 +102,7 @@ class AdamW {
   size_t state_floats_ = 0;
   float* m_ = nullptr;
   float* v_ = nullptr;
+  float* masters_ = nullptr;
   int t_ = 0;
 };
 

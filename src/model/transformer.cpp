@@ -15,10 +15,13 @@
 
 namespace leap::model {
 
-Transformer::Transformer(const ModelConfig& cfg, backend::Backend& backend, GradientBuffer gradient)
-    : cfg_(cfg), layout_(cfg), be_(&backend) {
+Transformer::Transformer(const ModelConfig& cfg, backend::Backend& backend, GradientBuffer gradient,
+                         WeightStorage storage)
+    : cfg_(cfg), layout_(cfg), be_(&backend), storage_(storage) {
   LEAP_CHECK(cfg.validate("model config").is_ok(), cfg.validate("model config").message());
-  params_ = be_->alloc_floats(layout_.total());
+  params_ = storage == WeightStorage::kBf16Matrices
+                ? be_->alloc_weights(layout_.total(), layout_.decay_size())
+                : be_->alloc_floats(layout_.total());
   if (gradient == GradientBuffer::kFlat) grads_ = be_->alloc_floats(layout_.total());
 }
 

@@ -45,9 +45,18 @@ namespace leap::model {
 // not even between its construction and set_gradient_stream() (at 7B, 28 GiB of fp32).
 enum class GradientBuffer { kFlat, kNone };
 
+// How a Transformer stores its weights. kFp32: one fp32 buffer, which is also the optimizer's
+// master copy. kBf16Matrices: the matrices (the layout's decay prefix) hold bf16 values only,
+// the norms and biases fp32 (Backend::alloc_weights: on CUDA the bf16 GEMM copies are the only
+// copy of the matrices); the fp32 master weights live in the optimizer (AdamW::masters(), sharded
+// with ZeRO: optim.master_weights = optimizer).
+enum class WeightStorage { kFp32, kBf16Matrices };
+
 class Transformer {
  public:
-  Transformer(const ModelConfig& cfg, backend::Backend& backend, GradientBuffer gradient = GradientBuffer::kFlat);
+  Transformer(const ModelConfig& cfg, backend::Backend& backend,
+              GradientBuffer gradient = GradientBuffer::kFlat,
+              WeightStorage storage = WeightStorage::kFp32);
   ~Transformer();
   Transformer(const Transformer&) = delete;
   Transformer& operator=(const Transformer&) = delete;
@@ -62,6 +71,7 @@ class Transformer {
   const float* params() const { return params_; }
   float* grads() { return grads_; }
   size_t num_params() const { return layout_.total(); }
+  WeightStorage weight_storage() const { return storage_; }
   ParameterViews param_views() const { return layout_.views(params_); }
   ParameterViews grad_views() const;  // of grads(); not while a gradient stream is set
 
@@ -180,6 +190,7 @@ class Transformer {
   ModelConfig cfg_;
   ParameterLayout layout_;
   backend::Backend* be_;
+  WeightStorage storage_ = WeightStorage::kFp32;
   float* params_ = nullptr;
   float* grads_ = nullptr;
   GradientStream* stream_ = nullptr;

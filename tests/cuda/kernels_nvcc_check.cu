@@ -78,6 +78,8 @@ LEAP_INSTANTIATE_STORAGE(float)
 LEAP_INSTANTIATE_STORAGE(bf16)
 template __global__ void sum_squares_finish<double>(double*, const double*, int);
 template __global__ void gemm_empty_epilogue<float>(float*, const float*, int, int, int, float);
+// The bf16 table of a model whose matrices are kept in bf16 only, looked up into fp32 rows.
+template __global__ void embedding_forward<float, bf16>(float*, const int*, const bf16*, int, int);
 LEAP_INSTANTIATE_ATTENTION(float, 8)
 LEAP_INSTANTIATE_ATTENTION(bf16, 8)
 LEAP_INSTANTIATE_ATTENTION(float, 64)

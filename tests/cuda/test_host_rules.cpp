@@ -1,5 +1,6 @@
 // Host-side rules of the CUDA backend that need no device: which bf16 weight copies a write
-// makes stale (for_each_overlap), which drivers run a build (CUDA's minor-version
+// makes stale (for_each_overlap), where a range lies in a model's bf16-only matrices and how a
+// copy splits there (storage_runs.h), which drivers run a build (CUDA's minor-version
 // compatibility) and the sandbox workers' device lock (DeviceLock). Hand-worked cases.
 #include <gtest/gtest.h>
 
@@ -19,6 +20,7 @@
 #include "cuda/device_lock.h"
 #include "cuda/device_probe.h"
 #include "cuda/range_overlap.h"
+#include "cuda/storage_runs.h"
 
 namespace leap::cuda {
 namespace {
@@ -38,6 +40,51 @@ std::vector<size_t> hits(std::map<const float*, Range> ranges, const float* base
   for (const auto& [p, r] : ranges)
     if (r.hit) out.push_back(static_cast<size_t>(p - base));
   return out;
+}
+
+// Two weight buffers in one arena (at floats 100 and 1000) whose first 50 and 0 floats are bf16.
+struct Part {
+  size_t bf16_floats = 0;
+};
+
+TEST(StorageRuns, Bf16PrefixIsThePartOfTheRangeInABuffersMatrices) {
+  static float arena[2000];
+  const std::map<const float*, Part> buffers = {{arena + 100, {50}}, {arena + 1000, {0}}};
+  auto prefix = [&](size_t at, size_t n) { return bf16_prefix(buffers, arena + at, n).second; };
+  EXPECT_EQ(prefix(0, 200), 0u);     // before every buffer
+  EXPECT_EQ(prefix(100, 10), 10u);   // inside the matrices
+  EXPECT_EQ(prefix(120, 100), 30u);  // runs past their end: the bf16 prefix only
+  EXPECT_EQ(prefix(149, 5), 1u);
+  EXPECT_EQ(prefix(150, 5), 0u);   // the fp32 tail
+  EXPECT_EQ(prefix(1000, 5), 0u);  // a buffer without matrices
+  EXPECT_EQ(bf16_prefix(buffers, arena + 130, 1).first->first, arena + 100);
+}
+
+TEST(StorageRuns, ACopySplitsWhereEitherSideChangesStorage) {
+  static float arena[2000];
+  const std::map<const float*, Part> buffers = {{arena + 100, {50}}, {arena + 500, {20}}};
+  auto prefix = [&](const float* p, size_t n) { return bf16_prefix(buffers, p, n).second; };
+  struct Run {
+    size_t at, n;
+    bool d, s;
+    bool operator==(const Run&) const = default;
+  };
+  auto runs = [&](size_t dst, size_t src, size_t n) {
+    std::vector<Run> out;
+    for_each_storage_run(arena + dst, arena + src, n, prefix,
+                         [&](size_t at, size_t len, bool d, bool s) {
+                           out.push_back({at, len, d, s});
+                         });
+    return out;
+  };
+  // masters (plain fp32 at 1500) into weights at 130: 20 floats rounded, then 10 copied as fp32.
+  EXPECT_EQ(runs(130, 1500, 30), (std::vector<Run>{{0, 20, true, false}, {20, 10, false, false}}));
+  // weights at 135 into weights at 510: bf16 to bf16 for 10, then bf16 into fp32, then fp32.
+  EXPECT_EQ(runs(510, 135, 25),
+            (std::vector<Run>{{0, 10, true, true}, {10, 5, false, true}, {15, 10, false, false}}));
+  // Plain memory on both sides: one run.
+  EXPECT_EQ(runs(1200, 1600, 40), (std::vector<Run>{{0, 40, false, false}}));
+  EXPECT_TRUE(runs(1200, 1600, 0).empty());
 }
 
 TEST(RangeOverlap, AnEarlierLargerRangeIsHitThroughSmallerOnesInside) {

@@ -177,6 +177,25 @@ TYPED_TEST(PointwiseKernels, EmbeddingForwardBackwardWithRepeatedTokens) {
               F32::kTol);
 }
 
+// A model whose matrices are kept in bf16 only (optim.master_weights = optimizer) looks its
+// fp32 rows up in a bf16 table: widened exactly, so the CPU on the rounded table is the answer.
+TEST(EmbeddingKernel, Bf16TableIntoFp32Rows) {
+  if (!sandbox::nvrtc_available()) GTEST_SKIP() << "built without NVRTC";
+  KernelLab lab;
+  backend::CpuBackend cpu{1};
+  const std::string kernel = "embedding_forward<float, __nv_bfloat16>";
+  lab.build("embedding.cuh", {kernel});
+  const int N = 9, C = 301, V = 7;
+  std::vector<int32_t> tokens = {6, 0, 3, 6, 1, 0, 5, 2, 6};
+  auto wte = randn(size_t(V) * C, 20, true);  // bf16 values
+  std::vector<float> out(size_t(N) * C);
+  cpu.embedding_forward(out.data(), tokens.data(), wte.data(), N, C);
+  const uint64_t dtok = lab.put_raw(tokens), dw = lab.put(true, wte);
+  const uint64_t o = lab.put(false, std::vector<float>(out.size()));
+  lab.run(kernel, few_blocks(), Args().ptr(o).ptr(dtok).ptr(dw).add<int>(N).add<int>(C));
+  ASSERT_EQ(lab.get(false, o, out.size()), out);
+}
+
 TYPED_TEST(PointwiseKernels, RmsnormForwardBackward) {
   const bool bf = TypeParam::kBf16;
   this->lab.build("rmsnorm.cuh",

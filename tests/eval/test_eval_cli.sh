@@ -31,7 +31,7 @@ then echo "ok   some samples pass"; else echo "FAIL no sample passed"; fail=1; f
 
 # The policy ranks are built for sampling only: no gradient, no optimizer state (read from what
 # was built; a training-shaped policy held both, 3x the weights).
-check sampling-only-policy 0 "policy: [0-9]+ parameters, gradient none, optimizer state none$" -- "$mpirun_local" 1 "$LEAP" eval \
+check sampling-only-policy 0 "policy: [0-9]+ parameters, weights fp32, gradient none, optimizer state none$" -- "$mpirun_local" 1 "$LEAP" eval \
   --config "$src/configs/demo_v1.ini" --eval.samples 1 --eval.turns 1 --sampler.max_new_tokens 8 --model "$src/models/demo" \
   --suite "$tmp/three.jsonl" --split heldout --eval.k 1 --mpi.sandbox_ranks 0 --output "$tmp/lean.json"
 

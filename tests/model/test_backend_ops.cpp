@@ -340,6 +340,35 @@ TEST_F(Ops, AdamWMatchesHandWorkedStep) {
   EXPECT_NEAR(be.sum_squares(g.data(), 2), 16.25, 1e-12);
 }
 
+// alloc_weights: what is written into the bf16 part holds bf16 values (rounded to nearest even,
+// by hand here), the fp32 tail what was written; a freed buffer's part no longer rounds.
+TEST_F(Ops, WeightsWithABf16PartRoundWhatIsWrittenThere) {
+  const size_t n = 10, part = 6;
+  const float tie = 1.0f + 1.0f / 256;  // halfway between two bf16 values: rounds to even, 1.0
+  const float up = 1.0f + 3.0f / 512;   // above the halfway point: rounds up, 1 + 1/128
+  std::vector<float> host(n, tie);
+  host[1] = up;
+  float* w = be.alloc_weights(n, part);
+  be.upload(w, host.data(), n);
+  EXPECT_EQ(w[0], 1.0f);
+  EXPECT_EQ(w[1], 1.0f + 1.0f / 128);
+  EXPECT_EQ(w[part - 1], 1.0f);
+  EXPECT_EQ(w[part], tie) << "the fp32 tail is rounded";
+  std::vector<float> src(3, up);
+  be.copy(w + part - 2, src.data(), 3);  // across the end of the part
+  EXPECT_EQ(w[part - 2], 1.0f + 1.0f / 128);
+  EXPECT_EQ(w[part], up);
+  std::vector<float> m(2, 0.0f), v(2, 0.0f), g = {0.5f, -4.0f};
+  be.adamw_update(w, m.data(), v.data(), g.data(), 2, 1e-2f, 0.9f, 0.95f, 0.0f, 0.0f, 1.0f, 1);
+  EXPECT_EQ(w[0], bf16_to_f32(f32_to_bf16(w[0])));
+  EXPECT_NE(w[0], 1.0f) << "the update should move the weight by more than half a bf16 step";
+  be.free_floats(w);
+  float* plain = be.alloc_floats(n);  // may reuse the address
+  be.upload(plain, host.data(), n);
+  EXPECT_EQ(plain[0], tie);
+  be.free_floats(plain);
+}
+
 TEST(LrSchedule, WarmupThenCosine) {
   LrSchedule s{.peak_lr = 1.0, .min_lr = 0.1, .warmup_steps = 4, .total_steps = 14};
   EXPECT_DOUBLE_EQ(s.at(1), 0.25);

@@ -11,16 +11,19 @@
 // into a replicated optimizer and into another number of ranks' shards; sft.save_to's export,
 // written by every rank, replaces its folder whole. Gradients communicated
 // in bf16 (optim.grad_comm_dtype) are checked against the roundings they make and against fp32.
+// fp32 masters kept in the optimizer's shard beside bf16 matrices (optim.master_weights =
+// optimizer) are checked against the fp32 step, after a checkpoint too.
 #include <gtest/gtest.h>
 #include <malloc.h>
 #include <mpi.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
+#include <memory>
 #include <string>
 
 #include "backend/cpu_backend.h"
@@ -171,26 +174,170 @@ TEST(ZeroShard, PlanCoversEveryFloatOnceAndEvenly) {
 }
 
 TEST(ZeroShard, ShardedMomentsAreWhatThePlanCounts) {
-  // AdamW's allocation for this rank's shard, as glibc counts it, against leap plan's figure.
+  // AdamW's allocation for this rank's shard, as glibc counts it, against leap plan's figure:
+  // the moments, and with optim.master_weights = optimizer (a model with bf16 matrices) the fp32
+  // masters too.
   const int world = size_of(MPI_COMM_WORLD), rank = rank_of(MPI_COMM_WORLD);
   backend::CpuBackend be(1);
   model::ModelConfig c = tiny_config();
   c.vocab_size = 4096;  // a large enough state for the heap's bookkeeping not to matter
-  model::Transformer m(c, be);
-  const ZeroPlan plan = make_zero_plan(m.layout(), rank, world);
-  const struct mallinfo2 before = mallinfo2();
-  {
+  for (bool masters : {false, true}) {
+    model::Transformer m(
+        c, be, model::GradientBuffer::kFlat,
+        masters ? model::WeightStorage::kBf16Matrices : model::WeightStorage::kFp32);
+    const ZeroPlan plan = make_zero_plan(m.layout(), rank, world);
+    const struct mallinfo2 before = mallinfo2();
     model::AdamW shard(model::OptimConfig{}, m, plan.owned());
+    EXPECT_EQ(shard.masters() != nullptr, masters);
     const struct mallinfo2 after = mallinfo2();
     const double measured = static_cast<double>((after.uordblks + after.hblkhd) - (before.uordblks + before.hblkhd));
     model::PlanInput in;
     in.model = c;
     in.zero_stage = 1;
     in.policy_ranks = world;
+    in.masters_in_optimizer = masters;
     double planned = 0;
     for (const auto& item : model::plan_policy_rank(in).items)
-      if (item.kind == "optimizer_state") planned = static_cast<double>(item.bytes);
-    EXPECT_NEAR(measured, planned, 0.10 * planned) << "rank " << rank << " of " << world;
+      if (item.kind == "optimizer_state" || (masters && item.kind == "master_weights"))
+        planned += static_cast<double>(item.bytes);
+    EXPECT_NEAR(measured, planned, 0.10 * planned)
+        << "rank " << rank << " of " << world << ", masters " << masters;
+  }
+}
+
+// The floats of the shard's compact state (masters, moments) at their flat offsets, 0 elsewhere.
+std::vector<float> spread(const model::AdamW& opt, const float* state, size_t total) {
+  std::vector<float> flat(total, 0.0f);
+  for (size_t k = 0; k < opt.shard().size(); ++k)
+    std::copy(state + opt.state_offset(k), state + opt.state_offset(k) + opt.shard()[k].second,
+              flat.begin() + static_cast<std::ptrdiff_t>(opt.shard()[k].first));
+  return flat;
+}
+
+// optim.master_weights = optimizer: the model keeps its matrices in bf16 only and AdamW keeps the
+// fp32 masters of its shard (stages 1 and 2). From the same bf16 weights, one sharded step gives
+// the masters the replicated fp32 step's weights (bit for bit on 1 and 2 ranks, where the sums
+// run in one order; 1e-6 on more) and the model exactly their rounding. After 20 steps the two
+// runs differ by what computing with bf16 weights changes (printed, bounded), the matrices still
+// hold bf16 values, and every rank has the same weights. A checkpoint restores the masters
+// exactly, into another shard and into a replicated fp32 model alike.
+TEST(ZeroShard, MastersInTheOptimizerBesideBf16Weights) {
+  const MPI_Comm comm = MPI_COMM_WORLD;
+  const int rank = rank_of(comm), world = size_of(comm);
+  backend::CpuBackend be(1);
+  const model::ModelConfig c = tiny_config();
+  const model::OptimConfig oc = Twins::settings();
+  for (int stage : {1, 2}) {
+    model::Transformer replicated(c, be);
+    model::Transformer sharded(
+        c, be, stage == 2 ? model::GradientBuffer::kNone : model::GradientBuffer::kFlat,
+        model::WeightStorage::kBf16Matrices);
+    sharded.init_random(5, 0.1f);
+    const size_t P = sharded.num_params(), nd = sharded.layout().decay_size();
+    auto holds_bf16 = [&](const float* w) {
+      size_t off = 0;
+      for (size_t i = 0; i < nd; ++i) off += w[i] != bf16_to_f32(f32_to_bf16(w[i]));
+      return off;
+    };
+    EXPECT_EQ(holds_bf16(sharded.params()), 0u) << "init_random's matrices are not rounded";
+    size_t vectors_kept = 0;
+    for (size_t i = nd; i < P; ++i)
+      vectors_kept += sharded.params()[i] == 1.0f || sharded.params()[i] == 0.0f;
+    EXPECT_EQ(vectors_kept, P - nd) << "the norms and biases are fp32";
+    be.copy(replicated.params(), sharded.params(), P);  // the same (bf16) starting weights
+    const ZeroPlan plan = make_zero_plan(sharded.layout(), rank, world, 700);
+    MpiShardCollectives collectives(comm);
+    model::AdamW full(oc, replicated), shard(oc, sharded, plan.owned());
+    ASSERT_EQ(full.masters(), nullptr);
+    ASSERT_NE(shard.masters(), nullptr);
+    std::unique_ptr<ShardedGradients> grads;
+    if (stage == 2) {
+      grads = std::make_unique<ShardedGradients>(plan, sharded.layout(), be, collectives);
+      sharded.set_gradient_stream(grads.get());
+    }
+    double after_last = 0;
+    for (int step = 0; step < 20; ++step) {
+      gradient(replicated, rank, step);
+      allreduce_sum(replicated.grads(), P, comm);
+      full.step();
+      sharded.zero_grad();
+      backward_pass(sharded, rank, step);
+      if (stage == 1)
+        zero1_step(sharded, shard, plan, collectives);
+      else
+        zero2_step(sharded, shard, plan, collectives);
+      if (step == 0) {
+        const std::vector<float> masters = spread(shard, shard.masters(), P);
+        double num = 0, den = 0;
+        size_t not_rounding = 0;
+        for (const auto& [off, n] : plan.owned())
+          for (size_t i = off; i < off + n; ++i) {
+            const double d = static_cast<double>(masters[i]) - replicated.params()[i];
+            num += d * d;
+            den += static_cast<double>(replicated.params()[i]) * replicated.params()[i];
+            const float want = i < nd ? bf16_to_f32(f32_to_bf16(masters[i])) : masters[i];
+            not_rounding += sharded.params()[i] != want;
+          }
+        num = allreduce_sum(num, comm);
+        den = allreduce_sum(den, comm);
+        if (world <= 2) {
+          EXPECT_EQ(num, 0.0) << "stage " << stage
+                              << ": the masters are not the replicated step's weights";
+        }
+        EXPECT_LE(std::sqrt(num / den), 1e-6) << "stage " << stage;
+        EXPECT_EQ(not_rounding, 0u)
+            << "stage " << stage << ": the model does not hold the masters' rounding";
+        EXPECT_GT(rel_diff(replicated.params(), sharded.params(), P).first, 0.0)
+            << "nothing was rounded";
+      }
+      after_last = rel_diff(replicated.params(), sharded.params(), P).first;
+    }
+    EXPECT_EQ(holds_bf16(sharded.params()), 0u)
+        << "stage " << stage << ": a matrix holds a value bf16 has not";
+    EXPECT_TRUE(check_replicas_identical(sharded.params(), P, comm).is_ok());
+    if (rank == 0)
+      std::printf(
+          "masters in the optimizer, bf16 weights, stage %d, %d rank(s): relative error to the "
+          "fp32 replicated run %.3g after 20 steps\n",
+          stage, world, after_last);
+    EXPECT_LE(after_last, 1e-2) << "stage " << stage;
+    if (stage == 2) continue;
+
+    // The checkpoint: every rank writes its masters; read back into the same shard (the masters
+    // exactly, the weights their rounding), and into a replicated fp32 model (the masters are its
+    // weights, exactly).
+    auto run =
+        from_root(rank == 0 ? Expected<std::string>(::testing::TempDir() + "/leap_masters_ckpt_" +
+                                                    std::to_string(::getpid()))
+                            : Expected<std::string>(std::string()),
+                  comm);
+    ASSERT_TRUE(run.has_value());
+    const io::CheckpointRequest req{*run, 20, nlohmann::json::object(), 1, "", 4096};
+    const Status written = write_checkpoint(comm, &req, sharded, shard, &plan);
+    ASSERT_TRUE(written.is_ok()) << written.message();
+    MPI_Barrier(comm);
+    const std::string dir = *run + "/checkpoints/" + io::checkpoint_dir_name(20);
+    model::Transformer again(c, be, model::GradientBuffer::kFlat,
+                             model::WeightStorage::kBf16Matrices);
+    model::AdamW again_opt(oc, again, plan.owned());
+    auto st = io::load_checkpoint(dir, again, again_opt);
+    ASSERT_TRUE(st.has_value()) << st.status().message();
+    EXPECT_TRUE(std::equal(again.params(), again.params() + P, sharded.params()));
+    EXPECT_TRUE(std::equal(again_opt.masters(), again_opt.masters() + again_opt.state_floats(),
+                           shard.masters()));
+    EXPECT_TRUE(std::equal(again_opt.m(), again_opt.m() + again_opt.state_floats(), shard.m()));
+    model::Transformer fp32(c, be);
+    model::AdamW fp32_opt(oc, fp32);
+    st = io::load_checkpoint(dir, fp32, fp32_opt);
+    ASSERT_TRUE(st.has_value()) << st.status().message();
+    const std::vector<float> masters = spread(shard, shard.masters(), P);
+    size_t differ = 0;
+    for (const auto& [off, n] : plan.owned())
+      for (size_t i = off; i < off + n; ++i) differ += fp32.params()[i] != masters[i];
+    EXPECT_EQ(differ, 0u) << "the checkpoint's fp32 weights are not the masters";
+    MPI_Barrier(comm);
+    if (rank == 0) std::filesystem::remove_all(*run);
+    MPI_Barrier(comm);
   }
 }
 

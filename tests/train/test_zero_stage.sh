@@ -14,6 +14,8 @@
 # With one sequence a micro-batch (the ranks then run 2 backward passes each, summed over the ranks
 # pass by pass) it must agree with stage 0 to 1e-6 in relative error, in SFT and in RL.
 # bf16 gradient communication (optim.grad_comm_dtype = bf16) at stages 0, 1 and 2: close to fp32.
+# fp32 masters kept by the optimizer beside bf16 matrices (optim.master_weights = optimizer):
+# resumed bit for bit, close to fp32.
 # Each stage's start-up line says what its ranks hold: stage 2 never a flat gradient.
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -58,12 +60,29 @@ run rl-stage1 3 "${rl[@]}" "${even[@]}" --run.out_dir "$tmp/r1" --optim.zero_sta
 /usr/bin/python3 "$here/compare_runs.py" "$tmp/r0" "$tmp/r1" --near grad_norm=1e-12 || fail=1
 /usr/bin/python3 "$here/weights_moved.py" "$src/models/demo" "$tmp/r1/checkpoints/step_000001" || fail=1
 
+# ---- fp32 masters in the optimizer (optim.master_weights = optimizer) ---------------------------
+# The model keeps its matrices in bf16 only, AdamW the fp32 masters of its shard (what the 7B
+# config runs on CUDA). A run stopped and resumed ends bit-identical to the one that
+# went through (the checkpoint restores the masters exactly, not their rounding), and the run ends
+# close to the fp32 one but not equal to it (its forward and backward read bf16 weights).
+run sft-masters 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/p1" --optim.zero_stage 1 --optim.master_weights optimizer
+run sft-masters-half 3 "${sft[@]}" --train.steps 2 --run.out_dir "$tmp/ph" --optim.zero_stage 1 --optim.master_weights optimizer
+run sft-masters-resumed 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/ph" --optim.zero_stage 1 --optim.master_weights optimizer --resume latest
+same_checkpoint "sft masters in the optimizer, resumed" "$tmp/p1/checkpoints/step_000003" "$tmp/ph/checkpoints/step_000003"
+/usr/bin/python3 "$here/weights_moved.py" "$tmp/s0/checkpoints/step_000003" "$tmp/p1/checkpoints/step_000003" || fail=1
+/usr/bin/python3 "$here/weights_moved.py" --close 1e-2 "$tmp/s0/checkpoints/step_000003" "$tmp/p1/checkpoints/step_000003" || fail=1
+# Its export in fp32 would only widen bf16 matrices: refused before anything starts, naming both options.
+check sft-masters-f32-export 2 "'sft.save_dtype' = f32 with 'optim.master_weights' = optimizer.*--sft.save_dtype bf16" -- \
+  "$LEAP" train "${sft[@]}" --train.steps 1 --run.out_dir "$tmp/pf" --optim.master_weights optimizer --sft.save_to "$tmp/pf/policy"
+
 # ---- stage 2 ------------------------------------------------------------------------------------
 run sft-stage2 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/s2" --optim.zero_stage 2
 same_checkpoint "sft stage 2 = stage 0" "$tmp/s0/checkpoints/step_000003" "$tmp/s2/checkpoints/step_000003"
 # What each stage's policy ranks hold, as built: stage 2's model never has a flat gradient.
-for stage_log in "sft-stage0:gradient flat, optimizer state all" "sft-stage1:gradient flat, optimizer state this rank's shard" \
-                 "sft-stage2:gradient streamed into ZeRO stage 2's shards, optimizer state this rank's shard"; do
+for stage_log in "sft-stage0:weights fp32, gradient flat, optimizer state all" \
+                 "sft-stage1:weights fp32, gradient flat, optimizer state this rank's shard" \
+                 "sft-stage2:weights fp32, gradient streamed into ZeRO stage 2's shards, optimizer state this rank's shard" \
+                 "sft-masters:weights bf16 matrices, fp32 masters in the optimizer state, gradient flat, optimizer state this rank's shard"; do
   if grep -q "policy: [0-9]* parameters, ${stage_log#*:}$" "$tmp/${stage_log%%:*}.log"; then echo "ok   ${stage_log%%:*} holds ${stage_log#*:}"
   else echo "FAIL ${stage_log%%:*}: no line 'policy: ... ${stage_log#*:}'"; grep "policy:" "$tmp/${stage_log%%:*}.log"; fail=1; fi
 done
