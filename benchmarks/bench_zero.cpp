@@ -1,9 +1,13 @@
-// ZeRO stages 0, 1 and 2 side by side on the CPU backend (MpiShardCollectives), in one run: the per-rank bytes
-// of the training state (weights, gradient, AdamW moments) as glibc counts them, beside leap
-// plan's figure, and the optimizer step's wall time (slowest rank, median of the timed steps,
-// the stages' steps interleaved). Stage 1 runs twice: its reduce-scatter after the backward, and
-// overlapped with the last micro-batch's backward (Zero1Overlap, as `leap train` runs it).
-// Each rank runs its micro-batches, then the stage's sum and update, as `leap train` does.
+// ZeRO stages 0, 1 and 2 side by side on the CPU backend (MpiShardCollectives), in one run: the
+// per-rank bytes of the training state (weights, gradient, AdamW moments) as glibc counts them,
+// beside leap plan's figure, and the optimizer step's wall time (slowest rank, median of the timed
+// steps, the stages' steps interleaved). Stage 1 runs twice: its reduce-scatter after the backward,
+// and overlapped with the last micro-batch's backward (Zero1Overlap, as `leap train` runs it).
+// Stage 2 runs twice too: with fp32 replicas, and with the fp32 masters in the optimizer's shard
+// beside bf16 matrices (optim.master_weights = optimizer; on the CPU the weights stay 4 bytes a
+// float, so the masters add 1/N, and its weights differ from stage 0's by computing with bf16
+// matrices). Each rank runs its micro-batches, then the stage's sum and update, as `leap train`
+// does.
 //
 //   scripts/mpirun_local.sh 2 build/benchmarks/bench_zero [steps]
 //   scripts/mpirun_local.sh 4 build/benchmarks/bench_zero [steps]
@@ -23,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -75,13 +80,19 @@ void micro_batch(model::Transformer& m, int rank, int step, int i) {
 
 // One stage's training state on this rank, built on its own so that its heap cost is measured.
 struct Stage {
-  Stage(int stage, bool overlapped, backend::Backend& be, MPI_Comm comm)
-      : stage(stage), label(std::to_string(stage) + (overlapped ? ", overlapped" : "")), collectives(comm) {
+  Stage(int stage, bool overlapped, bool masters, backend::Backend& be, MPI_Comm comm)
+      : stage(stage),
+        label(std::to_string(stage) + (overlapped ? ", overlapped" : "") +
+              (masters ? ", masters in the optimizer" : "")),
+        collectives(comm) {
     int rank = 0, world = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &world);
     const int64_t before = heap_in_use();
-    model = std::make_unique<model::Transformer>(bench_config(), be);
+    model = std::make_unique<model::Transformer>(
+        bench_config(), be,
+        stage == 2 ? model::GradientBuffer::kNone : model::GradientBuffer::kFlat,
+        masters ? model::WeightStorage::kBf16Matrices : model::WeightStorage::kFp32);
     model->init_random(3, 0.05f);
     std::optional<std::vector<std::pair<size_t, size_t>>> shard;
     if (stage >= 1) {
@@ -101,6 +112,7 @@ struct Stage {
     in.model = bench_config();
     in.zero_stage = stage;
     in.policy_ranks = world;
+    in.masters_in_optimizer = masters;
     for (const auto& item : model::plan_policy_rank(in).items)
       if (item.kind == "weights" || item.kind == "master_weights" || item.kind == "gradients" ||
           item.kind == "optimizer_state")
@@ -152,8 +164,12 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   backend::CpuBackend be(1);
   std::vector<std::unique_ptr<Stage>> stages;
-  for (auto [stage, overlapped] : {std::pair{0, false}, {1, false}, {1, true}, {2, false}})
-    stages.push_back(std::make_unique<Stage>(stage, overlapped, be, MPI_COMM_WORLD));
+  for (auto [stage, overlapped, masters] : {std::tuple{0, false, false},
+                                            {1, false, false},
+                                            {1, true, false},
+                                            {2, false, false},
+                                            {2, false, true}})
+    stages.push_back(std::make_unique<Stage>(stage, overlapped, masters, be, MPI_COMM_WORLD));
   // Interleaved, so that the machine's load falls on the three alike; step 0 warms up.
   for (int step = 0; step <= steps; ++step)
     for (auto& st : stages) {

@@ -2,8 +2,9 @@
 // GEMMs forward and backward (bf16 operands, fp32 accumulation, so normalised errors of a few
 // 1e-3), accumulation semantics, the bf16 weight copies refreshed after every write, attention
 // with its smaller saved state, a tiny model's forward, backward, AdamW step and KV-cache
-// decode, a bf16 KL reference widened a layer at a time, token selection on the device, and a
-// checkpoint round trip of device-resident weights and moments. Every test skips
+// decode, a bf16 KL reference widened a layer at a time, token selection on the device, weights
+// whose matrices are bf16 only (optim.master_weights = optimizer), and a checkpoint round trip of
+// device-resident weights and moments. Every test skips
 // where no CUDA device exists.
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 
 #include "backend/cpu_backend.h"
 #include "backend/token_select.h"
+#include "common/bf16.h"
 #include "common/rng.h"
 #include "cuda/cuda_backend.h"
 #include "io/checkpoint_dir.h"
@@ -302,6 +304,89 @@ TEST_F(CudaBackendTest, SampleRowsChoosesWhatTheHostRuleChooses) {
       EXPECT_NEAR(lps[r], want_lp, 1e-4) << "row " << r;
     }
   }
+}
+
+// optim.master_weights = optimizer: a buffer whose matrices are bf16 only (cuda/bf16_weights.h)
+// behaves as the CPU backend's does (which rounds in fp32 floats), bit for bit, through every
+// memory op, across the end of the matrices too.
+TEST_F(CudaBackendTest, Bf16WeightsHoldWhatTheCpuHolds) {
+  const size_t n = 5000, part = 3001;
+  auto host = randn(n, 51), other = randn(n, 52);
+  float* c = cpu_.alloc_weights(n, part);
+  float* g = gpu_->alloc_weights(n, part);
+  auto read = [&](const float* p, size_t count) {
+    std::vector<float> h(count);
+    gpu_->download(h.data(), p, count);
+    return h;
+  };
+  auto same = [&](const char* after) {
+    EXPECT_EQ(read(g, n), std::vector<float>(c, c + n)) << after;
+  };
+  cpu_.upload(c, host.data(), n);
+  gpu_->upload(g, host.data(), n);
+  same("upload");
+  DeviceVec plain(*gpu_, other);
+  cpu_.copy(c + 2990, other.data(), 20);  // across the end of the matrices
+  gpu_->copy(g + 2990, plain.get(), 20);
+  same("copy in");
+  cpu_.zero(c + 10, 5);
+  gpu_->zero(g + 10, 5);
+  same("zero");
+  std::vector<float> out = read(plain.get(), n);
+  gpu_->copy(plain.get() + 100, g + 2900, 200);  // out of the matrices and the tail
+  std::copy(c + 2900, c + 3100, out.begin() + 100);
+  EXPECT_EQ(plain.read(), out) << "copy out";
+  float* packed = gpu_->alloc_floats(n / 2 + 1);
+  gpu_->round_to_bf16(packed, g, n);  // a KL reference's copy: the matrices as they are
+  std::vector<uint16_t> bits(n);
+  gpu_->download(reinterpret_cast<float*>(bits.data()), packed, n / 2);
+  for (size_t i = 0; i + 1 < n; ++i) ASSERT_EQ(bits[i], f32_to_bf16(c[i])) << i;
+  gpu_->free_floats(packed);
+  cpu_.free_floats(c);
+  gpu_->free_floats(g);
+}
+
+// A model whose matrices are bf16 only computes what an fp32 model holding the same values does
+// on the GPU (its GEMMs read the same bf16; the embedding the same rows): the same log-probs and
+// gradients, bit for bit; and AdamW with fp32 masters writes their rounding back.
+TEST_F(CudaBackendTest, Bf16WeightsComputeWhatFp32WeightsOfTheSameValuesDo) {
+  model::ModelConfig cfg = tiny_config();
+  cfg.tie_word_embeddings = false;  // the embedding looked up in the bf16 buffer
+  model::Transformer mb(cfg, *gpu_, model::GradientBuffer::kFlat,
+                        model::WeightStorage::kBf16Matrices);
+  model::Transformer mf(cfg, *gpu_);
+  mb.init_random(12);
+  gpu_->copy(mf.params(), mb.params(), mb.num_params());
+  const model::TokenBatch batch = tiny_batch(cfg.vocab_size);
+  const size_t BT = static_cast<size_t>(batch.B) * batch.T, P = mb.num_params();
+  std::vector<float> lb(BT), lf(BT);
+  ASSERT_TRUE(mb.forward(batch, lb.data()).is_ok());
+  ASSERT_TRUE(mf.forward(batch, lf.data()).is_ok());
+  EXPECT_EQ(lb, lf);
+  auto dlp = randn(BT, 53, 0.1f);
+  mb.zero_grad();
+  mf.zero_grad();
+  mb.backward(dlp.data());
+  mf.backward(dlp.data());
+  std::vector<float> gb(P), gf(P);
+  gpu_->download(gb.data(), mb.grads(), P);
+  gpu_->download(gf.data(), mf.grads(), P);
+  EXPECT_EQ(gb, gf);
+  model::OptimConfig oc;
+  oc.lr = 1e-2;
+  model::AdamW ob(oc, mb), of(oc, mf);
+  ASSERT_NE(ob.masters(), nullptr);
+  ob.step();
+  of.step();
+  std::vector<float> wb(P), wf(P), masters(P);
+  gpu_->download(wb.data(), mb.params(), P);
+  gpu_->download(wf.data(), mf.params(), P);
+  gpu_->download(masters.data(), ob.masters(), P);
+  EXPECT_EQ(masters, wf) << "the masters are the fp32 model's weights after the same step";
+  const size_t nd = mb.layout().decay_size();
+  size_t off = 0;
+  for (size_t i = 0; i < P; ++i) off += wb[i] != (i < nd ? bf16_to_f32(f32_to_bf16(wf[i])) : wf[i]);
+  EXPECT_EQ(off, 0u) << "the model does not hold the masters' rounding";
 }
 
 TEST_F(CudaBackendTest, CheckpointRoundTripFromDeviceMemory) {

@@ -4,7 +4,8 @@
 // stream's writes and leave a one-rank sum unchanged, and the polled wait; ZeRO's reduce-scatter
 // and all-gather of a piece cut into per-rank slices, likewise; and both sums in bf16
 // (optim.grad_comm_dtype) through a staging buffer smaller than the call, whose one-rank result is
-// each value rounded to bf16. Skips without a GPU or without NCCL in this build.
+// each value rounded to bf16; the all-gather of a model's bf16-only matrices (ncclBfloat16).
+// Skips without a GPU or without NCCL in this build.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -92,6 +93,30 @@ TEST_F(NcclOneRank, ZeroReduceScatterAndAllGatherAfterComputeWork) {
   const std::vector<int> two = {1, 2}, at = {0, 1};
   EXPECT_FALSE(comm->reduce_scatter_async({{dev, &two, &at}}).is_ok()) << "counts for 2 ranks in a group of 1";
   be.free_floats(dev);
+}
+
+// optim.master_weights = optimizer: an all-gather piece in a model's bf16 matrices goes as
+// ncclBfloat16 from and into their bf16 buffer, a piece of the fp32 tail as fp32 (a one-rank
+// broadcast leaves both as they were: this runs the path, two ranks would check the data), and a
+// slice across the end of the matrices is refused.
+TEST_F(NcclOneRank, AllGatherOfBf16MatricesAndTheirFp32Tail) {
+  ASSERT_TRUE(start());
+  CudaBackend& be = *be_;
+  comm_->set_bf16_weights(&be.bf16_weights());
+  const size_t n = 3000, part = 2000;
+  auto host = randn(n, 9);
+  float* w = be.alloc_weights(n, part);
+  be.upload(w, host.data(), n);
+  std::vector<float> before(n), after(n);
+  be.download(before.data(), w, n);
+  const std::vector<int> m = {1500}, m_at = {100}, t = {900}, t_at = {0};
+  ASSERT_TRUE(comm_->allgather_async({{w, &m, &m_at}, {w + part, &t, &t_at}}).is_ok());
+  ASSERT_TRUE(comm_->wait().is_ok());
+  be.download(after.data(), w, n);
+  EXPECT_EQ(after, before);
+  const std::vector<int> across = {20}, across_at = {static_cast<int>(part) - 10};
+  EXPECT_FALSE(comm_->allgather_async({{w, &across, &across_at}}).is_ok());
+  be.free_floats(w);
 }
 
 // bf16 sums through a staging buffer of 700 values: the slices (1000, 2000 and 17 values) and the
