@@ -35,6 +35,13 @@ check sampling-only-policy 0 "policy: [0-9]+ parameters, weights fp32, gradient 
   --config "$src/configs/demo_v1.ini" --eval.samples 1 --eval.turns 1 --sampler.max_new_tokens 8 --model "$src/models/demo" \
   --suite "$tmp/three.jsonl" --split heldout --eval.k 1 --mpi.sandbox_ranks 0 --output "$tmp/lean.json"
 
+# With optim.master_weights = optimizer (a config for ZeRO on CUDA) the evaluation keeps the
+# weights as training would, its matrices in bf16, and no masters (it has no optimizer).
+check sampling-bf16-matrices 0 "policy: [0-9]+ parameters, weights bf16 matrices, gradient none, optimizer state none$" -- \
+  "$mpirun_local" 1 "$LEAP" eval --config "$src/configs/demo_v1.ini" --eval.samples 1 --eval.turns 1 \
+  --sampler.max_new_tokens 8 --model "$src/models/demo" --suite "$tmp/three.jsonl" --split heldout --eval.k 1 \
+  --mpi.sandbox_ranks 0 --output "$tmp/lean-bf16.json" --optim.master_weights optimizer
+
 # Bad input: exit 2, a message naming the key or file and the fix, and no report written.
 check k-above-n 2 "eval.k = '1,8'.*raise eval.samples" -- "$LEAP" eval "${common[@]}" --model "$src/models/demo" "${three[@]}" --eval.k 1,8 --output "$tmp/bad.json"
 check bad-k 2 "'x' is not a positive integer" -- "$LEAP" eval "${common[@]}" --model "$src/models/demo" "${three[@]}" --eval.k 1,x --output "$tmp/bad.json"

@@ -71,6 +71,12 @@ run sft-masters-resumed 3 "${sft[@]}" --train.steps 4 --run.out_dir "$tmp/ph" --
 same_checkpoint "sft masters in the optimizer, resumed" "$tmp/p1/checkpoints/step_000003" "$tmp/ph/checkpoints/step_000003"
 /usr/bin/python3 "$here/weights_moved.py" "$tmp/s0/checkpoints/step_000003" "$tmp/p1/checkpoints/step_000003" || fail=1
 /usr/bin/python3 "$here/weights_moved.py" --close 1e-2 "$tmp/s0/checkpoints/step_000003" "$tmp/p1/checkpoints/step_000003" || fail=1
+# RL with them, the KL reference on (copied from the bf16 starting weights): the second step
+# moves the masters (against the first step's checkpoint: against the fp32 demo policy every
+# tensor differs already, by the rounding of its matrices).
+run rl-masters 3 "${rl[@]}" "${even[@]}" --run.out_dir "$tmp/rp" --optim.zero_stage 1 --optim.master_weights optimizer \
+  --rl.kl_beta 0.01 --train.checkpoint_every 1
+/usr/bin/python3 "$here/weights_moved.py" "$tmp/rp/checkpoints/step_000000" "$tmp/rp/checkpoints/step_000001" || fail=1
 # Its export in fp32 would only widen bf16 matrices: refused before anything starts, naming both options.
 check sft-masters-f32-export 2 "'sft.save_dtype' = f32 with 'optim.master_weights' = optimizer.*--sft.save_dtype bf16" -- \
   "$LEAP" train "${sft[@]}" --train.steps 1 --run.out_dir "$tmp/pf" --optim.master_weights optimizer --sft.save_to "$tmp/pf/policy"
