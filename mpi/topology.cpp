@@ -107,30 +107,31 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
   MPI_CHECK(MPI_Comm_rank(t.node_comm, &local_rank));
   MPI_CHECK(MPI_Comm_size(t.node_comm, &local_size));
 
+  // A node is the ranks that share memory, found by MPI, not a hostname: containers and some
+  // clusters give every node the same name, and ranks grouped by it would be handed one node's
+  // GPUs. The hostname is only shown.
+  int leader = t.world_rank;
+  MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, t.node_comm));
   constexpr int kHost = 64;
   char host[kHost] = {};
   gethostname(host, kHost - 1);
   std::vector<char> hosts(static_cast<size_t>(size) * kHost);
   std::vector<int> local_ranks(static_cast<size_t>(size)), local_sizes(static_cast<size_t>(size));
+  std::vector<int> leaders(static_cast<size_t>(size));
   MPI_CHECK(MPI_Allgather(host, kHost, MPI_CHAR, hosts.data(), kHost, MPI_CHAR, t.world));
   MPI_CHECK(MPI_Allgather(&local_rank, 1, MPI_INT, local_ranks.data(), 1, MPI_INT, t.world));
   MPI_CHECK(MPI_Allgather(&local_size, 1, MPI_INT, local_sizes.data(), 1, MPI_INT, t.world));
+  MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, t.world));
 
-  // Node index: hosts in order of their first rank.
   PlacementInput in;
+  in.node = node_indices(leaders);
   in.local_rank = local_ranks;
   in.local_size = local_sizes;
   in.gpus_per_node = gpus_per_node;
   in.policy_on_gpu = policy_on_gpu;
   in.config = cfg;
-  std::vector<std::string> host_names;
-  for (int r = 0; r < size; ++r) {
-    std::string h(&hosts[static_cast<size_t>(r) * kHost]);
-    size_t idx = 0;
-    while (idx < host_names.size() && host_names[idx] != h) ++idx;
-    if (idx == host_names.size()) host_names.push_back(h);
-    in.node.push_back(static_cast<int>(idx));
-  }
+  std::vector<std::string> host_of;
+  for (int r = 0; r < size; ++r) host_of.emplace_back(&hosts[static_cast<size_t>(r) * kHost]);
   // Every rank places all ranks from its own GPU count, which may differ between nodes (a CPU
   // node of sandbox ranks): a placement that fails on some ranks must stop every rank, not leave
   // the others waiting in the next collective.
@@ -147,16 +148,48 @@ Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int 
   list.copy(mine, kCpus - 1);
   MPI_CHECK(MPI_Allgather(mine, kCpus, MPI_CHAR, cpus.data(), kCpus, MPI_CHAR, t.world));
   for (int r = 0; r < size; ++r) {
-    const Placement& p = (*placed)[static_cast<size_t>(r)];
-    RankInfo ri{r, host_names[static_cast<size_t>(in.node[static_cast<size_t>(r)])],
-                local_ranks[static_cast<size_t>(r)], p.role, p.role_rank, p.device, {}};
+    const auto i = static_cast<size_t>(r);
+    const Placement& p = (*placed)[i];
+    RankInfo ri{r, host_of[i], in.node[i], local_ranks[i], p.role, p.role_rank, p.device, {}};
     ri.cpus = std::string(&cpus[static_cast<size_t>(r) * kCpus]);
     t.ranks.push_back(std::move(ri));
   }
   t.warnings = shared_gpu_warnings(in, *placed);
+  for (auto& w : shared_hostname_warnings(in.node, host_of)) t.warnings.push_back(std::move(w));
   const auto& me = t.self();
   MPI_CHECK(MPI_Comm_split(t.world, static_cast<int>(me.role), me.role_rank, &t.role_comm));
   return t;
+}
+
+std::vector<int> node_indices(const std::vector<int>& leader) {
+  std::vector<int> seen, node;
+  for (int l : leader) {
+    size_t idx = 0;
+    while (idx < seen.size() && seen[idx] != l) ++idx;
+    if (idx == seen.size()) seen.push_back(l);
+    node.push_back(static_cast<int>(idx));
+  }
+  return node;
+}
+
+std::vector<std::string> shared_hostname_warnings(const std::vector<int>& node,
+                                                  const std::vector<std::string>& host) {
+  std::vector<std::string> out;
+  std::vector<int> first_rank;  // of each node
+  for (size_t r = 0; r < node.size(); ++r) {
+    if (static_cast<size_t>(node[r]) < first_rank.size()) continue;
+    first_rank.push_back(static_cast<int>(r));
+    for (int n = 0; n < node[r]; ++n) {
+      const auto& other = host[static_cast<size_t>(first_rank[static_cast<size_t>(n)])];
+      if (other == host[r]) {
+        out.push_back(
+            fmt::format("nodes {} and {} both call themselves '{}' (told apart by shared memory; "
+                        "the layout table's host column names them alike)",
+                        n, node[r], host[r]));
+      }
+    }
+  }
+  return out;
 }
 
 void free_topology(Topology* t) {
@@ -168,11 +201,11 @@ void free_topology(Topology* t) {
 std::string format_layout(const Topology& t) {
   std::string out = fmt::format("layout: {} ranks, {} policy, {} sandbox\n", t.ranks.size(),
                                 t.count(Role::kPolicy), t.count(Role::kSandbox));
-  out += fmt::format("  {:>5}  {:<20} {:>5}  {:<8} {:>9}  {:<7} {}\n", "rank", "host", "local", "role",
-                     "role_rank", "device", "cpus");
+  out += fmt::format("  {:>5}  {:<20} {:>4} {:>5}  {:<8} {:>9}  {:<7} {}\n", "rank", "host", "node",
+                     "local", "role", "role_rank", "device", "cpus");
   for (const auto& r : t.ranks) {
-    out += fmt::format("  {:>5}  {:<20} {:>5}  {:<8} {:>9}  {:<7} {}{}\n", r.world_rank, r.host,
-                       r.local_rank, role_name(r.role), r.role_rank,
+    out += fmt::format("  {:>5}  {:<20} {:>4} {:>5}  {:<8} {:>9}  {:<7} {}{}\n", r.world_rank,
+                       r.host, r.node, r.local_rank, role_name(r.role), r.role_rank,
                        r.device < 0 ? "cpu" : "gpu" + std::to_string(r.device), r.cpus,
                        r.world_rank == 0 ? "  (coordinator)" : "");
   }

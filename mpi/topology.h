@@ -28,6 +28,7 @@ const char* role_name(Role r);
 struct RankInfo {
   int world_rank = 0;
   std::string host;
+  int node = 0;  // index of its node: the ranks that share memory, in order of their first rank
   int local_rank = 0;  // within the node
   Role role = Role::kPolicy;
   int role_rank = 0;   // within the role's communicator
@@ -62,6 +63,15 @@ bool every_candidate_timed(const std::vector<RankInfo>& ranks, const std::string
 Expected<Topology> make_topology(MPI_Comm world, const TopologyConfig& cfg, int gpus_per_node,
                                  bool policy_on_gpu);
 void free_topology(Topology* t);
+
+// Node index of every rank, given the world rank of its node's first rank (the leader of its
+// MPI_COMM_TYPE_SHARED communicator): nodes numbered in order of their leaders. Pure, for tests.
+std::vector<int> node_indices(const std::vector<int>& leader);
+
+// One warning per pair of nodes that report the same hostname (containers often do): the nodes
+// are told apart by shared memory, not by name, but the layout table names them alike.
+std::vector<std::string> shared_hostname_warnings(const std::vector<int>& node,
+                                                  const std::vector<std::string>& host);
 
 // The role assignment alone, given each rank's node-local rank and node size; pure, for tests.
 Expected<std::vector<Role>> assign_roles(const TopologyConfig& cfg, const std::vector<int>& local_rank,

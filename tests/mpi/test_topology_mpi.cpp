@@ -42,6 +42,9 @@ TEST(TopologyMpi, SplitAndLocalRanks) {
   for (int r = 0; r < rank; ++r) expect_local += std::strcmp(&all[static_cast<size_t>(r) * 64], host) == 0;
   EXPECT_EQ(me.local_rank, expect_local);
   EXPECT_EQ(me.host, host);
+  // One machine is one node: its ranks share memory.
+  for (const auto& r : t->ranks) EXPECT_EQ(r.node, 0) << "rank " << r.world_rank;
+  EXPECT_TRUE(t->warnings.empty());
 
   // Every rank holds the same table.
   int my_sum = 0;
@@ -86,12 +89,8 @@ TEST(TopologyMpi, LaunchPathMatchesLayout) {
   auto t = make_topology(MPI_COMM_WORLD, cfg, /*gpus_per_node=*/3, /*policy_on_gpu=*/true);
   ASSERT_TRUE(t.has_value()) << t.status().message();
   PlacementInput in;
-  std::vector<std::string> hosts;
   for (const auto& r : t->ranks) {
-    size_t n = 0;
-    while (n < hosts.size() && hosts[n] != r.host) ++n;
-    if (n == hosts.size()) hosts.push_back(r.host);
-    in.node.push_back(static_cast<int>(n));
+    in.node.push_back(r.node);
     in.local_rank.push_back(r.local_rank);
   }
   for (size_t r = 0; r < in.node.size(); ++r) {
@@ -110,7 +109,7 @@ TEST(TopologyMpi, LaunchPathMatchesLayout) {
     EXPECT_EQ(r.device, x.device) << "rank " << r.world_rank;
     EXPECT_FALSE(r.cpus.empty());
   }
-  if (hosts.size() == 1) {
+  if (in.local_size[0] == static_cast<int>(in.node.size())) {  // one node
     EXPECT_EQ(t->ranks[2].device, 2);
     EXPECT_EQ(t->ranks[3].device, -1);
   }

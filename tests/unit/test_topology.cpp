@@ -203,5 +203,34 @@ TEST(Placement, JsonNamesEveryRank) {
   EXPECT_EQ(j["ranks"][15]["local_rank"], 7);
 }
 
+// A node is the ranks that share memory, numbered by its first rank; the hostname does not
+// decide it. Two nodes of one name (containers) stay two nodes, each with its own GPUs, and the
+// layout says that they look alike.
+TEST(Topology, NodesComeFromSharedMemoryNotHostnames) {
+  // Ranks 0,1 and 4 on the node led by rank 0; 2,3 on the node led by 2; 5 alone.
+  EXPECT_EQ(node_indices({0, 0, 2, 2, 0, 5}), (std::vector<int>{0, 0, 1, 1, 0, 2}));
+  EXPECT_EQ(node_indices({}), std::vector<int>{});
+  const std::vector<int> node = {0, 0, 1, 1, 0, 2};
+  const auto same = shared_hostname_warnings(node, {"c", "c", "c", "c", "c", "d"});
+  ASSERT_EQ(same.size(), 1u);
+  EXPECT_NE(same[0].find("nodes 0 and 1"), std::string::npos) << same[0];
+  EXPECT_NE(same[0].find("'c'"), std::string::npos) << same[0];
+  EXPECT_TRUE(shared_hostname_warnings(node, {"a", "a", "b", "b", "a", "d"}).empty());
+  EXPECT_EQ(shared_hostname_warnings({0, 1, 2}, {"x", "x", "x"}).size(), 3u);  // each pair once
+
+  // Placed by node index, the two same-named nodes each give out their GPUs from 0.
+  PlacementInput in;
+  in.node = node_indices({0, 0, 2, 2});
+  in.local_rank = {0, 1, 0, 1};
+  in.local_size = {2, 2, 2, 2};
+  in.gpus_per_node = 2;
+  in.policy_on_gpu = true;
+  in.config.sandbox_ranks = 0;
+  auto p = place_ranks(in);
+  ASSERT_TRUE(p.has_value()) << p.status().message();
+  EXPECT_EQ((*p)[2].device, 0);
+  EXPECT_EQ((*p)[3].device, 1);
+}
+
 }  // namespace
 }  // namespace leap::mpi
