@@ -163,21 +163,12 @@ Status load_rank_states(const std::string& dir, model::Transformer& model, model
       const std::string name = fmt::format("{}{}", kKinds[kind], s.offset);
       float* state = kind == 0 ? optimizer.masters() : kind == 1 ? optimizer.m() : optimizer.v();
       const bool into_weights = kind == 0 && !weights_of_shard_only;
-      const bool in_shard =
-          std::any_of(optimizer.shard().begin(), optimizer.shard().end(), [&](const auto& r) {
-            return r.first < s.offset + s.count && s.offset < r.first + r.second;
-          });
-      if (!into_weights && !in_shard) continue;
+      if (!into_weights && !optimizer.holds_any(s.offset, s.count)) continue;
       stage.resize(s.count);
       LEAP_RETURN_IF_ERROR(s.file->read_f32(name, shape, stage.data()));
       if (into_weights) be.upload(model.params() + s.offset, stage.data(), s.count);
-      if (kind == 0 && weights_of_shard_only) {
-        // The weights of the shard at their place in the flat buffer.
-        for (const auto& [off, n] : optimizer.shard()) {
-          const size_t lo = std::max(off, s.offset), hi = std::min(off + n, s.offset + s.count);
-          if (lo < hi) be.upload(model.params() + lo, stage.data() + (lo - s.offset), hi - lo);
-        }
-      }
+      if (kind == 0 && weights_of_shard_only)
+        optimizer.upload_shard_weights(s.offset, stage.data(), s.count);
       if (state) optimizer.upload_state(state, s.offset, stage.data(), s.count);
     }
   }

@@ -94,14 +94,39 @@ void AdamW::publish_masters() {
                            shard_[k].second);
 }
 
-void AdamW::upload_state(float* state, size_t offset, const float* host, size_t n) {
-  for (size_t k = 0; k < shard_.size(); ++k) {
-    const auto [off, count] = shard_[k];
+namespace {
+
+// Calls fn(k, lo, hi) for every shard range k that overlaps [offset, offset + n), [lo, hi) being
+// the overlap, in flat floats.
+template <class Fn>
+void for_each_overlap(const std::vector<std::pair<size_t, size_t>>& shard, size_t offset, size_t n,
+                      Fn fn) {
+  for (size_t k = 0; k < shard.size(); ++k) {
+    const auto [off, count] = shard[k];
     const size_t lo = std::max(off, offset), hi = std::min(off + count, offset + n);
-    if (lo < hi)
-      model_->backend().upload(state + state_offset_[k] + (lo - off), host + (lo - offset),
-                               hi - lo);
+    if (lo < hi) fn(k, lo, hi);
   }
+}
+
+}  // namespace
+
+void AdamW::upload_state(float* state, size_t offset, const float* host, size_t n) {
+  for_each_overlap(shard_, offset, n, [&](size_t k, size_t lo, size_t hi) {
+    model_->backend().upload(state + state_offset_[k] + (lo - shard_[k].first),
+                             host + (lo - offset), hi - lo);
+  });
+}
+
+void AdamW::upload_shard_weights(size_t offset, const float* host, size_t n) {
+  for_each_overlap(shard_, offset, n, [&](size_t, size_t lo, size_t hi) {
+    model_->backend().upload(model_->params() + lo, host + (lo - offset), hi - lo);
+  });
+}
+
+bool AdamW::holds_any(size_t offset, size_t n) const {
+  bool any = false;
+  for_each_overlap(shard_, offset, n, [&](size_t, size_t, size_t) { any = true; });
+  return any;
 }
 
 StepStats AdamW::step(const std::function<double(double)>& group_sum, const float* shard_grads,

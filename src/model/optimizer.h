@@ -92,6 +92,11 @@ class AdamW {
   // Uploads the parts of the flat floats [offset, offset + n), given in host memory, that the
   // shard holds into `state` (m(), v() or masters(): compact, range after range).
   void upload_state(float* state, size_t offset, const float* host, size_t n);
+  // The same parts, into the model's flat weights at their own place (a resume whose caller
+  // all-gathers the weights reads only its shard's).
+  void upload_shard_weights(size_t offset, const float* host, size_t n);
+  // Whether the shard holds any of the flat floats [offset, offset + n).
+  bool holds_any(size_t offset, size_t n) const;
   void set_steps_taken(int t) { t_ = t; }
 
  private:
