@@ -15,7 +15,7 @@
 #   benchmarks/pipeline_compare.sh [STEPS] [MS] [SEEDS...]     (defaults: 3 1500 1 2 3)
 # LEAP_BENCH_SETTINGS="simulated" runs one setting only; LEAP_BENCH_OUT=DIR keeps the runs;
 # LEAP_BENCH_CONFIG=FILE runs another config (default configs/demo_v1.ini);
-# LEAP_BENCH_EXTRA="--rl.batch_tasks 8" adds leap options to every run (printed first); LEAP=PATH
+# LEAP_BENCH_EXTRA="--train.batch_tasks 8" adds leap options to every run (printed first); LEAP=PATH
 # runs another leap binary (a copy, so that a rebuild does not change it mid-run);
 # LEAP_BENCH_NOSPEC=1 adds an arm after stream, nospec: stream with
 # rl.speculative_turns = false, for what speculative turns change; LEAP_BENCH_AHEAD=1 adds one,
