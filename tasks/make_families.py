@@ -383,8 +383,14 @@ def run_family(name, combos, heldout, n_train, n_held, build, n_phrasings):
     train, held = select(name, combos, heldout, n_train, n_held, HELDOUT_EXTRA[name])
     built_train = [build(c) for c in train]
     built_held = [build(c) for c in held]
-    for b in built_held:
+    pairs_held = [p for p, _ in heldout]
+    for c, b in zip(held, built_held):
         b.obj["split"] = "heldout"
+        # What the audit finds is written into the task, so that `leap eval` can report the
+        # held-out tasks that really are new apart (the extra draw takes none it flags).
+        reasons = leak_reasons(name, c, train, pairs_held)
+        if reasons:
+            b.obj["seen_in_train"] = reasons
     check_split(name, built_train, train, held, heldout, n_phrasings)
     order = {id(c): i for i, c in enumerate(combos)}
     pairs = sorted(zip(train + held[:n_held], built_train + built_held[:n_held]), key=lambda cb: order[id(cb[0])])

@@ -74,6 +74,17 @@ EvalBreakdown break_down(const tasks::Suite& suite, const std::vector<int>& task
     families[task.family].push_back(&t);
   }
   b.overall = rl::summarize(all, spec);
+  // The held-out tasks that really are new combinations, apart, where the suite marks the others
+  // (seen_in_train): a held-out figure that counts near-copies of train tasks claims too much.
+  std::vector<const rl::TaskTally*> clean;
+  bool marked = false;
+  for (const auto& t : b.tasks) {
+    const tasks::Task& task = suite.tasks[static_cast<size_t>(t.task)];
+    if (task.split != tasks::Split::kHeldout) continue;
+    marked |= !task.seen_in_train.empty();
+    if (task.seen_in_train.empty()) clean.push_back(&t);
+  }
+  if (marked && !clean.empty()) splits[kHeldoutClean] = clean;
   for (const auto& [name, list] : splits) b.by_split[name] = rl::summarize(list, spec);
   for (const auto& [name, list] : families) b.by_family[name] = rl::summarize(list, spec);
   return b;
@@ -116,6 +127,7 @@ json eval_json(const tasks::Suite& suite, const EvalBreakdown& b,
     row["family"] = task.family;
     row["split"] = tasks::split_name(task.split);
     row["correct_by_turn"] = t.correct_by_turn;
+    if (!task.seen_in_train.empty()) row["seen_in_train"] = task.seen_in_train;
     per_task.push_back(row);
   }
   j["per_task"] = per_task;

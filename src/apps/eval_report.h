@@ -25,6 +25,10 @@ struct EvalRunInfo {
   std::string config_ini;  // the fully resolved config
 };
 
+// by_split's entry for the held-out tasks the suite does not mark as seen in train
+// (Task::seen_in_train); present only when it marks some of those evaluated and not all.
+inline constexpr const char* kHeldoutClean = "heldout_clean";
+
 struct EvalBreakdown {
   std::vector<rl::TaskTally> tasks;  // in the order evaluated
   std::vector<rl::EvalSummary> per_task;  // aligned with `tasks`

@@ -2,6 +2,7 @@
 // validate exits 0 with a count, or 2 with the loader's message (file, line, field, fix); list
 // prints one row per task. The suite path is the option tasks.suite (alias --suite), which a bare
 // argument fills, so `leap tasks list --suite FILE` works too.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 
@@ -62,8 +63,14 @@ int run_tasks(const std::vector<std::string>& args) {
     return 0;
   }
   const size_t train = tasks::select_tasks(*suite, tasks::Split::kTrain).size();
-  std::printf("%s: %zu tasks valid (%zu train, %zu heldout)\n", cfg.suite.c_str(),
-              suite->tasks.size(), train, suite->tasks.size() - train);
+  const auto seen = static_cast<size_t>(
+      std::count_if(suite->tasks.begin(), suite->tasks.end(),
+                    [](const tasks::Task& t) { return !t.seen_in_train.empty(); }));
+  std::printf("%s: %zu tasks valid (%zu train, %zu heldout", cfg.suite.c_str(), suite->tasks.size(),
+              train, suite->tasks.size() - train);
+  if (seen > 0)
+    std::printf(": %zu clean, %zu marked seen_in_train", suite->tasks.size() - train - seen, seen);
+  std::printf(")\n");
   return 0;
 }
 

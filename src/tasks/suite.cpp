@@ -32,7 +32,7 @@ constexpr int64_t kMaxCpuBufferElements = int64_t{1} << 22;
 
 const std::vector<std::string> kTaskFields = {"id",     "level",      "family",  "prompt",
                                               "params", "cpu_params", "buffers", "reference",
-                                              "atol",   "rtol",       "split"};
+                                              "atol",   "rtol",       "split",   "seen_in_train"};
 const std::vector<std::string> kBufferFields = {"name", "dtype", "shape", "role", "init"};
 
 bool is_identifier(std::string_view s) {
@@ -366,6 +366,24 @@ class LineReader {
     auto s = parse_split(split);
     if (!s) return field_error("split", s.status().message());
     t.split = *s;
+    if (j_.contains("seen_in_train")) {
+      const json& seen = j_.at("seen_in_train");
+      const bool strings = seen.is_array() && !seen.empty() &&
+                           std::all_of(seen.begin(), seen.end(), [](const json& x) {
+                             return x.is_string() && !x.get<std::string>().empty();
+                           });
+      if (!strings)
+        return field_error(
+            "seen_in_train",
+            "must be a non-empty list of reasons (strings); leave the field out for a task "
+            "that is held out cleanly");
+      if (t.split != Split::kHeldout)
+        return field_error(
+            "seen_in_train",
+            "only a held-out task can be marked as seen in train; remove the field or set "
+            "\"split\": \"heldout\"");
+      for (const auto& x : seen) t.seen_in_train.push_back(x.get<std::string>());
+    }
     return t;
   }
 

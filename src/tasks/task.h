@@ -47,6 +47,10 @@ struct Task {
   std::string reference;  // a trusted answer in the answer format (a ```cuda block)
   double atol = 1e-5, rtol = 1e-5;
   Split split = Split::kTrain;
+  // Held-out tasks only: why this one is not a new combination of parts after all (the suite
+  // generator's audit: a held-out pair that train shows another way, a part that does nothing).
+  // Empty for a task the split holds out cleanly; `leap eval` reports those apart.
+  std::vector<std::string> seen_in_train;
 };
 
 }  // namespace leap::tasks

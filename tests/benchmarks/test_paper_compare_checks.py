@@ -84,5 +84,45 @@ class RunFolder(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(self.run, "paper_compare_run.json")))
 
 
+class HeldoutMarks(unittest.TestCase):
+    """The audit's seen_in_train marks, written into the suite after results were stored: a stored
+    subset that differs only by them is the same subset, and the clean Acc@3 leaves the marked out."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        tasks = [{"id": f"F/x/{k}", "family": "x", "split": "heldout", "prompt": str(k)} for k in range(3)]
+        self.suite = os.path.join(self.tmp.name, "suite.jsonl")
+        self.args = type("Args", (), {"suite": self.suite, "results": self.tmp.name, "heldout_per_family": 4})()
+        self.write(tasks)  # the stored subset is written from the suite before the marks
+        pc.heldout_subset(self.args)
+        tasks[1]["seen_in_train"] = ["u2: made up"]
+        self.tasks = tasks
+
+    def write(self, tasks):
+        with open(self.suite, "w") as f:
+            f.write("".join(json.dumps(t) + "\n" for t in tasks))
+
+    def test_a_mark_does_not_make_another_subset(self):
+        self.write(self.tasks)
+        self.assertIsNone(exits(pc.heldout_subset, self.args))
+        self.tasks[2]["prompt"] = "changed"
+        self.write(self.tasks)
+        self.assertIn("holds another held-out subset", exits(pc.heldout_subset, self.args))
+
+    def test_clean_accuracy_leaves_the_marked_tasks_out(self):
+        self.write(self.tasks)
+        self.assertEqual(pc.seen_in_train(self.suite), {"F/x/1"})
+        report = {"overall": {"acc": [0.5, 0.5, 0.5]}, "by_family": {"x": {"acc": [0.5, 0.5, 0.5]}},
+                  "per_task": [{"id": f"F/x/{k}", "acc": [a, a, a]} for k, a in enumerate((1.0, 0.0, 0.5))]}
+        path = os.path.join(self.tmp.name, "eval.json")
+        with open(path, "w") as f:
+            json.dump(dict(report, seed=1, samples_per_task=2, turns=3, model="m"), f)
+        args = type("Args", (), {"suite": self.suite, "eval_samples": 2, "eval_turns": 3})()
+        got = pc.evaluate(args, "m", 1, path, os.path.join(self.tmp.name, "none.jsonl"))
+        self.assertAlmostEqual(got["acc3_clean"], 0.75)
+        self.assertAlmostEqual(got["acc3"], 0.5)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

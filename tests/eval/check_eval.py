@@ -121,11 +121,20 @@ def check(report_path, suite_path):
         groups = {}
         for tid in task_ids:
             groups.setdefault(suite[tid][field], []).append(tid)
+        if key == "by_split":
+            # heldout_clean: the held-out tasks the suite does not mark seen_in_train, where it
+            # marks some of them and not all.
+            held = [tid for tid in task_ids if suite[tid]["split"] == "heldout"]
+            clean = [tid for tid in held if "seen_in_train" not in suite[tid]]
+            if 0 < len(clean) < len(held):
+                groups["heldout_clean"] = clean
         compare(key, rep[key], {g: summary(ids, recs_by_task, rep) for g, ids in groups.items()}, errors)
     for row in rep["per_task"]:
         want = summary([row["id"]], recs_by_task, rep)
         del want["tasks"]
-        got = {k: v for k, v in row.items() if k not in ("id", "family", "split", "correct_by_turn")}
+        got = {k: v for k, v in row.items() if k not in ("id", "family", "split", "correct_by_turn", "seen_in_train")}
+        if row.get("seen_in_train") != suite[row["id"]].get("seen_in_train"):
+            errors.append(f"per_task {row['id']}: seen_in_train differs from the suite")
         compare("per_task " + row["id"], got, want, errors)
         if row["family"] != suite[row["id"]]["family"] or row["split"] != suite[row["id"]]["split"]:
             errors.append(f"per_task {row['id']}: family/split differ from the suite")

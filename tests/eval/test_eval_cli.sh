@@ -42,6 +42,29 @@ check sampling-bf16-matrices 0 "policy: [0-9]+ parameters, weights bf16 matrices
   --sampler.max_new_tokens 8 --model "$src/models/demo" --suite "$tmp/three.jsonl" --split heldout --eval.k 1 \
   --mpi.sandbox_ranks 0 --output "$tmp/lean-bf16.json" --optim.master_weights optimizer
 
+# A suite that marks held-out tasks seen_in_train (tasks/families.jsonl does, from its audit): the
+# report adds heldout_clean, the held-out tasks without the mark, and names the marks per task;
+# check_eval.py recomputes heldout_clean from the suite.
+/usr/bin/python3 - "$tmp/three.jsonl" "$tmp/marked.jsonl" <<'PY'
+import json, sys
+tasks = [json.loads(l) for l in open(sys.argv[1])]
+for t in tasks:
+    t["split"] = "heldout"
+tasks[0]["seen_in_train"] = ["u2: a made-up reason"]
+open(sys.argv[2], "w").write("".join(json.dumps(t) + "\n" for t in tasks))
+PY
+check heldout-clean 0 "split heldout_clean +2 " -- "$mpirun_local" 1 "$LEAP" eval --config "$src/configs/demo_v1.ini" \
+  --eval.samples 1 --eval.turns 1 --sampler.max_new_tokens 8 --model "$src/models/demo" --suite "$tmp/marked.jsonl" \
+  --split heldout --eval.k 1 --mpi.sandbox_ranks 0 --output "$tmp/marked.json"
+/usr/bin/python3 "$here/check_eval.py" check "$tmp/marked.json" "$tmp/marked.jsonl" || fail=1
+if /usr/bin/python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+marked = [t['id'] for t in r['per_task'] if t.get('seen_in_train') == ['u2: a made-up reason']]
+sys.exit(not (r['by_split']['heldout_clean']['tasks'] == 2 and r['by_split']['heldout']['tasks'] == 3 and len(marked) == 1))
+" "$tmp/marked.json"; then echo "ok   heldout_clean counts 2 of 3, the marked task names its reason"
+else echo "FAIL heldout_clean or seen_in_train missing from the report"; fail=1; fi
+
 # Bad input: exit 2, a message naming the key or file and the fix, and no report written.
 check k-above-n 2 "eval.k = '1,8'.*raise eval.samples" -- "$LEAP" eval "${common[@]}" --model "$src/models/demo" "${three[@]}" --eval.k 1,8 --output "$tmp/bad.json"
 check bad-k 2 "'x' is not a positive integer" -- "$LEAP" eval "${common[@]}" --model "$src/models/demo" "${three[@]}" --eval.k 1,x --output "$tmp/bad.json"

@@ -29,5 +29,13 @@ held = {json.loads(l)["id"] for l in open(sys.argv[2]) if json.loads(l).get("spl
 clean, flagged = set(audit["clean"]), set(audit["flagged"])
 assert not clean & flagged and clean | flagged == held, "the audit does not partition the held-out split"
 print(f"ok   {len(clean)} clean + {len(flagged)} flagged = the {len(held)} held-out tasks")
+# The suite carries the same findings (seen_in_train, which leap eval's heldout_clean reads): the
+# same tasks, each with the same reasons.
+marked = {t["id"]: t["seen_in_train"] for t in map(json.loads, open(sys.argv[2])) if "seen_in_train" in t}
+assert marked == audit["flagged"], (
+    f"the suite's seen_in_train marks differ from the audit: only in the suite {sorted(set(marked) - flagged)}, "
+    f"only in the audit {sorted(flagged - set(marked))}, other reasons "
+    f"{sorted(t for t in set(marked) & flagged if marked[t] != audit['flagged'][t])}")
+print(f"ok   the suite marks the {len(marked)} flagged tasks seen_in_train, with the audit's reasons")
 PY
 exit $fail

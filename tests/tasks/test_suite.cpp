@@ -75,6 +75,20 @@ TEST(Suite, SelectsBySplit) {
   ASSERT_EQ(held.size(), 1u);
   EXPECT_EQ(train[1]->id, "L1/b");
   EXPECT_EQ(held[0]->id, "L1/h");
+  EXPECT_TRUE(held[0]->seen_in_train.empty());
+}
+
+// A held-out task may say why it is not a new combination after all; leap eval reports the
+// others apart.
+TEST(Suite, HeldoutTaskMarkedSeenInTrain) {
+  json h = task_with_id("L1/h");
+  h["split"] = "heldout";
+  h["seen_in_train"] = {"u2: its held-out pair is in train", "noop: the scale does nothing"};
+  auto s = parse_suite(h.dump(), "s.jsonl");
+  ASSERT_TRUE(s) << s.status().message();
+  EXPECT_EQ(s->tasks[0].seen_in_train,
+            (std::vector<std::string>{"u2: its held-out pair is in train",
+                                      "noop: the scale does nothing"}));
 }
 
 struct BadCase {
@@ -98,11 +112,8 @@ TEST(Suite, EveryKindOfBadLineNamesLineAndField) {
       {"param bool", [](json& j) { j["params"]["n"] = true; }, "params.n", "integer"},
       {"param missing in cpu", [](json& j) { j["cpu_params"].erase("n"); }, "cpu_params", "'n'"},
       {"param extra in cpu", [](json& j) { j["cpu_params"]["q"] = 3; }, "params", "'q'"},
-      {"size past int32",
-       [](json& j) {
-         j["params"]["n"] = int64_t{1} << 31;
-       },
-       "params.n", "does not fit a 32-bit int"},
+      {"size past int32", [](json& j) { j["params"]["n"] = int64_t{1} << 31; }, "params.n",
+       "does not fit a 32-bit int"},
       {"param type mismatch", [](json& j) { j["cpu_params"]["alpha"] = 1; }, "cpu_params.alpha",
        "integer vs float"},
       {"param reserved name",
@@ -179,6 +190,20 @@ TEST(Suite, EveryKindOfBadLineNamesLineAndField) {
       {"rtol string", [](json& j) { j["rtol"] = "1e-5"; }, "rtol", "number"},
       {"bad split", [](json& j) { j["split"] = "test"; }, "split", "train or heldout"},
       {"missing split", [](json& j) { j.erase("split"); }, "split", "missing"},
+      {"seen_in_train on a train task", [](json& j) { j["seen_in_train"] = {"u2"}; },
+       "seen_in_train", "only a held-out task"},
+      {"seen_in_train empty",
+       [](json& j) {
+         j["split"] = "heldout";
+         j["seen_in_train"] = json::array();
+       },
+       "seen_in_train", "non-empty list of reasons"},
+      {"seen_in_train not strings",
+       [](json& j) {
+         j["split"] = "heldout";
+         j["seen_in_train"] = {1, 2};
+       },
+       "seen_in_train", "non-empty list of reasons"},
   };
   for (const auto& c : cases) {
     json j = task_with_id("L1/second");

@@ -10,7 +10,7 @@ L2="$LEAP_SOURCE_DIR/tasks/level2.jsonl"
 check validate-l1 0 "level1.jsonl: [0-9]+ tasks valid \([0-9]+ train, [0-9]+ heldout\)" -- "$LEAP" tasks validate "$L1"
 check validate-l2 0 "level2.jsonl: [0-9]+ tasks valid" -- "$LEAP" tasks validate "$L2"
 check validate-alias 0 "tasks valid" -- "$LEAP" tasks validate --suite "$L2"
-check validate-families 0 "families.jsonl: [0-9]+ tasks valid \([0-9]+ train, [0-9]+ heldout\)" -- "$LEAP" tasks validate "$LEAP_SOURCE_DIR/tasks/families.jsonl"
+check validate-families 0 "families.jsonl: [0-9]+ tasks valid \([0-9]+ train, 131 heldout: 113 clean, 18 marked seen_in_train\)" -- "$LEAP" tasks validate "$LEAP_SOURCE_DIR/tasks/families.jsonl"
 check list 0 "^L1/relu +1 +elementwise +train +x:f32\[n\], out:f32\[n\]->out" -- "$LEAP" tasks list "$L1"
 check list-heldout 0 "^L2/adam_step .*heldout" -- "$LEAP" tasks list "$L2"
 check no-action 2 "expected 'list' or 'validate'" -- "$LEAP" tasks
