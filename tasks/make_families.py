@@ -2150,6 +2150,7 @@ def write_fresh(path, built, with_train):
     if with_train:
         train += [b.obj for b in built if b.obj["split"] == "train" and b.obj["family"] not in counts]
     held = [b.obj for b in built if b.obj["split"] == "heldout"]
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path + ".tmp", "w", encoding="utf-8") as f:
         f.write(ms.suite_text(train + held))
     os.replace(path + ".tmp", path)

@@ -3,7 +3,7 @@
 # Its train tasks are exactly the candidates that hold no held-out pair and are not train tasks of
 # the suite (none is in the suite, none holds a held-out pair), its held-out split is the suite's
 # unchanged, and `leap tasks validate` reads it; --with-train adds the other families' train tasks,
-# and --fresh without a path is exit 2.
+# and --fresh without a path is exit 2; the output's folder is made when it is missing (new/ here).
 # Usage: test_fresh_families.sh LEAP_BINARY SOURCE_DIR
 set -euo pipefail
 leap="$1"
@@ -42,8 +42,8 @@ PY
 "$leap" tasks validate --suite "$tmp/fresh.jsonl" | grep -q "785 train, 131 heldout"
 
 # --with-train: the fresh tasks, then the suite's train tasks of the families without fresh ones.
-/usr/bin/env python3 "$src/tasks/make_families.py" --fresh "$tmp/mixed.jsonl" --with-train > /dev/null
-/usr/bin/env python3 - "$src/tasks/families.jsonl" "$tmp/fresh.jsonl" "$tmp/mixed.jsonl" <<'PY'
+/usr/bin/env python3 "$src/tasks/make_families.py" --fresh "$tmp/new/mixed.jsonl" --with-train > /dev/null
+/usr/bin/env python3 - "$src/tasks/families.jsonl" "$tmp/fresh.jsonl" "$tmp/new/mixed.jsonl" <<'PY'
 import json, sys
 suite, fresh, mixed = ([json.loads(l) for l in open(p)] for p in sys.argv[1:])
 train = lambda ts: [t for t in ts if t["split"] == "train"]
@@ -52,7 +52,7 @@ assert train(mixed) == train(fresh) + others, "--with-train: not the fresh tasks
 assert [t for t in mixed if t["split"] == "heldout"] == [t for t in suite if t["split"] == "heldout"]
 print("with-train ok:", len(train(mixed)), "train tasks")
 PY
-"$leap" tasks validate --suite "$tmp/mixed.jsonl" | grep -q "1372 train, 131 heldout"
+"$leap" tasks validate --suite "$tmp/new/mixed.jsonl" | grep -q "1372 train, 131 heldout"
 
 set +e
 /usr/bin/env python3 "$src/tasks/make_families.py" --fresh 2> "$tmp/err"
