@@ -3,6 +3,7 @@
 #include "mpi/topology.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -174,20 +175,23 @@ std::vector<int> node_indices(const std::vector<int>& leader) {
 
 std::vector<std::string> shared_hostname_warnings(const std::vector<int>& node,
                                                   const std::vector<std::string>& host) {
+  // Each node's name (that of its first rank), then the nodes of every name, in node order.
+  std::vector<std::string> name_of;
+  for (size_t r = 0; r < node.size(); ++r)
+    if (static_cast<size_t>(node[r]) == name_of.size()) name_of.push_back(host[r]);
   std::vector<std::string> out;
-  std::vector<int> first_rank;  // of each node
-  for (size_t r = 0; r < node.size(); ++r) {
-    if (static_cast<size_t>(node[r]) < first_rank.size()) continue;
-    first_rank.push_back(static_cast<int>(r));
-    for (int n = 0; n < node[r]; ++n) {
-      const auto& other = host[static_cast<size_t>(first_rank[static_cast<size_t>(n)])];
-      if (other == host[r]) {
-        out.push_back(
-            fmt::format("nodes {} and {} both call themselves '{}' (told apart by shared memory; "
-                        "the layout table's host column names them alike)",
-                        n, node[r], host[r]));
-      }
-    }
+  std::vector<bool> told(name_of.size(), false);
+  for (size_t n = 0; n < name_of.size(); ++n) {
+    if (told[n]) continue;
+    std::vector<size_t> same;
+    for (size_t m = n; m < name_of.size(); ++m)
+      if (name_of[m] == name_of[n]) same.push_back(m);
+    if (same.size() < 2) continue;
+    for (size_t m : same) told[m] = true;
+    out.push_back(
+        fmt::format("nodes {} all call themselves '{}' (told apart by shared memory; the "
+                    "layout table's host column names them alike)",
+                    fmt::join(same, ", "), name_of[n]));
   }
   return out;
 }

@@ -68,8 +68,9 @@ void free_topology(Topology* t);
 // MPI_COMM_TYPE_SHARED communicator): nodes numbered in order of their leaders. Pure, for tests.
 std::vector<int> node_indices(const std::vector<int>& leader);
 
-// One warning per pair of nodes that report the same hostname (containers often do): the nodes
-// are told apart by shared memory, not by name, but the layout table names them alike.
+// One warning per hostname that several nodes report (containers often give every node one name),
+// listing those nodes: they are told apart by shared memory, not by name, but the layout table
+// names them alike. `node` numbers nodes in order of their first rank, as node_indices does.
 std::vector<std::string> shared_hostname_warnings(const std::vector<int>& node,
                                                   const std::vector<std::string>& host);
 
@@ -77,7 +78,7 @@ std::vector<std::string> shared_hostname_warnings(const std::vector<int>& node,
 Expected<std::vector<Role>> assign_roles(const TopologyConfig& cfg, const std::vector<int>& local_rank,
                                          const std::vector<int>& local_size);
 
-// The table rank 0 prints at start: rank, host, local rank, role, role rank, device.
+// The table rank 0 prints at start: rank, host, node, local rank, role, role rank, device, CPUs.
 std::string format_layout(const Topology& t);
 
 }  // namespace leap::mpi

@@ -121,8 +121,9 @@ Expected<mpi::Topology> lay_out_ranks(TrainConfig& c, const Logger& log) {
 
 int threads_per_rank(const TrainConfig& c, const mpi::Topology& topo) {
   if (c.app.run.threads > 0) return c.app.run.threads;
+  // The ranks of this node by shared memory, not by hostname: containers often share one.
   int ranks_here = 0;
-  for (const auto& r : topo.ranks) ranks_here += r.host == topo.self().host;
+  for (const auto& r : topo.ranks) ranks_here += r.node == topo.self().node;
   return cores_for_rank(ranks_here);
 }
 

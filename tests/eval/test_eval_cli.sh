@@ -64,6 +64,20 @@ marked = [t['id'] for t in r['per_task'] if t.get('seen_in_train') == ['u2: a ma
 sys.exit(not (r['by_split']['heldout_clean']['tasks'] == 2 and r['by_split']['heldout']['tasks'] == 3 and len(marked) == 1))
 " "$tmp/marked.json"; then echo "ok   heldout_clean counts 2 of 3, the marked task names its reason"
 else echo "FAIL heldout_clean or seen_in_train missing from the report"; fail=1; fi
+# Every evaluated held-out task marked: no clean split to report, so no heldout_clean (not an
+# empty one), and check_eval.py agrees.
+/usr/bin/python3 -c "
+import json, sys
+for l in open(sys.argv[1]):
+    t = json.loads(l); t['seen_in_train'] = ['u2: a made-up reason']; print(json.dumps(t))
+" "$tmp/marked.jsonl" > "$tmp/all_marked.jsonl"
+check heldout-all-marked 0 "split heldout " -- "$mpirun_local" 1 "$LEAP" eval --config "$src/configs/demo_v1.ini" \
+  --eval.samples 1 --eval.turns 1 --sampler.max_new_tokens 8 --model "$src/models/demo" --suite "$tmp/all_marked.jsonl" \
+  --split heldout --eval.k 1 --mpi.sandbox_ranks 0 --output "$tmp/all_marked.json"
+/usr/bin/python3 "$here/check_eval.py" check "$tmp/all_marked.json" "$tmp/all_marked.jsonl" || fail=1
+if /usr/bin/python3 -c "import json, sys; sys.exit('heldout_clean' in json.load(open(sys.argv[1]))['by_split'])" "$tmp/all_marked.json"
+then echo "ok   no heldout_clean when every held-out task is marked"
+else echo "FAIL heldout_clean reported with no clean task"; fail=1; fi
 
 # Bad input: exit 2, a message naming the key or file and the fix, and no report written.
 check k-above-n 2 "eval.k = '1,8'.*raise eval.samples" -- "$LEAP" eval "${common[@]}" --model "$src/models/demo" "${three[@]}" --eval.k 1,8 --output "$tmp/bad.json"

@@ -213,10 +213,13 @@ TEST(Topology, NodesComeFromSharedMemoryNotHostnames) {
   const std::vector<int> node = {0, 0, 1, 1, 0, 2};
   const auto same = shared_hostname_warnings(node, {"c", "c", "c", "c", "c", "d"});
   ASSERT_EQ(same.size(), 1u);
-  EXPECT_NE(same[0].find("nodes 0 and 1"), std::string::npos) << same[0];
+  EXPECT_NE(same[0].find("nodes 0, 1 all"), std::string::npos) << same[0];
   EXPECT_NE(same[0].find("'c'"), std::string::npos) << same[0];
   EXPECT_TRUE(shared_hostname_warnings(node, {"a", "a", "b", "b", "a", "d"}).empty());
-  EXPECT_EQ(shared_hostname_warnings({0, 1, 2}, {"x", "x", "x"}).size(), 3u);  // each pair once
+  // One line per repeated name, however many nodes share it.
+  const auto three = shared_hostname_warnings({0, 1, 2, 3}, {"x", "x", "y", "x"});
+  ASSERT_EQ(three.size(), 1u);
+  EXPECT_NE(three[0].find("nodes 0, 1, 3 all call themselves 'x'"), std::string::npos) << three[0];
 
   // Placed by node index, the two same-named nodes each give out their GPUs from 0.
   PlacementInput in;
