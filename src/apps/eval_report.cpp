@@ -66,25 +66,20 @@ EvalBreakdown break_down(const tasks::Suite& suite, const std::vector<int>& task
   b.tasks = rl::tally_tasks(tasks, records, spec);
   std::vector<const rl::TaskTally*> all;
   std::map<std::string, std::vector<const rl::TaskTally*>> splits, families;
+  // The held-out tasks that really are new combinations, apart, where the suite marks the others
+  // (seen_in_train): a held-out figure that counts near-copies of train tasks claims too much.
+  std::vector<const rl::TaskTally*> clean;
   for (const auto& t : b.tasks) {
     const tasks::Task& task = suite.tasks[static_cast<size_t>(t.task)];
     all.push_back(&t);
     b.per_task.push_back(rl::summarize({&t}, spec));
     splits[tasks::split_name(task.split)].push_back(&t);
     families[task.family].push_back(&t);
+    if (task.split == tasks::Split::kHeldout && task.seen_in_train.empty()) clean.push_back(&t);
   }
   b.overall = rl::summarize(all, spec);
-  // The held-out tasks that really are new combinations, apart, where the suite marks the others
-  // (seen_in_train): a held-out figure that counts near-copies of train tasks claims too much.
-  std::vector<const rl::TaskTally*> clean;
-  bool marked = false;
-  for (const auto& t : b.tasks) {
-    const tasks::Task& task = suite.tasks[static_cast<size_t>(t.task)];
-    if (task.split != tasks::Split::kHeldout) continue;
-    marked |= !task.seen_in_train.empty();
-    if (task.seen_in_train.empty()) clean.push_back(&t);
-  }
-  if (marked && !clean.empty()) splits[kHeldoutClean] = clean;
+  const auto held = splits.find(tasks::split_name(tasks::Split::kHeldout));
+  if (!clean.empty() && clean.size() < held->second.size()) splits[kHeldoutClean] = clean;
   for (const auto& [name, list] : splits) b.by_split[name] = rl::summarize(list, spec);
   for (const auto& [name, list] : families) b.by_family[name] = rl::summarize(list, spec);
   return b;
