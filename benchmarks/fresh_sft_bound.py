@@ -12,9 +12,15 @@ evaluations of the starting policy (--start-results, start-seedN-full.json; made
 If the supervised answers move held-out Acc@3 by less than the RL target, RL on these prompts
 cannot be expected to reach it: RL learns from its own samples, a weaker signal than the answer.
 
+--sft-suite asks the same of other RL prompts: its train tasks' references are the supervised
+material instead (for example the RL part of `tasks/split_sft_rl.py`, from a policy trained on
+the SFT part: --model that policy; the steps of one epoch after `--`, --train.steps and
+--optim.total_steps). The report then gives every family's held-out Acc@3.
+
     /usr/bin/python3 benchmarks/fresh_sft_bound.py --seeds 1 2 3
         [--results benchmarks/results/fresh_sft_bound] [--runs runs/fresh_sft_bound]
-        [--start-results benchmarks/results/paper_compare_fixed_suite] [-- leap train options]
+        [--start-results benchmarks/results/paper_compare_fixed_suite] [--sft-suite SUITE]
+        [-- leap train options]
 
 Each evaluation is a JSON file under --results, and summary.json holds the table's figures
 (commit them); rerunning skips what is there.
@@ -29,14 +35,18 @@ import numpy as np
 
 from paper_compare import add_run_args, evaluate, leap_cmd, parse_run_args  # noqa: E402  (this folder)
 
-FAMILY = "elementwise"  # the family the fresh combinations come from
-
-
-def family_acc3(path, family):
+def family_acc3(path):
+    """Held-out Acc@3 of each family in an evaluation's report."""
     with open(path) as f:
         report = json.load(f)
-    acc = report["by_family"][family]["acc"]
-    return acc[min(2, len(acc) - 1)]
+    return {family: v["acc"][min(2, len(v["acc"]) - 1)] for family, v in report["by_family"].items()}
+
+
+def train_families(suite):
+    """The families of a suite's train tasks: the families the supervised material teaches."""
+    with open(suite) as f:
+        tasks = [json.loads(line) for line in f if line.strip()]
+    return sorted({t.get("family", "") for t in tasks if t.get("split") == "train"})
 
 
 def main():
@@ -49,15 +59,21 @@ def main():
     p.add_argument("--sft-np", type=int, default=2, help="ranks of the SFT run")
     p.add_argument("--start-results", default="benchmarks/results/paper_compare_fixed_suite",
                    help="where the starting policy's evaluations are (start-seedN-full.json)")
+    p.add_argument("--sft-suite", help="the suite whose train tasks' references are the SFT material "
+                   "(default: the fresh elementwise combinations, made under --runs)")
     add_run_args(p, "benchmarks/results/fresh_sft_bound", "runs/fresh_sft_bound")
     args = parse_run_args(p)
 
-    fresh = os.path.join(args.runs, "fresh.jsonl")
+    fresh = args.sft_suite or os.path.join(args.runs, "fresh.jsonl")
+    if args.sft_suite and not os.path.isfile(fresh):
+        sys.exit(f"--sft-suite {fresh}: no such file (tasks/split_sft_rl.py writes an RL part, for example)")
     if not os.path.exists(fresh):
         subprocess.run([sys.executable, os.path.join(args.root, "tasks", "make_families.py"), "--fresh", fresh],
                        check=True, stdout=subprocess.DEVNULL)
     policy = os.path.join(args.runs, "policy")
     trained = dict(sft_config=args.sft_config, extra=args.extra)
+    if args.sft_suite:  # (absent from the stored settings of the default material)
+        trained["sft_suite"] = args.sft_suite
     trained_json = os.path.join(args.results, "trained.json")
     if os.path.exists(trained_json):
         with open(trained_json) as f:
@@ -73,21 +89,30 @@ def main():
         with open(trained_json, "w") as f:
             json.dump(trained, f)
 
+    families = train_families(fresh)
     rows = []
     for seed in args.seeds:
         start_json = os.path.join(args.start_results, f"start-seed{seed}-full.json")
         end_json = os.path.join(args.results, f"sft-seed{seed}-full.json")
         start = evaluate(args, args.model, seed, start_json, args.suite)
         end = evaluate(args, policy, seed, end_json, args.suite)
-        start["family_acc3"] = family_acc3(start_json, FAMILY)
-        end["family_acc3"] = family_acc3(end_json, FAMILY)
+        for r, path in ((start, start_json), (end, end_json)):
+            by_family = family_acc3(path)
+            if len(families) == 1:  # one family taught: its column under the name the first bound used
+                r["family_acc3"] = by_family[families[0]]
+            else:
+                r.update({f"acc3_{family}": acc for family, acc in by_family.items()})
         rows.append((seed, start, end))
 
-    keys = [("acc1", "Acc@1"), ("acc3", "Acc@3"), ("acc3_macro", "Acc@3 macro"),
-            ("acc3_clean", "Acc@3 clean"), ("family_acc3", f"Acc@3 {FAMILY}")]
+    keys = [("acc1", "Acc@1"), ("acc3", "Acc@3"), ("acc3_macro", "Acc@3 macro"), ("acc3_clean", "Acc@3 clean")]
+    if len(families) == 1:
+        keys.append(("family_acc3", f"Acc@3 {families[0]}"))
+    else:
+        keys += [(k, f"Acc@3 {k[5:]}") for k in sorted(rows[0][1]) if k.startswith("acc3_") and k[5:] in families]
     keys = [(k, name) for k, name in keys if all(k in r[1] and k in r[2] for r in rows)]
-    print(f"\nheld-out tasks of {args.suite}, before -> after one epoch of SFT on the fresh {FAMILY} "
-          f"combinations' references ({args.eval_samples} answers, up to {args.eval_turns} turns)\n")
+    print(f"\nheld-out tasks of {args.suite}, before -> after one epoch of SFT on the references of "
+          f"{fresh}'s train tasks ({', '.join(families)}; {args.eval_samples} answers, up to "
+          f"{args.eval_turns} turns)\n")
     print("| eval seed | " + " | ".join(name for _, name in keys) + " |")
     print("|---" * (len(keys) + 1) + "|")
     for seed, a, b in rows:
