@@ -108,7 +108,7 @@ def main():
     if len(families) == 1:
         keys.append(("family_acc3", f"Acc@3 {families[0]}"))
     else:
-        keys += [(k, f"Acc@3 {k[5:]}") for k in sorted(rows[0][1]) if k.startswith("acc3_") and k[5:] in families]
+        keys += [(f"acc3_{family}", f"Acc@3 {family}") for family in families]
     keys = [(k, name) for k, name in keys if all(k in r[1] and k in r[2] for r in rows)]
     print(f"\nheld-out tasks of {args.suite}, before -> after one epoch of SFT on the references of "
           f"{fresh}'s train tasks ({', '.join(families)}; {args.eval_samples} answers, up to "
