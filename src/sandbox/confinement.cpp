@@ -31,8 +31,9 @@ namespace leap::sandbox {
 namespace {
 
 // Sanitizer runtimes need what the filter forbids: LeakSanitizer stops the world from a
-// ptrace-ing helper made by clone() without CLONE_THREAD. An ASan build relaxes exactly those
-// two rules (documented in docs/design.md, Isolation); a release build never does.
+// ptrace-ing helper made by clone() without CLONE_THREAD, which then signals this process's
+// threads. An ASan build relaxes those rules, and the ones on signals and limits of other
+// processes (documented in docs/design.md, Isolation); a release build never does.
 constexpr bool kSanitizerBuild = kAddressSanitizer;
 
 // Landlock, as the kernel defines it (include/uapi/linux/landlock.h).
