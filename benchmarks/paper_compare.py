@@ -4,7 +4,8 @@ against the job's CPU-seconds and sandbox jobs, for several ways of running RL, 
 
     benchmarks/paper_compare.py --steps 40 --every 10 --seeds 1 2 3 --ways leap unpruned single
         [--extra-ways adaptive binary] [--np 4] [--config configs/demo.ini] [--suite FILE]
-        [--heldout-per-family 4] [--eval-samples 2] [--eval-turns 3] [--resample] [--full-heldout]
+        [--heldout-per-family 4] [--eval-samples 2] [--eval-turns 3] [--resample] [--full-heldout
+        [--full-eval-seeds 1 2 3]]
         [--results benchmarks/results/paper_compare] [--runs runs/paper_compare] [-- leap options]
 
 RL trains on the train split of --suite; every evaluation uses the same held-out subset of it.
@@ -24,7 +25,9 @@ checkpoint is evaluated with `leap eval` on a fixed held-out subset (the first
 --heldout-per-family held-out tasks of every family, written once to RESULTS/heldout.jsonl); the
 starting policy is evaluated once as step 0. The subset (28 tasks, 56 samples) is coarse, about
 0.06 standard error: --full-heldout also evaluates the starting policy and each run's last
-checkpoint on every held-out task of the suite, and the RL gain is then read there. Every
+checkpoint on every held-out task of the suite, and the RL gain is then read there; one such
+evaluation still varies about ±0.01 with its sampling seed, so --full-eval-seeds evaluates both at
+several seeds and reads their mean (each run's own seed is the default). Every
 finished evaluation is a JSON file under --results (commit them): rerunning skips what is there,
 so the comparison grows piece by piece; a stored result made otherwise than asked (another
 held-out subset, number of answers, turns, seed, tasks or policy; a point's way options, dynamic
@@ -197,12 +200,23 @@ def seen_in_train(suite):
 
 def full_heldout(args, seed, points, results, run_dir):
     """Adds acc*_full to the first and last points: the starting policy and the last checkpoint on
-    every held-out task of the suite (the starting policy's evaluation is shared by the ways)."""
-    start = os.path.join(args.results, f"start-seed{seed}-full.json")
+    every held-out task of the suite (the starting policy's evaluation is shared by the ways). With
+    --full-eval-seeds each is the mean of the evaluations at those sampling seeds: one evaluation
+    (n = 2 answers a task) varies about ±0.01 in Acc@3 with its seed alone, as much as the gains
+    measured, so averaging leaves the spread over run seeds to the training."""
     ckpt = os.path.join(run_dir, "checkpoints", "step_%06d" % (args.steps - 1))
-    end = os.path.join(results, f"eval_{args.steps}_full.json")
-    for point, model, out in ((points[0], args.model, start), (points[-1], ckpt, end)):
-        point.update({k + "_full": v for k, v in evaluate(args, model, seed, out, args.suite).items()})
+    for point, model in ((points[0], args.model), (points[-1], ckpt)):
+        evals = []
+        for eval_seed in args.full_eval_seeds or [seed]:
+            if point is points[0]:
+                out = os.path.join(args.results, f"start-seed{eval_seed}-full.json")
+            elif eval_seed == seed:
+                out = os.path.join(results, f"eval_{args.steps}_full.json")
+            else:
+                out = os.path.join(results, f"eval_{args.steps}_full-evalseed{eval_seed}.json")
+            evals.append(evaluate(args, model, eval_seed, out, args.suite))
+        point.update({k + "_full": float(np.mean([e[k] for e in evals])) for k in evals[0]
+                      if all(k in e for e in evals)})
 
 
 def usable_run_folder(run_dir, settings, points_done):
@@ -327,10 +341,15 @@ def main():
     p.add_argument("--resample", action="store_true")
     p.add_argument("--full-heldout", action="store_true",
                    help="also evaluate the start and each run's end on every held-out task")
+    p.add_argument("--full-eval-seeds", type=int, nargs="+", default=None,
+                   help="with --full-heldout: evaluate the start and each end at these sampling seeds and "
+                        "average them (default: the run's own seed)")
     add_run_args(p, "benchmarks/results/paper_compare", "runs/paper_compare")
     args = parse_run_args(p)
     if args.every <= 0 or args.steps < args.every or args.steps % args.every:
         p.error("--steps must be a positive multiple of --every (each segment ends in an evaluated checkpoint)")
+    if args.full_eval_seeds and not args.full_heldout:
+        p.error("--full-eval-seeds needs --full-heldout")
     if args.eval_turns < 3:
         p.error("--eval-turns must be at least 3: the comparison reads Acc@3")
     args.extra = [f"--model={args.model}", *args.extra]
@@ -351,7 +370,9 @@ def main():
               f"{mean_spread([x['acc3'] for x in last])} | {mean_spread([x['acc3_macro'] for x in last])} | "
               f"{mean_spread([x['cpu_s'] for x in last])} | {mean_spread([x['sandbox_jobs'] for x in last])} |")
     if args.full_heldout:
-        print("\nEvery held-out task of the suite, start -> end:\n")
+        seeds_said = (f"mean of the evaluations at sampling seeds {args.full_eval_seeds}" if args.full_eval_seeds
+                      else "evaluated at the run's own seed")
+        print(f"\nEvery held-out task of the suite, start -> end ({seeds_said}):\n")
         clean = all("acc3_clean_full" in r[0] and "acc3_clean_full" in r[-1] for runs in curves.values() for r in runs)
         keys = ("acc1", "acc3", "acc3_macro") + (("acc3_clean",) if clean else ())
         print("| way | seeds | Acc@1 | Acc@3 | Acc@3 macro over families |"

@@ -124,5 +124,53 @@ class HeldoutMarks(unittest.TestCase):
         self.assertAlmostEqual(got["acc3"], 0.5)
 
 
+class FullEvalSeeds(unittest.TestCase):
+    """--full-eval-seeds: the start and the end read as the mean of stored evaluations at each
+    sampling seed (the run's own seed in the file it always had, the others beside it); without it,
+    the run's own seed alone. A stored evaluation at another seed than its name says is refused."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.results = os.path.join(self.tmp.name, "leap-seed2")
+        os.makedirs(self.results)
+        self.run = os.path.join(self.tmp.name, "run")
+
+    def store(self, path, seed, model, acc3):
+        report = {"overall": {"acc": [acc3 / 2, acc3, acc3]}, "by_family": {"x": {"acc": [0, acc3, acc3]}},
+                  "per_task": [{"id": "F/x/0", "acc": [0, acc3, acc3]}]}
+        with open(path, "w") as f:
+            json.dump(dict(report, seed=seed, samples_per_task=2, turns=3, model=model), f)
+
+    def args(self, seeds):
+        return type("Args", (), {"suite": os.path.join(self.tmp.name, "none.jsonl"), "results": self.tmp.name,
+                                 "eval_samples": 2, "eval_turns": 3, "steps": 40, "model": "start",
+                                 "full_eval_seeds": seeds})()
+
+    def test_the_mean_over_sampling_seeds(self):
+        ckpt = os.path.join(self.run, "checkpoints", "step_000039")
+        for k, (a0, a1) in {1: (0.1, 0.2), 2: (0.3, 0.5), 3: (0.2, 0.8)}.items():
+            self.store(os.path.join(self.tmp.name, f"start-seed{k}-full.json"), k, "start", a0)
+            name = "eval_40_full.json" if k == 2 else f"eval_40_full-evalseed{k}.json"
+            self.store(os.path.join(self.results, name), k, ckpt, a1)
+        points = [{}, {}]
+        pc.full_heldout(self.args([1, 2, 3]), 2, points, self.results, self.run)
+        self.assertAlmostEqual(points[0]["acc3_full"], 0.2)
+        self.assertAlmostEqual(points[1]["acc3_full"], 0.5)
+        self.assertAlmostEqual(points[1]["acc1_full"], 0.25)
+        points = [{}, {}]
+        pc.full_heldout(self.args(None), 2, points, self.results, self.run)  # the run's own seed alone
+        self.assertAlmostEqual(points[0]["acc3_full"], 0.3)
+        self.assertAlmostEqual(points[1]["acc3_full"], 0.5)
+
+    def test_an_evaluation_at_another_seed_is_refused(self):
+        ckpt = os.path.join(self.run, "checkpoints", "step_000039")
+        self.store(os.path.join(self.tmp.name, "start-seed2-full.json"), 2, "start", 0.1)
+        self.store(os.path.join(self.tmp.name, "start-seed3-full.json"), 2, "start", 0.1)  # misnamed
+        self.store(os.path.join(self.results, "eval_40_full.json"), 2, ckpt, 0.1)
+        msg = exits(pc.full_heldout, self.args([2, 3]), 2, [{}, {}], self.results, self.run)
+        self.assertIn("start-seed3-full.json was made with other settings (seed", msg)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
