@@ -205,18 +205,21 @@ def full_heldout(args, seed, points, results, run_dir):
     (n = 2 answers a task) varies about ±0.01 in Acc@3 with its seed alone, as much as the gains
     measured, so averaging leaves the spread over run seeds to the training."""
     ckpt = os.path.join(run_dir, "checkpoints", "step_%06d" % (args.steps - 1))
-    for point, model in ((points[0], args.model), (points[-1], ckpt)):
-        evals = []
-        for eval_seed in args.full_eval_seeds or [seed]:
-            if point is points[0]:
-                out = os.path.join(args.results, f"start-seed{eval_seed}-full.json")
-            elif eval_seed == seed:
-                out = os.path.join(results, f"eval_{args.steps}_full.json")
-            else:
-                out = os.path.join(results, f"eval_{args.steps}_full-evalseed{eval_seed}.json")
-            evals.append(evaluate(args, model, eval_seed, out, args.suite))
+    files = full_eval_files(args, seed, results)
+    for point, model, which in ((points[0], args.model, 0), (points[-1], ckpt, 1)):
+        evals = [evaluate(args, model, eval_seed, paths[which], args.suite) for eval_seed, paths in files]
         point.update({k + "_full": float(np.mean([e[k] for e in evals])) for k in evals[0]
                       if all(k in e for e in evals)})
+
+
+def full_eval_files(args, seed, results):
+    """(evaluation seed, (the start's file, the end's file)) for each evaluation seed: the start's
+    are shared by the ways; the end at the run's own seed keeps the name it always had."""
+    def end(eval_seed):
+        tail = "" if eval_seed == seed else f"-evalseed{eval_seed}"
+        return os.path.join(results, f"eval_{args.steps}_full{tail}.json")
+    return [(k, (os.path.join(args.results, f"start-seed{k}-full.json"), end(k)))
+            for k in dict.fromkeys(args.full_eval_seeds or [seed])]
 
 
 def usable_run_folder(run_dir, settings, points_done):
@@ -301,7 +304,7 @@ def run_way(args, way, seed, subset):
             stored["extra"] = [x for x in stored["extra"] if not x.startswith("--model=")]
         check_stored(point, stored, settings)
     if args.full_heldout:
-        if not run_usable and not os.path.exists(os.path.join(results, f"eval_{args.steps}_full.json")):
+        if not run_usable and not all(os.path.exists(end) for _, (_, end) in full_eval_files(args, seed, results)):
             sys.exit(f"{run_dir} is missing or does not record its settings: its last checkpoint is not evaluated; "
                      "move it aside, or use another --runs")
         full_heldout(args, seed, points, results, run_dir)
