@@ -110,7 +110,8 @@ def main():
     else:
         keys += [(f"acc3_{family}", f"Acc@3 {family}") for family in families]
     keys = [(k, name) for k, name in keys if all(k in r[1] and k in r[2] for r in rows)]
-    print(f"\nheld-out tasks of {args.suite}, before -> after one epoch of SFT on the references of "
+    steps = " ".join(args.extra) or "the config's steps"
+    print(f"\nheld-out tasks of {args.suite}, before -> after SFT ({steps}) on the references of "
           f"{fresh}'s train tasks ({', '.join(families)}; {args.eval_samples} answers, up to "
           f"{args.eval_turns} turns)\n")
     print("| eval seed | " + " | ".join(name for _, name in keys) + " |")
