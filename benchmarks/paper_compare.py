@@ -26,7 +26,7 @@ checkpoint is evaluated with `leap eval` on a fixed held-out subset (the first
 starting policy is evaluated once as step 0. The subset (28 tasks, 56 samples) is coarse, about
 0.06 standard error: --full-heldout also evaluates the starting policy and each run's last
 checkpoint on every held-out task of the suite, and the RL gain is then read there; one such
-evaluation still varies about ±0.01 with its sampling seed, so --full-eval-seeds evaluates both at
+evaluation still varies about ±0.01-0.02 with its sampling seed, so --full-eval-seeds evaluates both at
 several seeds and reads their mean (each run's own seed is the default). Every
 finished evaluation is a JSON file under --results (commit them): rerunning skips what is there,
 so the comparison grows piece by piece; a stored result made otherwise than asked (another
@@ -202,7 +202,7 @@ def full_heldout(args, seed, points, results, run_dir):
     """Adds acc*_full to the first and last points: the starting policy and the last checkpoint on
     every held-out task of the suite (the starting policy's evaluation is shared by the ways). With
     --full-eval-seeds each is the mean of the evaluations at those sampling seeds: one evaluation
-    (n = 2 answers a task) varies about ±0.01 in Acc@3 with its seed alone, as much as the gains
+    (n = 2 answers a task) varies about ±0.01-0.02 in Acc@3 with its seed alone, as much as the gains
     measured, so averaging leaves the spread over run seeds to the training."""
     ckpt = os.path.join(run_dir, "checkpoints", "step_%06d" % (args.steps - 1))
     files = full_eval_files(args, seed, results)
