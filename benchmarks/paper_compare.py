@@ -26,8 +26,8 @@ checkpoint is evaluated with `leap eval` on a fixed held-out subset (the first
 starting policy is evaluated once as step 0. The subset (28 tasks, 56 samples) is coarse, about
 0.06 standard error: --full-heldout also evaluates the starting policy and each run's last
 checkpoint on every held-out task of the suite, and the RL gain is then read there; one such
-evaluation still varies about ±0.01-0.02 with its sampling seed, so --full-eval-seeds evaluates both at
-several seeds and reads their mean (each run's own seed is the default). Every
+evaluation still varies about ±0.01-0.02 with its sampling seed, so --full-eval-seeds evaluates
+both at several seeds and reads their mean (each run's own seed is the default). Every
 finished evaluation is a JSON file under --results (commit them): rerunning skips what is there,
 so the comparison grows piece by piece; a stored result made otherwise than asked (another
 held-out subset, number of answers, turns, seed, tasks or policy; a point's way options, dynamic
