@@ -4,9 +4,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 #include "tasks/expr.h"
 
@@ -144,11 +146,59 @@ Expected<PlannedLaunch> plan_launch(const LaunchSpec& spec, const tasks::Task& t
   return out;
 }
 
+bool is_ident(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+// The names the code gives its __global__ functions, in order, without repeats: the identifier
+// before the first '(' after each `__global__`, passing over `__launch_bounds__(...)`. A plain
+// scan, not a parse: it only has to name candidates in a message.
+std::vector<std::string> declared_kernels(const std::string& code) {
+  static constexpr std::string_view kGlobal = "__global__";
+  std::vector<std::string> names;
+  for (size_t p = code.find(kGlobal); p != std::string::npos; p = code.find(kGlobal, p + 1)) {
+    if ((p > 0 && is_ident(code[p - 1])) ||
+        (p + kGlobal.size() < code.size() && is_ident(code[p + kGlobal.size()])))
+      continue;
+    for (size_t from = p + kGlobal.size();;) {
+      const size_t paren = code.find('(', from);
+      if (paren == std::string::npos) break;
+      size_t end = paren;
+      while (end > from && std::isspace(static_cast<unsigned char>(code[end - 1]))) --end;
+      size_t begin = end;
+      while (begin > from && is_ident(code[begin - 1])) --begin;
+      std::string name = code.substr(begin, end - begin);
+      if (name == "__launch_bounds__") {
+        from = code.find(')', paren);
+        if (from == std::string::npos) break;
+        continue;
+      }
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
+        names.push_back(std::move(name));
+      break;
+    }
+  }
+  return names;
+}
+
+// What a launch line that names no kernel of the code may name instead: a tiny policy often
+// spells the same name two ways, and the fix is to copy one of these.
+std::string kernels_hint(const std::string& code) {
+  static constexpr size_t kShown = 4;  // a hostile answer may declare thousands
+  const auto names = declared_kernels(code);
+  if (names.empty()) return "; it declares no __global__ function at all";
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i)
+    list += fmt::format("{}'{}'", i == 0 ? "" : ", ", names[i]);
+  if (names.size() > kShown) list += fmt::format(" and {} more", names.size() - kShown);
+  return fmt::format("; it declares {}", list);
+}
+
 // Every launched kernel's name appears in the code. NVRTC would fail on an unknown name
-// expression with an obscure pragma message; this says what is wrong in the policy's terms.
+// expression with an obscure pragma message; this says what is wrong in the policy's terms,
+// and which names the code does declare.
 Status check_kernels_named(const Answer& answer) {
   const std::string code = blank_comments_and_strings(answer.source);
-  auto is_ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (const auto& l : answer.launches) {
     std::string base = l.kernel.substr(0, l.kernel.find('<'));
     if (size_t sep = base.rfind("::"); sep != std::string::npos) base = base.substr(sep + 2);
@@ -159,9 +209,9 @@ Status check_kernels_named(const Answer& answer) {
     }
     if (!found)
       return invalid_input(
-          fmt::format("line {}: the code defines no __global__ kernel '{}' (define it, "
+          fmt::format("line {}: the code defines no __global__ kernel '{}'{} (define it, "
                       "and spell it in the launch line as in the code)",
-                      l.line, base));
+                      l.line, base, kernels_hint(code)));
   }
   return Status::ok();
 }

@@ -86,6 +86,37 @@ TEST(LaunchPlan, BoundsAreCheckedBeforeAnythingRuns) {
   EXPECT_NE(plan.status().message().find("exceed the limit of 16"), std::string::npos);
 }
 
+// A launch line whose kernel the code does not declare: the message names what it does declare
+// (passing over __launch_bounds__, comments and repeats), so the policy can copy the spelling.
+TEST(LaunchPlan, AnUnknownKernelNamesTheDeclaredOnes) {
+  auto task = make_task();
+  struct Case {
+    const char* code;
+    const char* says;
+  } cases[] = {
+      {"__global__ void uu_silu_silu_bf16(int n) {}\n",
+       "it declares 'uu_silu_silu_bf16' (define it"},
+      {"template <int B> __global__ void __launch_bounds__(256, 2) part(int n) {}\n"
+       "// __global__ void commented(int n) {}\n"
+       "__global__\nvoid fin (int n) {}\nextern \"C\" __global__ void part(int n);\n",
+       "it declares 'part', 'fin' ("},
+      {"__device__ float f(float v) { return v; }\n", "it declares no __global__ function at all"},
+      {"__global__ void a(){}\n__global__ void b(){}\n__global__ void c(){}\n__global__ void "
+       "d(){}\n"
+       "__global__ void e(){}\n__global__ void f(){}\n",
+       "it declares 'a', 'b', 'c', 'd' and 2 more ("},
+  };
+  for (const auto& c : cases) {
+    auto a = parse_answer(std::string("```cuda\n") + c.code + "// launch: kk<<<1, 32>>>(n)\n```\n");
+    ASSERT_TRUE(a.has_value()) << a.status().message();
+    auto plan = make_launch_plan(*a, task, task.params, PlanLimits{});
+    ASSERT_FALSE(plan.has_value()) << c.code;
+    EXPECT_NE(plan.status().message().find("no __global__ kernel 'kk'; " + std::string(c.says)),
+              std::string::npos)
+        << c.code << " -> " << plan.status().message();
+  }
+}
+
 ptx::ParamInfo param(const char* type, size_t size) {
   return {"p", type, size, size};
 }

@@ -152,7 +152,7 @@ TEST_F(VerifyVerdicts, BadLaunchLines) {
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256)>>>(x, out, alpha, n)\n"),
          Verdict::kFormatError, "takes GRID, BLOCK");
   expect(answer(kGoodKernel, "// launch: kk<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n"),
-         Verdict::kLaunchError, "no __global__ kernel 'kk'");
+         Verdict::kLaunchError, "no __global__ kernel 'kk'; it declares 'k'");
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, n)\n"),
          Verdict::kLaunchError, "takes 4 parameters but the launch line passes 3");
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, y)\n"),
