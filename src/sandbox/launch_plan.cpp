@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
@@ -152,17 +151,29 @@ bool is_ident(char c) {
 
 // The names the code gives its __global__ functions, in order, without repeats: the identifier
 // before the first '(' after each `__global__`, passing over `__launch_bounds__(...)`. A plain
-// scan, not a parse: it only has to name candidates in a message.
+// scan, not a parse: it only has to name candidates in a message. A hostile answer reaches it
+// too, so it stays linear in the code's length: the next '(' is searched once per stretch of
+// code, and a '(' already read (many `__global__` before one name) is not read again.
 std::vector<std::string> declared_kernels(const std::string& code) {
   static constexpr std::string_view kGlobal = "__global__";
+  constexpr size_t npos = std::string::npos;
   std::vector<std::string> names;
-  for (size_t p = code.find(kGlobal); p != std::string::npos; p = code.find(kGlobal, p + 1)) {
+  std::set<std::string> seen;
+  size_t searched_from = npos, found = npos;  // the last search for '(' and what it found
+  size_t read = npos;                         // the last '(' whose name was read
+  for (size_t p = code.find(kGlobal); p != npos; p = code.find(kGlobal, p + 1)) {
     if ((p > 0 && is_ident(code[p - 1])) ||
         (p + kGlobal.size() < code.size() && is_ident(code[p + kGlobal.size()])))
       continue;
     for (size_t from = p + kGlobal.size();;) {
-      const size_t paren = code.find('(', from);
-      if (paren == std::string::npos) break;
+      if (searched_from == npos || from < searched_from || (found != npos && from > found)) {
+        searched_from = from;
+        found = code.find('(', from);
+      }
+      const size_t paren = found;
+      if (paren == npos) return names;  // no '(' left: no more names
+      if (paren == read) break;
+      read = paren;
       size_t end = paren;
       while (end > from && std::isspace(static_cast<unsigned char>(code[end - 1]))) --end;
       size_t begin = end;
@@ -170,11 +181,10 @@ std::vector<std::string> declared_kernels(const std::string& code) {
       std::string name = code.substr(begin, end - begin);
       if (name == "__launch_bounds__") {
         from = code.find(')', paren);
-        if (from == std::string::npos) break;
+        if (from == npos) return names;
         continue;
       }
-      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end())
-        names.push_back(std::move(name));
+      if (!name.empty() && seen.insert(name).second) names.push_back(std::move(name));
       break;
     }
   }

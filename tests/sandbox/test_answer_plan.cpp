@@ -115,6 +115,17 @@ TEST(LaunchPlan, AnUnknownKernelNamesTheDeclaredOnes) {
               std::string::npos)
         << c.code << " -> " << plan.status().message();
   }
+  // Many `__global__` before one name, as a hostile answer may write: listed once, and found
+  // without searching the code again from each of them (200,000 searches of 2 MB).
+  std::string crowded = "```cuda\n";
+  for (int i = 0; i < 200000; ++i) crowded += "__global__ ";
+  crowded += "void only(int n) {}\n// launch: kk<<<1, 32>>>(n)\n```\n";
+  auto a = parse_answer(crowded);
+  ASSERT_TRUE(a.has_value()) << a.status().message();
+  auto plan = make_launch_plan(*a, task, task.params, PlanLimits{});
+  ASSERT_FALSE(plan.has_value());
+  EXPECT_NE(plan.status().message().find("; it declares 'only' (define it"), std::string::npos)
+      << plan.status().message().substr(0, 200);
 }
 
 ptx::ParamInfo param(const char* type, size_t size) {
