@@ -166,7 +166,9 @@ std::vector<std::string> declared_kernels(const std::string& code) {
         (p + kGlobal.size() < code.size() && is_ident(code[p + kGlobal.size()])))
       continue;
     for (size_t from = p + kGlobal.size();;) {
-      if (searched_from == npos || from < searched_from || (found != npos && from > found)) {
+      // The last search still answers when `from` lies between where it began and what it
+      // found (npos at first, so the first search always runs; a search that finds none ends).
+      if (from < searched_from || from > found) {
         searched_from = from;
         found = code.find('(', from);
       }
