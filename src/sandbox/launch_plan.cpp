@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
@@ -193,6 +194,37 @@ std::vector<std::string> declared_kernels(const std::string& code) {
   return names;
 }
 
+// The names the code gives its __device__ functions (`__host__ __device__` ones too): the
+// identifier before a '(' that follows a `__device__` with no ';', '{' or '=' between (those end
+// a __device__ variable instead). Another plain scan, linear for the same reason as the one above:
+// the `__device__` tokens that share one stop share one search.
+std::set<std::string> device_functions(const std::string& code) {
+  static constexpr std::string_view kDevice = "__device__";
+  constexpr size_t npos = std::string::npos;
+  std::set<std::string> names;
+  size_t stop = npos, read = npos;  // the last stop found, and the last '(' whose name was read
+  bool searched = false;
+  for (size_t p = code.find(kDevice); p != npos; p = code.find(kDevice, p + 1)) {
+    const size_t from = p + kDevice.size();
+    if ((p > 0 && is_ident(code[p - 1])) || (from < code.size() && is_ident(code[from]))) continue;
+    // Occurrences come in order, so a stop found from an earlier one still answers while this
+    // one lies before it: nothing between can be a stop.
+    if (!searched || from > stop) {
+      stop = code.find_first_of("(;{=", from);
+      searched = true;
+    }
+    if (stop == npos) break;
+    if (code[stop] != '(' || stop == read) continue;
+    read = stop;
+    size_t end = stop;
+    while (end > from && std::isspace(static_cast<unsigned char>(code[end - 1]))) --end;
+    size_t begin = end;
+    while (begin > from && is_ident(code[begin - 1])) --begin;
+    if (begin < end) names.insert(code.substr(begin, end - begin));
+  }
+  return names;
+}
+
 // What a launch line that names no kernel of the code may name instead: a tiny policy often
 // spells the same name two ways, and the fix is to copy one of these.
 std::string kernels_hint(const std::string& code) {
@@ -211,6 +243,7 @@ std::string kernels_hint(const std::string& code) {
 // and which names the code does declare.
 Status check_kernels_named(const Answer& answer) {
   const std::string code = blank_comments_and_strings(answer.source);
+  const auto kernels = declared_kernels(code);
   for (const auto& l : answer.launches) {
     std::string base = l.kernel.substr(0, l.kernel.find('<'));
     if (size_t sep = base.rfind("::"); sep != std::string::npos) base = base.substr(sep + 2);
@@ -223,6 +256,15 @@ Status check_kernels_named(const Answer& answer) {
       return invalid_input(
           fmt::format("line {}: the code defines no __global__ kernel '{}'{} (define it, "
                       "and spell it in the launch line as in the code)",
+                      l.line, base, kernels_hint(code)));
+    // A name the code has, but as a __device__ function and never as a kernel: NVRTC would
+    // reject its name expression with a message that does not say why.
+    if (std::find(kernels.begin(), kernels.end(), base) == kernels.end() &&
+        device_functions(code).count(base))
+      return invalid_input(
+          fmt::format("line {}: '{}' is a __device__ function, not a __global__ kernel{} (a "
+                      "launch line starts a kernel: launch the __global__ kernel that calls it, "
+                      "or declare it __global__ void)",
                       l.line, base, kernels_hint(code)));
   }
   return Status::ok();

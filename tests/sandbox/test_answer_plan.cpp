@@ -128,6 +128,49 @@ TEST(LaunchPlan, AnUnknownKernelNamesTheDeclaredOnes) {
       << plan.status().message().substr(0, 200);
 }
 
+// A launch line naming a __device__ function: the code has the name, so it is not unknown, but a
+// launch line can only start a __global__ kernel. Said before any compile, with the kernels the
+// code does declare; a kernel that shares the name, or a __device__ variable, is not mistaken.
+TEST(LaunchPlan, ADeviceFunctionIsNotAKernel) {
+  auto task = make_task();
+  auto plan_of = [&](const std::string& code) {
+    auto a = parse_answer("```cuda\n" + code + "// launch: kk<<<1, 32>>>(n)\n```\n");
+    EXPECT_TRUE(a.has_value()) << a.status().message();
+    return make_launch_plan(*a, task, task.params, PlanLimits{});
+  };
+  struct Case {
+    const char* code;
+    const char* says;
+  } cases[] = {
+      {"__device__ float kk(float v) { return v; }\n__global__ void go(int n) {}\n",
+       "line 3: 'kk' is a __device__ function, not a __global__ kernel; it declares 'go' (a "
+       "launch"},
+      {"template <typename T>\n__host__ __device__ inline T\nkk (T v) { return v; }\n",
+       "'kk' is a __device__ function, not a __global__ kernel; it declares no __global__ "
+       "function"},
+  };
+  for (const auto& c : cases) {
+    auto plan = plan_of(c.code);
+    ASSERT_FALSE(plan.has_value()) << c.code;
+    EXPECT_NE(plan.status().message().find(c.says), std::string::npos)
+        << c.code << " -> " << plan.status().message();
+  }
+  for (const char* fine :
+       {"__device__ float kk(float v);\n__global__ void kk(int n) {}\n",
+        "__device__ int count = 0;\n__global__ void kk(int n) {}\n",
+        "__device__ int table[4];\nvoid helper();\n__global__ void kk(int n) {}\n"}) {
+    auto plan = plan_of(fine);
+    EXPECT_TRUE(plan.has_value()) << fine << " -> " << plan.status().message();
+  }
+  // Many `__device__` before one function, as a hostile answer may write: read once.
+  std::string crowded;
+  for (int i = 0; i < 200000; ++i) crowded += "__device__ ";
+  auto plan = plan_of(crowded + "float kk(float v) { return v; }\n");
+  ASSERT_FALSE(plan.has_value());
+  EXPECT_NE(plan.status().message().find("'kk' is a __device__ function"), std::string::npos)
+      << plan.status().message().substr(0, 200);
+}
+
 ptx::ParamInfo param(const char* type, size_t size) {
   return {"p", type, size, size};
 }

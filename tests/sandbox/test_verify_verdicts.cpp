@@ -153,6 +153,10 @@ TEST_F(VerifyVerdicts, BadLaunchLines) {
          Verdict::kFormatError, "takes GRID, BLOCK");
   expect(answer(kGoodKernel, "// launch: kk<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n"),
          Verdict::kLaunchError, "no __global__ kernel 'kk'; it declares 'k'");
+  expect(answer(std::string("__device__ float twice(float v) { return 2 * v; }\n") + kGoodKernel,
+                "// launch: twice<<<cdiv(n, 256), 256>>>(x, out, alpha, n)\n"),
+         Verdict::kLaunchError,
+         "'twice' is a __device__ function, not a __global__ kernel; it declares 'k'");
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, n)\n"),
          Verdict::kLaunchError, "takes 4 parameters but the launch line passes 3");
   expect(answer(kGoodKernel, "// launch: k<<<cdiv(n, 256), 256>>>(x, out, alpha, y)\n"),
