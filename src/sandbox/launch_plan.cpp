@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -150,6 +151,22 @@ bool is_ident(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
 
+// Whether the `size` characters at `p` are a whole identifier, not part of a longer one.
+bool whole_word_at(const std::string& code, size_t p, size_t size) {
+  return (p == 0 || !is_ident(code[p - 1])) &&
+         (p + size >= code.size() || !is_ident(code[p + size]));
+}
+
+// The identifier that ends just before `paren` (spaces between allowed), not reaching back
+// past `from`; empty when there is none.
+std::string name_before(const std::string& code, size_t from, size_t paren) {
+  size_t end = paren;
+  while (end > from && std::isspace(static_cast<unsigned char>(code[end - 1]))) --end;
+  size_t begin = end;
+  while (begin > from && is_ident(code[begin - 1])) --begin;
+  return code.substr(begin, end - begin);
+}
+
 // The names the code gives its __global__ functions, in order, without repeats: the identifier
 // before the first '(' after each `__global__`, passing over `__launch_bounds__(...)`. A plain
 // scan, not a parse: it only has to name candidates in a message. A hostile answer reaches it
@@ -163,9 +180,7 @@ std::vector<std::string> declared_kernels(const std::string& code) {
   size_t searched_from = npos, found = npos;  // the last search for '(' and what it found
   size_t read = npos;                         // the last '(' whose name was read
   for (size_t p = code.find(kGlobal); p != npos; p = code.find(kGlobal, p + 1)) {
-    if ((p > 0 && is_ident(code[p - 1])) ||
-        (p + kGlobal.size() < code.size() && is_ident(code[p + kGlobal.size()])))
-      continue;
+    if (!whole_word_at(code, p, kGlobal.size())) continue;
     for (size_t from = p + kGlobal.size();;) {
       // The last search still answers when `from` lies between where it began and what it
       // found (npos at first, so the first search always runs; a search that finds none ends).
@@ -177,11 +192,7 @@ std::vector<std::string> declared_kernels(const std::string& code) {
       if (paren == npos) return names;  // no '(' left: no more names
       if (paren == read) break;
       read = paren;
-      size_t end = paren;
-      while (end > from && std::isspace(static_cast<unsigned char>(code[end - 1]))) --end;
-      size_t begin = end;
-      while (begin > from && is_ident(code[begin - 1])) --begin;
-      std::string name = code.substr(begin, end - begin);
+      std::string name = name_before(code, from, paren);
       if (name == "__launch_bounds__") {
         from = code.find(')', paren);
         if (from == npos) return names;
@@ -205,8 +216,8 @@ std::set<std::string> device_functions(const std::string& code) {
   size_t stop = npos, read = npos;  // the last stop found, and the last '(' whose name was read
   bool searched = false;
   for (size_t p = code.find(kDevice); p != npos; p = code.find(kDevice, p + 1)) {
+    if (!whole_word_at(code, p, kDevice.size())) continue;
     const size_t from = p + kDevice.size();
-    if ((p > 0 && is_ident(code[p - 1])) || (from < code.size() && is_ident(code[from]))) continue;
     // Occurrences come in order, so a stop found from an earlier one still answers while this
     // one lies before it: nothing between can be a stop.
     if (!searched || from > stop) {
@@ -216,20 +227,16 @@ std::set<std::string> device_functions(const std::string& code) {
     if (stop == npos) break;
     if (code[stop] != '(' || stop == read) continue;
     read = stop;
-    size_t end = stop;
-    while (end > from && std::isspace(static_cast<unsigned char>(code[end - 1]))) --end;
-    size_t begin = end;
-    while (begin > from && is_ident(code[begin - 1])) --begin;
-    if (begin < end) names.insert(code.substr(begin, end - begin));
+    if (std::string name = name_before(code, from, stop); !name.empty())
+      names.insert(std::move(name));
   }
   return names;
 }
 
 // What a launch line that names no kernel of the code may name instead: a tiny policy often
 // spells the same name two ways, and the fix is to copy one of these.
-std::string kernels_hint(const std::string& code) {
+std::string kernels_hint(const std::vector<std::string>& names) {
   static constexpr size_t kShown = 4;  // a hostile answer may declare thousands
-  const auto names = declared_kernels(code);
   if (names.empty()) return "; it declares no __global__ function at all";
   std::string list;
   for (size_t i = 0; i < names.size() && i < kShown; ++i)
@@ -243,29 +250,35 @@ std::string kernels_hint(const std::string& code) {
 // and which names the code does declare.
 Status check_kernels_named(const Answer& answer) {
   const std::string code = blank_comments_and_strings(answer.source);
-  const auto kernels = declared_kernels(code);
+  // Each scan runs at most once a plan; the kernels' list only for a name that is unknown or a
+  // __device__ function's.
+  std::optional<std::vector<std::string>> kernels;
+  std::optional<std::set<std::string>> device;
+  auto declared = [&]() -> const std::vector<std::string>& {
+    if (!kernels) kernels = declared_kernels(code);
+    return *kernels;
+  };
   for (const auto& l : answer.launches) {
     std::string base = l.kernel.substr(0, l.kernel.find('<'));
     if (size_t sep = base.rfind("::"); sep != std::string::npos) base = base.substr(sep + 2);
     bool found = false;
-    for (size_t p = code.find(base); p != std::string::npos && !found; p = code.find(base, p + 1)) {
-      found = (p == 0 || !is_ident(code[p - 1])) &&
-              (p + base.size() >= code.size() || !is_ident(code[p + base.size()]));
-    }
+    for (size_t p = code.find(base); p != std::string::npos && !found; p = code.find(base, p + 1))
+      found = whole_word_at(code, p, base.size());
     if (!found)
       return invalid_input(
           fmt::format("line {}: the code defines no __global__ kernel '{}'{} (define it, "
                       "and spell it in the launch line as in the code)",
-                      l.line, base, kernels_hint(code)));
+                      l.line, base, kernels_hint(declared())));
     // A name the code has, but as a __device__ function and never as a kernel: NVRTC would
     // reject its name expression with a message that does not say why.
-    if (std::find(kernels.begin(), kernels.end(), base) == kernels.end() &&
-        device_functions(code).count(base))
+    if (!device) device = device_functions(code);
+    if (device->count(base) &&
+        std::find(declared().begin(), declared().end(), base) == declared().end())
       return invalid_input(
           fmt::format("line {}: '{}' is a __device__ function, not a __global__ kernel{} (a "
                       "launch line starts a kernel: launch the __global__ kernel that calls it, "
                       "or declare it __global__ void)",
-                      l.line, base, kernels_hint(code)));
+                      l.line, base, kernels_hint(declared())));
   }
   return Status::ok();
 }
