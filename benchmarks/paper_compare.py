@@ -36,10 +36,14 @@ reused, and so does a run folder under --runs trained otherwise (each records it
 paper_compare_run.json; one with checkpoints and no record is refused). Points made before the
 config was recorded are accepted with a warning. At the end it prints a Markdown table (mean ± spread over
 seeds), the two targets' figures and leap's CPU-seconds and sandbox jobs over unpruned's at the
-same steps, and draws the curves with bands (min-max over seeds) to RESULTS/curves.png.
+same steps, and draws the curves with bands (min-max over seeds) to RESULTS/curves.png. The
+tables and the curves hold the seeds of this invocation only (the figure's title names them);
+when RESULTS holds finished runs of other seeds it says which, and the --seeds that draws them
+all: a comparison run seed by seed is drawn whole by listing every seed at the end.
 Run with /usr/bin/python3 (Debian's h5py, pandas, numpy and matplotlib).
 """
 import argparse
+import glob
 import hashlib
 import json
 import os
@@ -328,6 +332,21 @@ def first_reaching(points, target):
     return None
 
 
+def stored_seeds_not_invoked(results, ways, seeds, steps, every):
+    """The seeds not in `seeds` whose run of one of `ways` has every point of `steps` and `every`
+    stored in `results`: the tables and curves of one invocation cover its own seeds only, and a
+    comparison run seed by seed would otherwise draw over its earlier seeds without saying so."""
+    found = set()
+    for way in ways:
+        for folder in glob.glob(os.path.join(results, f"{way}-seed*")):
+            tag = os.path.basename(folder)[len(way) + len("-seed"):]
+            if (tag.isdigit() and int(tag) not in seeds
+                    and all(os.path.exists(os.path.join(folder, f"point_{end}.json"))
+                            for end in range(every, steps + 1, every))):
+                found.add(int(tag))
+    return sorted(found)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--steps", type=int, default=40)
@@ -439,10 +458,16 @@ def main():
                 ax.set_ylabel(f"held-out {'Acc@1' if metric == 'acc1' else 'Acc@3'}")
     for ax in axes.flat:
         ax.legend(fontsize=8)
+    fig.suptitle(f"run seeds {args.seeds}, {args.steps} steps", fontsize=10)
     fig.tight_layout()
     png = os.path.join(args.results, "curves.png")
     fig.savefig(png, dpi=110)
-    print(f"\ncurves: {png}")
+    print(f"\ncurves: {png} (run seeds {args.seeds})")
+    others = stored_seeds_not_invoked(args.results, list(curves), args.seeds, args.steps, args.every)
+    if others:
+        every = sorted(set(args.seeds) | set(others))
+        print(f"{args.results} also holds finished runs at seeds {others}, left out of the tables and the curves "
+              f"above: --seeds {' '.join(map(str, every))} draws them all (a finished run is not trained again)")
 
 
 if __name__ == "__main__":

@@ -172,5 +172,26 @@ class FullEvalSeeds(unittest.TestCase):
         self.assertIn("start-seed3-full.json was made with other settings (seed", msg)
 
 
+class StoredSeeds(unittest.TestCase):
+    """A seed is reported as left out of an invocation's tables and curves only when all of its
+    points are stored, of a way drawn, and it was not invoked."""
+
+    def test_finished_seeds_of_the_ways_drawn_that_were_not_invoked(self):
+        with tempfile.TemporaryDirectory() as d:
+            def points(tag, *steps):
+                os.makedirs(os.path.join(d, tag), exist_ok=True)
+                for s in steps:
+                    open(os.path.join(d, tag, f"point_{s}.json"), "w").close()
+            points("leap-seed1", 40, 80)       # finished, not invoked: reported
+            points("leap-seed2", 40, 80)       # invoked
+            points("leap-seed3", 40)           # unfinished
+            points("unpruned-seed4", 40, 80)   # a way not drawn
+            points("leap-seedx", 40, 80)       # not a seed folder
+            self.assertEqual(pc.stored_seeds_not_invoked(d, ["leap"], [2], 80, 40), [1])
+            self.assertEqual(pc.stored_seeds_not_invoked(d, ["leap", "unpruned"], [2], 80, 40), [1, 4])
+            self.assertEqual(pc.stored_seeds_not_invoked(d, ["leap"], [1, 2], 80, 40), [])
+            self.assertEqual(pc.stored_seeds_not_invoked(d, ["leap"], [2], 120, 40), [])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
