@@ -22,38 +22,40 @@ import sys
 
 
 def solved_tasks(path):
-    """The ids of the tasks with a passing sample at any turn in one `leap eval` JSON."""
+    """The tasks with a passing sample at any turn in one `leap eval` JSON, id -> family (as the
+    evaluation records it)."""
     try:
         with open(path) as f:
             per_task = json.load(f)["per_task"]
-        return {t["id"] for t in per_task if sum(t["correct_by_turn"]) > 0}
+        return {t["id"]: t["family"] for t in per_task if sum(t["correct_by_turn"]) > 0}
     except (OSError, ValueError, KeyError, TypeError) as e:
         print(f"{path}: not a leap eval result with per_task records ({e}); pass the JSON that "
               "`leap eval --eval.output` wrote", file=sys.stderr)
         sys.exit(2)
 
 
-def family(task_id):
-    parts = task_id.split("/")
-    return parts[1] if len(parts) > 2 else "?"
+def by_family(ids, families):
+    return dict(sorted(collections.Counter(families[i] for i in ids).items()))
 
 
-def by_family(ids):
-    return dict(sorted(collections.Counter(family(i) for i in ids).items()))
-
-
-def start_support(sets):
-    """Each start evaluation's count and what it alone adds over the others."""
+def start_support(solved):
+    """Each start evaluation's count and what it alone adds over the others; and their union."""
+    sets = [set(s) for s in solved]
     union = set().union(*sets)
     alone = [len(s - set().union(*(o for j, o in enumerate(sets) if j != i))) for i, s in enumerate(sets)]
     return {"solved": [len(s) for s in sets], "union": len(union), "alone": alone}, union
 
 
-def end_support(sets, start_union):
-    union = set().union(*sets)
+def end_support(solved, start_union, families):
+    union = set().union(*(set(s) for s in solved))
     new, lost = union - start_union, start_union - union
-    return {"solved": [len(s) for s in sets], "union": len(union), "new": len(new), "lost": len(lost),
-            "new_by_family": by_family(new), "lost_by_family": by_family(lost), "new_tasks": sorted(new)}
+    return {"solved": [len(s) for s in solved], "union": len(union), "new": len(new), "lost": len(lost),
+            "new_by_family": by_family(new, families), "lost_by_family": by_family(lost, families),
+            "new_tasks": sorted(new)}
+
+
+def family_cell(counts):
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
 
 
 def main():
@@ -70,8 +72,13 @@ def main():
             p.error(f"--end {spec!r}: write NAME=FILE[,FILE...]")
         ends.append((name, files.split(",")))
 
-    start, start_union = start_support([solved_tasks(f) for f in args.start])
-    rows = [(name, end_support([solved_tasks(f) for f in files], start_union)) for name, files in ends]
+    start_solved = [solved_tasks(f) for f in args.start]
+    end_solved = [(name, [solved_tasks(f) for f in files]) for name, files in ends]
+    families = {}  # every solved task's family, from whichever evaluation solved it
+    for solved in start_solved + [s for _, evals in end_solved for s in evals]:
+        families.update(solved)
+    start, start_union = start_support(start_solved)
+    rows = [(name, end_support(evals, start_union, families)) for name, evals in end_solved]
     if args.format == "json":
         json.dump({"start": start, "ends": dict(rows)}, sys.stdout, indent=1)
         print()
@@ -81,9 +88,8 @@ def main():
     print("| run | solved (each evaluation) | union | new | lost | new by family | lost by family |")
     print("|---|---|---|---|---|---|---|")
     for name, r in rows:
-        fam = lambda d: ", ".join(f"{k} {v}" for k, v in d.items()) or "-"  # noqa: E731
         print(f"| {name} | {', '.join(map(str, r['solved']))} | {r['union']} | {r['new']} | {r['lost']} | "
-              f"{fam(r['new_by_family'])} | {fam(r['lost_by_family'])} |")
+              f"{family_cell(r['new_by_family'])} | {family_cell(r['lost_by_family'])} |")
 
 
 if __name__ == "__main__":

@@ -269,8 +269,7 @@ def run_way(args, way, seed, subset):
     settings = {"way": way, "seed": seed, "resample": args.resample, "flags": flags,
                 "extra": [x for x in args.extra if not x.startswith("--model=")],
                 "config_sha256": file_sha256(args.config)}
-    points_done = all(os.path.exists(os.path.join(results, f"point_{end}.json"))
-                      for end in range(args.every, args.steps + 1, args.every))
+    points_done = points_stored(results, args.steps, args.every)
     run_usable = usable_run_folder(run_dir, {**settings, "suite": args.suite}, points_done)
     points = [dict(step=0, cpu_s=0.0, sandbox_jobs=0,
                    **evaluate(args, args.model, seed, os.path.join(results, "eval_0.json"), subset))]
@@ -332,6 +331,11 @@ def first_reaching(points, target):
     return None
 
 
+def points_stored(folder, steps, every):
+    """Whether a run's results folder holds every point of `steps` evaluated every `every`."""
+    return all(os.path.exists(os.path.join(folder, f"point_{end}.json")) for end in range(every, steps + 1, every))
+
+
 def stored_seeds_not_invoked(results, ways, seeds, steps, every):
     """The seeds not in `seeds` whose run of one of `ways` has every point of `steps` and `every`
     stored in `results`: the tables and curves of one invocation cover its own seeds only, and a
@@ -340,9 +344,7 @@ def stored_seeds_not_invoked(results, ways, seeds, steps, every):
     for way in ways:
         for folder in glob.glob(os.path.join(results, f"{way}-seed*")):
             tag = os.path.basename(folder)[len(way) + len("-seed"):]
-            if (tag.isdigit() and int(tag) not in seeds
-                    and all(os.path.exists(os.path.join(folder, f"point_{end}.json"))
-                            for end in range(every, steps + 1, every))):
+            if tag.isdigit() and int(tag) not in seeds and points_stored(folder, steps, every):
                 found.add(int(tag))
     return sorted(found)
 
